@@ -1,0 +1,121 @@
+"""JSON-RPC / MCP error codes and the exception hierarchy that carries them.
+
+Every error trimcp raises about the protocol carries the JSON-RPC ``code`` it maps to,
+so the layer that catches it can answer the peer without guessing. The split follows
+h11: :class:`LocalProtocolError` means *we* tried to do something illegal (a bug in the
+caller, never sent to the peer as-is); :class:`RemoteProtocolError` means the *peer* sent
+something illegal, and its ``code``/``message``/``data`` are what we answer with.
+
+This module does no I/O and imports nothing outside the standard library.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+# Standard JSON-RPC 2.0 codes.
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+
+# Implementation-defined server errors (-32000..-32099). These two follow the codes the
+# official SDKs use, so peers that switch on them behave the same with trimcp.
+CONNECTION_CLOSED: Final = -32000
+REQUEST_TIMEOUT: Final = -32001
+
+# MCP-specific codes.
+RESOURCE_NOT_FOUND: Final = -32002
+HEADER_MISMATCH: Final = -32020  # 2026-07-28
+MISSING_REQUIRED_CLIENT_CAPABILITY: Final = -32021  # 2026-07-28
+UNSUPPORTED_PROTOCOL_VERSION: Final = -32022  # 2026-07-28
+URL_ELICITATION_REQUIRED: Final = -32042  # 2025-11-25
+
+ERROR_NAMES: Final[dict[int, str]] = {
+    PARSE_ERROR: "Parse error",
+    INVALID_REQUEST: "Invalid request",
+    METHOD_NOT_FOUND: "Method not found",
+    INVALID_PARAMS: "Invalid params",
+    INTERNAL_ERROR: "Internal error",
+    CONNECTION_CLOSED: "Connection closed",
+    REQUEST_TIMEOUT: "Request timed out",
+    RESOURCE_NOT_FOUND: "Resource not found",
+    HEADER_MISMATCH: "Header mismatch",
+    MISSING_REQUIRED_CLIENT_CAPABILITY: "Missing required client capability",
+    UNSUPPORTED_PROTOCOL_VERSION: "Unsupported protocol version",
+    URL_ELICITATION_REQUIRED: "URL elicitation required",
+}
+
+
+class McpError(Exception):
+    """An error that has a JSON-RPC representation: ``code``, ``message`` and optional ``data``.
+
+    Raise it from a request handler to answer the peer with exactly this error; any other
+    exception from a handler is answered with ``-32603`` and a safe message. Received error
+    responses are raised to the caller of a request as ``McpError`` too.
+    """
+
+    code: int
+    message: str
+    data: Any
+
+    def __init__(self, code: int, message: str | None = None, data: Any = None) -> None:
+        if isinstance(code, bool) or not isinstance(code, int):
+            raise TypeError(f"JSON-RPC error code must be an int, not {code!r}")
+        self.code = code
+        self.message = message if message is not None else ERROR_NAMES.get(code, "Error")
+        self.data = data
+        super().__init__(self.message)
+
+    def to_error_object(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` member for this exception."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(code={self.code}, message={self.message!r})"
+
+
+class LocalProtocolError(McpError):
+    """We (the local side) tried to do something the protocol forbids.
+
+    Examples: sending a request before initialization, calling a method the peer did not
+    declare a capability for, reusing a request id. These are bugs or misuse in the calling
+    code; nothing is sent to the peer.
+    """
+
+    def __init__(
+        self, message: str, code: int = INVALID_REQUEST, data: Any = None
+    ) -> None:
+        super().__init__(code, message, data)
+
+
+class RemoteProtocolError(McpError):
+    """The peer sent something the protocol forbids.
+
+    ``code``, ``message`` and ``data`` are what we answer with when the offending message
+    is a request; for anything else the error is reported locally and the session goes on.
+    """
+
+    def __init__(self, code: int, message: str | None = None, data: Any = None) -> None:
+        super().__init__(code, message, data)
+
+
+class RequestTimeout(McpError):
+    """An outbound request got no answer within its timeout.
+
+    trimcp has already told the peer (``notifications/cancelled``) when this is raised.
+    """
+
+    def __init__(self, message: str = "Request timed out", data: Any = None) -> None:
+        super().__init__(REQUEST_TIMEOUT, message, data)
+
+
+class SessionClosed(McpError):
+    """The session closed (locally, or because the peer went away) before an answer arrived."""
+
+    def __init__(self, message: str = "Session closed", data: Any = None) -> None:
+        super().__init__(CONNECTION_CLOSED, message, data)

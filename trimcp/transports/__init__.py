@@ -1,0 +1,1 @@
+"""Transports: move whole MCP messages between peers."""

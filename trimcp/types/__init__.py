@@ -1,0 +1,1 @@
+"""MCP wire types: frozen, slotted, keyword-only attrs classes (no I/O)."""
