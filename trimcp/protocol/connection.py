@@ -1,0 +1,580 @@
+"""The sans-IO MCP connection: whole messages in, events out; calls in, bytes out.
+
+One :class:`Connection` per session and role. It knows the lifecycle, the negotiated
+version and capabilities, which requests are in flight in each direction, and which
+progress tokens belong to which of our requests. It does no I/O, starts no tasks and never
+raises on bad input from the peer: that becomes a :class:`MessageRejected` event carrying
+the error reply to send. Misuse by the local side raises :class:`LocalProtocolError`.
+
+Framing (lines, SSE events, HTTP bodies) is the transport's job: :meth:`receive` takes one
+complete JSON text, and every ``send_*`` returns one complete JSON text as bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from trimcp import serde
+from trimcp.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    LocalProtocolError,
+    McpError,
+    RemoteProtocolError,
+)
+from trimcp.protocol.events import (
+    BatchReceived,
+    CancelReceived,
+    ErrorReceived,
+    Event,
+    MessageIgnored,
+    MessageRejected,
+    NotificationReceived,
+    ProgressReceived,
+    ProgressToken,
+    RequestReceived,
+    ResponseReceived,
+)
+from trimcp.protocol.jsonrpc import (
+    ErrorResponse,
+    InvalidMessage,
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    classify,
+    dump_json,
+    encode_error,
+    notification_object,
+    parse_json,
+    request_object,
+    response_object,
+)
+from trimcp.protocol.lifecycle import (
+    INBOUND_REQUESTS,
+    OUTBOUND_REQUESTS,
+    Role,
+    State,
+    Transition,
+    next_state,
+    request_allowed,
+)
+from trimcp.protocol.methods import MethodSpec, lookup
+from trimcp.protocol.negotiated import Negotiated
+from trimcp.protocol.versions import SUPPORTED_VERSIONS, allows_batches
+from trimcp.types import InitializeRequestParams, InitializeResult
+
+#: A batch larger than this is rejected whole: it would let one message start unbounded work.
+DEFAULT_MAX_BATCH = 100
+
+
+@attrs.define(slots=True)
+class _Outbound:
+    method: str
+    progress_token: ProgressToken | None
+
+
+def _is_token(value: object) -> bool:
+    return type(value) is int or type(value) is str
+
+
+def _is_number(value: object) -> bool:
+    return type(value) is int or type(value) is float
+
+
+def has_capability(capabilities: dict[str, Any] | None, path: tuple[str, ...]) -> bool:
+    """Whether a wire-form capabilities object declares ``path`` (present, not false)."""
+    node: Any = capabilities
+    for key in path:
+        if type(node) is not dict:
+            return False
+        node = node.get(key)
+        if node is None or node is False:
+            return False
+    return True
+
+
+class Connection:
+    """The protocol state of one MCP session, for one role. Not thread- or task-safe:
+    the session engine calls it from one task at a time (it never awaits).
+    """
+
+    def __init__(
+        self,
+        role: Role,
+        *,
+        supported_versions: tuple[str, ...] = SUPPORTED_VERSIONS,
+        max_batch: int = DEFAULT_MAX_BATCH,
+    ) -> None:
+        self.role = role
+        self.state = State.NEW
+        self.supported_versions = supported_versions
+        self.max_batch = max_batch
+        #: What the handshake agreed on; None until it completes.
+        self.negotiated: Negotiated | None = None
+        #: Server side: whether ``notifications/initialized`` has arrived.
+        self.peer_initialized = False
+        self._peer = role.peer.value
+        self._inbound: dict[RequestId, str] = {}
+        self._outbound: dict[RequestId, _Outbound] = {}
+        self._progress: dict[ProgressToken, RequestId] = {}
+        self._next_id = 1
+        self._own_caps: dict[str, Any] | None = None
+        self._peer_caps: dict[str, Any] | None = None
+        self._init_params: InitializeRequestParams | None = None
+
+    # --- queries --------------------------------------------------------------------------
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated protocol version, or None before the handshake completes."""
+        return self.negotiated.protocol_version if self.negotiated else None
+
+    def peer_has(self, *path: str) -> bool:
+        """Whether the peer declared the capability at ``path`` (wire names)."""
+        return has_capability(self._peer_caps, path)
+
+    def own_has(self, *path: str) -> bool:
+        """Whether we declared the capability at ``path`` (wire names)."""
+        return has_capability(self._own_caps, path)
+
+    def inbound_in_flight(self) -> list[RequestId]:
+        """Ids of the peer's requests we have not answered or forgotten yet."""
+        return list(self._inbound)
+
+    def outbound_in_flight(self) -> list[RequestId]:
+        """Ids of our requests still waiting for an answer."""
+        return list(self._outbound)
+
+    # --- receiving ------------------------------------------------------------------------
+
+    def receive(self, data: bytes | str) -> Event:
+        """Take one complete JSON text from the peer and report what it was."""
+        try:
+            obj = parse_json(data)
+        except InvalidMessage as exc:
+            return self._rejected(exc)
+        return self.receive_object(obj)
+
+    def receive_object(self, obj: Any) -> Event:
+        """Like :meth:`receive`, for a value already decoded from JSON."""
+        if type(obj) is list:
+            return self._receive_batch(obj)
+        try:
+            message = classify(obj)
+        except InvalidMessage as exc:
+            return self._rejected(exc)
+        return self._dispatch(message)
+
+    def _dispatch(self, message: Message) -> Event:
+        if type(message) is Request:
+            return self._on_request(message)
+        if type(message) is Notification:
+            return self._on_notification(message)
+        if type(message) is Response:
+            return self._on_response(message)
+        assert type(message) is ErrorResponse
+        return self._on_error_response(message)
+
+    def _receive_batch(self, items: list[Any]) -> Event:
+        if not allows_batches(self.protocol_version):
+            return self._rejected(
+                InvalidMessage(
+                    INVALID_REQUEST,
+                    f"Invalid request: batches are not allowed in protocol version "
+                    f"{self.protocol_version or '(not negotiated)'}",
+                )
+            )
+        if not items:
+            return self._rejected(InvalidMessage(INVALID_REQUEST, "Invalid request: empty batch"))
+        if len(items) > self.max_batch:
+            return self._rejected(
+                InvalidMessage(
+                    INVALID_REQUEST, f"Invalid request: batch larger than {self.max_batch}"
+                )
+            )
+        events: list[Event] = []
+        for item in items:
+            try:
+                message = classify(item)
+            except InvalidMessage as exc:
+                events.append(self._rejected(exc))
+                continue
+            if type(message) is Request and message.method == "initialize":
+                events.append(
+                    self._rejected(
+                        InvalidMessage(
+                            INVALID_REQUEST,
+                            "Invalid request: initialize must not be part of a batch",
+                            request_id=message.id,
+                        )
+                    )
+                )
+                continue
+            events.append(self._dispatch(message))
+        return BatchReceived(events=tuple(events))
+
+    def _rejected(self, error: RemoteProtocolError) -> MessageRejected:
+        if isinstance(error, InvalidMessage):
+            reply = encode_error(error.request_id, error) if error.replyable else None
+        else:
+            reply = encode_error(None, error)
+        return MessageRejected(error=error, reply=reply)
+
+    def _reject_request(
+        self, request_id: RequestId, code: int, message: str, data: Any = None
+    ) -> MessageRejected:
+        return self._rejected(InvalidMessage(code, message, request_id=request_id, data=data))
+
+    def _on_request(self, request: Request) -> Event:
+        request_id, method = request.id, request.method
+        if request_id in self._inbound:
+            return self._reject_request(
+                request_id, INVALID_REQUEST, f"Invalid request: id {request_id!r} is already in use"
+            )
+        if not request_allowed(INBOUND_REQUESTS, self.role, self.state, method):
+            return self._reject_request(request_id, INVALID_REQUEST, self._state_refusal(method))
+        spec = lookup(method)
+        params: Any = request.params
+        if spec is not None:
+            refusal = self._inbound_refusal(spec)
+            if refusal is not None:
+                return self._reject_request(request_id, METHOD_NOT_FOUND, refusal)
+            if spec.params_type is not None:
+                try:
+                    params = serde.structure(params if params is not None else {}, spec.params_type)
+                except serde.ShapeError as exc:
+                    return self._reject_request(
+                        request_id,
+                        INVALID_PARAMS,
+                        f"Invalid params for {method}: {exc}",
+                        {"path": exc.path, "reason": exc.reason},
+                    )
+        if method == "initialize":
+            assert isinstance(params, InitializeRequestParams)
+            self._init_params = params
+            self._transition(Transition.RECEIVED_INITIALIZE)
+        self._inbound[request_id] = method
+        return RequestReceived(
+            id=request_id, method=method, params=params, progress_token=_progress_token(request)
+        )
+
+    def _state_refusal(self, method: str) -> str:
+        if self.state is State.CLOSED:
+            return "Invalid request: the session is closed"
+        if method == "initialize":
+            return "Invalid request: the session is already initialized"
+        if self.role is Role.SERVER:
+            return f"Invalid request: {method} before initialization (only ping is allowed)"
+        return f"Invalid request: {method} before initialization completed"
+
+    def _inbound_refusal(self, spec: MethodSpec) -> str | None:
+        """Why the peer may not send us this method now, or None when it may."""
+        if spec.kind != "request" or spec.sender not in (self._peer, "both"):
+            return f"Method not found: {spec.name}"
+        version = self.protocol_version
+        if version is not None and version not in spec.revisions:
+            return f"Method not found: {spec.name} does not exist in protocol version {version}"
+        if (
+            spec.capability is not None
+            and self.negotiated is not None
+            and not has_capability(self._own_caps, spec.capability)
+        ):
+            return f"Method not found: {spec.name} (capability {'.'.join(spec.capability)} " \
+                "was not declared)"
+        return None
+
+    def _on_notification(self, note: Notification) -> Event:
+        method, params = note.method, note.params
+        if method == "notifications/cancelled":
+            return self._on_cancelled(params)
+        if method == "notifications/progress":
+            return self._on_progress(params)
+        if method == "notifications/initialized" and self.role is Role.SERVER:
+            self.peer_initialized = True
+        spec = lookup(method)
+        typed: Any = params
+        if spec is not None:
+            if spec.kind != "notification" or spec.sender not in (self._peer, "both"):
+                return MessageIgnored(reason=f"{method} is not a notification the peer may send")
+            if spec.params_type is not None:
+                try:
+                    typed = serde.structure(params if params is not None else {}, spec.params_type)
+                except serde.ShapeError as exc:
+                    error = RemoteProtocolError(INVALID_PARAMS, f"Invalid params for {method}: {exc}")
+                    return MessageRejected(error=error, reply=None)
+        return NotificationReceived(method=method, params=typed)
+
+    def _on_cancelled(self, params: dict[str, Any] | None) -> Event:
+        request_id = params.get("requestId") if params else None
+        if not _is_token(request_id):
+            return MessageIgnored(reason="notifications/cancelled without a valid requestId")
+        assert request_id is not None
+        method = self._inbound.get(request_id)
+        if method is None:
+            return MessageIgnored(reason=f"cancel for unknown or finished request {request_id!r}")
+        if method == "initialize":
+            return MessageIgnored(reason="initialize cannot be cancelled")
+        reason = params.get("reason") if params else None
+        return CancelReceived(request_id=request_id, reason=reason if type(reason) is str else None)
+
+    def _on_progress(self, params: dict[str, Any] | None) -> Event:
+        if not params:
+            return MessageIgnored(reason="notifications/progress without params")
+        token = params.get("progressToken")
+        progress = params.get("progress")
+        if not _is_token(token) or not _is_number(progress):
+            return MessageIgnored(reason="malformed notifications/progress")
+        assert token is not None
+        request_id = self._progress.get(token)
+        if request_id is None:
+            return MessageIgnored(reason=f"progress for unknown or finished token {token!r}")
+        total = params.get("total")
+        message = params.get("message")
+        return ProgressReceived(
+            request_id=request_id,
+            progress=progress,
+            total=total if _is_number(total) else None,
+            message=message if type(message) is str else None,
+        )
+
+    def _on_response(self, response: Response) -> Event:
+        pending = self._outbound.pop(response.id, None)
+        if pending is None:
+            return MessageIgnored(reason=f"response for unknown or cancelled request {response.id!r}")
+        self._drop_progress(pending)
+        method = pending.method
+        spec = lookup(method)
+        result: Any = response.result
+        if spec is not None and spec.result_type is not None:
+            try:
+                result = serde.structure(result, spec.result_type)
+            except serde.ShapeError as exc:
+                error = RemoteProtocolError(
+                    INTERNAL_ERROR, f"The peer sent an invalid {method} result: {exc}"
+                )
+                if method == "initialize":
+                    self._transition(Transition.RECEIVED_INITIALIZE_ERROR)
+                return ErrorReceived(id=response.id, method=method, error=error)
+        if method == "initialize":
+            return self._on_initialize_result(response.id, result)
+        return ResponseReceived(id=response.id, method=method, result=result)
+
+    def _on_initialize_result(self, request_id: RequestId, result: Any) -> Event:
+        assert isinstance(result, InitializeResult) and self._init_params is not None
+        if result.protocol_version not in self.supported_versions:
+            self._transition(Transition.RECEIVED_INITIALIZE_ERROR)
+            error = RemoteProtocolError(
+                UNSUPPORTED_PROTOCOL_VERSION,
+                f"The server chose protocol version {result.protocol_version!r}, "
+                f"which this client does not support",
+                {"supported": list(self.supported_versions), "requested": result.protocol_version},
+            )
+            return ErrorReceived(id=request_id, method="initialize", error=error)
+        self._set_negotiated(self._init_params, result)
+        self._transition(Transition.RECEIVED_INITIALIZE_RESULT)
+        return ResponseReceived(id=request_id, method="initialize", result=result)
+
+    def _on_error_response(self, response: ErrorResponse) -> Event:
+        if response.id is None:
+            return ErrorReceived(id=None, method=None, error=response.error)
+        pending = self._outbound.pop(response.id, None)
+        if pending is None:
+            return MessageIgnored(reason=f"error for unknown or cancelled request {response.id!r}")
+        self._drop_progress(pending)
+        if pending.method == "initialize":
+            self._transition(Transition.RECEIVED_INITIALIZE_ERROR)
+        return ErrorReceived(id=response.id, method=pending.method, error=response.error)
+
+    # --- sending --------------------------------------------------------------------------
+
+    def send_request(
+        self, method: str, params: Any = None, *, with_progress: bool = False
+    ) -> tuple[RequestId, bytes]:
+        """Encode a new request. Returns its id (never reused) and the bytes to send.
+
+        ``with_progress`` allocates a progress token (added to ``params._meta``) so the
+        peer's progress notifications arrive as :class:`ProgressReceived`. Raises
+        :class:`LocalProtocolError` when the lifecycle, the negotiated version or the
+        peer's capabilities do not allow the request.
+        """
+        if not request_allowed(OUTBOUND_REQUESTS, self.role, self.state, method):
+            raise LocalProtocolError(self._local_state_refusal(method))
+        spec = lookup(method)
+        if spec is not None:
+            self._check_outbound(spec, "request")
+        raw = _wire(params)
+        request_id = self._next_id
+        self._next_id += 1
+        token: ProgressToken | None = None
+        if with_progress:
+            token = request_id
+            raw = dict(raw) if raw is not None else {}
+            meta = raw.get("_meta")
+            raw["_meta"] = {**meta, "progressToken": token} if isinstance(meta, dict) else {
+                "progressToken": token
+            }
+        data = _encode(request_object(request_id, method, raw))
+        self._outbound[request_id] = _Outbound(method, token)
+        if token is not None:
+            self._progress[token] = request_id
+        if method == "initialize":
+            self._init_params = (
+                params
+                if isinstance(params, InitializeRequestParams)
+                else serde.structure(raw or {}, InitializeRequestParams)
+            )
+            self._transition(Transition.SENT_INITIALIZE)
+        return request_id, data
+
+    def _local_state_refusal(self, method: str) -> str:
+        if self.state is State.CLOSED:
+            return f"Cannot send {method}: the session is closed"
+        if method == "initialize":
+            return "Cannot send initialize: the session is already initializing or initialized"
+        return f"Cannot send {method} before initialization completed"
+
+    def _check_outbound(self, spec: MethodSpec, kind: str) -> None:
+        if spec.kind != kind or spec.sender not in (self.role.value, "both"):
+            raise LocalProtocolError(
+                f"A {self.role.value} cannot send {spec.name} as a {kind}", METHOD_NOT_FOUND
+            )
+        version = self.protocol_version
+        if version is not None and version not in spec.revisions:
+            raise LocalProtocolError(
+                f"{spec.name} does not exist in the negotiated protocol version {version}",
+                METHOD_NOT_FOUND,
+            )
+        if spec.capability is None or self.negotiated is None:
+            return
+        if kind == "request" and not has_capability(self._peer_caps, spec.capability):
+            raise LocalProtocolError(
+                f"Cannot send {spec.name}: the {self._peer} did not declare the "
+                f"{'.'.join(spec.capability)} capability",
+                METHOD_NOT_FOUND,
+            )
+        if kind == "notification" and not has_capability(self._own_caps, spec.capability):
+            raise LocalProtocolError(
+                f"Cannot send {spec.name}: we did not declare the "
+                f"{'.'.join(spec.capability)} capability",
+                METHOD_NOT_FOUND,
+            )
+
+    def send_notification(self, method: str, params: Any = None) -> bytes:
+        """Encode a notification. Raises :class:`LocalProtocolError` when it is not allowed."""
+        if self.state is State.CLOSED:
+            raise LocalProtocolError(f"Cannot send {method}: the session is closed")
+        spec = lookup(method)
+        if spec is not None:
+            self._check_outbound(spec, "notification")
+        return _encode(notification_object(method, _wire(params)))
+
+    def send_result(self, request_id: RequestId, result: Any) -> bytes:
+        """Encode the successful answer to the peer's request ``request_id``.
+
+        Raises :class:`LocalProtocolError` when that request is not in flight (already
+        answered, forgotten after a cancel, or never received) or the result cannot be
+        encoded as JSON; the request then stays in flight, so an error can still be sent.
+        """
+        method = self._inbound.get(request_id)
+        if method is None:
+            raise LocalProtocolError(f"No in-flight request {request_id!r} to answer")
+        raw = _wire(result)
+        data = _encode(response_object(request_id, raw if raw is not None else {}))
+        del self._inbound[request_id]
+        if method == "initialize":
+            assert self._init_params is not None
+            typed = result if isinstance(result, InitializeResult) else serde.structure(
+                raw, InitializeResult
+            )
+            self._set_negotiated(self._init_params, typed)
+            self._transition(Transition.SENT_INITIALIZE_RESULT)
+        return data
+
+    def send_error(self, request_id: RequestId, error: McpError) -> bytes:
+        """Encode an error answer to the peer's request ``request_id``."""
+        method = self._inbound.pop(request_id, None)
+        if method is None:
+            raise LocalProtocolError(f"No in-flight request {request_id!r} to answer")
+        if method == "initialize":
+            self._transition(Transition.SENT_INITIALIZE_ERROR)
+        return encode_error(request_id, error)
+
+    def forget_inbound(self, request_id: RequestId) -> None:
+        """Drop the peer's request without answering it (it was cancelled)."""
+        self._inbound.pop(request_id, None)
+
+    def cancel_outbound(self, request_id: RequestId, reason: str | None = None) -> bytes | None:
+        """Forget our request and encode the ``notifications/cancelled`` to send for it.
+
+        A response arriving later is ignored. Returns None when there is nothing to cancel
+        (already answered) or when it must not be cancelled (``initialize``).
+        """
+        pending = self._outbound.pop(request_id, None)
+        if pending is None:
+            return None
+        self._drop_progress(pending)
+        if pending.method == "initialize" or self.state is State.CLOSED:
+            return None
+        params: dict[str, Any] = {"requestId": request_id}
+        if reason is not None:
+            params["reason"] = reason
+        return _encode(notification_object("notifications/cancelled", params))
+
+    def close(self) -> list[RequestId]:
+        """Move to CLOSED; returns the ids of our requests that will now never be answered."""
+        self._transition(Transition.CLOSED)
+        pending = list(self._outbound)
+        self._outbound.clear()
+        self._progress.clear()
+        self._inbound.clear()
+        return pending
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _transition(self, transition: Transition) -> None:
+        self.state = next_state(self.role, self.state, transition)
+
+    def _drop_progress(self, pending: _Outbound) -> None:
+        if pending.progress_token is not None:
+            self._progress.pop(pending.progress_token, None)
+
+    def _set_negotiated(self, params: InitializeRequestParams, result: InitializeResult) -> None:
+        self.negotiated = Negotiated.from_handshake(params, result)
+        client_caps = serde.unstructure(params.capabilities)
+        server_caps = serde.unstructure(result.capabilities)
+        if self.role is Role.SERVER:
+            self._own_caps, self._peer_caps = server_caps, client_caps
+        else:
+            self._own_caps, self._peer_caps = client_caps, server_caps
+
+
+def _progress_token(request: Request) -> ProgressToken | None:
+    params = request.params
+    if not params:
+        return None
+    meta = params.get("_meta")
+    if type(meta) is not dict:
+        return None
+    token = meta.get("progressToken")
+    return token if _is_token(token) else None
+
+
+def _wire(value: Any) -> Any:
+    """Plain JSON data for a typed object; dicts and None pass through unchanged."""
+    if value is None or type(value) is dict:
+        return value
+    return serde.unstructure(value)
+
+
+def _encode(obj: dict[str, Any]) -> bytes:
+    try:
+        return dump_json(obj)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise LocalProtocolError(f"Message cannot be encoded as JSON: {exc}", INTERNAL_ERROR) from exc

@@ -1,0 +1,110 @@
+"""Events the protocol core gives out: facts about what the peer sent.
+
+Named as facts (``RequestReceived``, not ``HandleRequest``) because the core only reports;
+deciding what to do is the session engine's job.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from trimcp.errors import McpError, RemoteProtocolError
+from trimcp.protocol.jsonrpc import RequestId
+
+ProgressToken = int | str
+
+
+@attrs.frozen(kw_only=True)
+class RequestReceived:
+    """The peer sent a request that passed every protocol check; it now awaits one answer.
+
+    ``params`` is the typed params object for methods the registry knows, else the raw dict
+    (or None). Answer it with ``send_result``/``send_error``, or ``forget_inbound`` it when
+    it was cancelled.
+    """
+
+    id: RequestId
+    method: str
+    params: Any
+    progress_token: ProgressToken | None = None
+
+
+@attrs.frozen(kw_only=True)
+class NotificationReceived:
+    """The peer sent a notification (other than cancel and progress, which have their own)."""
+
+    method: str
+    params: Any
+
+
+@attrs.frozen(kw_only=True)
+class CancelReceived:
+    """The peer cancelled one of its in-flight requests to us (never ``initialize``)."""
+
+    request_id: RequestId
+    reason: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ProgressReceived:
+    """Progress for one of our in-flight requests (``request_id`` is ours)."""
+
+    request_id: RequestId
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ResponseReceived:
+    """The result of one of our requests; ``result`` is typed for known methods."""
+
+    id: RequestId
+    method: str
+    result: Any
+
+
+@attrs.frozen(kw_only=True)
+class ErrorReceived:
+    """One of our requests failed (``id``/``method`` None: the peer could not read an id)."""
+
+    id: RequestId | None
+    method: str | None
+    error: McpError
+
+
+@attrs.frozen(kw_only=True)
+class MessageRejected:
+    """The peer sent something invalid. Send ``reply`` (when not None) and carry on."""
+
+    error: RemoteProtocolError
+    reply: bytes | None
+
+
+@attrs.frozen(kw_only=True)
+class MessageIgnored:
+    """A valid message that needs nothing: a late response, a cancel for a finished request."""
+
+    reason: str
+
+
+@attrs.frozen(kw_only=True)
+class BatchReceived:
+    """A JSON-RPC batch (2025-03-26 only): its events, in order. Answer it as one array."""
+
+    events: tuple[Event, ...]
+
+
+Event = (
+    RequestReceived
+    | NotificationReceived
+    | CancelReceived
+    | ProgressReceived
+    | ResponseReceived
+    | ErrorReceived
+    | MessageRejected
+    | MessageIgnored
+    | BatchReceived
+)

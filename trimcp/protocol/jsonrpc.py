@@ -1,0 +1,237 @@
+"""JSON-RPC 2.0 envelopes: parse, classify and encode single messages and batches.
+
+This is the hot path of every message, so it works on plain dicts (what ``json.loads``
+gives) and checks exactly what JSON-RPC and MCP require, nothing more. Params and results
+stay raw here; the :mod:`trimcp.protocol.connection` structures them by method name.
+
+Classification never raises anything but :class:`InvalidMessage`, whose ``request_id``
+is the id to answer with (``None`` when the id itself is unusable or absent).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+import attrs
+
+from trimcp.errors import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    McpError,
+    RemoteProtocolError,
+)
+
+RequestId = int | str
+
+JSONRPC_VERSION: Final = "2.0"
+
+
+@attrs.frozen(kw_only=True)
+class Request:
+    """A JSON-RPC request: it has an id and expects exactly one response."""
+
+    id: RequestId
+    method: str
+    params: dict[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Notification:
+    """A JSON-RPC notification: no id, no response."""
+
+    method: str
+    params: dict[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Response:
+    """A successful JSON-RPC response."""
+
+    id: RequestId
+    result: dict[str, Any]
+
+
+@attrs.frozen(kw_only=True)
+class ErrorResponse:
+    """A JSON-RPC error response. ``id`` is None when the request's id could not be read."""
+
+    id: RequestId | None
+    error: McpError
+
+
+Message = Request | Notification | Response | ErrorResponse
+
+
+class InvalidMessage(RemoteProtocolError):
+    """A message the peer sent is not valid JSON-RPC / MCP.
+
+    ``request_id`` is the id to put in the error reply (None if unknown or unusable);
+    ``replyable`` is False for messages that must never be answered (invalid responses).
+    """
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        *,
+        request_id: RequestId | None = None,
+        replyable: bool = True,
+        data: Any = None,
+    ) -> None:
+        super().__init__(code, message, data)
+        self.request_id = request_id
+        self.replyable = replyable
+
+
+def parse_json(data: bytes | str) -> Any:
+    """Decode one JSON text. Raises :class:`InvalidMessage` (``-32700``) on anything bad.
+
+    Invalid UTF-8, syntax errors and nesting too deep for the decoder all become a parse
+    error; nothing else escapes (in particular no ``RecursionError``).
+    """
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise InvalidMessage(PARSE_ERROR, "Parse error: JSON nested too deeply") from None
+    except UnicodeDecodeError:
+        raise InvalidMessage(PARSE_ERROR, "Parse error: invalid UTF-8") from None
+    except ValueError as exc:
+        raise InvalidMessage(PARSE_ERROR, f"Parse error: {exc}") from None
+
+
+def _is_valid_id(value: object) -> bool:
+    # bool is a subclass of int, but `true` is not a valid JSON-RPC id; MCP forbids null.
+    return (type(value) is int) or (type(value) is str)
+
+
+def classify(obj: Any) -> Message:
+    """Turn one decoded JSON value into a typed envelope, or raise :class:`InvalidMessage`."""
+    if type(obj) is not dict:
+        raise InvalidMessage(INVALID_REQUEST, "Invalid request: a message must be a JSON object")
+    raw_id = obj.get("id")
+    has_id = "id" in obj
+    id_ok = has_id and _is_valid_id(raw_id)
+    reply_id: RequestId | None = raw_id if id_ok else None
+    if obj.get("jsonrpc") != JSONRPC_VERSION:
+        raise InvalidMessage(
+            INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"', request_id=reply_id
+        )
+    if "method" in obj:
+        method = obj["method"]
+        if type(method) is not str or not method:
+            raise InvalidMessage(
+                INVALID_REQUEST,
+                'Invalid request: "method" must be a non-empty string',
+                request_id=reply_id,
+            )
+        if has_id and not id_ok:
+            raise InvalidMessage(
+                INVALID_REQUEST, 'Invalid request: "id" must be a string or an integer'
+            )
+        params = obj.get("params")
+        if params is not None and type(params) is not dict:
+            raise InvalidMessage(
+                INVALID_PARAMS, 'Invalid params: "params" must be an object', request_id=reply_id
+            )
+        if "params" in obj and params is None:
+            raise InvalidMessage(
+                INVALID_PARAMS, 'Invalid params: "params" must be an object, not null',
+                request_id=reply_id,
+            )
+        if has_id:
+            return Request(id=raw_id, method=method, params=params)
+        return Notification(method=method, params=params)
+    # A response: it is never answered, whatever is wrong with it.
+    has_result = "result" in obj
+    has_error = "error" in obj
+    if has_result == has_error:
+        raise InvalidMessage(
+            INVALID_REQUEST,
+            'Invalid message: needs exactly one of "method", "result" or "error"',
+            replyable=False,
+        )
+    if has_result:
+        result = obj["result"]
+        if not id_ok:
+            raise InvalidMessage(INVALID_REQUEST, "Invalid response id", replyable=False)
+        if type(result) is not dict:
+            raise InvalidMessage(
+                INVALID_REQUEST, 'Invalid response: "result" must be an object',
+                request_id=reply_id, replyable=False,
+            )
+        return Response(id=raw_id, result=result)
+    if has_id and raw_id is not None and not id_ok:
+        raise InvalidMessage(INVALID_REQUEST, "Invalid error response id", replyable=False)
+    return ErrorResponse(id=reply_id, error=_error_from_object(obj["error"]))
+
+
+def _error_from_object(error: Any) -> McpError:
+    if type(error) is not dict:
+        return McpError(INVALID_REQUEST, "Peer sent a malformed error object", data=error)
+    code = error.get("code")
+    if type(code) is not int:
+        code = INVALID_REQUEST
+    message = error.get("message")
+    if type(message) is not str:
+        message = "Peer sent an error without a message"
+    return McpError(code, message, error.get("data"))
+
+
+# --- encoding ---------------------------------------------------------------------------
+
+_dumps_utf8 = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+_dumps_ascii = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode
+
+
+def dump_json(obj: Any) -> bytes:
+    """Encode a JSON value compactly as UTF-8.
+
+    Strings holding lone surrogates (legal as ``\\ud800`` escapes in JSON input) cannot be
+    UTF-8 encoded; those messages fall back to ASCII escapes, so the output is always valid.
+    Raises ``ValueError`` for NaN/Infinity and ``TypeError`` for values JSON cannot hold.
+    """
+    text = _dumps_utf8(obj)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _dumps_ascii(obj).encode("ascii")
+
+
+def request_object(request_id: RequestId, method: str, params: Any) -> dict[str, Any]:
+    """The JSON object of a request (``params`` left out when None)."""
+    if params is None:
+        return {"jsonrpc": JSONRPC_VERSION, "id": request_id, "method": method}
+    return {"jsonrpc": JSONRPC_VERSION, "id": request_id, "method": method, "params": params}
+
+
+def notification_object(method: str, params: Any) -> dict[str, Any]:
+    """The JSON object of a notification (``params`` left out when None)."""
+    if params is None:
+        return {"jsonrpc": JSONRPC_VERSION, "method": method}
+    return {"jsonrpc": JSONRPC_VERSION, "method": method, "params": params}
+
+
+def response_object(request_id: RequestId, result: Any) -> dict[str, Any]:
+    """The JSON object of a successful response."""
+    return {"jsonrpc": JSONRPC_VERSION, "id": request_id, "result": result}
+
+
+def error_object(request_id: RequestId | None, error: McpError) -> dict[str, Any]:
+    """The JSON object of an error response."""
+    return {"jsonrpc": JSONRPC_VERSION, "id": request_id, "error": error.to_error_object()}
+
+
+def encode_error(request_id: RequestId | None, error: McpError) -> bytes:
+    """Encode an error response; never fails (unencodable ``data`` is dropped)."""
+    try:
+        return dump_json(error_object(request_id, error))
+    except (TypeError, ValueError, RecursionError):
+        bare = McpError(error.code, error.message)
+        return dump_json(error_object(request_id, bare))
+
+
+def encode_batch(messages: list[bytes]) -> bytes:
+    """Join already-encoded messages into one JSON array (a batch reply)."""
+    return b"[" + b",".join(messages) + b"]"

@@ -1,0 +1,1 @@
+"""The server framework: decorators, Context, and the low-level handler registry."""

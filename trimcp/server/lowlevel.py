@@ -1,0 +1,90 @@
+"""A low-level server: a table from method name to async handler, plus the handshake.
+
+The decorator framework (``trimcp.Server``) is built on the same :class:`SessionHandler`
+contract; this registry is for code that wants to answer raw MCP methods itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from trimcp.errors import METHOD_NOT_FOUND, McpError
+from trimcp.protocol.versions import SUPPORTED_VERSIONS, negotiate_version
+from trimcp.session.context import RequestContext
+from trimcp.session.engine import Session
+from trimcp.types import (
+    Implementation,
+    InitializeRequestParams,
+    InitializeResult,
+    ServerCapabilities,
+)
+
+RequestHandlerFn = Callable[[RequestContext], Awaitable[Any]]
+NotificationHandlerFn = Callable[[Session, Any], Awaitable[None]]
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+
+class LowLevelServer:
+    """Answers ``initialize`` from its identity and capabilities, and any method registered.
+
+    Handlers receive the :class:`RequestContext` (typed params in ``ctx.params``) and return
+    a typed result or a dict; raising :class:`McpError` answers with that error. Unknown
+    methods get ``-32601``. Capabilities are declared explicitly: the protocol core refuses
+    requests for capabilities that were not declared.
+    """
+
+    def __init__(
+        self,
+        info: Implementation,
+        *,
+        capabilities: ServerCapabilities | None = None,
+        instructions: str | None = None,
+        supported_versions: tuple[str, ...] = SUPPORTED_VERSIONS,
+    ) -> None:
+        self.info = info
+        self.capabilities = capabilities or ServerCapabilities()
+        self.instructions = instructions
+        self.supported_versions = supported_versions
+        self._requests: dict[str, RequestHandlerFn] = {}
+        self._notifications: dict[str, NotificationHandlerFn] = {}
+
+    def request_handler(self, method: str) -> Callable[[F], F]:
+        """Decorator: answer ``method`` with the decorated ``async def (ctx) -> result``."""
+
+        def register(fn: F) -> F:
+            self._requests[method] = fn
+            return fn
+
+        return register
+
+    def notification_handler(self, method: str) -> Callable[[F], F]:
+        """Decorator: run the decorated ``async def (session, params)`` for ``method``."""
+
+        def register(fn: F) -> F:
+            self._notifications[method] = fn
+            return fn
+
+        return register
+
+    def initialize_result(self, params: InitializeRequestParams) -> InitializeResult:
+        """Our answer to ``initialize``: the negotiated version, identity and capabilities."""
+        return InitializeResult(
+            protocol_version=negotiate_version(params.protocol_version, self.supported_versions),
+            capabilities=self.capabilities,
+            server_info=self.info,
+            instructions=self.instructions,
+        )
+
+    async def handle_request(self, ctx: RequestContext) -> Any:
+        if ctx.method == "initialize":
+            return self.initialize_result(ctx.params)
+        handler = self._requests.get(ctx.method)
+        if handler is None:
+            raise McpError(METHOD_NOT_FOUND, f"Method not found: {ctx.method}")
+        return await handler(ctx)
+
+    async def handle_notification(self, session: Session, method: str, params: Any) -> None:
+        handler = self._notifications.get(method)
+        if handler is not None:
+            await handler(session, params)

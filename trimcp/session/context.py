@@ -1,0 +1,120 @@
+"""What a request handler gets: the request, its cancel scope, and ways to talk back."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from trimcp.errors import LocalProtocolError
+from trimcp.protocol.events import ProgressToken
+from trimcp.protocol.jsonrpc import RequestId
+from trimcp.protocol.negotiated import Negotiated
+from trimcp.session.outbound import ProgressCallback
+
+if TYPE_CHECKING:
+    from trimcp.session.engine import Session
+
+_DEFAULT: Any = object()
+
+
+class RequestContext:
+    """One inbound request being handled.
+
+    The handler runs inside ``cancel_scope``: a ``notifications/cancelled`` from the peer,
+    the optional handler timeout, or the session closing cancels it, and the handler sees
+    ``trio.Cancelled`` at its next checkpoint. Whatever it returns after that is not sent.
+    Messages sent through the context are tied to this request (Streamable HTTP puts them on
+    the request's own stream).
+    """
+
+    __slots__ = (
+        "_last_progress",
+        "cancel_scope",
+        "cancelled_by_peer",
+        "method",
+        "params",
+        "progress_token",
+        "request_id",
+        "session",
+    )
+
+    def __init__(
+        self,
+        session: Session,
+        request_id: RequestId,
+        method: str,
+        params: Any,
+        progress_token: ProgressToken | None,
+        cancel_scope: trio.CancelScope,
+    ) -> None:
+        self.session = session
+        self.request_id = request_id
+        self.method = method
+        self.params = params
+        self.progress_token = progress_token
+        self.cancel_scope = cancel_scope
+        #: True once the peer sent ``notifications/cancelled`` for this request.
+        self.cancelled_by_peer = False
+        self._last_progress: float | None = None
+
+    @property
+    def negotiated(self) -> Negotiated | None:
+        """The version and capabilities in force for this request."""
+        return self.session.negotiated
+
+    @property
+    def cancel_requested(self) -> bool:
+        """Whether this request has been cancelled (by the peer, a timeout or shutdown)."""
+        return self.cancel_scope.cancel_called
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress`` for this request; a no-op if the peer asked for none.
+
+        ``progress`` must increase from one call to the next (the spec requires it); a value
+        that does not raises :class:`LocalProtocolError`. Cancellation: atomic; the
+        notification is either queued whole or not at all.
+        """
+        if self.progress_token is None:
+            return
+        if self._last_progress is not None and not progress > self._last_progress:
+            raise LocalProtocolError(
+                f"progress must increase: {progress!r} after {self._last_progress!r}"
+            )
+        self._last_progress = progress
+        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self.session.send_notification(
+            "notifications/progress", params, related_request_id=self.request_id
+        )
+
+    async def send_notification(self, method: str, params: Any = None) -> None:
+        """Send a notification tied to this request. Cancellation: atomic, as above."""
+        await self.session.send_notification(method, params, related_request_id=self.request_id)
+
+    async def send_request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None = _DEFAULT,
+        on_progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool = False,
+    ) -> Any:
+        """Send a request to the peer, tied to this request; see :meth:`Session.send_request`."""
+        kwargs: dict[str, Any] = {}
+        if timeout is not _DEFAULT:
+            kwargs["timeout"] = timeout
+        return await self.session.send_request(
+            method,
+            params,
+            on_progress=on_progress,
+            reset_timeout_on_progress=reset_timeout_on_progress,
+            related_request_id=self.request_id,
+            **kwargs,
+        )

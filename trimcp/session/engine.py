@@ -1,0 +1,601 @@
+"""The session engine: one nursery per session, one cancel scope per inbound request.
+
+Tasks a session owns, all in its nursery (see docs/concurrency.md):
+
+- the **reader** pulls messages from the transport, feeds the protocol core and acts on
+  its events: starts a handler task per request, cancels scopes, completes waiters;
+- the **writer** drains the bounded outbox into the transport, coalescing what is queued;
+- the **notifier** runs notification handlers one at a time, in arrival order;
+- one **handler task** per inbound request, inside that request's ``CancelScope``;
+- the **closer** runs the shutdown sequence once, whoever asks for it;
+- optionally the **keepalive** pinger.
+
+Callers of :meth:`Session.send_request` wait in their own task; nothing a session starts
+outlives it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, Protocol
+
+import trio
+
+from trimcp._groups import open_nursery_unwrapped
+from trimcp.errors import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    LocalProtocolError,
+    McpError,
+    RequestTimeout,
+    SessionClosed,
+)
+from trimcp.protocol.connection import Connection
+from trimcp.protocol.events import (
+    BatchReceived,
+    CancelReceived,
+    ErrorReceived,
+    Event,
+    MessageIgnored,
+    MessageRejected,
+    NotificationReceived,
+    ProgressReceived,
+    RequestReceived,
+    ResponseReceived,
+)
+from trimcp.protocol.jsonrpc import RequestId, encode_batch, encode_error
+from trimcp.protocol.lifecycle import Role
+from trimcp.protocol.negotiated import Negotiated
+from trimcp.session.context import RequestContext
+from trimcp.session.options import SessionOptions
+from trimcp.session.outbound import ProgressCallback, Waiter
+from trimcp.transports.base import MessageTooLarge, Outgoing, Transport
+
+logger = logging.getLogger("trimcp.session")
+
+_DEFAULT: Any = object()
+_PEER_GONE = (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError)
+#: Messages the writer takes from the outbox for one transport write.
+_WRITE_BATCH = 512
+
+
+class SessionHandler(Protocol):
+    """What answers the peer: the server or client framework, or a low-level registry."""
+
+    async def handle_request(self, ctx: RequestContext) -> Any:
+        """Return the result (a typed object or a dict), or raise ``McpError``."""
+        ...
+
+    async def handle_notification(self, session: Session, method: str, params: Any) -> None:
+        """React to a notification. Runs in the session's notifier task, one at a time."""
+        ...
+
+
+class _Batch:
+    """Collects the replies of one inbound batch so they go out as one JSON array."""
+
+    __slots__ = ("pending", "replies")
+
+    def __init__(self) -> None:
+        self.pending: set[RequestId] = set()
+        self.replies: list[bytes] = []
+
+
+class Session:
+    """One live MCP session, either role. Create it with :func:`open_session`."""
+
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        transport: Transport,
+        role: Role,
+        handler: SessionHandler,
+        options: SessionOptions,
+    ) -> None:
+        self.options = options
+        self.role = role
+        self.connection = Connection(role)
+        self._nursery = nursery
+        self._transport = transport
+        self._handler = handler
+        self._outbox_send, self._outbox_recv = trio.open_memory_channel[Outgoing](
+            options.outbox_size
+        )
+        self._notes_send, self._notes_recv = trio.open_memory_channel[tuple[str, Any]](
+            options.notification_backlog
+        )
+        self._contexts: dict[RequestId, RequestContext] = {}
+        self._waiters: dict[RequestId, Waiter] = {}
+        self._batch_of: dict[RequestId, _Batch] = {}
+        self._reader_wakeup = trio.Event()
+        self._handlers_idle = trio.Event()
+        self._handlers_idle.set()
+        self._close_requested = trio.Event()
+        self._writer_done = trio.Event()
+        self._closed = trio.Event()
+        self._services = trio.CancelScope()
+        self.closing = False
+        #: Why the session closed (for logs and errors), once it has.
+        self.close_reason: str | None = None
+
+    # --- public API ---------------------------------------------------------------------
+
+    @property
+    def negotiated(self) -> Negotiated | None:
+        """What the handshake agreed on (None before it completes)."""
+        return self.connection.negotiated
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    async def wait_closed(self) -> None:
+        """Wait until the session has fully closed (by either side)."""
+        await self._closed.wait()
+
+    def request_close(self, reason: str = "closed locally") -> None:
+        """Start closing the session without waiting (see :meth:`aclose`)."""
+        if not self._close_requested.is_set():
+            self.close_reason = reason
+            self._close_requested.set()
+            self._reader_wakeup.set()
+
+    async def aclose(self) -> None:
+        """Close the session and wait until it is closed.
+
+        Sequence: refuse new requests; let in-flight handlers finish within
+        ``shutdown_grace``; cancel the rest; fail our pending requests with
+        :class:`SessionClosed`; flush replies already queued (``flush_timeout``); close the
+        transport (``close_timeout``). Cancellation: the sequence runs in the session's own
+        task and is not interrupted by cancelling the caller, who just stops waiting.
+        """
+        self.request_close()
+        await self._closed.wait()
+
+    async def send_request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None = _DEFAULT,
+        on_progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool = False,
+        related_request_id: RequestId | None = None,
+    ) -> Any:
+        """Send a request and wait for its result (typed for known methods).
+
+        ``timeout``: seconds to wait (default ``options.request_timeout``; ``None``: no
+        limit). With ``reset_timeout_on_progress`` each progress notification restarts the
+        timeout, never past ``options.max_request_timeout`` from the start. ``on_progress``
+        is called in this task for each progress notification.
+
+        Raises the peer's error as :class:`McpError`, :class:`RequestTimeout` on timeout,
+        :class:`SessionClosed` if the session closes first, :class:`LocalProtocolError` if
+        the request is not allowed now. Cancellation: if the calling scope is cancelled,
+        ``notifications/cancelled`` is sent to the peer (shielded, bounded by
+        ``options.cancel_notify_timeout``), a late answer is dropped, and ``Cancelled``
+        propagates as usual.
+        """
+        if self.closing:
+            raise SessionClosed(f"Cannot send {method}: {self.close_reason or 'session closing'}")
+        if timeout is _DEFAULT:
+            timeout = self.options.request_timeout
+        elif timeout is None:
+            timeout = math.inf
+        start = trio.current_time()
+        hard = start + max(timeout, self.options.max_request_timeout) if reset_timeout_on_progress \
+            else start + timeout
+        request_id, data = self.connection.send_request(
+            method, params, with_progress=on_progress is not None
+        )
+        waiter = Waiter(timeout, hard, reset_timeout_on_progress)
+        self._waiters[request_id] = waiter
+        self._reader_wakeup.set()  # a reader paused at max_in_flight must read our answer
+        queued = False
+        try:
+            await self._outbox_send.send((data, related_request_id))
+            queued = True
+            with trio.CancelScope(deadline=start + timeout) as deadline:
+                waiter.deadline_scope = deadline
+                return await waiter.wait(on_progress)
+        except _PEER_GONE:
+            self.connection.cancel_outbound(request_id)
+            raise SessionClosed(f"Cannot send {method}: the session is closed") from None
+        except BaseException:
+            if not waiter.done:
+                if queued:
+                    await self._cancel_outbound(request_id, related_request_id, "cancelled")
+                else:
+                    self.connection.cancel_outbound(request_id)
+            raise
+        finally:
+            self._waiters.pop(request_id, None)
+        # Only the deadline scope catching its own cancellation gets here.
+        if waiter.done:  # the answer and the deadline raced; the answer wins
+            return await waiter.wait(on_progress)
+        await self._cancel_outbound(request_id, related_request_id, "timed out")
+        raise RequestTimeout(f"{method} got no answer within {timeout:g}s")
+
+    async def _cancel_outbound(
+        self, request_id: RequestId, related: RequestId | None, reason: str
+    ) -> None:
+        """Forget our request and tell the peer, shielded and bounded in time."""
+        data = self.connection.cancel_outbound(request_id, reason)
+        if data is None:
+            return
+        item = (data, related)
+        try:
+            self._outbox_send.send_nowait(item)
+            return
+        except trio.WouldBlock:
+            pass
+        except _PEER_GONE:
+            return
+        deadline = trio.current_time() + self.options.cancel_notify_timeout
+        with trio.CancelScope(shield=True, deadline=deadline):
+            try:
+                await self._outbox_send.send(item)
+            except _PEER_GONE:
+                pass
+
+    async def send_notification(
+        self, method: str, params: Any = None, *, related_request_id: RequestId | None = None
+    ) -> None:
+        """Queue a notification for the peer.
+
+        Raises :class:`SessionClosed` when the session is closed, :class:`LocalProtocolError`
+        when the notification is not allowed. Cancellation: atomic (queued whole or not at
+        all); it may wait while the outbox is full.
+        """
+        data = self.connection.send_notification(method, params)
+        try:
+            await self._outbox_send.send((data, related_request_id))
+        except _PEER_GONE:
+            raise SessionClosed(f"Cannot send {method}: the session is closed") from None
+
+    async def initialize(self, params: Any) -> Any:
+        """Client role: send ``initialize`` then ``notifications/initialized``.
+
+        Returns the server's ``InitializeResult``. Raises :class:`McpError` when the server
+        refuses or chooses a version this client does not support.
+        """
+        result = await self.send_request("initialize", params)
+        await self.send_notification("notifications/initialized")
+        return result
+
+    async def ping(self, *, timeout: float | None = _DEFAULT) -> None:
+        """Send ``ping`` and wait for the answer."""
+        await self.send_request("ping", timeout=timeout)
+
+    # --- the reader -----------------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        transport = self._transport
+        try:
+            while True:
+                await self._wait_for_capacity()
+                try:
+                    data = await transport.receive()
+                except MessageTooLarge as exc:
+                    logger.warning("dropped an oversized message: %s", exc)
+                    await self._queue(encode_error(None, exc), None)
+                    continue
+                await self._on_event(self.connection.receive(data))
+        except _PEER_GONE:
+            self.request_close("the peer closed the connection")
+
+    async def _wait_for_capacity(self) -> None:
+        # Stop reading while the handlers are at the limit: the peer then blocks on its
+        # writes (backpressure). Not while we wait for answers from the peer, though: a
+        # handler waiting on, say, sampling needs the reader, or the session deadlocks.
+        while (
+            len(self._contexts) >= self.options.max_in_flight
+            and not self._waiters
+            and not self._close_requested.is_set()
+        ):
+            self._reader_wakeup = trio.Event()
+            await self._reader_wakeup.wait()
+
+    async def _on_event(self, event: Event, batch: _Batch | None = None) -> None:
+        kind = type(event)
+        if kind is RequestReceived:
+            assert isinstance(event, RequestReceived)
+            await self._on_request(event, batch)
+        elif kind is ResponseReceived:
+            assert isinstance(event, ResponseReceived)
+            waiter = self._waiters.get(event.id)
+            if waiter is not None:
+                waiter.resolve(event.result)
+        elif kind is NotificationReceived:
+            assert isinstance(event, NotificationReceived)
+            await self._notes_send.send((event.method, event.params))
+        elif kind is CancelReceived:
+            assert isinstance(event, CancelReceived)
+            ctx = self._contexts.get(event.request_id)
+            if ctx is not None:
+                ctx.cancelled_by_peer = True
+                ctx.cancel_scope.cancel()
+        elif kind is ProgressReceived:
+            assert isinstance(event, ProgressReceived)
+            waiter = self._waiters.get(event.request_id)
+            if waiter is not None:
+                waiter.add_progress(event.progress, event.total, event.message)
+        elif kind is ErrorReceived:
+            assert isinstance(event, ErrorReceived)
+            self._on_error(event)
+        elif kind is MessageRejected:
+            assert isinstance(event, MessageRejected)
+            logger.warning("rejected a message from the peer: %s", event.error.message)
+            if event.reply is not None:
+                if batch is not None:
+                    batch.replies.append(event.reply)
+                else:
+                    await self._queue(event.reply, None)
+        elif kind is BatchReceived:
+            assert isinstance(event, BatchReceived)
+            await self._on_batch(event)
+        else:
+            assert isinstance(event, MessageIgnored)
+            logger.debug("ignored a message: %s", event.reason)
+
+    def _on_error(self, event: ErrorReceived) -> None:
+        if event.id is None:
+            logger.warning(
+                "the peer reported an error it could not tie to a request: %s (%s)",
+                event.error.message,
+                event.error.code,
+            )
+            return
+        waiter = self._waiters.get(event.id)
+        if waiter is not None:
+            waiter.fail(event.error)
+
+    async def _on_batch(self, event: BatchReceived) -> None:
+        batch = _Batch()
+        for item in event.events:
+            if isinstance(item, RequestReceived):
+                batch.pending.add(item.id)
+        for item in event.events:
+            await self._on_event(item, batch)
+        await self._maybe_flush_batch(batch)
+
+    async def _on_request(self, event: RequestReceived, batch: _Batch | None) -> None:
+        request_id = event.id
+        if event.method == "ping":
+            await self._reply(request_id, self.connection.send_result(request_id, {}), batch)
+            return
+        refusal: McpError | None = None
+        if self.closing:
+            refusal = McpError(CONNECTION_CLOSED, "Session is closing")
+        elif len(self._contexts) >= self.options.max_in_flight:
+            refusal = McpError(INTERNAL_ERROR, "Too many requests in flight; try again later")
+        if refusal is not None:
+            await self._reply(request_id, self.connection.send_error(request_id, refusal), batch)
+            return
+        scope = trio.CancelScope()
+        if self.options.handler_timeout is not None:
+            scope.deadline = trio.current_time() + self.options.handler_timeout
+        ctx = RequestContext(
+            self, request_id, event.method, event.params, event.progress_token, scope
+        )
+        self._contexts[request_id] = ctx
+        self._handlers_idle = trio.Event() if self._handlers_idle.is_set() else self._handlers_idle
+        if batch is not None:
+            self._batch_of[request_id] = batch
+        self._nursery.start_soon(self._run_handler, ctx)
+
+    # --- handler tasks --------------------------------------------------------------------
+
+    async def _run_handler(self, ctx: RequestContext) -> None:
+        request_id = ctx.request_id
+        scope = ctx.cancel_scope
+        reply: bytes | None = None
+        try:
+            error: McpError | None = None
+            result: Any = None
+            try:
+                with scope:
+                    result = await self._handler.handle_request(ctx)
+            except McpError as exc:
+                error = exc
+            except Exception:
+                logger.exception("handler for %s (id %r) failed", ctx.method, request_id)
+                error = McpError(INTERNAL_ERROR, "Internal error")
+            if ctx.cancelled_by_peer or (scope.cancel_called and self.closing):
+                # Cancelled: the spec says no response. (Also when it returned anyway.)
+                self.connection.forget_inbound(request_id)
+            elif scope.cancelled_caught and error is None:
+                reply = self.connection.send_error(
+                    request_id, RequestTimeout(f"{ctx.method} exceeded the handler timeout")
+                )
+            elif error is not None:
+                reply = self.connection.send_error(request_id, error)
+            else:
+                reply = self._encode_result(ctx, result)
+        finally:
+            del self._contexts[request_id]
+            if not self._contexts:
+                self._handlers_idle.set()
+            self._reader_wakeup.set()
+        batch = self._batch_of.pop(request_id, None)
+        if reply is not None:
+            await self._reply(request_id, reply, batch)
+        elif batch is not None:
+            batch.pending.discard(request_id)
+            await self._maybe_flush_batch(batch)
+
+    def _encode_result(self, ctx: RequestContext, result: Any) -> bytes:
+        try:
+            return self.connection.send_result(ctx.request_id, result)
+        except Exception:
+            logger.exception("cannot encode the result of %s (id %r)", ctx.method, ctx.request_id)
+            return self.connection.send_error(ctx.request_id, McpError(INTERNAL_ERROR))
+
+    async def _reply(self, request_id: RequestId, data: bytes, batch: _Batch | None) -> None:
+        if batch is None:
+            await self._queue(data, request_id)
+            return
+        batch.pending.discard(request_id)
+        batch.replies.append(data)
+        await self._maybe_flush_batch(batch)
+
+    async def _maybe_flush_batch(self, batch: _Batch) -> None:
+        if not batch.pending and batch.replies:
+            replies, batch.replies = batch.replies, []
+            await self._queue(encode_batch(replies), None)
+
+    # --- the writer and the notifier ----------------------------------------------------------
+
+    async def _queue(self, data: bytes, related: RequestId | None) -> None:
+        """Queue bytes for the writer; drops them quietly once the peer is gone."""
+        try:
+            await self._outbox_send.send((data, related))
+        except _PEER_GONE:
+            logger.debug("dropped an outgoing message: the session is closed")
+
+    async def _write_loop(self) -> None:
+        receive = self._outbox_recv
+        try:
+            async for first in receive:
+                batch = [first]
+                while len(batch) < _WRITE_BATCH:
+                    try:
+                        batch.append(receive.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                await self._transport.send(batch)
+        except _PEER_GONE:
+            self.request_close("the peer stopped reading")
+        finally:
+            # Senders must not wait forever on a queue nobody drains any more.
+            receive.close()
+            self._writer_done.set()
+
+    async def _notify_loop(self) -> None:
+        async for method, params in self._notes_recv:
+            try:
+                await self._handler.handle_notification(self, method, params)
+            except Exception:
+                logger.exception("notification handler for %s failed", method)
+
+    async def _keepalive_loop(self, interval: float) -> None:
+        misses = 0
+        while not self.closing:
+            await trio.sleep(interval)
+            try:
+                await self.send_request("ping", timeout=interval)
+                misses = 0
+            except RequestTimeout:
+                misses += 1
+                if misses >= self.options.keepalive_misses:
+                    self.request_close(f"{misses} keepalive pings got no answer")
+                    return
+            except SessionClosed:
+                return
+            except McpError:
+                misses = 0  # any answer proves the peer is alive
+
+    # --- shutdown ---------------------------------------------------------------------------
+
+    async def _run_services(self, *, task_status: trio.TaskStatus[None]) -> None:
+        with self._services:
+            async with trio.open_nursery() as services:
+                services.start_soon(self._close_when_asked)
+                services.start_soon(self._read_loop)
+                services.start_soon(self._write_loop)
+                services.start_soon(self._notify_loop)
+                if self.options.keepalive_interval is not None:
+                    services.start_soon(self._keepalive_loop, self.options.keepalive_interval)
+                task_status.started()
+
+    async def _close_when_asked(self) -> None:
+        await self._close_requested.wait()
+        with trio.CancelScope(shield=True):
+            await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        options = self.options
+        self.closing = True
+        logger.debug("closing session: %s", self.close_reason)
+        with trio.move_on_after(options.shutdown_grace):
+            await self._handlers_idle.wait()
+        for ctx in list(self._contexts.values()):
+            ctx.cancel_scope.cancel()
+        with trio.move_on_after(options.cancel_notify_timeout):
+            await self._handlers_idle.wait()
+        self.connection.close()
+        reason = self.close_reason or "session closed"
+        for waiter in list(self._waiters.values()):
+            if not waiter.done:
+                waiter.fail(SessionClosed(f"Session closed before an answer arrived ({reason})"))
+        self._outbox_send.close()
+        self._notes_send.close()
+        with trio.move_on_after(options.flush_timeout):
+            await self._writer_done.wait()
+        with trio.move_on_after(options.close_timeout):
+            await self._transport.aclose()
+        self._closed.set()
+        # Reader, writer, notifier and keepalive go now; handler stragglers are cancelled
+        # by open_session when its body is done.
+        self._services.cancel()
+
+
+@asynccontextmanager
+async def open_session(
+    transport: Transport,
+    *,
+    role: Role,
+    handler: SessionHandler,
+    options: SessionOptions | None = None,
+) -> AsyncIterator[Session]:
+    """Run an MCP session over ``transport`` for the body of the ``async with``.
+
+    The session's tasks live in a nursery this context manager owns. Leaving the block
+    closes the session with the bounded sequence of :meth:`Session.aclose` (also when the
+    block raises or is cancelled: the close is shielded and takes at most
+    ``options.close_bound`` seconds); handler tasks still running after that are cancelled.
+    If the peer closes first, pending requests fail with :class:`SessionClosed`, later ones
+    raise it, and the block keeps running until it ends (it is not cancelled). A single error is
+    raised as itself, not wrapped in an exception group.
+    """
+    options = options or SessionOptions()
+    async with open_nursery_unwrapped() as nursery:
+        session = Session(nursery, transport, role, handler, options)
+        await nursery.start(session._run_services)
+        try:
+            yield session
+        finally:
+            session.request_close()
+            with trio.CancelScope(shield=True) as scope:
+                scope.deadline = trio.current_time() + options.close_bound
+                await session.wait_closed()
+            nursery.cancel_scope.cancel()
+
+
+async def serve_session(
+    transport: Transport,
+    handler: SessionHandler,
+    *,
+    role: Role = Role.SERVER,
+    options: SessionOptions | None = None,
+    task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve one session until either side closes it; reports the session when started.
+
+    Cancellation: cancelling this call closes the session with the bounded close sequence.
+    """
+    async with open_session(transport, role=role, handler=handler, options=options) as session:
+        task_status.started(session)
+        await session.wait_closed()
+
+
+__all__ = [
+    "LocalProtocolError",
+    "Session",
+    "SessionHandler",
+    "open_session",
+    "serve_session",
+]

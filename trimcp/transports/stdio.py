@@ -1,0 +1,176 @@
+"""stdio: the server side reads stdin and writes stdout; the client side spawns the server.
+
+Server side: the process's stdout belongs to the protocol. While the transport is open,
+file descriptor 1 is pointed at stderr, so a stray ``print()`` or a chatty library lands in
+the log instead of corrupting the message stream.
+
+Client side: the child's stderr is drained continuously (so it can never fill its pipe and
+block the child) into a callback, and the child is shut down with a bounded ladder:
+close its stdin, wait; SIGTERM, wait; SIGKILL, wait.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+
+import attrs
+import trio
+
+from trimcp.protocol.framing import DEFAULT_MAX_LINE_BYTES
+from trimcp.transports.ndjson import NdjsonTransport
+
+logger = logging.getLogger("trimcp.stdio")
+child_stderr_logger = logging.getLogger("trimcp.stdio.stderr")
+
+#: A stderr line longer than this is cut (the rest of it is dropped), so memory stays bounded.
+MAX_STDERR_LINE = 64 * 1024
+
+
+@asynccontextmanager
+async def open_stdio_server_transport(
+    *, max_message_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> AsyncIterator[NdjsonTransport]:
+    """The transport of a server launched over stdio: stdin in, stdout out.
+
+    While open, anything else written to file descriptor 1 goes to stderr. On exit the
+    original stdout is restored. Cancellation: the body is cancelled as usual; the streams
+    are closed on the way out.
+    """
+    sys.stdout.flush()
+    in_fd = os.dup(sys.stdin.fileno())
+    out_fd = os.dup(sys.stdout.fileno())
+    saved_stdout = os.dup(sys.stdout.fileno())
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    transport = NdjsonTransport(
+        trio.lowlevel.FdStream(in_fd),
+        trio.lowlevel.FdStream(out_fd),
+        max_message_bytes=max_message_bytes,
+    )
+    try:
+        yield transport
+    finally:
+        with trio.CancelScope(shield=True):
+            await transport.aclose()
+        sys.stdout.flush()
+        os.dup2(saved_stdout, sys.stdout.fileno())
+        os.close(saved_stdout)
+
+
+@attrs.frozen(kw_only=True)
+class ShutdownTimeouts:
+    """The bounds of the child shutdown ladder, in seconds."""
+
+    after_stdin_close: float = 2.0
+    after_sigterm: float = 2.0
+    after_sigkill: float = 2.0
+
+
+def _log_stderr_line(line: str) -> None:
+    child_stderr_logger.info("%s", line)
+
+
+@asynccontextmanager
+async def open_stdio_client_transport(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    on_stderr: Callable[[str], None] | None = None,
+    max_message_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    shutdown: ShutdownTimeouts = ShutdownTimeouts(),
+) -> AsyncIterator[NdjsonTransport]:
+    """Spawn ``argv`` and talk to it over its stdin/stdout.
+
+    ``env`` replaces the child's environment when given (merge ``os.environ`` yourself to
+    extend it). Each stderr line goes to ``on_stderr`` (default: the
+    ``trimcp.stdio.stderr`` logger). If the child exits, reading ends and the session
+    closes, failing pending requests at once with ``SessionClosed``.
+
+    Leaving the block runs the shutdown ladder: close the child's stdin and wait up to
+    ``shutdown.after_stdin_close``; then SIGTERM and wait ``after_sigterm``; then SIGKILL and
+    wait ``after_sigkill``. Cancellation: the ladder is shielded, so it always runs, and it
+    takes at most the sum of those bounds.
+    """
+    process = await trio.lowlevel.open_process(
+        list(argv),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(env) if env is not None else None,
+        cwd=cwd,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    assert process.stderr is not None
+    transport = NdjsonTransport(process.stdout, process.stdin, max_message_bytes=max_message_bytes)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_drain_stderr, process.stderr, on_stderr or _log_stderr_line)
+            try:
+                yield transport
+            finally:
+                with trio.CancelScope(shield=True):
+                    await _stop_child(process, transport, shutdown)
+                nursery.cancel_scope.cancel()
+    finally:
+        if process.returncode is None:  # only if the ladder itself was cut short
+            process.kill()
+
+
+async def _drain_stderr(stream: trio.abc.ReceiveStream, on_line: Callable[[str], None]) -> None:
+    pending = bytearray()
+    truncated = False
+    while True:
+        try:
+            chunk = await stream.receive_some(65536)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            chunk = b""
+        if not chunk:
+            if pending and not truncated:
+                _emit(pending, on_line)
+            return
+        pending += chunk
+        while True:
+            newline = pending.find(b"\n")
+            if newline < 0:
+                break
+            if not truncated:
+                _emit(pending[:newline], on_line)
+            truncated = False
+            del pending[: newline + 1]
+        if len(pending) > MAX_STDERR_LINE:
+            if not truncated:
+                _emit(pending[:MAX_STDERR_LINE] + b" [...]", on_line)
+            truncated = True
+            pending.clear()
+
+
+def _emit(line: bytes | bytearray, on_line: Callable[[str], None]) -> None:
+    try:
+        on_line(bytes(line).decode("utf-8", "replace").rstrip("\r"))
+    except Exception:
+        logger.exception("on_stderr callback failed")
+
+
+async def _stop_child(
+    process: trio.Process, transport: NdjsonTransport, timeouts: ShutdownTimeouts
+) -> None:
+    with trio.move_on_after(timeouts.after_stdin_close):
+        await transport.aclose()
+        await process.wait()
+        return
+    if process.returncode is None:
+        logger.info("child %s did not exit after stdin closed; sending SIGTERM", process.pid)
+        process.terminate()
+        with trio.move_on_after(timeouts.after_sigterm):
+            await process.wait()
+            return
+    if process.returncode is None:
+        logger.warning("child %s ignored SIGTERM; sending SIGKILL", process.pid)
+        process.kill()
+        with trio.move_on_after(timeouts.after_sigkill):
+            await process.wait()
