@@ -1,0 +1,1 @@
+"""Servers benchmarked by the load generators; each serves echo(text) -> text over stdio."""
