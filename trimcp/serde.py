@@ -1,0 +1,642 @@
+"""The one cattrs converter between trimcp's attrs wire types and plain JSON data.
+
+Use :func:`structure` on data a peer sent and :func:`unstructure` on what we send. The
+converter is configured once, here, and all hooks for :mod:`trimcp.types` are generated
+at import; nothing changes it later.
+
+Rules it applies (see :mod:`trimcp.types.common` for the type conventions):
+
+- wire names: ``snake_case`` -> ``camelCase``, ``meta`` -> ``_meta``, a trailing ``_``
+  dropped, or ``attrs.field(metadata={"wire": ...})``;
+- optional fields (default ``None``) are left out when ``None``; every other field,
+  discriminators included, is always sent;
+- unknown input fields are ignored; input is checked strictly (a ``str`` field does not
+  accept ``5``, an ``int`` field does not accept ``true`` or ``"5"``);
+- ``Any`` and ``dict[str, Any]`` values (JSON Schemas, arguments, ``_meta``) pass through
+  untouched both ways, so they are cheap and never recursed into.
+
+This module does no I/O.
+"""
+
+import re
+from collections.abc import Callable, Mapping
+from functools import cache
+from types import MappingProxyType, NoneType, UnionType
+from typing import Any, Final, Literal, TypeVar, Union, get_args, get_origin, overload
+
+import attrs
+import cattrs
+from cattrs.errors import AttributeValidationNote, ClassValidationError
+from cattrs.fns import identity
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+import trimcp.types as wire
+
+__all__ = ["ShapeError", "converter", "structure", "unstructure", "wire_names"]
+
+T = TypeVar("T")
+
+StructureHook = Callable[[Any, Any], Any]
+UnstructureHook = Callable[[Any], Any]
+
+
+class ShapeError(ValueError):
+    """Data does not have the shape of the type it was structured as.
+
+    ``path`` locates the first bad value in wire names (``"content[0].type"``,
+    ``"arguments"``; ``""`` for the value itself) and ``reason`` says what is wrong.
+    ``str(e) == f"{path}: {reason}"``. Answer a peer with ``-32602`` and these in ``data``.
+    """
+
+    path: str
+    reason: str
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class _Problem(Exception):
+    """Raised by our leaf hooks; ``where`` is a path below the value being structured."""
+
+    def __init__(self, reason: str, where: tuple[str, ...] = ()) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.where = where
+
+
+class _At(Exception):
+    """Wraps an error raised inside element ``index`` of a list or key of a mapping."""
+
+    def __init__(self, index: int | str, inner: Exception) -> None:
+        super().__init__(index)
+        self.index = index
+        self.inner = inner
+
+
+# --- wire names ------------------------------------------------------------------------
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.rstrip("_").split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _wire_name(field: "attrs.Attribute[Any]") -> str:
+    explicit = field.metadata.get("wire")
+    if explicit is not None:
+        return str(explicit)
+    if field.name == "meta":
+        return "_meta"
+    return _camel(field.name)
+
+
+@cache
+def wire_names(cls: type) -> Mapping[str, str]:
+    """Map each field of the attrs class ``cls`` to its wire name (``"meta"`` -> ``"_meta"``)."""
+    return MappingProxyType({f.name: _wire_name(f) for f in attrs.fields(cls)})
+
+
+# --- describing bad input without ever printing it whole --------------------------------
+
+_JSON_KINDS: Final = {
+    dict: "object",
+    list: "array",
+    str: "string",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    NoneType: "null",
+}
+
+
+def _kind(value: Any) -> str:
+    # Never repr() peer data: it may be huge or nested deep enough to overflow the stack.
+    return _JSON_KINDS.get(type(value), type(value).__name__)
+
+
+def _show(value: Any) -> str:
+    if type(value) is str and len(value) <= 40:
+        return repr(value)
+    return _kind(value)
+
+
+# --- leaf hooks ------------------------------------------------------------------------
+
+
+def _structure_str(value: Any, _: Any) -> str:
+    if type(value) is str:
+        return value
+    raise _Problem(f"expected a string, got {_kind(value)}")
+
+
+def _structure_int(value: Any, _: Any) -> int:
+    if type(value) is int:
+        return value
+    raise _Problem(f"expected an integer, got {_kind(value)}")
+
+
+def _structure_float(value: Any, _: Any) -> float:
+    # Integers stay integers so that numbers round-trip exactly.
+    if type(value) is float or type(value) is int:
+        return value
+    raise _Problem(f"expected a number, got {_kind(value)}")
+
+
+def _structure_bool(value: Any, _: Any) -> bool:
+    if value is True or value is False:
+        return value
+    raise _Problem(f"expected a boolean, got {_kind(value)}")
+
+
+def _structure_any(value: Any, _: Any) -> Any:
+    return value
+
+
+def _structure_json_object(value: Any, _: Any) -> dict[str, Any]:
+    if type(value) is dict:
+        return value
+    raise _Problem(f"expected an object, got {_kind(value)}")
+
+
+def _is_any_dict(t: Any) -> bool:
+    return get_origin(t) is dict and get_args(t)[1] is Any
+
+
+def _is_literal(t: Any) -> bool:
+    return get_origin(t) is Literal
+
+
+def _structure_literal_factory(t: Any) -> StructureHook:
+    allowed = get_args(t)
+    if not all(type(a) is str for a in allowed):
+        raise TypeError(f"trimcp literals hold strings only: {t!r}")
+    allowed_set = frozenset(allowed)
+    expected = ", ".join(repr(a) for a in allowed)
+
+    def structure_literal(value: Any, _: Any) -> Any:
+        if type(value) is str and value in allowed_set:
+            return value
+        raise _Problem(f"expected one of {expected}, got {_show(value)}")
+
+    return structure_literal
+
+
+# --- lists and mappings ----------------------------------------------------------------
+
+
+def _is_list(t: Any) -> bool:
+    return get_origin(t) is list
+
+
+def _structure_list_factory(t: Any) -> StructureHook:
+    (elem,) = get_args(t)
+    if elem is str:
+
+        def structure_str_list(value: Any, _: Any) -> list[str]:
+            if type(value) is not list:
+                raise _Problem(f"expected an array, got {_kind(value)}")
+            for index, item in enumerate(value):
+                if type(item) is not str:
+                    raise _At(index, _Problem(f"expected a string, got {_kind(item)}"))
+            return value
+
+        return structure_str_list
+
+    hook = converter.get_structure_hook(elem)
+
+    def structure_list(value: Any, _: Any) -> list[Any]:
+        if type(value) is not list:
+            raise _Problem(f"expected an array, got {_kind(value)}")
+        try:
+            return [hook(item, elem) for item in value]
+        except Exception:
+            pass
+        # Slow path, only for bad input: find the first bad element to report it.
+        for index, item in enumerate(value):
+            try:
+                hook(item, elem)
+            except Exception as exc:
+                raise _At(index, exc) from None
+        raise _Problem("invalid array")  # pragma: no cover - hooks are deterministic
+
+    return structure_list
+
+
+def _unstructure_list_factory(t: Any) -> UnstructureHook:
+    (elem,) = get_args(t)
+    hook = converter.get_unstructure_hook(elem)
+    if hook is identity:
+        return identity
+
+    def unstructure_list(value: Any) -> list[Any]:
+        return [hook(item) for item in value]
+
+    return unstructure_list
+
+
+def _is_value_typed_dict(t: Any) -> bool:
+    return get_origin(t) is dict and not _is_any_dict(t)
+
+
+def _structure_dict_factory(t: Any) -> StructureHook:
+    key_type, elem = get_args(t)
+    if key_type is not str:
+        raise TypeError(f"trimcp mappings have string keys: {t!r}")
+    hook = converter.get_structure_hook(elem)
+
+    def structure_dict(value: Any, _: Any) -> dict[str, Any]:
+        if type(value) is not dict:
+            raise _Problem(f"expected an object, got {_kind(value)}")
+        try:
+            if all(type(key) is str for key in value):
+                return {key: hook(item, elem) for key, item in value.items()}
+        except Exception:
+            pass
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _Problem(f"expected string keys, got {_kind(key)}")
+            try:
+                hook(item, elem)
+            except Exception as exc:
+                raise _At(key, exc) from None
+        raise _Problem("invalid object")  # pragma: no cover - hooks are deterministic
+
+    return structure_dict
+
+
+def _unstructure_dict_factory(t: Any) -> UnstructureHook:
+    _, elem = get_args(t)
+    hook = converter.get_unstructure_hook(elem)
+    if hook is identity:
+        return identity
+
+    def unstructure_dict(value: Any) -> dict[str, Any]:
+        return {key: hook(item) for key, item in value.items()}
+
+    return unstructure_dict
+
+
+# --- unions ----------------------------------------------------------------------------
+
+
+def _is_union(t: Any) -> bool:
+    return get_origin(t) in (Union, UnionType)
+
+
+def _union_of(members: tuple[Any, ...]) -> Any:
+    return members[0] if len(members) == 1 else Union[members]  # noqa: UP007
+
+
+def _literal_field(cls: type, name: str) -> tuple[str, ...]:
+    """The values of ``cls``'s field ``name`` if it is a ``Literal`` (with or without None)."""
+    if not (isinstance(cls, type) and attrs.has(cls)):
+        return ()
+    field = attrs.fields_dict(cls).get(name)
+    if field is None:
+        return ()
+    args = get_args(field.type) if _is_union(field.type) else (field.type,)
+    return tuple(v for a in args if _is_literal(a) for v in get_args(a))
+
+
+def _tagged_dispatch(
+    members: tuple[Any, ...], tag: str, default: type | None = None
+) -> StructureHook:
+    """Structure a union of attrs classes by the string value of the member ``tag``.
+
+    ``default`` is used when the tag is absent (form-mode elicitation has no ``mode``).
+    """
+    table: dict[str, tuple[StructureHook, type]] = {}
+    for cls in members:
+        for value in _literal_field(cls, tag):
+            if value in table:
+                raise TypeError(f"{tag}={value!r} is ambiguous in {members!r}")
+            table[value] = (converter.get_structure_hook(cls), cls)
+    expected = ", ".join(repr(v) for v in sorted(table))
+    default_entry = None if default is None else (converter.get_structure_hook(default), default)
+
+    def structure_tagged(value: Any, _: Any) -> Any:
+        if type(value) is not dict:
+            raise _Problem(f"expected an object, got {_kind(value)}")
+        found = value.get(tag)
+        entry = table.get(found) if type(found) is str else None
+        if entry is None:
+            if found is None and default_entry is not None:
+                entry = default_entry
+            elif tag not in value:
+                raise _Problem("required field missing", (tag,))
+            else:
+                raise _Problem(f"expected one of {expected}, got {_show(found)}", (tag,))
+        hook, cls = entry
+        return hook(value, cls)
+
+    return structure_tagged
+
+
+def _structure_resource_contents(value: Any, _: Any) -> Any:
+    if type(value) is not dict:
+        raise _Problem(f"expected an object, got {_kind(value)}")
+    if "text" in value:
+        return _text_contents_hook(value, wire.TextResourceContents)
+    if "blob" in value:
+        return _blob_contents_hook(value, wire.BlobResourceContents)
+    raise _Problem("expected resource contents with a 'text' or a 'blob' member")
+
+
+def _structure_primitive_schema(value: Any, _: Any) -> Any:
+    # Several variants share ``type``; the schema tells them apart by which keys appear.
+    if type(value) is not dict:
+        raise _Problem(f"expected an object, got {_kind(value)}")
+    kind = value.get("type")
+    cls: type
+    if kind == "string":
+        if "oneOf" in value:
+            cls = wire.TitledSingleSelectEnumSchema
+        elif "enum" in value:
+            has_names = "enumNames" in value
+            cls = wire.LegacyTitledEnumSchema if has_names else wire.UntitledSingleSelectEnumSchema
+        else:
+            cls = wire.StringSchema
+    elif kind == "number" or kind == "integer":
+        cls = wire.NumberSchema
+    elif kind == "boolean":
+        cls = wire.BooleanSchema
+    elif kind == "array":
+        items = value.get("items")
+        titled = type(items) is dict and "anyOf" in items
+        cls = wire.TitledMultiSelectEnumSchema if titled else wire.UntitledMultiSelectEnumSchema
+    elif "type" not in value:
+        raise _Problem("required field missing", ("type",))
+    else:
+        expected = "'string', 'number', 'integer', 'boolean', 'array'"
+        raise _Problem(f"expected one of {expected}, got {_show(kind)}", ("type",))
+    return converter.get_structure_hook(cls)(value, cls)
+
+
+def _structure_one_or_many_factory(single: Any, many: Any) -> StructureHook:
+    single_hook = converter.get_structure_hook(single)
+    many_hook = converter.get_structure_hook(many)
+
+    def structure_one_or_many(value: Any, _: Any) -> Any:
+        if type(value) is list:
+            return many_hook(value, many)
+        return single_hook(value, single)
+
+    return structure_one_or_many
+
+
+_PRIMITIVE_CLASSES: Final = {str: (str,), int: (int,), float: (int, float), bool: (bool,)}
+
+
+def _structure_primitive_union_factory(members: tuple[Any, ...]) -> StructureHook:
+    """Values that are one of a few JSON scalars (``int | str``), or a list of strings."""
+    classes: set[type] = set()
+    list_hook: StructureHook | None = None
+    for member in members:
+        if member in _PRIMITIVE_CLASSES:
+            classes.update(_PRIMITIVE_CLASSES[member])
+        elif member == list[str]:
+            list_hook = converter.get_structure_hook(member)
+        else:
+            raise TypeError(f"no structure rule for union member {member!r}")
+    allowed = frozenset(classes)
+    expected = " or ".join(sorted(_JSON_KINDS[c] for c in classes))
+    if list_hook is not None:
+        expected += " or array of strings"
+
+    def structure_primitive_union(value: Any, _: Any) -> Any:
+        if type(value) in allowed:
+            return value
+        if list_hook is not None and type(value) is list:
+            return list_hook(value, list[str])
+        raise _Problem(f"expected {expected}, got {_kind(value)}")
+
+    return structure_primitive_union
+
+
+def _structure_union_factory(t: Any) -> StructureHook:
+    members = get_args(t)
+    if NoneType in members:
+        inner = _union_of(tuple(m for m in members if m is not NoneType))
+        hook = converter.get_structure_hook(inner)
+
+        def structure_optional(value: Any, _: Any) -> Any:
+            return None if value is None else hook(value, inner)
+
+        return structure_optional
+    if t == wire.ResourceContents:
+        return _structure_resource_contents
+    if t == wire.PrimitiveSchemaDefinition:
+        return _structure_primitive_schema
+    if t == wire.ElicitRequestParams:
+        return _tagged_dispatch(members, "mode", default=wire.ElicitRequestFormParams)
+    if t == wire.SamplingMessageContent:
+        return _structure_one_or_many_factory(wire.SamplingContent, list[wire.SamplingContent])
+    if all(_literal_field(m, "type") for m in members):
+        return _tagged_dispatch(members, "type")
+    return _structure_primitive_union_factory(members)
+
+
+def _unstructure_union_factory(t: Any) -> UnstructureHook:
+    table: dict[type, UnstructureHook] = {}
+    for member in get_args(t):
+        if member is NoneType:
+            continue
+        hook = converter.get_unstructure_hook(member)
+        origin = get_origin(member)
+        if origin is not None:
+            table[origin] = hook
+        elif isinstance(member, type):
+            table[member] = hook
+    if all(hook is identity for hook in table.values()):
+        return identity
+    fallback = converter.unstructure
+
+    def unstructure_union(value: Any) -> Any:
+        hook = table.get(type(value))
+        if hook is None:
+            if value is None:
+                return None
+            return fallback(value)
+        return hook(value)
+
+    return unstructure_union
+
+
+# --- trimcp attrs classes --------------------------------------------------------------
+
+
+def _is_wire_class(t: Any) -> bool:
+    return isinstance(t, type) and attrs.has(t) and t.__module__.startswith("trimcp.")
+
+
+def _structure_class_factory(cls: type) -> StructureHook:
+    renames: dict[str, Any] = {
+        name: override(rename=wire) for name, wire in wire_names(cls).items()
+    }
+    generated: StructureHook = make_dict_structure_fn(
+        cls,
+        converter,
+        _cattrs_forbid_extra_keys=False,
+        _cattrs_detailed_validation=True,
+        _cattrs_use_alias=False,
+        **renames,
+    )
+
+    def structure_object(value: Any, _: Any) -> Any:
+        # The generated code assumes a mapping; anything else must not reach it.
+        if type(value) is not dict:
+            raise _Problem(f"expected an object, got {_kind(value)}")
+        return generated(value, cls)
+
+    return structure_object
+
+
+def _unstructure_class_factory(cls: type) -> UnstructureHook:
+    overrides: dict[str, Any] = {
+        field.name: override(
+            rename=wire_names(cls)[field.name],
+            # Only optional fields are left out, and only when None: discriminators
+            # (non-None defaults) and required fields are always sent.
+            omit_if_default=field.default is None,
+        )
+        for field in attrs.fields(cls)
+    }
+    return make_dict_unstructure_fn(
+        cls, converter, _cattrs_omit_if_default=False, _cattrs_use_alias=False, **overrides
+    )
+
+
+# --- errors ----------------------------------------------------------------------------
+
+_IDENTIFIER: Final = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
+
+
+def _join(path: str, part: str | int) -> str:
+    if isinstance(part, int):
+        return f"{path}[{part}]"
+    if _IDENTIFIER.match(part):
+        return f"{path}.{part}" if path else part
+    return f"{path}[{_quote(part)}]"
+
+
+def _quote(key: str) -> str:
+    shown = key if len(key) <= 40 else key[:37] + "..."
+    return '"' + shown.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _shape_error(exc: BaseException) -> ShapeError:
+    """Follow the first error down to its leaf, collecting the wire path on the way."""
+    path = ""
+    while True:
+        if isinstance(exc, ClassValidationError):
+            with_notes, others = exc.group_exceptions()
+            if with_notes:
+                inner, note = with_notes[0]
+                path = _join(path, _note_wire_name(exc.cl, note))
+                exc = inner
+            elif others:
+                exc = others[0]
+            else:  # pragma: no cover - cattrs never raises an empty group
+                return ShapeError(path, "invalid object")
+        elif isinstance(exc, _At):
+            path = _join(path, exc.index)
+            exc = exc.inner
+        elif isinstance(exc, _Problem):
+            for part in exc.where:
+                path = _join(path, part)
+            return ShapeError(path, exc.reason)
+        elif isinstance(exc, KeyError):
+            return ShapeError(path, "required field missing")
+        else:
+            return ShapeError(path, f"invalid value ({type(exc).__name__})")
+
+
+def _note_wire_name(cls: type, note: AttributeValidationNote) -> str:
+    try:
+        return wire_names(cls)[note.name]
+    except (KeyError, TypeError):  # pragma: no cover - notes always name a field
+        return note.name
+
+
+# --- the converter ---------------------------------------------------------------------
+
+
+def _build() -> cattrs.Converter:
+    c = cattrs.Converter(detailed_validation=True, forbid_extra_keys=False)
+    c.register_structure_hook(str, _structure_str)
+    c.register_structure_hook(int, _structure_int)
+    c.register_structure_hook(float, _structure_float)
+    c.register_structure_hook(bool, _structure_bool)
+    for primitive in (str, int, float, bool):
+        c.register_unstructure_hook(primitive, identity)
+    # Later registrations win, so the most specific predicates come last.
+    c.register_structure_hook_func(lambda t: t is Any, _structure_any)
+    c.register_unstructure_hook_func(lambda t: t is Any, identity)
+    c.register_structure_hook_factory(_is_literal, _structure_literal_factory)
+    c.register_unstructure_hook_func(_is_literal, identity)
+    c.register_structure_hook_factory(_is_list, _structure_list_factory)
+    c.register_unstructure_hook_factory(_is_list, _unstructure_list_factory)
+    c.register_structure_hook_factory(_is_value_typed_dict, _structure_dict_factory)
+    c.register_unstructure_hook_factory(_is_value_typed_dict, _unstructure_dict_factory)
+    c.register_structure_hook_func(_is_any_dict, _structure_json_object)
+    c.register_unstructure_hook_func(_is_any_dict, identity)
+    c.register_structure_hook_factory(_is_union, _structure_union_factory)
+    c.register_unstructure_hook_factory(_is_union, _unstructure_union_factory)
+    c.register_structure_hook_factory(_is_wire_class, _structure_class_factory)
+    c.register_unstructure_hook_factory(_is_wire_class, _unstructure_class_factory)
+    return c
+
+
+converter: Final[cattrs.Converter] = _build()
+"""The converter. Read-only: use it for hooks, never register new ones on it."""
+
+# Hooks the resource-contents dispatcher calls directly.
+_text_contents_hook: StructureHook = converter.get_structure_hook(wire.TextResourceContents)
+_blob_contents_hook: StructureHook = converter.get_structure_hook(wire.BlobResourceContents)
+
+
+def _wire_classes() -> list[type]:
+    return [v for v in vars(wire).values() if _is_wire_class(v)]
+
+
+# Generate every hook now, so that errors in the types show at import and the converter
+# is complete before anyone uses it; these tables skip cattrs' dispatch on the hot path.
+_STRUCTURE_HOOKS: Final[Mapping[Any, StructureHook]] = MappingProxyType(
+    {cls: converter.get_structure_hook(cls) for cls in _wire_classes()}
+)
+_UNSTRUCTURE_HOOKS: Final[Mapping[Any, UnstructureHook]] = MappingProxyType(
+    {cls: converter.get_unstructure_hook(cls) for cls in _wire_classes()}
+)
+
+
+@overload
+def structure(data: Any, cls: type[T]) -> T: ...
+@overload
+def structure(data: Any, cls: Any) -> Any: ...
+def structure(data: Any, cls: Any) -> Any:
+    """Build a ``cls`` (a wire class, or a union such as ``ContentBlock``) from JSON data.
+
+    Raises :class:`ShapeError` (and nothing else) when ``data`` does not fit, with the
+    path of the first bad field. Unknown fields are ignored.
+    """
+    hook = _STRUCTURE_HOOKS.get(cls)
+    if hook is None:
+        hook = converter.get_structure_hook(cls)
+    try:
+        return hook(data, cls)
+    except Exception as exc:
+        raise _shape_error(exc) from None
+
+
+def unstructure(obj: Any) -> Any:
+    """Turn a wire object (or a list/dict of them) into plain JSON data.
+
+    The result may share ``dict[str, Any]``/``Any`` values and lists of strings with
+    ``obj``; do not mutate it if ``obj`` is still in use.
+    """
+    hook = _UNSTRUCTURE_HOOKS.get(type(obj))
+    if hook is None:
+        return converter.unstructure(obj)
+    return hook(obj)
