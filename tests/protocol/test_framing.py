@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trimcp.errors import LocalProtocolError
@@ -50,11 +50,23 @@ def reference(stream: bytes, max_line_bytes: int) -> list[FramerEvent]:
     return events
 
 
+def drain_after_eof(decoder: LineFramer, stream: bytes) -> list[FramerEvent]:
+    """Feed all of ``stream`` and end of input before asking for any event."""
+    decoder.receive_data(stream)
+    decoder.receive_data(b"")
+    events: list[FramerEvent] = []
+    while (event := decoder.next_event()) is not EOF:
+        assert event is not NEED_DATA
+        events.append(event)
+    return [*events, EOF]
+
+
 def three_ways(stream: bytes, max_line_bytes: int = 64) -> list[FramerEvent]:
     """Events for ``stream`` fed whole, byte by byte, and with trailing data; all must agree."""
     whole = run(LineFramer(max_line_bytes), [stream] if stream else [])
     bytewise = run(LineFramer(max_line_bytes), [stream[i : i + 1] for i in range(len(stream))])
     assert bytewise == whole
+    assert drain_after_eof(LineFramer(max_line_bytes), stream) == whole
     if stream.endswith(b"\n"):
         # The start of a further line must not change or delay anything before it.
         trailing = run(LineFramer(max_line_bytes), [stream + b'{"more'], eof=False)
@@ -180,6 +192,7 @@ def _chunked(draw: st.DrawFn, stream: bytes) -> list[bytes]:
     return [stream[a:b] for a, b in itertools.pairwise(bounds) if b > a]
 
 
+@settings(max_examples=300)
 @given(stream=_streams, max_line_bytes=st.integers(1, 16), data=st.data())
 def test_any_chunking_matches_the_reference(
     stream: bytes, max_line_bytes: int, data: st.DataObject
