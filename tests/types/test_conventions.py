@@ -1,9 +1,11 @@
 """The public surface of trimcp.types and trimcp.serde, and the wire-type conventions."""
 
+import ast
 import importlib
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 from types import ModuleType
 from typing import Literal, get_args, get_origin
 
@@ -22,14 +24,27 @@ MODULES = [
 ]
 
 
+def defined_names(module: ModuleType) -> list[str]:
+    """Public names a module defines at top level (classes, aliases, constants)."""
+    assert module.__file__ is not None
+    tree = ast.parse(Path(module.__file__).read_text())
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            names.append(node.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.append(node.target.id)
+        elif isinstance(node, ast.Assign):
+            names.extend(t.id for t in node.targets if isinstance(t, ast.Name))
+    return [name for name in names if not name.startswith("_")]
+
+
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
 def test_every_public_name_is_reexported(module: ModuleType) -> None:
-    for name, value in vars(module).items():
-        if name.startswith("_") or getattr(value, "__module__", module.__name__) != module.__name__:
-            continue  # private, or imported from elsewhere
-        if isinstance(value, ModuleType):
-            continue
-        assert getattr(trimcp.types, name, None) is value, name
+    names = defined_names(module)
+    assert names
+    for name in names:
+        assert getattr(trimcp.types, name, None) is getattr(module, name), name
 
 
 def test_serde_surface() -> None:
