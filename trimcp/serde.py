@@ -26,7 +26,7 @@ from typing import Any, Final, Literal, TypeVar, Union, get_args, get_origin, ov
 
 import attrs
 import cattrs
-from cattrs.errors import AttributeValidationNote, ClassValidationError
+from cattrs.errors import ClassValidationError
 from cattrs.fns import identity
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
@@ -338,10 +338,12 @@ def _structure_resource_contents(value: Any, _: Any) -> Any:
     if type(value) is not dict:
         raise _Problem(f"expected an object, got {_kind(value)}")
     if "text" in value:
-        return _text_contents_hook(value, wire.TextResourceContents)
-    if "blob" in value:
-        return _blob_contents_hook(value, wire.BlobResourceContents)
-    raise _Problem("expected resource contents with a 'text' or a 'blob' member")
+        cls: type = wire.TextResourceContents
+    elif "blob" in value:
+        cls = wire.BlobResourceContents
+    else:
+        raise _Problem("expected resource contents with a 'text' or a 'blob' member")
+    return _VARIANT_HOOKS[cls](value, cls)
 
 
 def _structure_primitive_schema(value: Any, _: Any) -> Any:
@@ -371,7 +373,7 @@ def _structure_primitive_schema(value: Any, _: Any) -> Any:
     else:
         expected = "'string', 'number', 'integer', 'boolean', 'array'"
         raise _Problem(f"expected one of {expected}, got {_show(kind)}", ("type",))
-    return converter.get_structure_hook(cls)(value, cls)
+    return _VARIANT_HOOKS[cls](value, cls)
 
 
 def _structure_one_or_many_factory(single: Any, many: Any) -> StructureHook:
@@ -534,7 +536,7 @@ def _shape_error(exc: BaseException) -> ShapeError:
             with_notes, others = exc.group_exceptions()
             if with_notes:
                 inner, note = with_notes[0]
-                path = _join(path, _note_wire_name(exc.cl, note))
+                path = _join(path, wire_names(exc.cl).get(note.name, note.name))
                 exc = inner
             elif others:
                 exc = others[0]
@@ -551,13 +553,6 @@ def _shape_error(exc: BaseException) -> ShapeError:
             return ShapeError(path, "required field missing")
         else:
             return ShapeError(path, f"invalid value ({type(exc).__name__})")
-
-
-def _note_wire_name(cls: type, note: AttributeValidationNote) -> str:
-    try:
-        return wire_names(cls)[note.name]
-    except (KeyError, TypeError):  # pragma: no cover - notes always name a field
-        return note.name
 
 
 # --- the converter ---------------------------------------------------------------------
@@ -592,9 +587,13 @@ def _build() -> cattrs.Converter:
 converter: Final[cattrs.Converter] = _build()
 """The converter. Read-only: use it for hooks, never register new ones on it."""
 
-# Hooks the resource-contents dispatcher calls directly.
-_text_contents_hook: StructureHook = converter.get_structure_hook(wire.TextResourceContents)
-_blob_contents_hook: StructureHook = converter.get_structure_hook(wire.BlobResourceContents)
+# Hooks of the variants that the untagged unions pick by which keys are present.
+_VARIANT_HOOKS: Final[Mapping[type, StructureHook]] = MappingProxyType(
+    {
+        cls: converter.get_structure_hook(cls)
+        for cls in get_args(wire.ResourceContents) + get_args(wire.PrimitiveSchemaDefinition)
+    }
+)
 
 
 def _wire_classes() -> list[type]:
@@ -619,7 +618,9 @@ def structure(data: Any, cls: Any) -> Any:
     """Build a ``cls`` (a wire class, or a union such as ``ContentBlock``) from JSON data.
 
     Raises :class:`ShapeError` (and nothing else) when ``data`` does not fit, with the
-    path of the first bad field. Unknown fields are ignored.
+    path of the first bad field. Unknown fields are ignored. ``data`` must be what a JSON
+    parser returns (``dict``, ``list``...); the result may share its open objects and lists
+    of strings.
     """
     hook = _STRUCTURE_HOOKS.get(cls)
     if hook is None:
