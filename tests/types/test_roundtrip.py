@@ -176,3 +176,25 @@ def test_unions_structure_directly() -> None:
     assert isinstance(
         structure({"uri": "u", "blob": ""}, t.ResourceContents), t.BlobResourceContents
     )
+
+
+@pytest.mark.parametrize("revision", ["2024-11-05", "2025-03-26", "2025-06-18", "2026-07-28"])
+def test_no_property_of_any_revision_is_dropped(revision: str) -> None:
+    """Classes named like a schema definition model every property it had in any revision."""
+    schema = json.loads((SCHEMA_DIR / revision / "schema.json").read_text())
+    defs = schema.get("$defs") or schema["definitions"]
+
+    def properties(node: dict[str, Any]) -> set[str]:
+        if "$ref" in node:
+            return properties(defs[node["$ref"].rsplit("/", 1)[1]])
+        found = set(node.get("properties", {}))
+        for part in node.get("allOf", []):
+            found |= properties(part)
+        return found
+
+    checked = 0
+    for cls in CLASSES:
+        if cls.__name__ in defs:
+            checked += 1
+            assert properties(defs[cls.__name__]) <= set(wire_names(cls).values()), cls
+    assert checked > 40
