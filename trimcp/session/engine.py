@@ -396,9 +396,17 @@ class Session:
         try:
             error: McpError | None = None
             result: Any = None
+            if scope.cancel_called and ctx.cancelled_by_peer:
+                # Cancelled before the task got to run: don't run the handler at all.
+                self.connection.forget_inbound(request_id)
+                return
             try:
                 with scope:
                     result = await self._handler.handle_request(ctx)
+            except LocalProtocolError:
+                # Our own misuse of the protocol is a bug here, not an answer for the peer.
+                logger.exception("handler for %s (id %r) misused the protocol", ctx.method, request_id)
+                error = McpError(INTERNAL_ERROR, "Internal error")
             except McpError as exc:
                 error = exc
             except Exception:

@@ -1,0 +1,41 @@
+"""Fixtures shared by every test.
+
+``no_leaked_tasks`` (added to every async test) fails any trio test that leaves a trimcp task running when it
+ends: nothing a session starts may outlive it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import trio
+
+
+def _all_tasks(task: trio.lowlevel.Task) -> Iterator[trio.lowlevel.Task]:
+    yield task
+    for nursery in task.child_nurseries:
+        for child in nursery.child_tasks:
+            yield from _all_tasks(child)
+
+
+def trimcp_tasks() -> list[str]:
+    """Names of the live tasks that run trimcp code."""
+    root = trio.lowlevel.current_root_task()
+    assert root is not None
+    return [t.name for t in _all_tasks(root) if t.name.startswith("trimcp.")]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        function = getattr(item, "function", None)
+        if function is not None and inspect.iscoroutinefunction(function):
+            item.fixturenames.append("no_leaked_tasks")  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+async def no_leaked_tasks() -> AsyncIterator[None]:
+    yield
+    leaked = trimcp_tasks()
+    assert not leaked, f"tasks left running after the test: {leaked}"
