@@ -22,6 +22,7 @@ import attrs
 import trio
 
 from trimcp.protocol.framing import DEFAULT_MAX_LINE_BYTES
+from trimcp.session import Session, SessionHandler, SessionOptions, serve_session
 from trimcp.transports.ndjson import NdjsonTransport
 
 logger = logging.getLogger("trimcp.stdio")
@@ -174,3 +175,19 @@ async def _stop_child(
         process.kill()
         with trio.move_on_after(timeouts.after_sigkill):
             await process.wait()
+
+
+async def serve_stdio(
+    handler: SessionHandler,
+    *,
+    options: SessionOptions | None = None,
+    max_message_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve one MCP session on this process's stdin/stdout until the client goes away.
+
+    Returns when the client closes stdin (or the session is closed). Cancellation: closes
+    the session with the engine's bounded close sequence.
+    """
+    async with open_stdio_server_transport(max_message_bytes=max_message_bytes) as transport:
+        await serve_session(transport, handler, options=options, task_status=task_status)
