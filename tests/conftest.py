@@ -1,7 +1,7 @@
 """Fixtures shared by every test.
 
-``no_leaked_tasks`` (added to every async test) fails any trio test that leaves a trimcp task running when it
-ends: nothing a session starts may outlive it.
+``no_leaked_tasks`` (added to every async test) fails any trio test that leaves a trimcp
+task running when it ends: nothing a session starts may outlive it.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from trimcp.types import (
     ToolsCapability,
 )
 
+RECEIVE_TIMEOUT = 30.0
 CLIENT_INFO = Implementation(name="test-client", version="0.0.1")
 
 
@@ -67,11 +68,17 @@ async def session_pair(
 ) -> AsyncIterator[tuple[Session, Session]]:
     """A client session and a server session connected in memory (client, server)."""
     client_end, server_end = memory_transport_pair()
-    async with open_session(
-        server_end, role=Role.SERVER, handler=server, options=server_options
-    ) as server_session, open_session(
-        client_end, role=Role.CLIENT, handler=client_handler or NullClient(), options=client_options
-    ) as client_session:
+    async with (
+        open_session(
+            server_end, role=Role.SERVER, handler=server, options=server_options
+        ) as server_session,
+        open_session(
+            client_end,
+            role=Role.CLIENT,
+            handler=client_handler or NullClient(),
+            options=client_options,
+        ) as client_session,
+    ):
         if initialize:
             await client_session.initialize(init_params(version, capabilities))
         yield client_session, server_session
@@ -90,7 +97,10 @@ class RawPeer:
         await self.send_bytes(json.dumps(message).encode())
 
     async def receive(self) -> Any:
-        return json.loads(await self.transport.receive())
+        # Bounded, so a missing reply fails the test instead of hanging it (under the
+        # autojump clock this fails at once when everything is blocked).
+        with trio.fail_after(RECEIVE_TIMEOUT):
+            return json.loads(await self.transport.receive())
 
     def receive_nowait_all(self) -> list[Any]:
         out = []
@@ -129,7 +139,10 @@ class RawPeer:
 
 @asynccontextmanager
 async def raw_client(
-    server: Any, *, options: SessionOptions | None = None, initialize: bool = True,
+    server: Any,
+    *,
+    options: SessionOptions | None = None,
+    initialize: bool = True,
     version: str = "2025-11-25",
 ) -> AsyncIterator[tuple[RawPeer, Session]]:
     """A server session whose client is a :class:`RawPeer` the test drives by hand."""

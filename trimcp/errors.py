@@ -87,9 +87,7 @@ class LocalProtocolError(McpError):
     code; nothing is sent to the peer.
     """
 
-    def __init__(
-        self, message: str, code: int = INVALID_REQUEST, data: Any = None
-    ) -> None:
+    def __init__(self, message: str, code: int = INVALID_REQUEST, data: Any = None) -> None:
         super().__init__(code, message, data)
 
 

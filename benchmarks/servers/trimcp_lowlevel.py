@@ -26,7 +26,11 @@ server = LowLevelServer(
 ECHO = Tool(
     name="echo",
     description="Echo the text back.",
-    input_schema={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    input_schema={
+        "type": "object",
+        "properties": {"text": {"type": "string"}},
+        "required": ["text"],
+    },
 )
 
 

@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 import trio
+import trio.lowlevel
 
 from trimcp.errors import INVALID_PARAMS, McpError
 from trimcp.server.lowlevel import LowLevelServer
@@ -93,7 +94,9 @@ async def call_tool(ctx: RequestContext) -> CallToolResult:
         return _text(str(args.get("text", "")))
     if name == "add":
         total = args["a"] + args["b"]
-        return CallToolResult(content=[TextContent(text=str(total))], structured_content={"sum": total})
+        return CallToolResult(
+            content=[TextContent(text=str(total))], structured_content={"sum": total}
+        )
     if name == "slow":
         _log(f"started {ctx.request_id}")
         await ctx.report_progress(0, 1, "started")
@@ -108,7 +111,7 @@ async def call_tool(ctx: RequestContext) -> CallToolResult:
         steps = int(args.get("steps", 3))
         for step in range(1, steps + 1):
             await ctx.report_progress(step, steps, f"step {step}")
-            await trio.sleep(0)
+            await trio.lowlevel.checkpoint()
         return _text(f"{steps} steps")
     raise McpError(INVALID_PARAMS, f"Unknown tool: {name}")
 

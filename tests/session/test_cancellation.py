@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
 
-from trimcp.session import RequestContext
 from tests.support import make_server, raw_client, session_pair
+from trimcp.session import RequestContext
 
 
 class SlowServer:
@@ -52,7 +53,8 @@ async def test_cancelling_a_call_cancels_the_server_handler(autojump_clock: Any)
             await client.send_request("slow", timeout=None)
         assert scope.cancelled_caught
         await trio.testing.wait_all_tasks_blocked()
-        assert slow.saw_cancelled and slow.finally_ran
+        assert slow.saw_cancelled
+        assert slow.finally_ran
         # The session is still usable after the cancel.
         assert await client.send_request("fast") == {"fast": True}
 
@@ -64,7 +66,8 @@ async def test_peer_cancel_sends_no_response(autojump_clock: Any) -> None:
         await slow.started.wait()
         await peer.notify("notifications/cancelled", {"requestId": 7, "reason": "user"})
         await trio.testing.wait_all_tasks_blocked()
-        assert slow.saw_cancelled and slow.finally_ran
+        assert slow.saw_cancelled
+        assert slow.finally_ran
         assert peer.receive_nowait_all() == []
         # A later request on the same connection is answered normally.
         assert (await peer.request(8, "fast"))["result"] == {"fast": True}
@@ -77,10 +80,8 @@ async def test_handler_that_swallows_cancel_still_sends_nothing(autojump_clock: 
     @server.request_handler("stubborn")
     async def stubborn(ctx: RequestContext) -> dict[str, Any]:
         started.set()
-        try:
+        with contextlib.suppress(trio.Cancelled):
             await trio.sleep_forever()
-        except trio.Cancelled:
-            pass
         return {"answered": "anyway"}
 
     async with raw_client(server) as (peer, _session):

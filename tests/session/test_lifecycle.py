@@ -7,12 +7,12 @@ from typing import Any
 import pytest
 import trio
 
+from tests.support import NullClient, RawPeer, init_params, make_server, raw_client, session_pair
 from trimcp.errors import INVALID_REQUEST, METHOD_NOT_FOUND, LocalProtocolError, McpError
 from trimcp.protocol.lifecycle import Role, State
 from trimcp.session import open_session
 from trimcp.transports.memory import memory_transport_pair
 from trimcp.types import ServerCapabilities
-from tests.support import NullClient, RawPeer, init_params, make_server, raw_client, session_pair
 
 REVISIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
 
@@ -20,7 +20,8 @@ REVISIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
 @pytest.mark.parametrize("version", REVISIONS)
 async def test_handshake_agrees_on_the_clients_version(autojump_clock: Any, version: str) -> None:
     async with session_pair(make_server(), version=version) as (client, server):
-        assert client.negotiated is not None and server.negotiated is not None
+        assert client.negotiated is not None
+        assert server.negotiated is not None
         assert client.negotiated.protocol_version == version
         assert server.negotiated == client.negotiated
         assert client.connection.state is State.OPERATING

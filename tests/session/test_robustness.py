@@ -9,6 +9,7 @@ import pytest
 import trio
 import trio.testing
 
+from tests.support import make_server, raw_client, session_pair
 from trimcp.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -19,7 +20,6 @@ from trimcp.errors import (
 from trimcp.protocol.lifecycle import Role
 from trimcp.session import RequestContext, SessionOptions, open_session
 from trimcp.transports.ndjson import NdjsonTransport
-from tests.support import make_server, raw_client, session_pair
 
 
 def echo_server() -> Any:
@@ -178,7 +178,8 @@ async def test_oversized_line_is_skipped_and_reading_goes_on(autojump_clock: Any
         while data.count(b"\n") < 2:
             data += await client_stream.receive_some()
         first, second = (json.loads(line) for line in data.splitlines())
-        assert first["error"]["code"] == INVALID_REQUEST and first["id"] is None
+        assert first["error"]["code"] == INVALID_REQUEST
+        assert first["id"] is None
         assert second == {"jsonrpc": "2.0", "id": 1, "result": {}}
         await client_stream.aclose()
 
@@ -210,9 +211,12 @@ async def test_in_flight_limit_applies_backpressure(autojump_clock: Any) -> None
 
 
 async def test_other_sessions_are_unaffected_by_a_broken_one(autojump_clock: Any) -> None:
-    async with session_pair(echo_server()) as (good_client, _), raw_client(echo_server()) as (
-        bad_peer,
-        _,
+    async with (
+        session_pair(echo_server()) as (good_client, _),
+        raw_client(echo_server()) as (
+            bad_peer,
+            _,
+        ),
     ):
         await bad_peer.send_bytes(b"{{{{")
         await bad_peer.receive()

@@ -8,9 +8,9 @@ import pytest
 import trio
 import trio.testing
 
+from tests.support import make_server, raw_client, session_pair
 from trimcp.errors import SessionClosed
 from trimcp.session import RequestContext, SessionOptions
-from tests.support import make_server, raw_client, session_pair
 
 
 def sleepy_server(record: dict[str, Any]) -> Any:
@@ -123,7 +123,8 @@ async def test_keepalive_closes_after_missed_pings(autojump_clock: Any) -> None:
     async with raw_client(make_server(), options=options) as (peer, session):
         # The raw peer never answers the pings.
         await session.wait_closed()
-        assert session.close_reason is not None and "keepalive" in session.close_reason
+        assert session.close_reason is not None
+        assert "keepalive" in session.close_reason
         assert trio.current_time() == pytest.approx(60)  # 3 x (10 s wait + 10 s timeout)
         pings = [m for m in peer.receive_nowait_all() if m.get("method") == "ping"]
         assert len(pings) == 3

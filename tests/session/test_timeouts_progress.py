@@ -8,9 +8,9 @@ import pytest
 import trio
 import trio.testing
 
+from tests.support import make_server, raw_client, session_pair
 from trimcp.errors import REQUEST_TIMEOUT, McpError, RequestTimeout
 from trimcp.session import RequestContext, SessionOptions
-from tests.support import make_server, raw_client, session_pair
 
 
 def progress_server(steps: int, step_time: float) -> Any:

@@ -286,8 +286,10 @@ class Connection:
             and self.negotiated is not None
             and not has_capability(self._own_caps, spec.capability)
         ):
-            return f"Method not found: {spec.name} (capability {'.'.join(spec.capability)} " \
+            return (
+                f"Method not found: {spec.name} (capability {'.'.join(spec.capability)} "
                 "was not declared)"
+            )
         return None
 
     def _on_notification(self, note: Notification) -> Event:
@@ -307,7 +309,9 @@ class Connection:
                 try:
                     typed = serde.structure(params if params is not None else {}, spec.params_type)
                 except serde.ShapeError as exc:
-                    error = RemoteProtocolError(INVALID_PARAMS, f"Invalid params for {method}: {exc}")
+                    error = RemoteProtocolError(
+                        INVALID_PARAMS, f"Invalid params for {method}: {exc}"
+                    )
                     return MessageRejected(error=error, reply=None)
         return NotificationReceived(method=method, params=typed)
 
@@ -332,6 +336,7 @@ class Connection:
         if not _is_token(token) or not _is_number(progress):
             return MessageIgnored(reason="malformed notifications/progress")
         assert token is not None
+        assert progress is not None
         request_id = self._progress.get(token)
         if request_id is None:
             return MessageIgnored(reason=f"progress for unknown or finished token {token!r}")
@@ -347,7 +352,9 @@ class Connection:
     def _on_response(self, response: Response) -> Event:
         pending = self._outbound.pop(response.id, None)
         if pending is None:
-            return MessageIgnored(reason=f"response for unknown or cancelled request {response.id!r}")
+            return MessageIgnored(
+                reason=f"response for unknown or cancelled request {response.id!r}"
+            )
         self._drop_progress(pending)
         method = pending.method
         spec = lookup(method)
@@ -367,7 +374,8 @@ class Connection:
         return ResponseReceived(id=response.id, method=method, result=result)
 
     def _on_initialize_result(self, request_id: RequestId, result: Any) -> Event:
-        assert isinstance(result, InitializeResult) and self._init_params is not None
+        assert isinstance(result, InitializeResult)
+        assert self._init_params is not None
         if result.protocol_version not in self.supported_versions:
             self._transition(Transition.RECEIVED_INITIALIZE_ERROR)
             error = RemoteProtocolError(
@@ -417,9 +425,11 @@ class Connection:
             token = request_id
             raw = dict(raw) if raw is not None else {}
             meta = raw.get("_meta")
-            raw["_meta"] = {**meta, "progressToken": token} if isinstance(meta, dict) else {
-                "progressToken": token
-            }
+            raw["_meta"] = (
+                {**meta, "progressToken": token}
+                if isinstance(meta, dict)
+                else {"progressToken": token}
+            )
         data = _encode(request_object(request_id, method, raw))
         self._outbound[request_id] = _Outbound(method, token)
         if token is not None:
@@ -490,8 +500,10 @@ class Connection:
         del self._inbound[request_id]
         if method == "initialize":
             assert self._init_params is not None
-            typed = result if isinstance(result, InitializeResult) else serde.structure(
-                raw, InitializeResult
+            typed = (
+                result
+                if isinstance(result, InitializeResult)
+                else serde.structure(raw, InitializeResult)
             )
             self._set_negotiated(self._init_params, typed)
             self._transition(Transition.SENT_INITIALIZE_RESULT)
@@ -577,4 +589,6 @@ def _encode(obj: dict[str, Any]) -> bytes:
     try:
         return dump_json(obj)
     except (TypeError, ValueError, RecursionError) as exc:
-        raise LocalProtocolError(f"Message cannot be encoded as JSON: {exc}", INTERNAL_ERROR) from exc
+        raise LocalProtocolError(
+            f"Message cannot be encoded as JSON: {exc}", INTERNAL_ERROR
+        ) from exc

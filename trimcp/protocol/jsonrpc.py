@@ -137,20 +137,26 @@ def classify(obj: Any) -> Message:
             )
         if "params" in obj and params is None:
             raise InvalidMessage(
-                INVALID_PARAMS, 'Invalid params: "params" must be an object, not null',
+                INVALID_PARAMS,
+                'Invalid params: "params" must be an object, not null',
                 request_id=reply_id,
             )
-        if has_id:
-            return Request(id=raw_id, method=method, params=params)
+        if reply_id is not None:
+            return Request(id=reply_id, method=method, params=params)
         return Notification(method=method, params=params)
-    # A response: it is never answered, whatever is wrong with it.
     has_result = "result" in obj
     has_error = "error" in obj
-    if has_result == has_error:
+    if not has_result and not has_error:
+        # Neither a request nor a response: answer it, but with a null id, since we cannot
+        # tell whose id it carries.
         raise InvalidMessage(
-            INVALID_REQUEST,
-            'Invalid message: needs exactly one of "method", "result" or "error"',
-            replyable=False,
+            INVALID_REQUEST, 'Invalid message: needs one of "method", "result" or "error"'
+        )
+    # A response: it is never answered, whatever is wrong with it (answering could make
+    # two peers reply to each other's errors forever).
+    if has_result and has_error:
+        raise InvalidMessage(
+            INVALID_REQUEST, 'Invalid response: both "result" and "error"', replyable=False
         )
     if has_result:
         result = obj["result"]
@@ -158,10 +164,13 @@ def classify(obj: Any) -> Message:
             raise InvalidMessage(INVALID_REQUEST, "Invalid response id", replyable=False)
         if type(result) is not dict:
             raise InvalidMessage(
-                INVALID_REQUEST, 'Invalid response: "result" must be an object',
-                request_id=reply_id, replyable=False,
+                INVALID_REQUEST,
+                'Invalid response: "result" must be an object',
+                request_id=reply_id,
+                replyable=False,
             )
-        return Response(id=raw_id, result=result)
+        assert reply_id is not None
+        return Response(id=reply_id, result=result)
     if has_id and raw_id is not None and not id_ok:
         raise InvalidMessage(INVALID_REQUEST, "Invalid error response id", replyable=False)
     return ErrorResponse(id=reply_id, error=_error_from_object(obj["error"]))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Any, Protocol
 
 import trio
@@ -186,8 +186,11 @@ class Session:
         elif timeout is None:
             timeout = math.inf
         start = trio.current_time()
-        hard = start + max(timeout, self.options.max_request_timeout) if reset_timeout_on_progress \
+        hard = (
+            start + max(timeout, self.options.max_request_timeout)
+            if reset_timeout_on_progress
             else start + timeout
+        )
         request_id, data = self.connection.send_request(
             method, params, with_progress=on_progress is not None
         )
@@ -235,11 +238,8 @@ class Session:
         except _PEER_GONE:
             return
         deadline = trio.current_time() + self.options.cancel_notify_timeout
-        with trio.CancelScope(shield=True, deadline=deadline):
-            try:
-                await self._outbox_send.send(item)
-            except _PEER_GONE:
-                pass
+        with trio.CancelScope(shield=True, deadline=deadline), suppress(*_PEER_GONE):
+            await self._outbox_send.send(item)
 
     async def send_notification(
         self, method: str, params: Any = None, *, related_request_id: RequestId | None = None
@@ -405,7 +405,9 @@ class Session:
                     result = await self._handler.handle_request(ctx)
             except LocalProtocolError:
                 # Our own misuse of the protocol is a bug here, not an answer for the peer.
-                logger.exception("handler for %s (id %r) misused the protocol", ctx.method, request_id)
+                logger.exception(
+                    "handler for %s (id %r) misused the protocol", ctx.method, request_id
+                )
                 error = McpError(INTERNAL_ERROR, "Internal error")
             except McpError as exc:
                 error = exc

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 
 
-def _positive(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
     if not value > 0:
         raise ValueError(f"{attribute.name} must be > 0, got {value!r}")
 
 
 def _optional_positive(
-    instance: object, attribute: attrs.Attribute[float | None], value: float | None
+    instance: object, attribute: attrs.Attribute[Any], value: float | None
 ) -> None:
     if value is not None and not value > 0:
         raise ValueError(f"{attribute.name} must be > 0 or None, got {value!r}")

@@ -41,7 +41,7 @@ class NdjsonTransport:
             if type(event) is bytes:
                 return event
             if event is NEED_DATA:
-                framer.receive_data(await self._receive_stream.receive_some(READ_SIZE))
+                framer.receive_data(bytes(await self._receive_stream.receive_some(READ_SIZE)))
             elif event is EOF:
                 raise trio.EndOfChannel
             else:

@@ -75,6 +75,16 @@ def _log_stderr_line(line: str) -> None:
     child_stderr_logger.info("%s", line)
 
 
+class ChildProcessTransport(NdjsonTransport):
+    """NDJSON over a child process's stdin/stdout; ``process`` is the child."""
+
+    def __init__(self, process: trio.Process, max_message_bytes: int) -> None:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        super().__init__(process.stdout, process.stdin, max_message_bytes=max_message_bytes)
+        self.process = process
+
+
 @asynccontextmanager
 async def open_stdio_client_transport(
     argv: Sequence[str],
@@ -84,7 +94,7 @@ async def open_stdio_client_transport(
     on_stderr: Callable[[str], None] | None = None,
     max_message_bytes: int = DEFAULT_MAX_LINE_BYTES,
     shutdown: ShutdownTimeouts = ShutdownTimeouts(),
-) -> AsyncIterator[NdjsonTransport]:
+) -> AsyncIterator[ChildProcessTransport]:
     """Spawn ``argv`` and talk to it over its stdin/stdout.
 
     ``env`` replaces the child's environment when given (merge ``os.environ`` yourself to
@@ -105,9 +115,8 @@ async def open_stdio_client_transport(
         env=dict(env) if env is not None else None,
         cwd=cwd,
     )
-    assert process.stdin is not None and process.stdout is not None
     assert process.stderr is not None
-    transport = NdjsonTransport(process.stdout, process.stdin, max_message_bytes=max_message_bytes)
+    transport = ChildProcessTransport(process, max_message_bytes)
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_drain_stderr, process.stderr, on_stderr or _log_stderr_line)
