@@ -1,0 +1,27 @@
+"""The client framework: a typed MCP client over one session, on any transport.
+
+Open one with :func:`connect_stdio`, :func:`connect_memory` or :func:`connect_transport`;
+see ``docs/client.md``.
+"""
+
+from trimcp.client.client import DEFAULT_MAX_PAGES as DEFAULT_MAX_PAGES
+from trimcp.client.client import Client as Client
+from trimcp.client.client import ClientKwargs as ClientKwargs
+from trimcp.client.client import PageIterator as PageIterator
+from trimcp.client.connect import connect_memory as connect_memory
+from trimcp.client.connect import connect_stdio as connect_stdio
+from trimcp.client.connect import connect_transport as connect_transport
+from trimcp.client.errors import PaginationError as PaginationError
+from trimcp.client.errors import ToolOutputError as ToolOutputError
+from trimcp.client.handlers import Callback as Callback
+from trimcp.client.handlers import ClientHandlers as ClientHandlers
+from trimcp.client.handlers import ElicitationHandler as ElicitationHandler
+from trimcp.client.handlers import ElicitationMode as ElicitationMode
+from trimcp.client.handlers import HandlerKwargs as HandlerKwargs
+from trimcp.client.handlers import ListChangedCallback as ListChangedCallback
+from trimcp.client.handlers import NotificationCallback as NotificationCallback
+from trimcp.client.handlers import Progress as Progress
+from trimcp.client.handlers import RootsProvider as RootsProvider
+from trimcp.client.handlers import SamplingHandler as SamplingHandler
+from trimcp.client.schema import SchemaUnsupported as SchemaUnsupported
+from trimcp.client.schema import SchemaViolation as SchemaViolation

@@ -1,0 +1,550 @@
+"""The typed MCP client: one object over one engine :class:`~trimcp.session.Session`.
+
+A :class:`Client` is the session's handler (it answers the server's requests through its
+:class:`~trimcp.client.handlers.ClientHandlers`) and the application's API (typed methods
+for every client request). The openers in :mod:`trimcp.client.connect` create the session,
+run the handshake and hand out a ready client; :meth:`Client.attach` does the handshake on
+a session opened by hand.
+
+Every request method waits in the calling task. Cancellation, for all of them: cancelling
+the caller (a ``move_on_after``, a nursery being cancelled) sends
+``notifications/cancelled`` to the server, shielded and bounded by
+``SessionOptions.cancel_notify_timeout``; a late answer is dropped, and ``trio.Cancelled``
+propagates as usual. They raise :class:`~trimcp.errors.McpError` with the server's error,
+:class:`~trimcp.errors.RequestTimeout` when the timeout passes (the server has then been
+told to cancel), :class:`~trimcp.errors.SessionClosed` when the session ends first, and
+:class:`~trimcp.errors.LocalProtocolError` when the request is not allowed (for instance,
+the server did not declare the capability it needs).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Generic, TypeVar, Unpack
+
+from trimcp import __version__
+from trimcp.client.errors import PaginationError, ToolOutputError
+from trimcp.client.handlers import (
+    ClientHandlers,
+    HandlerKwargs,
+    Progress,
+    RootsProvider,
+    call_maybe_async,
+)
+from trimcp.client.schema import SchemaUnsupported, SchemaViolation, validate
+from trimcp.errors import LocalProtocolError
+from trimcp.protocol.lifecycle import Role
+from trimcp.protocol.versions import LATEST_VERSION, SUPPORTED_VERSIONS
+from trimcp.session import ProgressCallback, RequestContext, Session
+from trimcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    CompleteRequestParams,
+    CompleteResult,
+    CompletionArgument,
+    CompletionContext,
+    CompletionReference,
+    GetPromptRequestParams,
+    GetPromptResult,
+    Implementation,
+    InitializeRequestParams,
+    InitializeResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    LoggingLevel,
+    PaginatedRequestParams,
+    Prompt,
+    ReadResourceRequestParams,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    Root,
+    ServerCapabilities,
+    SetLevelRequestParams,
+    SubscribeRequestParams,
+    Tool,
+    UnsubscribeRequestParams,
+)
+
+logger = logging.getLogger("trimcp.client")
+
+T = TypeVar("T")
+R = TypeVar("R")
+_DEFAULT: Any = object()
+
+#: Pages a listing iterator fetches before it gives up (a server may loop its cursors).
+DEFAULT_MAX_PAGES = 100
+#: Tool definitions remembered for output validation; the oldest are forgotten past this.
+MAX_CACHED_TOOLS = 10_000
+
+
+def _typed(result: Any, cls: type[R]) -> R:
+    # The protocol core structures results of known methods, so this only guards misuse.
+    if not isinstance(result, cls):
+        raise TypeError(f"expected {cls.__name__}, got {type(result).__name__}")
+    return result
+
+
+class PageIterator(Generic[T]):
+    """Async iterator over every item of a paginated listing, fetching pages on demand.
+
+    Raises :class:`PaginationError` (after yielding the items received so far) when the
+    server repeats a cursor or the listing runs past ``max_pages`` pages. Cancellation:
+    cancelling a fetch cancels that request (see the module docstring); the iterator
+    should then be dropped.
+    """
+
+    def __init__(
+        self,
+        method: str,
+        fetch: Callable[[str | None], Awaitable[tuple[list[T], str | None]]],
+        max_pages: int,
+    ) -> None:
+        if max_pages < 1:
+            raise ValueError(f"max_pages must be >= 1, got {max_pages!r}")
+        self._method = method
+        self._fetch = fetch
+        self._max_pages = max_pages
+        self._buffer: list[T] = []
+        self._index = 0
+        self._cursor: str | None = None
+        self._seen: set[str] = set()
+        self._pages = 0
+        self._done = False
+        self._stop: PaginationError | None = None
+
+    @property
+    def pages(self) -> int:
+        """How many pages have been fetched so far."""
+        return self._pages
+
+    def __aiter__(self) -> PageIterator[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        while self._index >= len(self._buffer):
+            if self._stop is not None:
+                raise self._stop
+            if self._done:
+                raise StopAsyncIteration
+            if self._pages >= self._max_pages:
+                raise PaginationError(
+                    self._method, self._pages, f"the listing did not end within {self._max_pages}"
+                    " pages (max_pages)"
+                )
+            items, cursor = await self._fetch(self._cursor)
+            self._pages += 1
+            self._buffer, self._index = items, 0
+            if cursor is None:
+                self._done = True
+            elif cursor in self._seen or cursor == self._cursor:
+                self._stop = PaginationError(
+                    self._method, self._pages, f"the server repeated the cursor {cursor[:80]!r}"
+                )
+            else:
+                if self._cursor is not None:
+                    self._seen.add(self._cursor)
+                self._cursor = cursor
+        item = self._buffer[self._index]
+        self._index += 1
+        return item
+
+
+class ClientKwargs(HandlerKwargs, total=False):
+    """The keyword arguments of :class:`Client`, which every opener accepts too."""
+
+    client_info: Implementation
+    protocol_version: str
+    max_pages: int
+    validate_output: bool
+
+
+class Client:
+    """A typed MCP client over one session (role client), on any transport.
+
+    Use an opener (:func:`~trimcp.client.connect_stdio`, :func:`~trimcp.client.connect_memory`,
+    :func:`~trimcp.client.connect_transport`); they take the keyword arguments below.
+
+    ``client_info`` names this client (default ``trimcp`` and the package version);
+    ``protocol_version`` is the revision offered in ``initialize`` (default the latest);
+    ``max_pages`` bounds the ``iter_*`` listings; with ``validate_output`` (default on), a
+    tool's ``structuredContent`` is checked against the ``outputSchema`` of its last listing
+    (see :mod:`trimcp.client.schema` for the JSON Schema subset). The remaining keywords
+    register handlers and callbacks: see :class:`~trimcp.client.handlers.ClientHandlers`.
+    """
+
+    def __init__(
+        self,
+        *,
+        client_info: Implementation | None = None,
+        protocol_version: str = LATEST_VERSION,
+        max_pages: int = DEFAULT_MAX_PAGES,
+        validate_output: bool = True,
+        **handlers: Unpack[HandlerKwargs],
+    ) -> None:
+        if protocol_version not in SUPPORTED_VERSIONS:
+            raise ValueError(
+                f"protocol_version {protocol_version!r} is not one of {SUPPORTED_VERSIONS}"
+            )
+        if max_pages < 1:
+            raise ValueError(f"max_pages must be >= 1, got {max_pages!r}")
+        self.client_info = client_info or Implementation(name="trimcp", version=__version__)
+        self.requested_version = protocol_version
+        self.max_pages = max_pages
+        self.validate_output = validate_output
+        self.handlers = ClientHandlers(**handlers)
+        self._session: Session | None = None
+        self._init_result: InitializeResult | None = None
+        self._tools: dict[str, Tool] = {}
+
+    # --- the handshake and the session ----------------------------------------------------
+
+    async def attach(self, session: Session) -> InitializeResult:
+        """Run the handshake over ``session``, which must have been opened with this client
+        as its handler (role client). Sends ``initialize`` (declaring the capabilities the
+        registered handlers imply) and then ``notifications/initialized``.
+
+        Raises what the handshake raised: the server's :class:`McpError`,
+        :class:`RequestTimeout`, :class:`SessionClosed` (the server went away), or
+        :class:`McpError` with ``-32022``-style data when the server chose a version we do
+        not speak. ``initialize`` cannot be cancelled on the wire; cancelling the caller
+        leaves the session unusable, so close it.
+        """
+        if self._session is not None:
+            raise LocalProtocolError("This client is already attached to a session")
+        if session.role is not Role.CLIENT:
+            raise LocalProtocolError("A Client needs a session opened with role=Role.CLIENT")
+        self._session = session
+        params = InitializeRequestParams(
+            protocol_version=self.requested_version,
+            capabilities=self.handlers.capabilities(),
+            client_info=self.client_info,
+        )
+        result = _typed(await session.initialize(params), InitializeResult)
+        self._init_result = result
+        return result
+
+    @property
+    def session(self) -> Session:
+        """The engine session (raises :class:`LocalProtocolError` before :meth:`attach`)."""
+        if self._session is None:
+            raise LocalProtocolError("This client is not connected yet")
+        return self._session
+
+    @property
+    def initialize_result(self) -> InitializeResult:
+        """The server's whole answer to ``initialize``."""
+        if self._init_result is None:
+            raise LocalProtocolError("This client has not completed initialize")
+        return self._init_result
+
+    @property
+    def server_info(self) -> Implementation:
+        """The server's name and version."""
+        return self.initialize_result.server_info
+
+    @property
+    def server_capabilities(self) -> ServerCapabilities:
+        """What the server declared it supports."""
+        return self.initialize_result.capabilities
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions for the model, if it sent any."""
+        return self.initialize_result.instructions
+
+    @property
+    def protocol_version(self) -> str:
+        """The negotiated protocol revision."""
+        return self.initialize_result.protocol_version
+
+    async def aclose(self) -> None:
+        """Close the session with the engine's bounded close sequence.
+
+        Cancellation: the close runs in the session's own task; cancelling the caller only
+        stops the waiting. The opener's ``async with`` block also closes on exit.
+        """
+        await self.session.aclose()
+
+    # --- the SessionHandler contract (the server's requests and notifications) --------------
+
+    async def handle_request(self, ctx: RequestContext) -> Any:
+        """Answer a server request with the registered handler (``-32601`` if none)."""
+        return await self.handlers.handle_request(ctx)
+
+    async def handle_notification(self, session: Session, method: str, params: Any) -> None:
+        """Keep the tool cache honest, then run the registered callback."""
+        if method == "notifications/tools/list_changed":
+            # Output schemas may have changed; validate again only after a fresh listing.
+            self._tools.clear()
+        await self.handlers.handle_notification(session, method, params)
+
+    # --- requests -------------------------------------------------------------------------
+
+    async def _request(
+        self,
+        method: str,
+        params: Any,
+        *,
+        timeout: float | None = _DEFAULT,
+        target: str | None = None,
+        on_progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool = False,
+    ) -> Any:
+        kwargs: dict[str, Any] = {}
+        if timeout is not _DEFAULT:
+            kwargs["timeout"] = timeout
+        return await self.session.send_request(
+            method,
+            params,
+            on_progress=self._progress_callback(method, target, on_progress),
+            reset_timeout_on_progress=reset_timeout_on_progress,
+            **kwargs,
+        )
+
+    def _progress_callback(
+        self, method: str, target: str | None, per_call: ProgressCallback | None
+    ) -> ProgressCallback | None:
+        global_callback = self.handlers.on_progress
+        if global_callback is None:
+            return per_call
+
+        async def both(progress: float, total: float | None, message: str | None) -> None:
+            if per_call is not None:
+                await call_maybe_async(per_call, progress, total, message)
+            update = Progress(
+                method=method, target=target, progress=progress, total=total, message=message
+            )
+            await call_maybe_async(global_callback, update)
+
+        return both
+
+    async def ping(self, *, timeout: float | None = _DEFAULT) -> None:
+        """Send ``ping`` and wait for the answer. Cancellation: see the module docstring."""
+        kwargs: dict[str, Any] = {} if timeout is _DEFAULT else {"timeout": timeout}
+        await self.session.send_request("ping", **kwargs)
+
+    # Tools.
+
+    async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
+        """One page of ``tools/list``; remembers each tool's output schema for validation.
+        Cancellation: see the module docstring."""
+        params = PaginatedRequestParams(cursor=cursor)
+        result = _typed(await self._request("tools/list", params), ListToolsResult)
+        for tool in result.tools:
+            self._remember(tool)
+        return result
+
+    def iter_tools(self, *, max_pages: int | None = None) -> PageIterator[Tool]:
+        """Every tool, page after page (at most ``max_pages``, default the client's)."""
+
+        async def fetch(cursor: str | None) -> tuple[list[Tool], str | None]:
+            page = await self.list_tools(cursor)
+            return page.tools, page.next_cursor
+
+        return PageIterator("tools/list", fetch, max_pages or self.max_pages)
+
+    def _remember(self, tool: Tool) -> None:
+        self._tools.pop(tool.name, None)
+        self._tools[tool.name] = tool
+        if len(self._tools) > MAX_CACHED_TOOLS:
+            del self._tools[next(iter(self._tools))]
+
+    def known_tool(self, name: str) -> Tool | None:
+        """The definition of ``name`` from the latest listing, if the client has seen it."""
+        return self._tools.get(name)
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = _DEFAULT,
+        on_progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool = False,
+        meta: Mapping[str, Any] | None = None,
+    ) -> CallToolResult:
+        """Call a tool and return its result.
+
+        A tool's own failure is a result with ``is_error=True``, not an exception.
+        ``timeout``: seconds (default ``SessionOptions.request_timeout``; None: no limit);
+        with ``reset_timeout_on_progress`` each progress notification restarts it, never
+        past ``SessionOptions.max_request_timeout``. ``on_progress(progress, total,
+        message)`` (plain or async) runs in this task for each progress notification.
+        ``meta`` goes into the request's ``_meta``.
+
+        When the client has listed this tool and its listing has an ``outputSchema``, a
+        successful result must carry ``structuredContent`` matching it, else
+        :class:`ToolOutputError` (which holds the result). Cancellation: cancelling the
+        caller sends ``notifications/cancelled`` (see the module docstring).
+        """
+        params = CallToolRequestParams(
+            name=name,
+            arguments=dict(arguments) if arguments is not None else None,
+            meta=dict(meta) if meta is not None else None,
+        )
+        result = _typed(
+            await self._request(
+                "tools/call",
+                params,
+                timeout=timeout,
+                target=name,
+                on_progress=on_progress,
+                reset_timeout_on_progress=reset_timeout_on_progress,
+            ),
+            CallToolResult,
+        )
+        if self.validate_output:
+            self._check_output(name, result)
+        return result
+
+    def _check_output(self, name: str, result: CallToolResult) -> None:
+        tool = self._tools.get(name)
+        if tool is None or tool.output_schema is None or result.is_error:
+            return
+        if result.structured_content is None:
+            raise ToolOutputError(name, result, "", "structuredContent is missing")
+        try:
+            validate(result.structured_content, tool.output_schema)
+        except SchemaViolation as exc:
+            raise ToolOutputError(name, result, exc.path, exc.reason) from None
+        except SchemaUnsupported as exc:
+            logger.warning("not validating the output of tool %r: %s", name, exc)
+
+    # Resources.
+
+    async def list_resources(self, cursor: str | None = None) -> ListResourcesResult:
+        """One page of ``resources/list``. Cancellation: see the module docstring."""
+        params = PaginatedRequestParams(cursor=cursor)
+        return _typed(await self._request("resources/list", params), ListResourcesResult)
+
+    def iter_resources(self, *, max_pages: int | None = None) -> PageIterator[Resource]:
+        """Every resource, page after page (at most ``max_pages``)."""
+
+        async def fetch(cursor: str | None) -> tuple[list[Resource], str | None]:
+            page = await self.list_resources(cursor)
+            return page.resources, page.next_cursor
+
+        return PageIterator("resources/list", fetch, max_pages or self.max_pages)
+
+    async def list_resource_templates(
+        self, cursor: str | None = None
+    ) -> ListResourceTemplatesResult:
+        """One page of ``resources/templates/list``. Cancellation: see the module docstring."""
+        params = PaginatedRequestParams(cursor=cursor)
+        return _typed(
+            await self._request("resources/templates/list", params), ListResourceTemplatesResult
+        )
+
+    def iter_resource_templates(
+        self, *, max_pages: int | None = None
+    ) -> PageIterator[ResourceTemplate]:
+        """Every resource template, page after page (at most ``max_pages``)."""
+
+        async def fetch(cursor: str | None) -> tuple[list[ResourceTemplate], str | None]:
+            page = await self.list_resource_templates(cursor)
+            return page.resource_templates, page.next_cursor
+
+        return PageIterator("resources/templates/list", fetch, max_pages or self.max_pages)
+
+    async def read_resource(
+        self, uri: str, *, timeout: float | None = _DEFAULT
+    ) -> ReadResourceResult:
+        """Read one resource. Cancellation: see the module docstring."""
+        params = ReadResourceRequestParams(uri=uri)
+        return _typed(
+            await self._request("resources/read", params, timeout=timeout, target=uri),
+            ReadResourceResult,
+        )
+
+    async def subscribe_resource(self, uri: str) -> None:
+        """Ask for ``notifications/resources/updated`` about ``uri`` (``on_resource_updated``).
+        Needs the server's ``resources.subscribe``. Cancellation: see the module docstring."""
+        await self._request("resources/subscribe", SubscribeRequestParams(uri=uri), target=uri)
+
+    async def unsubscribe_resource(self, uri: str) -> None:
+        """Stop the updates about ``uri``. Cancellation: see the module docstring."""
+        await self._request("resources/unsubscribe", UnsubscribeRequestParams(uri=uri), target=uri)
+
+    # Prompts.
+
+    async def list_prompts(self, cursor: str | None = None) -> ListPromptsResult:
+        """One page of ``prompts/list``. Cancellation: see the module docstring."""
+        params = PaginatedRequestParams(cursor=cursor)
+        return _typed(await self._request("prompts/list", params), ListPromptsResult)
+
+    def iter_prompts(self, *, max_pages: int | None = None) -> PageIterator[Prompt]:
+        """Every prompt, page after page (at most ``max_pages``)."""
+
+        async def fetch(cursor: str | None) -> tuple[list[Prompt], str | None]:
+            page = await self.list_prompts(cursor)
+            return page.prompts, page.next_cursor
+
+        return PageIterator("prompts/list", fetch, max_pages or self.max_pages)
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = _DEFAULT,
+    ) -> GetPromptResult:
+        """Render a prompt with ``arguments``. Cancellation: see the module docstring."""
+        params = GetPromptRequestParams(
+            name=name, arguments=dict(arguments) if arguments is not None else None
+        )
+        return _typed(
+            await self._request("prompts/get", params, timeout=timeout, target=name),
+            GetPromptResult,
+        )
+
+    # Completion, logging, roots.
+
+    async def complete(
+        self,
+        ref: CompletionReference,
+        argument_name: str,
+        value: str,
+        *,
+        context_arguments: Mapping[str, str] | None = None,
+        timeout: float | None = _DEFAULT,
+    ) -> CompleteResult:
+        """Ask for completions of ``argument_name`` (partial ``value``) of a prompt or a
+        resource template (``ref``); ``context_arguments`` are values already chosen.
+        Needs the server's ``completions`` capability. Cancellation: see the module
+        docstring."""
+        params = CompleteRequestParams(
+            ref=ref,
+            argument=CompletionArgument(name=argument_name, value=value),
+            context=CompletionContext(arguments=dict(context_arguments))
+            if context_arguments is not None
+            else None,
+        )
+        return _typed(
+            await self._request("completion/complete", params, timeout=timeout), CompleteResult
+        )
+
+    async def set_logging_level(self, level: LoggingLevel) -> None:
+        """Ask the server to send log messages at ``level`` and above (``on_log_message``).
+        Cancellation: see the module docstring."""
+        await self._request("logging/setLevel", SetLevelRequestParams(level=level))
+
+    async def notify_roots_changed(self) -> None:
+        """Send ``notifications/roots/list_changed`` (needs ``roots`` to be registered).
+        Cancellation: atomic; the notification is queued whole or not at all."""
+        await self.session.send_notification("notifications/roots/list_changed")
+
+    async def set_roots(self, roots: Sequence[Root] | RootsProvider) -> None:
+        """Replace the roots and tell the server. Only when roots were registered at
+        connect time (the capability is declared then); raises
+        :class:`LocalProtocolError` otherwise. Cancellation: as :meth:`notify_roots_changed`.
+        """
+        if self.handlers.roots is None:
+            raise LocalProtocolError(
+                "roots were not registered when connecting, so the capability is not declared"
+            )
+        self.handlers.roots = roots
+        await self.notify_roots_changed()

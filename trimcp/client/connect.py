@@ -1,0 +1,131 @@
+"""Openers: async context managers that own a client session and run the handshake.
+
+Each opener creates a :class:`~trimcp.client.Client` from its keyword arguments (see
+:class:`~trimcp.client.client.ClientKwargs`), opens a session with it as the handler, sends
+``initialize`` and ``notifications/initialized``, and yields the ready client. Leaving the
+block closes the session with the engine's bounded close sequence (and, for stdio, stops the
+child with its bounded shutdown ladder). An error, during the handshake or in the body,
+surfaces as that one exception, never as an exception group.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Unpack
+
+from trimcp._groups import open_nursery_unwrapped, single_exception
+from trimcp.client.client import Client, ClientKwargs
+from trimcp.protocol.framing import DEFAULT_MAX_LINE_BYTES
+from trimcp.protocol.lifecycle import Role
+from trimcp.session import SessionHandler, SessionOptions, open_session, serve_session
+from trimcp.transports.base import Transport
+from trimcp.transports.memory import memory_transport_pair
+from trimcp.transports.stdio import ShutdownTimeouts, open_stdio_client_transport
+
+
+@asynccontextmanager
+async def connect_transport(
+    transport: Transport,
+    *,
+    options: SessionOptions | None = None,
+    **client_kwargs: Unpack[ClientKwargs],
+) -> AsyncIterator[Client]:
+    """A connected, initialized client over ``transport`` (any :class:`Transport`).
+
+    ``options`` bounds the session (timeouts, queues, shutdown; ``request_timeout`` also
+    bounds the handshake). The transport is closed when the block ends. Cancellation:
+    cancelling during the handshake abandons it and closes the session; leaving the block
+    runs the bounded close, shielded, so it completes even when the block was cancelled.
+    """
+    client = Client(**client_kwargs)
+    async with open_session(transport, role=Role.CLIENT, handler=client, options=options) as s:
+        await client.attach(s)
+        yield client
+
+
+@asynccontextmanager
+async def connect_stdio(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    on_stderr: Callable[[str], None] | None = None,
+    shutdown: ShutdownTimeouts | None = None,
+    max_message_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    options: SessionOptions | None = None,
+    **client_kwargs: Unpack[ClientKwargs],
+) -> AsyncIterator[Client]:
+    """Spawn the server ``argv`` and yield a client connected to it over stdio.
+
+    ``env`` replaces the child's environment (merge ``os.environ`` yourself to extend it);
+    each line the child writes to stderr goes to ``on_stderr`` (default: the
+    ``trimcp.stdio.stderr`` logger); lines longer than ``max_message_bytes`` on stdout are
+    skipped. If the child exits, pending requests fail at once with ``SessionClosed``.
+    On exit: the session closes, then the child's stdin is closed, then SIGTERM, then
+    SIGKILL, each step bounded by ``shutdown`` (a :class:`ShutdownTimeouts`).
+    Cancellation: as :func:`connect_transport`; the child shutdown is shielded and bounded.
+    """
+    async with _unwrap_single_exception(), open_stdio_client_transport(
+        argv,
+        env=env,
+        cwd=cwd,
+        on_stderr=on_stderr,
+        max_message_bytes=max_message_bytes,
+        shutdown=shutdown or ShutdownTimeouts(),
+    ) as transport, connect_transport(transport, options=options, **client_kwargs) as client:
+        yield client
+
+
+@asynccontextmanager
+async def connect_memory(
+    server_handler: SessionHandler,
+    *,
+    server_options: SessionOptions | None = None,
+    max_buffered: int = 64,
+    options: SessionOptions | None = None,
+    **client_kwargs: Unpack[ClientKwargs],
+) -> AsyncIterator[Client]:
+    """Serve ``server_handler`` (e.g. a ``LowLevelServer``) in this process and yield a
+    client connected to it through a memory transport pair.
+
+    The server session runs in a nursery this context manager owns, with
+    ``server_options``; each direction buffers at most ``max_buffered`` messages. When the
+    block ends the client closes, then the server session is cancelled, which runs its own
+    bounded, shielded close. Cancellation: as :func:`connect_transport`.
+    """
+    client_end, server_end = memory_transport_pair(max_buffered)
+    async with open_nursery_unwrapped() as nursery:
+        serve = functools.partial(
+            serve_session, server_end, server_handler, role=Role.SERVER, options=server_options
+        )
+        await nursery.start(serve)
+        try:
+            async with connect_transport(client_end, options=options, **client_kwargs) as client:
+                yield client
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def _unwrap_single_exception() -> AsyncIterator[None]:
+    """Raise the one exception of a single-exception group from the block as itself.
+
+    The stdio transport runs its stderr reader in a nursery of its own, which wraps what
+    the body raises in an exception group.
+    """
+    only: BaseException | None = None
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        only = single_exception(group)
+        if only is None:
+            raise
+    if only is not None:
+        # Raised outside the except block so the group does not become its __context__.
+        try:
+            raise only
+        finally:
+            only = None
