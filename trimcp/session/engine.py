@@ -115,6 +115,9 @@ class Session:
         self._handlers_idle.set()
         self._close_requested = trio.Event()
         self._writer_done = trio.Event()
+        # One writer at a time: the writer task, or a handler task writing its reply.
+        self._write_busy = False
+        self._write_free = trio.Event()
         self._closed = trio.Event()
         self._services = trio.CancelScope()
         self.closing = False
@@ -446,7 +449,8 @@ class Session:
 
     async def _reply(self, request_id: RequestId, data: bytes, batch: _Batch | None) -> None:
         if batch is None:
-            await self._queue(data, request_id)
+            if not await self._write_reply_directly(data, request_id):
+                await self._queue(data, request_id)
             return
         batch.pending.discard(request_id)
         batch.replies.append(data)
@@ -470,19 +474,51 @@ class Session:
         receive = self._outbox_recv
         try:
             async for first in receive:
-                batch = [first]
-                while len(batch) < _WRITE_BATCH:
-                    try:
-                        batch.append(receive.receive_nowait())
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                await self._transport.send(batch)
+                while self._write_busy:  # a direct reply is being written
+                    await self._write_free.wait()
+                self._write_busy = True
+                try:
+                    batch = [first]
+                    while len(batch) < _WRITE_BATCH:
+                        try:
+                            batch.append(receive.receive_nowait())
+                        except (trio.WouldBlock, trio.EndOfChannel):
+                            break
+                    await self._transport.send(batch)
+                finally:
+                    self._release_write()
         except _PEER_GONE:
             self.request_close("the peer stopped reading")
         finally:
             # Senders must not wait forever on a queue nobody drains any more.
             receive.close()
             self._writer_done.set()
+
+    def _release_write(self) -> None:
+        self._write_busy = False
+        self._write_free.set()
+        self._write_free = trio.Event()
+
+    async def _write_reply_directly(self, data: bytes, related: RequestId) -> bool:
+        """Fast path for a final reply: write it from this task when nothing is queued.
+
+        Saves the hop to the writer task (a quarter of the scheduling work of a sequential
+        call). Only when the outbox is empty and no write is under way, so order is kept;
+        and only for replies, which are written outside the handler's cancel scope, so a
+        write is never cut in half by a handler being cancelled.
+        """
+        if self._write_busy or self.closing:
+            return False
+        if self._outbox_send.statistics().current_buffer_used:
+            return False
+        self._write_busy = True
+        try:
+            await self._transport.send([(data, related)])
+        except _PEER_GONE:
+            self.request_close("the peer stopped reading")
+        finally:
+            self._release_write()
+        return True
 
     async def _notify_loop(self) -> None:
         async for method, params in self._notes_recv:
