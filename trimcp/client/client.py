@@ -345,7 +345,15 @@ class Client:
             page = await self.list_tools(cursor)
             return page.tools, page.next_cursor
 
-        return PageIterator("tools/list", fetch, max_pages or self.max_pages)
+        return self._paginate("tools/list", fetch, max_pages)
+
+    def _paginate(
+        self,
+        method: str,
+        fetch: Callable[[str | None], Awaitable[tuple[list[T], str | None]]],
+        max_pages: int | None,
+    ) -> PageIterator[T]:
+        return PageIterator(method, fetch, self.max_pages if max_pages is None else max_pages)
 
     def _remember(self, tool: Tool) -> None:
         self._tools.pop(tool.name, None)
@@ -428,7 +436,7 @@ class Client:
             page = await self.list_resources(cursor)
             return page.resources, page.next_cursor
 
-        return PageIterator("resources/list", fetch, max_pages or self.max_pages)
+        return self._paginate("resources/list", fetch, max_pages)
 
     async def list_resource_templates(
         self, cursor: str | None = None
@@ -448,7 +456,7 @@ class Client:
             page = await self.list_resource_templates(cursor)
             return page.resource_templates, page.next_cursor
 
-        return PageIterator("resources/templates/list", fetch, max_pages or self.max_pages)
+        return self._paginate("resources/templates/list", fetch, max_pages)
 
     async def read_resource(
         self, uri: str, *, timeout: float | None = _DEFAULT
@@ -483,7 +491,7 @@ class Client:
             page = await self.list_prompts(cursor)
             return page.prompts, page.next_cursor
 
-        return PageIterator("prompts/list", fetch, max_pages or self.max_pages)
+        return self._paginate("prompts/list", fetch, max_pages)
 
     async def get_prompt(
         self,
