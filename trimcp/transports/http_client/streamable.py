@@ -349,12 +349,16 @@ class StreamableHttpClient:
             )
 
     async def _read_sse(
-        self, response: Response, pending: set[RequestId], sink: Sink
+        self,
+        response: Response,
+        pending: set[RequestId],
+        sink: Sink,
+        resume_from: str | None = None,
     ) -> _StreamEnd | None:
         """Feed an answer stream to ``sink`` until every pending id is answered.
 
         Returns None when done (answered, or failed and answered with an error), else
-        where to resume from.
+        where to resume from (``resume_from`` if this stream gave no new event id).
         """
         options = self._options
         reader = SseReader(
@@ -387,13 +391,14 @@ class StreamableHttpClient:
         if not pending:
             await self._drain(response)
             return None
-        if reader.last_event_id is None:
+        last_event_id = reader.last_event_id or resume_from
+        if last_event_id is None:
             reason = (
                 f"the answer stream ended without an answer{f' ({error.message})' if error else ''}"
             )
             await self._fail(pending, HttpClientError(reason))
             return None
-        return _StreamEnd(reader.last_event_id, reader.retry_ms, reader.progressed, error)
+        return _StreamEnd(last_event_id, reader.retry_ms, reader.progressed, error)
 
     async def _drain(self, response: Response) -> None:
         with trio.move_on_after(_DRAIN_GRACE):
@@ -430,7 +435,7 @@ class StreamableHttpClient:
                     if response.status != 200 or response.content_type != "text/event-stream":
                         await self._fail_status(response, pending)
                         return
-                    result = await self._read_sse(response, pending, sink)
+                    result = await self._read_sse(response, pending, sink, last_event_id)
             except HttpClientError as exc:
                 last_error = exc
                 failures += 1
