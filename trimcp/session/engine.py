@@ -509,7 +509,10 @@ class Session:
         """
         if self._write_busy or self.closing:
             return False
-        if self._outbox_send.statistics().current_buffer_used:
+        stats = self._outbox_send.statistics()
+        # The writer must be parked in receive(): a message handed straight to a waiting
+        # writer leaves the buffer empty but is not written yet, and must go out first.
+        if stats.current_buffer_used or not stats.tasks_waiting_receive:
             return False
         self._write_busy = True
         try:
