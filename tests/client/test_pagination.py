@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -70,6 +70,11 @@ LISTINGS: list[tuple[str, Callable[..., Any], Callable[[str], Any], Callable[...
 IDS = [listing[0] for listing in LISTINGS]
 
 
+async def collect(items: AsyncIterator[Any], names: list[str]) -> None:
+    async for item in items:
+        names.append(item.name)
+
+
 def paged_server(
     method: str, build: Callable[..., Any], item: Callable[[str], Any], pages: int
 ) -> RecordingServer:
@@ -124,8 +129,7 @@ async def test_a_repeated_cursor_stops_the_iterator(
     seen: list[str] = []
     async with connect_memory(server) as client:
         with pytest.raises(PaginationError, match="repeated the cursor 'a'") as info:
-            async for x in iterate(client):
-                seen.append(x.name)
+            await collect(iterate(client), seen)
     assert seen == ["after-None", "after-a", "after-b"]  # every page received is yielded
     assert info.value.pages == 3
     assert len(server.params_of(method)) == 3
@@ -156,8 +160,7 @@ async def test_an_endless_listing_stops_at_max_pages(max_pages: int) -> None:
     async with connect_memory(server, max_pages=max_pages) as client:
         names: list[str] = []
         with pytest.raises(PaginationError, match=f"within {max_pages} pages"):
-            async for prompt in client.iter_prompts():
-                names.append(prompt.name)
+            await collect(client.iter_prompts(), names)
         assert len(names) == max_pages
         # A per-call limit overrides the client's; zero is refused, not read as "default".
         with pytest.raises(PaginationError):

@@ -194,8 +194,8 @@ async def test_read_subscribe_unsubscribe() -> None:
         assert result.contents == [
             TextResourceContents(uri="file:///a.txt", text="data", mime_type="text/plain")
         ]
-        assert await client.subscribe_resource("file:///a.txt") is None
-        assert await client.unsubscribe_resource("file:///a.txt") is None
+        await client.subscribe_resource("file:///a.txt")
+        await client.unsubscribe_resource("file:///a.txt")
     assert [p.uri for p in server.params_of("resources/subscribe")] == ["file:///a.txt"]
     assert [p.uri for p in server.params_of("resources/unsubscribe")] == ["file:///a.txt"]
 
