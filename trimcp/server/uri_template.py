@@ -71,10 +71,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, NamedTuple
 from urllib.parse import quote, unquote_to_bytes
 
-__all__ = ["UriTemplate", "UriValue"]
+__all__ = ["DEFAULT_MAX_LENGTH", "DEFAULT_MAX_URI_LENGTH", "UriTemplate", "UriValue"]
 
 UriValue = str | list[str] | tuple[str, ...] | None
 """A variable's value for expansion: a string, a list of strings, or ``None`` (undefined)."""
@@ -94,22 +94,16 @@ _VARSPEC: Final = re.compile(
 )
 
 
-class _Operator:
+class _Operator(NamedTuple):
     """One row of RFC 6570 Appendix A, plus the characters that end its text when matching."""
 
-    __slots__ = ("allow_reserved", "char", "first", "ifemp", "named", "sep", "stops")
-
-    def __init__(
-        self, char: str, first: str, sep: str, named: bool, ifemp: str, allow_reserved: bool,
-        stops: str,
-    ) -> None:
-        self.char = char
-        self.first = first
-        self.sep = sep
-        self.named = named
-        self.ifemp = ifemp
-        self.allow_reserved = allow_reserved
-        self.stops = stops
+    char: str
+    first: str
+    sep: str
+    named: bool
+    ifemp: str
+    allow_reserved: bool
+    stops: str
 
 
 _OPERATORS: Final[dict[str, _Operator]] = {
@@ -128,13 +122,10 @@ _OPERATORS: Final[dict[str, _Operator]] = {
 _RESERVED_OPERATORS: Final = "=,!@|"
 
 
-class _VarSpec:
-    __slots__ = ("explode", "name", "prefix")
-
-    def __init__(self, name: str, prefix: int | None, explode: bool) -> None:
-        self.name = name
-        self.prefix = prefix
-        self.explode = explode
+class _VarSpec(NamedTuple):
+    name: str
+    prefix: int | None
+    explode: bool
 
 
 class _Expression:
@@ -147,7 +138,7 @@ class _Expression:
         self.specs = specs
         self.has_explode = any(spec.explode for spec in specs)
         # A one-character-class search for where this expression's text ends before the
-        # next literal (rule 3 of the module docstring); None: it runs up to that literal.
+        # next literal (rule 4 of the module docstring); None: it runs up to that literal.
         self.bound: re.Pattern[str] | None = None
         # The literal after this run of adjacent expressions (None: the template ends), and
         # whether it is the template's final part (then it is anchored at the URI's end).
@@ -273,7 +264,7 @@ def _parse(template: str) -> list[_Part]:
         open_at = template.find("{", pos)
         literal_end = len(template) if open_at < 0 else open_at
         if literal_end > pos:
-            _append_literal(parts, _encode_literal(template, pos, literal_end))
+            parts.append(_encode_literal(template, pos, literal_end))
         if open_at < 0:
             break
         close_at = template.find("}", open_at + 1)
@@ -299,13 +290,6 @@ def _parse(template: str) -> list[_Part]:
         part.literal_after = literal_after
         part.anchored = anchored
     return parts
-
-
-def _append_literal(parts: list[_Part], text: str) -> None:
-    if parts and isinstance(parts[-1], str):
-        parts[-1] += text
-    else:
-        parts.append(text)
 
 
 def _encode_literal(template: str, start: int, end: int) -> str:
@@ -336,7 +320,7 @@ def _parse_expression(template: str, open_at: int, close_at: int) -> _Expression
             f"operator {op_char!r} at position {open_at + 1} is reserved by RFC 6570 "
             f"(URI template {template!r})"
         )
-    if op_char in _OPERATORS and op_char != "":
+    if op_char in _OPERATORS:  # body is not empty, so this is never the "" operator
         op = _OPERATORS[op_char]
         body = body[1:]
         offset = open_at + 2
