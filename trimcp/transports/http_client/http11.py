@@ -39,6 +39,10 @@ class BodyTooLarge(HttpClientError):
         self.limit = limit
 
 
+class HttpTimeout(HttpClientError):
+    """The server sent nothing within a time limit (the connection is then closed)."""
+
+
 class Response:
     """The head of a response and a way to read its body, chunk by chunk.
 
@@ -76,7 +80,7 @@ class Response:
             with trio.fail_after(timeout):
                 event = await self._connection.next_event()
         except trio.TooSlowError:
-            raise HttpClientError(
+            raise HttpTimeout(
                 f"no data from {self.url} for {timeout:g} s", {"timeout": timeout}
             ) from None
         except _STREAM_ERRORS as exc:
@@ -278,9 +282,10 @@ class ConnectionPool:
                 response = await self._exchange(
                     conn, method, endpoint, header_list, body, head_timeout
                 )
-            except HttpClientError:
+            except HttpClientError as exc:
                 await conn.aclose()
-                if conn.reused and conn.received == 0 and attempt == 1:
+                stale = conn.reused and conn.received == 0 and not isinstance(exc, HttpTimeout)
+                if stale and attempt == 1:
                     # The server closed the idle connection; it never saw this request.
                     logger.debug(
                         "kept-alive connection to %s was stale; reconnecting", endpoint.url
@@ -313,7 +318,7 @@ class ConnectionPool:
             with trio.fail_after(self._connect_timeout):
                 await conn.send_request(method, endpoint, headers, body)
         except trio.TooSlowError:
-            raise HttpClientError(
+            raise HttpTimeout(
                 f"sending to {endpoint.url} took longer than {self._connect_timeout:g} s"
             ) from None
         except _STREAM_ERRORS as exc:
@@ -322,7 +327,7 @@ class ConnectionPool:
             with trio.fail_after(head_timeout):
                 return await conn.receive_response(endpoint.url)
         except trio.TooSlowError:
-            raise HttpClientError(
+            raise HttpTimeout(
                 f"no response from {endpoint.url} within {head_timeout:g} s",
                 {"timeout": head_timeout},
             ) from None
@@ -344,7 +349,7 @@ class ConnectionPool:
                     max_header_bytes=self._max_header_bytes,
                 )
         except trio.TooSlowError:
-            raise HttpClientError(
+            raise HttpTimeout(
                 f"connecting to {endpoint.url} took longer than {self._connect_timeout:g} s"
             ) from None
         self.opened += 1
