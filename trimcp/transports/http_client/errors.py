@@ -43,3 +43,7 @@ class HttpStatusError(McpError):
 
 class SessionExpired(HttpClientError):
     """The server forgot the session (HTTP 404) and it could not be re-established."""
+
+
+#: Everything the HTTP layer raises for a failed exchange.
+HTTP_ERRORS = (HttpClientError, HttpStatusError)

@@ -16,7 +16,7 @@ import trio
 
 from trimcp.protocol.sse import EventTooLarge
 from trimcp.transports.base import MessageTooLarge
-from trimcp.transports.http_client.errors import HttpClientError, HttpStatusError
+from trimcp.transports.http_client.errors import HTTP_ERRORS, HttpClientError, HttpStatusError
 from trimcp.transports.http_client.http11 import ConnectionPool
 from trimcp.transports.http_client.inbox import Inbox
 from trimcp.transports.http_client.messages import describe_outgoing, error_reply, split_inbound
@@ -71,7 +71,7 @@ class LegacySseClient:
         """
         try:
             await self._run_stream()
-        except HttpClientError as exc:
+        except HTTP_ERRORS as exc:
             if not self._ready.is_set():
                 self._error = exc
             else:

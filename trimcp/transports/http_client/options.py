@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ssl
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -32,11 +32,14 @@ def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -
         raise ValueError(f"{attribute.name} must be > 0, got {value!r}")
 
 
-def _headers(value: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
+def _headers(
+    value: Mapping[str, str] | Iterable[tuple[str, str]] | None,
+) -> tuple[tuple[str, str], ...]:
     if value is None:
         return ()
+    items = value.items() if isinstance(value, Mapping) else value
     pairs = []
-    for name, text in value.items():
+    for name, text in items:
         if not isinstance(name, str) or not isinstance(text, str):
             raise TypeError("header names and values must be str")
         lower = name.lower()

@@ -30,7 +30,12 @@ from trimcp.errors import INTERNAL_ERROR, McpError
 from trimcp.protocol.jsonrpc import RequestId
 from trimcp.protocol.sse import EventTooLarge
 from trimcp.transports.base import MessageTooLarge
-from trimcp.transports.http_client.errors import HttpClientError, HttpStatusError, SessionExpired
+from trimcp.transports.http_client.errors import (
+    HTTP_ERRORS,
+    HttpClientError,
+    HttpStatusError,
+    SessionExpired,
+)
 from trimcp.transports.http_client.http11 import ConnectionPool, Response
 from trimcp.transports.http_client.inbox import Inbox
 from trimcp.transports.http_client.legacy import LegacySseClient
@@ -636,7 +641,7 @@ class StreamableHttpClient:
         self._tasks.spawn(legacy.run)
         try:
             await legacy.wait_ready()
-        except HttpClientError as exc:
+        except HTTP_ERRORS as exc:
             await self._fail(
                 pending,
                 HttpClientError(
