@@ -1,0 +1,613 @@
+"""``trimcp.Server``: tools, resources, prompts and completions from decorated functions.
+
+    app = Server("weather", version="1.0.0")
+
+    @app.tool()
+    async def forecast(city: str, days: int = 3, *, ctx: Context) -> Forecast: ...
+
+    app.run()                                   # stdio
+
+The server is the engine's :class:`~trimcp.session.SessionHandler`: one ``Server`` answers
+any number of sessions, over any transport. It declares in ``initialize`` the capabilities
+of what is registered at that moment (``tools``, ``resources`` with ``subscribe``,
+``prompts``, each with ``listChanged``; ``completions`` when a completer exists;
+``logging`` always). What a session may do is fixed then: register at least one item of a
+kind before clients connect if you mean to add more of that kind later.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, ParamSpec, TypeVar, overload
+
+import trio
+
+from trimcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
+from trimcp.protocol.lifecycle import Role
+from trimcp.protocol.versions import SUPPORTED_VERSIONS, negotiate_version
+from trimcp.server.completion import Completions, prefix_matches
+from trimcp.server.context import Context
+from trimcp.server.logging import DEFAULT_LOG_BUFFER, LogBuffer, StdlibBridge, check_level
+from trimcp.server.pagination import paginate
+from trimcp.server.prompts import RegisteredPrompt
+from trimcp.server.registry import Registry
+from trimcp.server.resources import RegisteredResource, RegisteredTemplate, not_found
+from trimcp.server.sessions import SessionTable
+from trimcp.server.tools import AUTO, RegisteredTool, TaskSupport, icon_list
+from trimcp.session import RequestContext, Session, SessionOptions, open_session
+from trimcp.transports.base import Transport
+from trimcp.types import (
+    Annotations,
+    CompleteRequestParams,
+    CompleteResult,
+    Completion,
+    EmptyResult,
+    GetPromptResult,
+    Icon,
+    Implementation,
+    InitializeRequestParams,
+    InitializeResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    LoggingLevel,
+    PromptReference,
+    PromptsCapability,
+    ReadResourceResult,
+    ResourceContents,
+    ResourcesCapability,
+    ResourceTemplateReference,
+    ResourceUpdatedNotificationParams,
+    ServerCapabilities,
+    Tool,
+    ToolAnnotations,
+    ToolsCapability,
+)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
+
+RequestHandler = Callable[[RequestContext], Any]
+NotificationHandler = Callable[[Session, Any], Any]
+
+
+class Server:
+    """An MCP server built from decorated functions.
+
+    ``page_size``: items per page of every list result (None: one page). ``notify_timeout``:
+    how long a server-initiated notification may wait for one slow session before that
+    session is skipped. ``max_subscriptions``: resource subscriptions per session.
+    ``log_buffer``: bridged log records kept for slow sessions. ``cursor_secret``: keys
+    pagination cursors (random per instance by default; set it when several processes
+    serve the same clients).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+        website_url: str | None = None,
+        instructions: str | None = None,
+        page_size: int | None = None,
+        supported_versions: tuple[str, ...] = SUPPORTED_VERSIONS,
+        notify_timeout: float = 5.0,
+        max_subscriptions: int = 1000,
+        log_buffer: int = DEFAULT_LOG_BUFFER,
+        cursor_secret: str | None = None,
+    ) -> None:
+        if page_size is not None and page_size < 1:
+            raise ValueError("page_size must be at least 1 (or None for one page)")
+        self.info = Implementation(
+            name=name,
+            version=version,
+            title=title,
+            description=description,
+            icons=icon_list(icons),
+            website_url=website_url,
+        )
+        self.instructions = instructions
+        self.page_size = page_size
+        self.supported_versions = supported_versions
+        self.max_subscriptions = max_subscriptions
+        self._cursor_secret = cursor_secret or secrets.token_hex(16)
+        self.tools: Registry[RegisteredTool[Any, Any]] = Registry("tools", self._changed)
+        self.resources: Registry[RegisteredResource] = Registry("resources", self._changed)
+        self.templates: Registry[RegisteredTemplate] = Registry("templates", self._changed)
+        self.prompts: Registry[RegisteredPrompt] = Registry("prompts", self._changed)
+        self.completions = Completions()
+        self._log_buffer = LogBuffer(log_buffer)
+        self._sessions = SessionTable(self._log_buffer, notify_timeout=notify_timeout)
+        self._notification_handlers: dict[str, NotificationHandler] = {}
+        self._requests: dict[str, RequestHandler] = {
+            "tools/list": self._list_tools,
+            "tools/call": self._call_tool,
+            "resources/list": self._list_resources,
+            "resources/templates/list": self._list_templates,
+            "resources/read": self._read_resource,
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._unsubscribe,
+            "prompts/list": self._list_prompts,
+            "prompts/get": self._get_prompt,
+            "completion/complete": self._complete,
+            "logging/setLevel": self._set_level,
+        }
+
+    def __repr__(self) -> str:
+        return f"<Server {self.info.name!r} {self.info.version}>"
+
+    # --- tools --------------------------------------------------------------------------
+
+    @overload
+    def tool(self, name: Callable[P, R], /) -> RegisteredTool[P, R]: ...
+    @overload
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | Mapping[str, Any] | None = None,
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        task_support: TaskSupport | None = None,
+        output_schema: Mapping[str, Any] | None = AUTO,
+        run_sync_in_thread: bool = False,
+    ) -> Callable[[Callable[P, R]], RegisteredTool[P, R]]: ...
+    def tool(self, name: Any = None, **options: Any) -> Any:
+        """Register the decorated function as a tool (``@app.tool`` or ``@app.tool(...)``).
+
+        Returns a :class:`RegisteredTool`, which calls the function when called and can
+        be disabled, enabled or removed. See :mod:`trimcp.server.tools` for schemas,
+        validation, results and errors; raises ``TypeError``/``ValueError`` at
+        registration for what cannot be a tool (bad name, unsupported types, duplicate).
+        """
+        if callable(name):
+            return self.add_tool(name)
+
+        def register(fn: Callable[P, R]) -> RegisteredTool[P, R]:
+            return self.add_tool(fn, name=name, **options)
+
+        return register
+
+    def add_tool(
+        self, fn: Callable[P, R], name: str | None = None, **options: Any
+    ) -> RegisteredTool[P, R]:
+        """Register ``fn`` as a tool now; the options are those of :meth:`tool`."""
+        tool = RegisteredTool(fn, name=name, **options)
+        return self.tools.add(tool.name, tool)
+
+    def remove_tool(self, name: str) -> RegisteredTool[Any, Any]:
+        """Unregister the tool ``name`` (``KeyError`` if there is none)."""
+        return self.tools.remove(name)
+
+    def get_tool(self, name: str) -> RegisteredTool[Any, Any] | None:
+        """The tool ``name`` (enabled or not), or None."""
+        return self.tools.entry(name)
+
+    # --- resources ----------------------------------------------------------------------
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        annotations: Annotations | Mapping[str, Any] | None = None,
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Callable[[Callable[..., Any]], RegisteredResource | RegisteredTemplate]:
+        """Register the decorated function as the resource ``uri``, or as a template when
+        ``uri`` holds ``{variables}`` (see :mod:`trimcp.server.resources`)."""
+
+        def register(fn: Callable[..., Any]) -> RegisteredResource | RegisteredTemplate:
+            return self.add_resource(
+                fn, uri, name=name, title=title, description=description,
+                mime_type=mime_type, size=size, annotations=annotations, icons=icons, meta=meta,
+            )
+
+        return register
+
+    def add_resource(
+        self, fn: Callable[..., Any], uri: str, *, size: int | None = None, **options: Any
+    ) -> RegisteredResource | RegisteredTemplate:
+        """Register ``fn`` for ``uri`` now; the options are those of :meth:`resource`."""
+        if "{" in uri:
+            if size is not None:
+                raise TypeError("A resource template has no size")
+            template = RegisteredTemplate(uri, fn, **options)
+            return self.templates.add(template.uri_template, template)
+        resource = RegisteredResource(uri, fn, size=size, **options)
+        return self.resources.add(resource.uri, resource)
+
+    def remove_resource(self, uri: str) -> RegisteredResource | RegisteredTemplate:
+        """Unregister the resource or template registered for ``uri`` (``KeyError`` if none)."""
+        if uri in self.templates:
+            return self.templates.remove(uri)
+        return self.resources.remove(uri)
+
+    # --- prompts ------------------------------------------------------------------------
+
+    @overload
+    def prompt(self, name: Callable[..., Any], /) -> RegisteredPrompt: ...
+    @overload
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Callable[[Callable[..., Any]], RegisteredPrompt]: ...
+    def prompt(self, name: Any = None, **options: Any) -> Any:
+        """Register the decorated function as a prompt (see :mod:`trimcp.server.prompts`)."""
+        if callable(name):
+            return self.add_prompt(name)
+
+        def register(fn: Callable[..., Any]) -> RegisteredPrompt:
+            return self.add_prompt(fn, name=name, **options)
+
+        return register
+
+    def add_prompt(
+        self, fn: Callable[..., Any], name: str | None = None, **options: Any
+    ) -> RegisteredPrompt:
+        """Register ``fn`` as a prompt now; the options are those of :meth:`prompt`."""
+        prompt = RegisteredPrompt(fn, name=name, **options)
+        return self.prompts.add(prompt.name, prompt)
+
+    def remove_prompt(self, name: str) -> RegisteredPrompt:
+        return self.prompts.remove(name)
+
+    # --- completion ---------------------------------------------------------------------
+
+    def completion(
+        self, ref: PromptReference | ResourceTemplateReference
+    ) -> Callable[[F], F]:
+        """Register ``fn(argument, value[, arguments])`` to complete every argument of
+        ``ref`` (a prompt or a resource template); see :mod:`trimcp.server.completion`."""
+
+        def register(fn: F) -> F:
+            if isinstance(ref, PromptReference):
+                self.completions.add_ref("prompt", ref.name, fn)
+            else:
+                self.completions.add_ref("template", ref.uri, fn)
+            return fn
+
+        return register
+
+    def complete_argument(
+        self, *, argument: str, prompt: str | None = None, template: str | None = None
+    ) -> Callable[[F], F]:
+        """Register ``fn(value[, arguments])`` to complete one argument of the prompt
+        ``prompt`` or one variable of the resource template ``template``."""
+        if (prompt is None) == (template is None):
+            raise TypeError("Pass exactly one of prompt= or template=")
+
+        def register(fn: F) -> F:
+            if prompt is not None:
+                self.completions.add_argument("prompt", prompt, argument, fn)
+            else:
+                assert template is not None
+                self.completions.add_argument("template", template, argument, fn)
+            return fn
+
+        return register
+
+    # --- logging and notifications ------------------------------------------------------
+
+    def bridge_stdlib_logging(
+        self, logger_name: str = "", *, level: int = logging.NOTSET
+    ) -> logging.Handler:
+        """Forward records of the ``logging`` logger ``logger_name`` to the clients.
+
+        Returns the installed handler (remove it with ``logger.removeHandler``). Records
+        are sent to each session whose level lets them through; ``emit`` never blocks
+        (see :mod:`trimcp.server.logging`).
+        """
+        handler = StdlibBridge(self._log_buffer, level)
+        logging.getLogger(logger_name or None).addHandler(handler)
+        return handler
+
+    def notification_handler(self, method: str) -> Callable[[F], F]:
+        """Run the decorated ``async def (session, params)`` for client notifications
+        ``method`` (e.g. ``notifications/roots/list_changed``)."""
+
+        def register(fn: F) -> F:
+            self._notification_handlers[method] = fn
+            return fn
+
+        return register
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Send ``notifications/resources/updated`` to the sessions subscribed to ``uri``.
+
+        Sessions are sent to concurrently, each within ``notify_timeout``; closed or slow
+        ones are skipped. Cancellation: stops sending; some sessions may have been told.
+        """
+        targets = [s for s, state in self._sessions.live() if uri in state.subscriptions]
+        await self._sessions.broadcast(
+            targets, "notifications/resources/updated", ResourceUpdatedNotificationParams(uri=uri)
+        )
+
+    async def send_log(
+        self,
+        session: Session,
+        level: LoggingLevel,
+        data: Any,
+        logger: str | None = None,
+        related_request_id: int | str | None = None,
+    ) -> None:
+        """Send ``notifications/message`` to ``session`` if its level lets ``level`` through.
+
+        Cancellation: atomic (queued whole or not at all); may wait while the outbox is full.
+        """
+        await self._sessions.send_log(
+            session, check_level(level), data, logger, related_request_id
+        )
+
+    def _changed(self, kind: str) -> None:
+        self._sessions.mark_changed("resources" if kind == "templates" else kind)
+
+    # --- the handshake ------------------------------------------------------------------
+
+    def capabilities(self) -> ServerCapabilities:
+        """What ``initialize`` declares, from what is registered now."""
+        has_resources = bool(len(self.resources) or len(self.templates))
+        return ServerCapabilities(
+            tools=ToolsCapability(list_changed=True) if len(self.tools) else None,
+            resources=ResourcesCapability(subscribe=True, list_changed=True)
+            if has_resources
+            else None,
+            prompts=PromptsCapability(list_changed=True) if len(self.prompts) else None,
+            completions={} if self.completions else None,
+            logging={},
+        )
+
+    def initialize_result(self, params: InitializeRequestParams) -> InitializeResult:
+        return InitializeResult(
+            protocol_version=negotiate_version(params.protocol_version, self.supported_versions),
+            capabilities=self.capabilities(),
+            server_info=self.info,
+            instructions=self.instructions,
+        )
+
+    # --- SessionHandler -----------------------------------------------------------------
+
+    async def handle_request(self, ctx: RequestContext) -> Any:
+        """Answer one request (the engine calls this in the request's task and scope)."""
+        if ctx.method == "initialize":
+            self._sessions.state(ctx.session)
+            return self.initialize_result(ctx.params)
+        state = self._sessions.state(ctx.session)
+        if not state.delivered_by_task and (state.changed or state.log_position
+                                            != self._log_buffer.position):
+            await self._sessions.flush(ctx.session, state)
+        handler = self._requests.get(ctx.method)
+        if handler is None:
+            raise McpError(METHOD_NOT_FOUND, f"Method not found: {ctx.method}")
+        return await handler(ctx)
+
+    async def handle_notification(self, session: Session, method: str, params: Any) -> None:
+        handler = self._notification_handlers.get(method)
+        if handler is not None:
+            await handler(session, params)
+
+    # --- request handlers ---------------------------------------------------------------
+
+    def _page(self, items: Sequence[Any], cursor: str | None, kind: str,
+              key: Callable[[Any], str]) -> tuple[list[Any], str | None]:
+        return paginate(
+            items, cursor, self.page_size, salt=f"{self._cursor_secret}{kind}", key=key
+        )
+
+    async def _list_tools(self, ctx: RequestContext) -> ListToolsResult:
+        version = ctx.negotiated.protocol_version if ctx.negotiated else None
+        tools = [tool.definition(version) for tool in self.tools.enabled()]
+        page, cursor = self._page(tools, ctx.params.cursor, "tools/list", _by_name)
+        return ListToolsResult(tools=page, next_cursor=cursor)
+
+    async def _call_tool(self, ctx: RequestContext) -> Any:
+        name = ctx.params.name
+        tool = self.tools.get(name)
+        if tool is None:
+            raise McpError(INVALID_PARAMS, f"Unknown tool: {name[:200]}", {"tool": name})
+        return await tool.run(ctx.params.arguments, Context(self, ctx))
+
+    async def _list_resources(self, ctx: RequestContext) -> ListResourcesResult:
+        resources = [resource.definition() for resource in self.resources.enabled()]
+        page, cursor = self._page(resources, ctx.params.cursor, "resources/list", _by_uri)
+        return ListResourcesResult(resources=page, next_cursor=cursor)
+
+    async def _list_templates(self, ctx: RequestContext) -> ListResourceTemplatesResult:
+        templates = [template.definition() for template in self.templates.enabled()]
+        page, cursor = self._page(
+            templates, ctx.params.cursor, "resources/templates/list", _by_template
+        )
+        return ListResourceTemplatesResult(resource_templates=page, next_cursor=cursor)
+
+    async def _read_resource(self, ctx: RequestContext) -> ReadResourceResult:
+        contents = await self.read_resource_contents(ctx.params.uri, Context(self, ctx))
+        return ReadResourceResult(contents=contents)
+
+    async def read_resource_contents(self, uri: str, ctx: Context) -> list[ResourceContents]:
+        """Read ``uri`` from this server: a static resource, else the first matching
+        template. Raises ``McpError(-32002)`` when nothing matches."""
+        resource = self.resources.get(uri)
+        if resource is not None:
+            return await resource.read(uri, ctx)
+        for template in self.templates.enabled():
+            kwargs = template.match(uri)
+            if kwargs is not None:
+                return await template.read(uri, kwargs, ctx)
+        raise not_found(uri)
+
+    def _exists(self, uri: str) -> bool:
+        return self.resources.get(uri) is not None or any(
+            template.match(uri) is not None for template in self.templates.enabled()
+        )
+
+    async def _subscribe(self, ctx: RequestContext) -> EmptyResult:
+        uri = ctx.params.uri
+        if not self._exists(uri):
+            raise not_found(uri)
+        subscriptions = self._sessions.state(ctx.session).subscriptions
+        if uri not in subscriptions and len(subscriptions) >= self.max_subscriptions:
+            raise McpError(
+                INVALID_PARAMS, f"Too many subscriptions (at most {self.max_subscriptions})"
+            )
+        subscriptions.add(uri)
+        return EmptyResult()
+
+    async def _unsubscribe(self, ctx: RequestContext) -> EmptyResult:
+        self._sessions.state(ctx.session).subscriptions.discard(ctx.params.uri)
+        return EmptyResult()
+
+    async def _list_prompts(self, ctx: RequestContext) -> ListPromptsResult:
+        prompts = [prompt.definition() for prompt in self.prompts.enabled()]
+        page, cursor = self._page(prompts, ctx.params.cursor, "prompts/list", _by_name)
+        return ListPromptsResult(prompts=page, next_cursor=cursor)
+
+    async def _get_prompt(self, ctx: RequestContext) -> GetPromptResult:
+        name = ctx.params.name
+        prompt = self.prompts.get(name)
+        if prompt is None:
+            raise McpError(INVALID_PARAMS, f"Unknown prompt: {name[:200]}", {"prompt": name})
+        return await prompt.get(ctx.params.arguments, Context(self, ctx))
+
+    async def _complete(self, ctx: RequestContext) -> CompleteResult:
+        params: CompleteRequestParams = ctx.params
+        ref, argument = params.ref, params.argument
+        kind: Literal["prompt", "template"]
+        target: RegisteredPrompt | RegisteredTemplate | None
+        if isinstance(ref, PromptReference):
+            kind, key, target = "prompt", ref.name, self.prompts.get(ref.name)
+        else:
+            kind, key = "template", ref.uri
+            target = self.templates.get(ref.uri)
+        if target is None and not self.completions.has_ref(kind, key):
+            raise McpError(INVALID_PARAMS, f"Unknown {kind}: {key[:200]}", {kind: key})
+        completer = self.completions.find(kind, key, argument.name)
+        arguments = (params.context.arguments if params.context else None) or {}
+        if completer is not None:
+            completion = await completer.complete(
+                argument.name, argument.value, arguments, Context(self, ctx)
+            )
+        else:
+            choices = target.choices(argument.name) if target is not None else None
+            completion = (
+                prefix_matches(choices, argument.value) if choices else Completion(values=[])
+            )
+        return CompleteResult(completion=completion)
+
+    async def _set_level(self, ctx: RequestContext) -> EmptyResult:
+        self._sessions.state(ctx.session).log_level = ctx.params.level
+        return EmptyResult()
+
+    def sampling_tools(self, tools: Sequence[Tool | str]) -> list[Tool]:
+        """Tool definitions for sampling; names refer to this server's tools."""
+        out = []
+        for item in tools:
+            if isinstance(item, Tool):
+                out.append(item)
+                continue
+            tool = self.tools.get(item)
+            if tool is None:
+                raise ValueError(f"No tool named {item!r} to offer for sampling")
+            out.append(tool.definition())
+        return out
+
+    # --- serving ------------------------------------------------------------------------
+
+    async def serve_session(
+        self,
+        transport: Transport,
+        *,
+        options: SessionOptions | None = None,
+        task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve one session over ``transport`` until either side closes it.
+
+        Reports the :class:`Session` through ``task_status`` once it is running, and runs
+        its notification delivery (:meth:`serve_notifications`) alongside. Cancellation:
+        closes the session with the engine's bounded close sequence.
+        """
+        async with open_session(
+            transport, role=Role.SERVER, handler=self, options=options
+        ) as session:
+            await self.serve_notifications(session, task_status=_Relay(task_status, session))
+
+    async def serve_notifications(
+        self, session: Session, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Deliver list-changed and bridged log notifications to ``session`` until it closes.
+
+        For transports that create sessions themselves: start it next to each session.
+        Cancellation: stops delivering (pending notifications are then sent before the
+        session's next request instead).
+        """
+        await self._sessions.deliver(session, task_status=task_status)
+
+    async def serve_stdio(
+        self,
+        *,
+        options: SessionOptions | None = None,
+        task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve one session on this process's stdin/stdout until the client goes away.
+
+        While serving, anything printed to stdout goes to stderr instead (stdout carries
+        the protocol). Cancellation: closes the session, bounded as for
+        :meth:`serve_session`.
+        """
+        from trimcp.transports.stdio import open_stdio_server_transport
+
+        async with open_stdio_server_transport() as transport:
+            await self.serve_session(transport, options=options, task_status=task_status)
+
+    def run(self, transport: Literal["stdio"] = "stdio", **options: Any) -> None:
+        """Run the server until the client disconnects (blocking; starts ``trio.run``).
+
+        Only ``"stdio"`` for now; ``options`` go to :meth:`serve_stdio`. Ctrl+C stops it
+        quietly.
+        """
+        if transport != "stdio":
+            raise ValueError(f"Unknown transport {transport!r}; this build serves 'stdio'")
+        with contextlib.suppress(KeyboardInterrupt):
+            trio.run(functools.partial(self.serve_stdio, **options))
+
+
+class _Relay:
+    """Reports ``value`` to the outer ``task_status`` when the inner task says it started."""
+
+    def __init__(self, outer: trio.TaskStatus[Session], value: Session) -> None:
+        self._outer = outer
+        self._value = value
+
+    def started(self, value: Any = None) -> None:
+        self._outer.started(self._value)
+
+
+def _by_name(item: Any) -> str:
+    return str(item.name)
+
+
+def _by_uri(item: Any) -> str:
+    return str(item.uri)
+
+
+def _by_template(item: Any) -> str:
+    return str(item.uri_template)

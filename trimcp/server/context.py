@@ -1,0 +1,338 @@
+"""The :class:`Context` a tool, resource, prompt or completer receives.
+
+Declare a parameter annotated ``Context`` (or named ``ctx``) and the framework passes the
+context of the request being answered. Through it a handler reports progress, logs to the
+client, asks the client's LLM (sampling), asks the user (elicitation), reads the client's
+roots, and reads this server's own resources. Everything it sends is tied to the request,
+so on Streamable HTTP it travels on that request's stream.
+
+Cancellation: the handler runs inside the request's cancel scope. When the client cancels
+the request (or the session closes), every ``await`` here raises ``trio.Cancelled``; a
+request to the client that was in flight is cancelled at the client too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+
+from trimcp.errors import INVALID_PARAMS, LocalProtocolError, RemoteProtocolError
+from trimcp.protocol.negotiated import Negotiated
+from trimcp.protocol.versions import V2025_06_18, V2025_11_25
+from trimcp.server.convert import ValidationError
+from trimcp.server.elicitation import ElicitationOutcome, build_form
+from trimcp.session.context import RequestContext
+from trimcp.types import (
+    ClientCapabilities,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequestFormParams,
+    ElicitRequestURLParams,
+    ElicitResult,
+    Implementation,
+    ListRootsResult,
+    LoggingLevel,
+    ModelHint,
+    ModelPreferences,
+    ResourceContents,
+    Root,
+    SamplingMessage,
+    TextContent,
+    Tool,
+    ToolChoice,
+)
+
+if TYPE_CHECKING:
+    from trimcp.server.app import Server
+    from trimcp.session.engine import Session
+
+T = TypeVar("T")
+_DEFAULT: Any = object()
+
+IncludeContext = Literal["none", "thisServer", "allServers"]
+
+
+class Context:
+    """The request being answered, and what a handler may do while answering it."""
+
+    __slots__ = ("_request", "_server")
+
+    def __init__(self, server: Server, request: RequestContext) -> None:
+        self._server = server
+        self._request = request
+
+    # --- what this request is --------------------------------------------------------
+
+    @property
+    def server(self) -> Server:
+        """The :class:`~trimcp.server.app.Server` answering."""
+        return self._server
+
+    @property
+    def request_context(self) -> RequestContext:
+        """The engine's view of the request (cancel scope, raw params)."""
+        return self._request
+
+    @property
+    def request_id(self) -> int | str:
+        return self._request.request_id
+
+    @property
+    def session(self) -> Session:
+        return self._request.session
+
+    @property
+    def negotiated(self) -> Negotiated | None:
+        """Version, client identity and capabilities in force for this request."""
+        return self._request.negotiated
+
+    @property
+    def client_info(self) -> Implementation | None:
+        negotiated = self.negotiated
+        return negotiated.client_info if negotiated else None
+
+    @property
+    def client_capabilities(self) -> ClientCapabilities | None:
+        negotiated = self.negotiated
+        return negotiated.client_capabilities if negotiated else None
+
+    @property
+    def protocol_version(self) -> str | None:
+        negotiated = self.negotiated
+        return negotiated.protocol_version if negotiated else None
+
+    @property
+    def cancel_requested(self) -> bool:
+        """Whether the request was cancelled (by the client, a timeout or shutdown)."""
+        return self._request.cancel_requested
+
+    # --- progress and logging --------------------------------------------------------
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Tell the client how far along the request is; a no-op if it asked for no progress.
+
+        ``progress`` must grow from call to call (else :class:`LocalProtocolError`).
+        Cancellation: atomic (sent whole or not at all); may wait while the outbox is full.
+        """
+        await self._request.report_progress(progress, total, message)
+
+    async def log(self, level: LoggingLevel, data: Any, *, logger: str | None = None) -> None:
+        """Send a log message to the client, if the client's level lets it through.
+
+        ``data`` is any JSON value (a string, or an object with details). Levels are
+        RFC 5424's (``debug`` < ``info`` < ``notice`` < ``warning`` < ``error`` <
+        ``critical`` < ``alert`` < ``emergency``); the client picks its threshold with
+        ``logging/setLevel``. Cancellation: atomic, as for :meth:`report_progress`.
+        """
+        await self._server.send_log(self.session, level, data, logger, self.request_id)
+
+    async def debug(self, data: Any, *, logger: str | None = None) -> None:
+        await self.log("debug", data, logger=logger)
+
+    async def info(self, data: Any, *, logger: str | None = None) -> None:
+        await self.log("info", data, logger=logger)
+
+    async def notice(self, data: Any, *, logger: str | None = None) -> None:
+        await self.log("notice", data, logger=logger)
+
+    async def warning(self, data: Any, *, logger: str | None = None) -> None:
+        await self.log("warning", data, logger=logger)
+
+    async def error(self, data: Any, *, logger: str | None = None) -> None:
+        await self.log("error", data, logger=logger)
+
+    # --- asking the client -----------------------------------------------------------
+
+    def _require(self, feature: str, *path: str) -> None:
+        if not self.session.connection.peer_has(*path):
+            client = self.client_info.name if self.client_info else "The client"
+            raise LocalProtocolError(
+                f"{client} does not support {feature}: it did not declare the "
+                f"'{'.'.join(path)}' capability when it connected"
+            )
+
+    def _require_version(self, feature: str, first: str) -> None:
+        version = self.protocol_version
+        if version is not None and version < first:
+            raise LocalProtocolError(
+                f"{feature} needs protocol version {first} or later; this session "
+                f"uses {version}"
+            )
+
+    async def sample(
+        self,
+        messages: str | SamplingMessage | Sequence[str | SamplingMessage],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        stop_sequences: Sequence[str] | None = None,
+        model_preferences: ModelPreferences | str | Sequence[str] | None = None,
+        include_context: IncludeContext | None = None,
+        tools: Sequence[Tool | str] | None = None,
+        tool_choice: ToolChoice | Literal["auto", "required", "none"] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        timeout: float | None = _DEFAULT,
+    ) -> CreateMessageResult:
+        """Ask the client's LLM for a message (``sampling/createMessage``).
+
+        ``messages``: a string (one user message) or a list of strings / messages.
+        ``model_preferences``: a :class:`ModelPreferences`, or model name hints.
+        ``tools``: tool definitions the model may call, or names of this server's tools.
+        ``timeout``: seconds to wait (default: the session's request timeout).
+
+        Raises :class:`LocalProtocolError` when the client did not declare sampling (or
+        ``sampling.tools`` for ``tools``, ``sampling.context`` for ``include_context``),
+        :class:`RequestTimeout`, or the client's error as :class:`McpError`.
+        Cancellation: the request is cancelled at the client too, then ``Cancelled``
+        propagates.
+        """
+        self._require("sampling", "sampling")
+        if tools is not None or tool_choice is not None:
+            self._require("sampling with tools", "sampling", "tools")
+        if include_context not in (None, "none"):
+            self._require("sampling with included context", "sampling", "context")
+        params = CreateMessageRequestParams(
+            messages=_sampling_messages(messages),
+            max_tokens=max_tokens,
+            system_prompt=system_prompt,
+            temperature=temperature,
+            stop_sequences=list(stop_sequences) if stop_sequences is not None else None,
+            model_preferences=_model_preferences(model_preferences),
+            include_context=include_context,
+            tools=self._server.sampling_tools(tools) if tools is not None else None,
+            tool_choice=ToolChoice(mode=tool_choice) if isinstance(tool_choice, str)
+            else tool_choice,
+            metadata=dict(metadata) if metadata is not None else None,
+        )
+        result: CreateMessageResult = await self._send("sampling/createMessage", params, timeout)
+        return result
+
+    @overload
+    async def elicit(
+        self, message: str, schema: type[T], *, timeout: float | None = ...
+    ) -> ElicitationOutcome[T]: ...
+    @overload
+    async def elicit(
+        self, message: str, schema: Mapping[str, Any], *, timeout: float | None = ...
+    ) -> ElicitationOutcome[dict[str, Any]]: ...
+    async def elicit(
+        self, message: str, schema: Any, *, timeout: float | None = _DEFAULT
+    ) -> ElicitationOutcome[Any]:
+        """Ask the user to fill in a form (``elicitation/create``, form mode).
+
+        ``schema`` is an attrs class, dataclass or TypedDict of primitive fields (see
+        :mod:`trimcp.server.elicitation`), or a restricted JSON Schema as a dict. On
+        accept, ``outcome.data`` is an instance of that type (the dict of answers for a
+        dict schema). Raises :class:`LocalProtocolError` when the client does not support
+        form elicitation (or the protocol version predates it), ``TypeError`` /
+        ``ValueError`` for a type that cannot be a form, and :class:`RemoteProtocolError`
+        when the client accepts with answers that do not fit the form. Waits as long as
+        the user takes, up to ``timeout`` (default: the session's request timeout).
+        Cancellation: as for :meth:`sample`.
+        """
+        self._require_version("Elicitation", V2025_06_18)
+        self._require("elicitation", "elicitation")
+        caps = self.client_capabilities
+        elicitation = caps.elicitation if caps else None
+        if elicitation is not None and elicitation.form is None and elicitation.url is not None:
+            raise LocalProtocolError(
+                "The client supports only URL-mode elicitation, not forms; use elicit_url()"
+            )
+        form = build_form(schema, self.protocol_version)
+        mode: Literal["form"] | None = (
+            "form" if (self.protocol_version or "") >= V2025_11_25 else None
+        )
+        params = ElicitRequestFormParams(
+            message=message, requested_schema=form.schema, mode=mode
+        )
+        result: ElicitResult = await self._send("elicitation/create", params, timeout)
+        if result.action != "accept":
+            return ElicitationOutcome(result.action)
+        content = dict(result.content or {})
+        try:
+            data = form.read(content)
+        except ValidationError as exc:
+            raise RemoteProtocolError(
+                INVALID_PARAMS,
+                f"The client's answer does not fit the form: {exc}",
+                {"path": exc.path, "reason": exc.reason},
+            ) from None
+        return ElicitationOutcome("accept", data, content)
+
+    async def elicit_url(
+        self,
+        message: str,
+        url: str,
+        elicitation_id: str,
+        *,
+        timeout: float | None = _DEFAULT,
+    ) -> ElicitationOutcome[None]:
+        """Ask the user to visit ``url`` (``elicitation/create``, URL mode; 2025-11-25).
+
+        ``accept`` means the user agreed to open the URL, not that the interaction there
+        is done: call :meth:`notify_elicitation_complete` when it is. Raises
+        :class:`LocalProtocolError` when the client did not declare ``elicitation.url``.
+        Cancellation: as for :meth:`sample`.
+        """
+        self._require_version("URL-mode elicitation", V2025_11_25)
+        self._require("URL-mode elicitation", "elicitation", "url")
+        params = ElicitRequestURLParams(message=message, url=url, elicitation_id=elicitation_id)
+        result: ElicitResult = await self._send("elicitation/create", params, timeout)
+        return ElicitationOutcome(result.action)
+
+    async def notify_elicitation_complete(self, elicitation_id: str) -> None:
+        """Tell the client the out-of-band interaction of a URL elicitation has finished.
+
+        Cancellation: atomic (sent whole or not at all).
+        """
+        self._require_version("URL-mode elicitation", V2025_11_25)
+        await self._request.send_notification(
+            "notifications/elicitation/complete", {"elicitationId": elicitation_id}
+        )
+
+    async def list_roots(self, *, timeout: float | None = _DEFAULT) -> list[Root]:
+        """The client's roots (``roots/list``).
+
+        Raises :class:`LocalProtocolError` when the client did not declare ``roots``.
+        Cancellation: as for :meth:`sample`.
+        """
+        self._require("roots", "roots")
+        result: ListRootsResult = await self._send("roots/list", None, timeout)
+        return result.roots
+
+    async def read_resource(self, uri: str) -> list[ResourceContents]:
+        """Read one of this server's own resources, as a client would.
+
+        Raises :class:`McpError` ``-32002`` for an unknown URI. Cancellation: whatever the
+        resource function does.
+        """
+        return await self._server.read_resource_contents(uri, self)
+
+    async def _send(self, method: str, params: Any, timeout: float | None) -> Any:
+        if timeout is _DEFAULT:
+            return await self._request.send_request(method, params)
+        return await self._request.send_request(method, params, timeout=timeout)
+
+
+
+def _sampling_messages(
+    messages: str | SamplingMessage | Sequence[str | SamplingMessage],
+) -> list[SamplingMessage]:
+    if isinstance(messages, str | SamplingMessage):
+        messages = [messages]
+    return [
+        SamplingMessage(role="user", content=TextContent(text=m)) if isinstance(m, str) else m
+        for m in messages
+    ]
+
+
+def _model_preferences(
+    value: ModelPreferences | str | Sequence[str] | None,
+) -> ModelPreferences | None:
+    if value is None or isinstance(value, ModelPreferences):
+        return value
+    names = [value] if isinstance(value, str) else list(value)
+    return ModelPreferences(hints=[ModelHint(name=name) for name in names])

@@ -1,0 +1,205 @@
+"""The sessions a server is serving, their state, and notifications the server starts.
+
+Per session: the client's log level, its resource subscriptions, which lists changed
+since it was last told, and how far it has read the bridged log records.
+
+Delivery. ``*_list_changed`` notifications come from synchronous registry changes and
+bridged log records from ``logging`` calls, neither of which may wait for a client. So
+they only mark the session and wake its *delivery task*, which sends them at the pace of
+that session alone (several changes before it runs make one notification per list).
+:meth:`Server.serve_session <trimcp.server.app.Server.serve_session>` runs that task next
+to the session; transports that make sessions themselves run :meth:`SessionTable.deliver`
+(``Server.serve_notifications``). A session served without it still gets what is pending,
+just before each of its requests is handled.
+
+``notifications/resources/updated`` is async (``await app.notify_resource_updated(uri)``)
+and goes straight to the subscribed sessions, concurrently, each bounded in time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import weakref
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+import trio
+
+from trimcp._groups import open_nursery_unwrapped
+from trimcp.errors import LocalProtocolError, SessionClosed
+from trimcp.protocol.jsonrpc import RequestId
+from trimcp.server.logging import LogBuffer, json_data, level_enabled
+from trimcp.types import LoggingLevel, LoggingMessageNotificationParams
+
+if TYPE_CHECKING:
+    from trimcp.session.engine import Session
+
+logger = logging.getLogger("trimcp.server")
+
+#: The lists a session can be told have changed, in the order they are sent.
+LISTS: Final = ("tools", "resources", "prompts")
+
+
+@attrs.define(eq=False)
+class SessionState:
+    """What the server remembers about one session."""
+
+    log_position: int
+    log_level: LoggingLevel | None = None
+    subscriptions: set[str] = attrs.Factory(set)
+    changed: set[str] = attrs.Factory(set)
+    wakeup: trio.Event = attrs.Factory(trio.Event)
+    delivered_by_task: bool = False
+    dropped_logs: int = 0
+
+
+class SessionTable:
+    """Live sessions by :class:`Session` (weakly: a forgotten session just disappears)."""
+
+    def __init__(self, log_buffer: LogBuffer, *, notify_timeout: float) -> None:
+        self._states: weakref.WeakKeyDictionary[Session, SessionState] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._log_buffer = log_buffer
+        self._token: trio.lowlevel.TrioToken | None = None
+        self.notify_timeout = notify_timeout
+        log_buffer.on_push = self._wake_from_anywhere
+
+    def state(self, session: Session) -> SessionState:
+        """The session's state, created on first use."""
+        state = self._states.get(session)
+        if state is None:
+            state = SessionState(log_position=self._log_buffer.position)
+            self._states[session] = state
+            self._token = trio.lowlevel.current_trio_token()
+        return state
+
+    def live(self) -> list[tuple[Session, SessionState]]:
+        return [(s, state) for s, state in list(self._states.items()) if not s.closing]
+
+    def forget(self, session: Session) -> None:
+        self._states.pop(session, None)
+
+    # --- marking and waking ---------------------------------------------------------
+
+    def mark_changed(self, kind: str) -> None:
+        """Record that list ``kind`` changed, for every initialized session, and wake them.
+
+        Synchronous. From a thread other than Trio's, the work is handed to Trio.
+        """
+        self._in_trio(self._mark, kind)
+
+    def _mark(self, kind: str) -> None:
+        for session, state in self.live():
+            if session.connection.peer_initialized:
+                state.changed.add(kind)
+        self._wake_all()
+
+    def _wake_from_anywhere(self) -> None:
+        self._in_trio(self._wake_all)
+
+    def _in_trio(self, fn: Callable[..., None], *args: Any) -> None:
+        try:
+            trio.lowlevel.current_trio_token()
+        except RuntimeError:
+            # Not in the Trio thread: a worker thread, or no run at all (import time,
+            # when there are no sessions to tell).
+            token = self._token
+            if token is not None:
+                with contextlib.suppress(trio.RunFinishedError):
+                    token.run_sync_soon(fn, *args, idempotent=True)
+            return
+        fn(*args)
+
+    def _wake_all(self) -> None:
+        for _, state in self.live():
+            if state.delivered_by_task:
+                state.wakeup.set()
+
+    # --- delivery -------------------------------------------------------------------
+
+    async def deliver(
+        self, session: Session, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Send ``session`` its list-changed and bridged log notifications until it closes."""
+        state = self.state(session)
+        state.delivered_by_task = True
+        try:
+            async with open_nursery_unwrapped() as nursery:
+                nursery.start_soon(self._delivery_loop, session, state)
+                task_status.started()
+                await session.wait_closed()
+                nursery.cancel_scope.cancel()
+        finally:
+            state.delivered_by_task = False
+            self.forget(session)
+
+    async def _delivery_loop(self, session: Session, state: SessionState) -> None:
+        while True:
+            await state.wakeup.wait()
+            state.wakeup = trio.Event()
+            if not await self.flush(session, state):
+                return
+
+    async def flush(self, session: Session, state: SessionState) -> bool:
+        """Send what is pending for ``session``; False once it is closed."""
+        if session.negotiated is None:
+            return True
+        try:
+            if state.changed:
+                kinds, state.changed = state.changed, set()
+                for kind in LISTS:
+                    if kind in kinds and session.connection.own_has(kind, "listChanged"):
+                        await session.send_notification(f"notifications/{kind}/list_changed")
+            records, state.log_position, dropped = self._log_buffer.since(state.log_position)
+            state.dropped_logs += dropped
+            for params in records:
+                if level_enabled(state.log_level, params.level):
+                    await session.send_notification("notifications/message", params)
+        except SessionClosed:
+            return False
+        except LocalProtocolError as exc:
+            logger.debug("not delivered: %s", exc)
+        return True
+
+    # --- direct sends ---------------------------------------------------------------
+
+    async def send_log(
+        self,
+        session: Session,
+        level: LoggingLevel,
+        data: Any,
+        logger_name: str | None,
+        related: RequestId | None,
+    ) -> None:
+        """Send one log message if the session's level lets it through."""
+        if not level_enabled(self.state(session).log_level, level):
+            return
+        params = LoggingMessageNotificationParams(
+            level=level, data=json_data(data), logger=logger_name
+        )
+        await session.send_notification("notifications/message", params, related_request_id=related)
+
+    async def broadcast(self, sessions: Iterable[Session], method: str, params: Any) -> None:
+        """Send a notification to each session concurrently, each within ``notify_timeout``.
+
+        Sessions that close meanwhile, or cannot take the notification, are skipped.
+        """
+        targets = list(sessions)
+        if not targets:
+            return
+        async with open_nursery_unwrapped() as nursery:
+            for session in targets:
+                nursery.start_soon(self._send_one, session, method, params)
+
+    async def _send_one(self, session: Session, method: str, params: Any) -> None:
+        with trio.move_on_after(self.notify_timeout) as scope:
+            try:
+                await session.send_notification(method, params)
+            except (SessionClosed, LocalProtocolError) as exc:
+                logger.debug("%s not delivered: %s", method, exc)
+        if scope.cancelled_caught:
+            logger.warning("%s not delivered within %gs: the client is slow", method,
+                           self.notify_timeout)

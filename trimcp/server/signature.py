@@ -1,0 +1,166 @@
+"""Reading a user function once, at registration: its parameters, docs and return type.
+
+Tools, prompts, resource templates and completers are plain functions. This module finds,
+once per function, which parameter receives the :class:`~trimcp.server.context.Context`
+(annotated ``Context``, or named ``ctx``), what the other parameters are (type, default,
+description from ``Annotated`` or the docstring), and builds the input schema and the
+argument binder that validates and converts what a client sends.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, get_args, get_origin
+
+import attrs
+
+from trimcp.server.context import Context
+from trimcp.server.convert import Convert, ValidationError, converter_for
+from trimcp.server.docstrings import parse_docstring
+from trimcp.server.schema import SchemaBuilder, add_default
+from trimcp.server.typeforms import MISSING, type_hints, unwrap
+
+CONTEXT_NAME = "ctx"
+
+
+@attrs.frozen
+class Param:
+    """One parameter a client fills in (the context parameter is not one)."""
+
+    name: str
+    annotation: Any
+    default: Any
+    description: str | None
+
+    @property
+    def required(self) -> bool:
+        return self.default is MISSING
+
+
+@attrs.frozen
+class FunctionInfo:
+    """What registration learned about a function."""
+
+    fn: Callable[..., Any]
+    name: str
+    summary: str | None
+    params: tuple[Param, ...]
+    context_param: str | None
+    return_annotation: Any  # MISSING when the function has none
+    is_async: bool
+
+
+def is_context_type(annotation: Any) -> bool:
+    """``Context``, a subclass, or an optional one."""
+    base, _ = unwrap(annotation)
+    if get_origin(base) in (typing.Union, types.UnionType):
+        members = [m for m in get_args(base) if m is not type(None)]
+        if len(members) != 1:
+            return False
+        base, _ = unwrap(members[0])
+    return isinstance(base, type) and issubclass(base, Context)
+
+
+def inspect_function(fn: Callable[..., Any], *, what: str = "function") -> FunctionInfo:
+    """Read ``fn``'s signature. Raises ``TypeError`` for what a client cannot call:
+    ``*args``/``**kwargs``, positional-only parameters, or unresolvable annotations.
+    """
+    if not callable(fn):
+        raise TypeError(f"A {what} must be callable, not {fn!r}")
+    signature = inspect.signature(fn)
+    target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn).__call__
+    hints = type_hints(target)
+    docs = parse_docstring(inspect.getdoc(fn))
+    params: list[Param] = []
+    context_param: str | None = None
+    for parameter in signature.parameters.values():
+        name = parameter.name
+        annotation = hints.get(name, Any)
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            raise TypeError(f"{_label(fn)}: a {what} cannot take *args or **kwargs ({name})")
+        if parameter.kind is parameter.POSITIONAL_ONLY:
+            raise TypeError(f"{_label(fn)}: positional-only parameter {name!r} is not supported")
+        if is_context_type(annotation) or (name == CONTEXT_NAME and name not in hints):
+            context_param = name
+            continue
+        default = MISSING if parameter.default is parameter.empty else parameter.default
+        _, meta = unwrap(annotation)
+        params.append(Param(name, annotation, default, meta.description or docs.params.get(name)))
+    returns = hints.get("return", MISSING)
+    is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
+    )
+    return FunctionInfo(
+        fn=fn,
+        name=getattr(fn, "__name__", type(fn).__name__),
+        summary=docs.summary,
+        params=tuple(params),
+        context_param=context_param,
+        return_annotation=returns,
+        is_async=is_async,
+    )
+
+
+def _label(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "__qualname__", repr(fn))
+
+
+class ArgumentBinder:
+    """Validates a client's arguments against the input schema and converts them.
+
+    Built once per tool; :meth:`bind` is the per-call work.
+    """
+
+    def __init__(self, info: FunctionInfo) -> None:
+        builder = SchemaBuilder()
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        converters: list[tuple[str, bool, Convert]] = []
+        for param in info.params:
+            prop = builder.schema(param.annotation)
+            if param.description and "description" not in prop:
+                prop["description"] = param.description
+            add_default(prop, param.default)
+            properties[param.name] = prop
+            if param.required:
+                required.append(param.name)
+            converters.append((param.name, param.required, converter_for(param.annotation)))
+        schema: dict[str, Any] = {"type": "object", "properties": properties}
+        if required:
+            schema["required"] = required
+        self.schema = builder.root(schema)
+        self._converters = converters
+        self._context_param = info.context_param
+
+    def bind(self, arguments: Mapping[str, Any] | None, context: Context | None) -> dict[str, Any]:
+        """Keyword arguments for the function. Raises :class:`ValidationError` naming the
+        first bad argument; arguments the function does not take are ignored.
+        """
+        arguments = arguments or {}
+        kwargs: dict[str, Any] = {}
+        for name, required, convert in self._converters:
+            if name in arguments:
+                try:
+                    kwargs[name] = convert(arguments[name])
+                except ValidationError as exc:
+                    raise exc.at(name) from None
+            elif required:
+                raise ValidationError("required argument missing", (name,))
+        if self._context_param is not None:
+            kwargs[self._context_param] = context
+        return kwargs
+
+
+async def call(info: FunctionInfo, kwargs: dict[str, Any]) -> Any:
+    """Call the function; await it if it is async (or returns an awaitable).
+
+    A sync function runs inline in the Trio thread: it blocks the whole process while it
+    runs and cannot be cancelled part-way (see ``run_sync_in_thread``).
+    """
+    result = info.fn(**kwargs)
+    if inspect.isawaitable(result):
+        result = await result
+    return result

@@ -1,0 +1,185 @@
+"""Tools: a function, its schemas, and how a call turns into a ``CallToolResult``.
+
+What a call does, in order:
+
+1. The arguments are validated against the input schema and converted to the declared
+   Python types. A failure is, on 2025-11-25, a result with ``isError: true`` naming the
+   bad argument (so the model can fix its call); on older revisions a ``-32602`` error.
+2. The function runs. An async function runs in the request's task, inside the request's
+   cancel scope. A sync function runs *inline* in the Trio thread: it blocks every session
+   of the process while it runs and cannot be interrupted; register it with
+   ``run_sync_in_thread=True`` to run it in a worker thread (``trio.to_thread.run_sync``)
+   instead. A cancelled request then waits for the thread to finish and discards its
+   result: Python threads cannot be stopped from outside.
+3. What it returns is shaped by :mod:`trimcp.server.results`.
+
+Errors: :class:`ToolError` becomes an ``isError`` result carrying its message (for the
+model to read). An :class:`~trimcp.errors.McpError` is answered as that JSON-RPC error,
+except :class:`~trimcp.errors.LocalProtocolError` (e.g. sampling from a client that cannot
+sample), which becomes an ``isError`` result with its message. Any other exception is
+logged with its traceback (logger ``trimcp.server``) and becomes an ``isError`` result
+with a fixed message that reveals nothing about the server's internals.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, Literal, ParamSpec, TypeVar
+
+import trio
+
+from trimcp import serde
+from trimcp._groups import single_exception
+from trimcp.errors import INVALID_PARAMS, LocalProtocolError, McpError
+from trimcp.protocol.versions import V2025_06_18, input_errors_are_tool_errors
+from trimcp.server.context import Context
+from trimcp.server.convert import ValidationError
+from trimcp.server.registry import FunctionHandle
+from trimcp.server.results import OutputSpec, ResultError, output_spec, text_result, to_call_result
+from trimcp.server.signature import ArgumentBinder, call, inspect_function
+from trimcp.types import CallToolResult, Icon, Tool, ToolAnnotations, ToolExecution
+
+logger = logging.getLogger("trimcp.server")
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+TaskSupport = Literal["forbidden", "optional", "required"]
+
+
+class _Auto:
+    def __repr__(self) -> str:
+        return "AUTO"
+
+
+AUTO: Final[Any] = _Auto()
+"""``output_schema=AUTO`` (the default): derive the output schema from the return type."""
+
+
+class ToolError(Exception):
+    """Raise from a tool to report a failure the model should see (an ``isError`` result).
+
+    The message is sent to the client as is: say what went wrong and, ideally, how to
+    call the tool so that it works.
+    """
+
+
+def icon_list(icons: Sequence[Icon | Mapping[str, Any]] | None) -> list[Icon] | None:
+    if icons is None:
+        return None
+    return [icon if isinstance(icon, Icon) else serde.structure(dict(icon), Icon) for icon in icons]
+
+
+class RegisteredTool(FunctionHandle[P, R]):
+    """A tool registered on a server. Calling it calls the function (handy in tests)."""
+
+    def __init__(
+        self,
+        fn: Callable[P, R],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | Mapping[str, Any] | None = None,
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        task_support: TaskSupport | None = None,
+        output_schema: Mapping[str, Any] | None = AUTO,
+        run_sync_in_thread: bool = False,
+    ) -> None:
+        info = inspect_function(fn, what="tool")
+        self.fn = fn
+        self.name = name or info.name
+        if not TOOL_NAME.fullmatch(self.name):
+            raise ValueError(
+                f"Invalid tool name {self.name!r}: use 1-128 letters, digits, '_', '-' or '.'"
+            )
+        if run_sync_in_thread and info.is_async:
+            raise TypeError(f"Tool {self.name!r}: run_sync_in_thread is for sync functions")
+        self.info = info
+        self.binder = ArgumentBinder(info)
+        self.output: OutputSpec = output_spec(
+            info.return_annotation, output_schema, auto=output_schema is AUTO
+        )
+        self.run_sync_in_thread = run_sync_in_thread
+        if isinstance(annotations, Mapping):
+            annotations = serde.structure(dict(annotations), ToolAnnotations)
+        self._tool = Tool(
+            name=self.name,
+            title=title,
+            description=description if description is not None else info.summary,
+            input_schema=self.binder.schema,
+            output_schema=self.output.schema,
+            annotations=annotations,
+            execution=ToolExecution(task_support=task_support) if task_support else None,
+            icons=icon_list(icons),
+            meta=dict(meta) if meta is not None else None,
+        )
+        self._legacy_tool: Tool | None = None
+
+    def __repr__(self) -> str:
+        state = "" if self.enabled else ", disabled"
+        return f"<RegisteredTool {self.name!r}{state}>"
+
+    def definition(self, version: str | None = None) -> Tool:
+        """The ``Tool`` sent in ``tools/list`` (no output schema before 2025-06-18)."""
+        if version is None or version >= V2025_06_18 or self._tool.output_schema is None:
+            return self._tool
+        if self._legacy_tool is None:
+            self._legacy_tool = Tool(
+                name=self._tool.name,
+                input_schema=self._tool.input_schema,
+                title=self._tool.title,
+                description=self._tool.description,
+                annotations=self._tool.annotations,
+                icons=self._tool.icons,
+                meta=self._tool.meta,
+            )
+        return self._legacy_tool
+
+    async def run(self, arguments: Mapping[str, Any] | None, ctx: Context) -> CallToolResult:
+        """Validate, call and shape the result (see the module docs for errors).
+
+        Cancellation: the function is cancelled with the request (a threaded sync function
+        is waited for); ``trio.Cancelled`` propagates.
+        """
+        version = ctx.protocol_version
+        try:
+            kwargs = self.binder.bind(arguments, ctx)
+        except ValidationError as exc:
+            message = f"Invalid arguments for tool {self.name!r}: {exc}"
+            if input_errors_are_tool_errors(version):
+                return text_result(message, is_error=True)
+            raise McpError(INVALID_PARAMS, message, {"path": exc.path, "reason": exc.reason}) \
+                from None
+        try:
+            if self.run_sync_in_thread:
+                value = await trio.to_thread.run_sync(functools.partial(self.fn, **kwargs))
+            else:
+                value = await call(self.info, kwargs)
+            return to_call_result(value, self.output, self.name, version)
+        except Exception as exc:
+            return self._failure(exc)
+
+    def _failure(self, exc: Exception) -> CallToolResult:
+        if isinstance(exc, BaseExceptionGroup):
+            only = single_exception(exc)
+            if isinstance(only, Exception):
+                exc = only
+        if isinstance(exc, ToolError):
+            return text_result(str(exc) or f"Tool {self.name!r} failed", is_error=True)
+        if isinstance(exc, LocalProtocolError):
+            return text_result(exc.message, is_error=True)
+        if isinstance(exc, McpError):
+            raise exc
+        if isinstance(exc, ResultError):
+            logger.error("tool %r: %s", self.name, exc)
+        else:
+            logger.error("tool %r raised an exception", self.name, exc_info=exc)
+        return text_result(
+            f"Tool {self.name!r} failed with an internal error", is_error=True
+        )
