@@ -132,3 +132,31 @@ async def test_attach_by_hand_and_its_misuse() -> None:
     async with open_session(other_end, role=Role.SERVER, handler=RecordingServer()) as wrong:
         with pytest.raises(LocalProtocolError, match="role"):
             await Client().attach(wrong)
+
+
+async def test_a_deadline_around_the_whole_block_still_tells_the_server(
+    autojump_clock: Any,
+) -> None:
+    # The deadline covers the client's session too, not just the call: the cancel must
+    # still reach the server as notifications/cancelled, and the close must not wait out
+    # its whole bound (regression: the session's writer and closer died with the block).
+    server = RecordingServer()
+    seen: list[bool] = []
+
+    @server.request_handler("tools/call")
+    async def call(ctx: RequestContext) -> CallToolResult:
+        try:
+            await trio.sleep_forever()
+        finally:
+            seen.append(ctx.cancelled_by_peer)
+
+    client_end, server_end = memory_transport_pair()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve_session, server_end, server)
+        with trio.move_on_after(5) as scope:
+            async with connect_transport(client_end) as client:
+                await client.call_tool("slow", timeout=None)
+        assert scope.cancelled_caught
+        assert trio.current_time() == pytest.approx(5)
+        await trio.testing.wait_all_tasks_blocked()
+        assert seen == [True]

@@ -119,7 +119,11 @@ class Session:
         self._write_busy = False
         self._write_free = trio.Event()
         self._closed = trio.Event()
-        self._services = trio.CancelScope()
+        # Shielded: a cancel from outside the session (a deadline around the whole
+        # ``async with``) must not kill the writer and closer before the close sequence
+        # has run (sent our notifications/cancelled, flushed, closed the transport).
+        # The closer cancels this scope at its end; open_session does after close_bound.
+        self._services = trio.CancelScope(shield=True)
         self.closing = False
         #: Why the session closed (for logs and errors), once it has.
         self.close_reason: str | None = None
@@ -621,6 +625,7 @@ async def open_session(
             with trio.CancelScope(shield=True) as scope:
                 scope.deadline = trio.current_time() + options.close_bound
                 await session.wait_closed()
+            session._services.cancel()  # shielded: the nursery's cancel cannot reach it
             nursery.cancel_scope.cancel()
 
 
