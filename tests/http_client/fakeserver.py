@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -45,7 +46,7 @@ class DropConnection(Exception):
 class Reply:
     """How an app answers one request."""
 
-    def __init__(self, stream: trio.SocketStream, conn: h11.Connection) -> None:
+    def __init__(self, stream: trio.abc.Stream, conn: h11.Connection) -> None:
         self._stream = stream
         self._conn = conn
         self.started = False
@@ -124,13 +125,14 @@ class FakeServer:
         self.app = app
         self.requests: list[Request] = []
         self.port = 0
+        self.scheme = "http"
         self.connections = 0
         self.active = 0
         self.max_active = 0
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
+        return f"{self.scheme}://127.0.0.1:{self.port}/mcp"
 
     def of(self, method: str) -> list[Request]:
         """Requests with this HTTP method, or POSTs carrying this JSON-RPC method."""
@@ -138,7 +140,7 @@ class FakeServer:
             return [r for r in self.requests if r.method == method]
         return [r for r in self.requests if r.rpc_method == method]
 
-    async def handle(self, stream: trio.SocketStream) -> None:
+    async def handle(self, stream: trio.abc.Stream) -> None:
         self.connections += 1
         number = self.connections
         conn = h11.Connection(h11.SERVER)
@@ -173,7 +175,7 @@ class FakeServer:
             await trio.aclose_forcefully(stream)
 
     async def _read_request(
-        self, stream: trio.SocketStream, conn: h11.Connection, number: int
+        self, stream: trio.abc.Stream, conn: h11.Connection, number: int
     ) -> Request | None:
         head: h11.Request | None = None
         body = bytearray()
@@ -202,13 +204,22 @@ class FakeServer:
 
 
 @asynccontextmanager
-async def fake_server(app: App) -> AsyncIterator[FakeServer]:
+async def fake_server(app: App, *, tls: ssl.SSLContext | None = None) -> AsyncIterator[FakeServer]:
+    """Serve ``app`` on 127.0.0.1 (a free port); over TLS when given a server context."""
     server = FakeServer(app)
-    async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(
-            functools.partial(trio.serve_tcp, server.handle, 0, host="127.0.0.1")
+    if tls is None:
+        serve = functools.partial(trio.serve_tcp, server.handle, 0, host="127.0.0.1")
+    else:
+        serve = functools.partial(
+            trio.serve_ssl_over_tcp, server.handle, 0, tls, host="127.0.0.1", https_compatible=True
         )
-        server.port = listeners[0].socket.getsockname()[1]
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(serve)
+        listener = listeners[0]
+        socket_listener = listener.transport_listener if tls is not None else listener
+        server.port = socket_listener.socket.getsockname()[1]
+        if tls is not None:
+            server.scheme = "https"
         yield server
         nursery.cancel_scope.cancel()
 

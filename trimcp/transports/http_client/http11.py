@@ -210,7 +210,11 @@ async def open_connection(
         except BaseException as exc:
             await trio.aclose_forcefully(tls)
             if isinstance(exc, (trio.BrokenResourceError, OSError)):
-                raise HttpClientError(f"TLS handshake with {endpoint.url} failed: {exc}") from None
+                # trio wraps the ssl error (the useful part) as the cause.
+                reason = _describe(exc.__cause__ or exc)
+                raise HttpClientError(
+                    f"TLS handshake with {endpoint.url} failed: {reason}"
+                ) from None
             raise
         stream = tls
     return HttpConnection(stream, max_header_bytes=max_header_bytes)

@@ -21,15 +21,12 @@ Any other failure answers the affected request with an error (see :mod:`.errors`
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 
-import attrs
 import trio
 
 from trimcp.errors import INTERNAL_ERROR, McpError
 from trimcp.protocol.jsonrpc import RequestId
-from trimcp.protocol.sse import EventTooLarge
-from trimcp.transports.base import MessageTooLarge
+from trimcp.transports.http_client.answers import EXCERPT, AnswerReader, Sink, StreamEnd
 from trimcp.transports.http_client.errors import (
     HTTP_ERRORS,
     HttpClientError,
@@ -44,10 +41,8 @@ from trimcp.transports.http_client.messages import (
     Inbound,
     OutgoingInfo,
     describe_outgoing,
-    error_reply,
     protocol_version_of,
     split_inbound,
-    with_id,
 )
 from trimcp.transports.http_client.options import HttpClientOptions
 from trimcp.transports.http_client.sse_reader import SseReader
@@ -58,24 +53,7 @@ logger = logging.getLogger("trimcp.http_client")
 
 ACCEPT_POST = "application/json, text/event-stream"
 ACCEPT_SSE = "text/event-stream"
-#: Bytes of an error body kept for the error message (and parsed if it is JSON-RPC).
-_EXCERPT = 64 * 1024
-#: After the answer arrived, how long the rest of an event stream may take to end
-#: before its connection is closed instead of reused.
-_DRAIN_GRACE = 1.0
 _MAX_SESSION_ID = 1024
-
-Sink = Callable[[Inbound, set[RequestId]], Awaitable[None]]
-
-
-@attrs.frozen
-class _StreamEnd:
-    """An answer stream ended before every answer arrived."""
-
-    last_event_id: str | None
-    retry_ms: int | None
-    progressed: bool
-    error: HttpClientError | None
 
 
 class _Expired(Exception):
@@ -106,6 +84,7 @@ class StreamableHttpClient:
         self._pool = pool
         self._inbox = inbox
         self._tasks = tasks
+        self._answers = AnswerReader(endpoint, options, inbox)
         self._slots = trio.Semaphore(options.max_connections)
         self._posts: dict[RequestId, trio.CancelScope] = {}
         self._reinit_lock = trio.Lock()
@@ -178,7 +157,7 @@ class StreamableHttpClient:
         except Exception as exc:
             # Never leave a caller waiting because of a bug here.
             logger.exception("the HTTP transport failed on a request")
-            await self._fail(
+            await self._answers.fail(
                 pending, McpError(INTERNAL_ERROR, f"HTTP client transport failure: {exc}")
             )
         finally:
@@ -211,7 +190,7 @@ class StreamableHttpClient:
 
     async def _post_request(
         self, data: bytes, info: OutgoingInfo, pending: set[RequestId]
-    ) -> _StreamEnd | None:
+    ) -> StreamEnd | None:
         options = self._options
         session_id = None if info.is_initialize else self.session_id
         headers = self._headers(ACCEPT_POST, body=True, session=not info.is_initialize)
@@ -228,25 +207,27 @@ class StreamableHttpClient:
                     self._mode_known.set()
                     self._mode_known = None
                 if not 200 <= status < 300:
-                    await self._fail_status(response, pending)
+                    await self._answers.fail_status(response, pending)
                     return None
                 if info.is_initialize:
                     self._take_session_id(response)
                 sink = self._sink_for(info)
                 if response.content_type == "application/json":
-                    await self._read_json(response, pending, sink)
+                    await self._answers.read_json(response, pending, sink)
                     return None
                 if response.content_type == "text/event-stream":
-                    return await self._read_sse(response, pending, sink)
+                    return await self._answers.read_sse(response, pending, sink)
                 detail = (
                     "the server accepted the request but sent no answer"
                     if status == 202 or response.headers.get("content-length") == "0"
                     else f"unexpected content type {response.content_type!r}"
                 )
-                await self._fail(pending, HttpStatusError(status, self._endpoint.url, "", detail))
+                await self._answers.fail(
+                    pending, HttpStatusError(status, self._endpoint.url, "", detail)
+                )
                 return None
         except HttpClientError as exc:
-            await self._fail(pending, exc)
+            await self._answers.fail(pending, exc)
             return None
 
     async def _post_other(self, data: bytes, info: OutgoingInfo) -> None:
@@ -264,7 +245,7 @@ class StreamableHttpClient:
                 ) as response:
                     # Bodies of answers to notifications mean nothing; read a bounded
                     # part so a small one leaves the connection reusable.
-                    body = await response.read_excerpt(_EXCERPT, options.timeout)
+                    body = await response.read_excerpt(EXCERPT, options.timeout)
                     status = response.status
             except HttpClientError as exc:
                 logger.warning("could not send %s: %s", info.method or "a message", exc.message)
@@ -313,7 +294,7 @@ class StreamableHttpClient:
 
     def _sink_for(self, info: OutgoingInfo) -> Sink:
         if not info.is_initialize:
-            return self._deliver
+            return self._answers.deliver
 
         async def deliver_initialize(item: Inbound, pending: set[RequestId]) -> None:
             if item.answers == self._init_id and item.answers in pending:
@@ -321,99 +302,11 @@ class StreamableHttpClient:
                 if version is not None:
                     # Before the engine sees the result: its next message needs the header.
                     self.protocol_version = version
-            await self._deliver(item, pending)
+            await self._answers.deliver(item, pending)
 
         return deliver_initialize
 
-    async def _deliver(self, item: Inbound, pending: set[RequestId]) -> None:
-        data = item.data
-        if item.answers is not None:
-            pending.discard(item.answers)
-        elif item.null_id_error and len(pending) == 1:
-            data = with_id(data, pending.pop())
-        await self._inbox.put(data)
-
-    async def _read_json(self, response: Response, pending: set[RequestId], sink: Sink) -> None:
-        options = self._options
-        try:
-            body = await response.read_all(options.max_message_bytes, options.sse_read_timeout)
-        except HttpClientError as exc:
-            await self._fail(pending, exc)
-            return
-        for item in split_inbound(body):
-            await sink(item, pending)
-        if pending:
-            await self._fail(
-                pending,
-                HttpStatusError(
-                    response.status,
-                    self._endpoint.url,
-                    "",
-                    "the JSON answer holds no response to this request",
-                ),
-            )
-
-    async def _read_sse(
-        self,
-        response: Response,
-        pending: set[RequestId],
-        sink: Sink,
-        resume_from: str | None = None,
-    ) -> _StreamEnd | None:
-        """Feed an answer stream to ``sink`` until every pending id is answered.
-
-        Returns None when done (answered, or failed and answered with an error), else
-        where to resume from (``resume_from`` if this stream gave no new event id).
-        """
-        options = self._options
-        reader = SseReader(
-            response,
-            max_event_bytes=options.max_message_bytes,
-            idle_timeout=options.sse_read_timeout,
-        )
-        error: HttpClientError | None = None
-        try:
-            while pending:
-                event = await reader.next_event()
-                if event is None:
-                    break
-                if isinstance(event, EventTooLarge):
-                    # Most likely the answer itself: fail now rather than wait for nothing.
-                    await self._fail(
-                        pending,
-                        HttpClientError(
-                            f"an event from the server exceeded the {event.limit}-byte limit",
-                            {"limit": event.limit},
-                        ),
-                    )
-                    return None
-                if event.event != "message" or not event.data:
-                    continue  # priming events, keep-alives, unknown event types
-                for item in split_inbound(event.data.encode("utf-8")):
-                    await sink(item, pending)
-        except HttpClientError as exc:
-            error = exc
-        if not pending:
-            await self._drain(response)
-            return None
-        last_event_id = reader.last_event_id or resume_from
-        if last_event_id is None:
-            reason = (
-                f"the answer stream ended without an answer{f' ({error.message})' if error else ''}"
-            )
-            await self._fail(pending, HttpClientError(reason))
-            return None
-        return _StreamEnd(last_event_id, reader.retry_ms, reader.progressed, error)
-
-    async def _drain(self, response: Response) -> None:
-        with trio.move_on_after(_DRAIN_GRACE):
-            try:
-                while await response.read_chunk(self._options.sse_read_timeout):
-                    pass
-            except HttpClientError:
-                pass
-
-    async def _resume(self, info: OutgoingInfo, pending: set[RequestId], end: _StreamEnd) -> None:
+    async def _resume(self, info: OutgoingInfo, pending: set[RequestId], end: StreamEnd) -> None:
         """Reconnect by GET with ``Last-Event-ID`` until the answers arrive (bounded)."""
         options = self._options
         last_event_id: str = end.last_event_id or ""
@@ -426,21 +319,21 @@ class StreamableHttpClient:
             headers = self._headers(ACCEPT_SSE)
             headers["last-event-id"] = last_event_id
             session_id = self.session_id
-            result: _StreamEnd | None = None
+            result: StreamEnd | None = None
             try:
                 async with self._pool.request(
                     "GET", self._endpoint, headers, head_timeout=options.timeout
                 ) as response:
                     if response.status == 404 and session_id is not None:
-                        await self._fail(
+                        await self._answers.fail(
                             pending,
                             SessionExpired("the session expired while an answer was awaited"),
                         )
                         return
                     if response.status != 200 or response.content_type != "text/event-stream":
-                        await self._fail_status(response, pending)
+                        await self._answers.fail_status(response, pending)
                         return
-                    result = await self._read_sse(response, pending, sink, last_event_id)
+                    result = await self._answers.read_sse(response, pending, sink, last_event_id)
             except HttpClientError as exc:
                 last_error = exc
                 failures += 1
@@ -453,41 +346,13 @@ class StreamableHttpClient:
                 failures = 0 if result.progressed else failures + 1
             if failures >= options.max_reconnect_attempts:
                 detail = f": {last_error.message}" if last_error is not None else ""
-                await self._fail(
+                await self._answers.fail(
                     pending,
                     HttpClientError(
                         f"the answer stream could not be resumed after {failures} attempts{detail}"
                     ),
                 )
                 return
-
-    async def _fail_status(self, response: Response, pending: set[RequestId]) -> None:
-        """Answer pending requests for an error status, passing on a JSON-RPC error body."""
-        body = await response.read_excerpt(_EXCERPT, self._options.timeout)
-        if response.content_type == "application/json" and body:
-            for item in split_inbound(body):
-                if item.answers in pending or (item.null_id_error and len(pending) == 1):
-                    await self._deliver(item, pending)
-        if not pending:
-            return
-        detail = response.reason
-        location = response.headers.get("location")
-        if 300 <= response.status < 400 and location:
-            detail = f"redirect to {location} not followed"
-        await self._fail(
-            pending,
-            HttpStatusError(
-                response.status, self._endpoint.url, body.decode("utf-8", "replace"), detail
-            ),
-        )
-
-    async def _fail(self, pending: set[RequestId], error: McpError) -> None:
-        """Answer every pending request locally with ``error``."""
-        if pending:
-            logger.info("request %s failed: %s", sorted(map(str, pending)), error.message)
-        for request_id in sorted(pending, key=str):
-            await self._inbox.put(error_reply(request_id, error))
-        pending.clear()
 
     # --- the standalone GET stream ------------------------------------------------------
 
@@ -526,7 +391,7 @@ class StreamableHttpClient:
                         idle_timeout=options.sse_read_timeout,
                     )
                     try:
-                        await self._pump(reader)
+                        await self._answers.pump(reader)
                     finally:
                         last_event_id = reader.last_event_id or last_event_id
                         retry_ms = reader.retry_ms if reader.retry_ms is not None else retry_ms
@@ -538,14 +403,6 @@ class StreamableHttpClient:
                 logger.info("giving up the GET stream after %d attempts", failures)
                 return
             await trio.sleep(options.reconnect_wait(retry_ms, failures))
-
-    async def _pump(self, reader: SseReader) -> None:
-        while (event := await reader.next_event()) is not None:
-            if isinstance(event, EventTooLarge):
-                await self._inbox.put(MessageTooLarge(event.limit))
-            elif event.event == "message" and event.data:
-                for item in split_inbound(event.data.encode("utf-8")):
-                    await self._inbox.put(item.data)
 
     # --- session expiry and fallback ------------------------------------------------------
 
@@ -602,7 +459,7 @@ class StreamableHttpClient:
                     for item in split_inbound(body):
                         await capture(item, pending)
                 elif response.content_type == "text/event-stream":
-                    await self._read_sse(response, pending, capture)
+                    await self._answers.read_sse(response, pending, capture)
         except HttpClientError as exc:
             logger.warning("re-initialization failed: %s", exc.message)
             return False
@@ -621,7 +478,7 @@ class StreamableHttpClient:
                     self._initialized_note,
                     head_timeout=options.timeout,
                 ) as response:
-                    await response.read_excerpt(_EXCERPT, options.timeout)
+                    await response.read_excerpt(EXCERPT, options.timeout)
                     if not 200 <= response.status < 300:
                         return False
             except HttpClientError:
@@ -631,7 +488,7 @@ class StreamableHttpClient:
 
     async def _session_lost(self, pending: set[RequestId]) -> None:
         """The session is gone for good: answer ``pending`` and end the session."""
-        await self._fail(pending, SessionExpired("the server ended the session (HTTP 404)"))
+        await self._answers.fail(pending, SessionExpired("the server ended the session (HTTP 404)"))
         self._expired = True
         self._inbox.close()
 
@@ -642,7 +499,7 @@ class StreamableHttpClient:
         try:
             await legacy.wait_ready()
         except HTTP_ERRORS as exc:
-            await self._fail(
+            await self._answers.fail(
                 pending,
                 HttpClientError(
                     f"HTTP {status} from {self._endpoint.url} for initialize, and no HTTP+SSE "
@@ -671,7 +528,7 @@ class StreamableHttpClient:
                     self._headers(ACCEPT_POST),
                     head_timeout=options.delete_timeout,
                 ) as response:
-                    await response.read_excerpt(_EXCERPT, options.delete_timeout)
+                    await response.read_excerpt(EXCERPT, options.delete_timeout)
                     if not (200 <= response.status < 300 or response.status in (404, 405)):
                         logger.info("DELETE of the session got HTTP %d", response.status)
             except (HttpClientError, trio.ClosedResourceError) as exc:
