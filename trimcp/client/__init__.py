@@ -7,7 +7,6 @@ see ``docs/client.md``.
 from trimcp.client.client import DEFAULT_MAX_PAGES as DEFAULT_MAX_PAGES
 from trimcp.client.client import Client as Client
 from trimcp.client.client import ClientKwargs as ClientKwargs
-from trimcp.client.client import PageIterator as PageIterator
 from trimcp.client.connect import connect_memory as connect_memory
 from trimcp.client.connect import connect_stdio as connect_stdio
 from trimcp.client.connect import connect_transport as connect_transport
@@ -23,5 +22,6 @@ from trimcp.client.handlers import NotificationCallback as NotificationCallback
 from trimcp.client.handlers import Progress as Progress
 from trimcp.client.handlers import RootsProvider as RootsProvider
 from trimcp.client.handlers import SamplingHandler as SamplingHandler
+from trimcp.client.pagination import PageIterator as PageIterator
 from trimcp.client.schema import SchemaUnsupported as SchemaUnsupported
 from trimcp.client.schema import SchemaViolation as SchemaViolation

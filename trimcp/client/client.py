@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Generic, TypeVar, Unpack
+from typing import Any, TypeVar, Unpack
 
 from trimcp import __version__
-from trimcp.client.errors import PaginationError, ToolOutputError
+from trimcp.client.errors import ToolOutputError
 from trimcp.client.handlers import (
     ClientHandlers,
     HandlerKwargs,
@@ -32,6 +32,7 @@ from trimcp.client.handlers import (
     RootsProvider,
     call_maybe_async,
 )
+from trimcp.client.pagination import PageIterator
 from trimcp.client.schema import SchemaUnsupported, SchemaViolation, validate
 from trimcp.errors import LocalProtocolError
 from trimcp.protocol.lifecycle import Role
@@ -86,71 +87,6 @@ def _typed(result: Any, cls: type[R]) -> R:
     if not isinstance(result, cls):
         raise TypeError(f"expected {cls.__name__}, got {type(result).__name__}")
     return result
-
-
-class PageIterator(Generic[T]):
-    """Async iterator over every item of a paginated listing, fetching pages on demand.
-
-    Raises :class:`PaginationError` (after yielding the items received so far) when the
-    server repeats a cursor or the listing runs past ``max_pages`` pages. Cancellation:
-    cancelling a fetch cancels that request (see the module docstring); the iterator
-    should then be dropped.
-    """
-
-    def __init__(
-        self,
-        method: str,
-        fetch: Callable[[str | None], Awaitable[tuple[list[T], str | None]]],
-        max_pages: int,
-    ) -> None:
-        if max_pages < 1:
-            raise ValueError(f"max_pages must be >= 1, got {max_pages!r}")
-        self._method = method
-        self._fetch = fetch
-        self._max_pages = max_pages
-        self._buffer: list[T] = []
-        self._index = 0
-        self._cursor: str | None = None
-        self._seen: set[str] = set()
-        self._pages = 0
-        self._done = False
-        self._stop: PaginationError | None = None
-
-    @property
-    def pages(self) -> int:
-        """How many pages have been fetched so far."""
-        return self._pages
-
-    def __aiter__(self) -> PageIterator[T]:
-        return self
-
-    async def __anext__(self) -> T:
-        while self._index >= len(self._buffer):
-            if self._stop is not None:
-                raise self._stop
-            if self._done:
-                raise StopAsyncIteration
-            if self._pages >= self._max_pages:
-                raise PaginationError(
-                    self._method, self._pages, f"the listing did not end within {self._max_pages}"
-                    " pages (max_pages)"
-                )
-            items, cursor = await self._fetch(self._cursor)
-            self._pages += 1
-            self._buffer, self._index = items, 0
-            if cursor is None:
-                self._done = True
-            elif cursor in self._seen or cursor == self._cursor:
-                self._stop = PaginationError(
-                    self._method, self._pages, f"the server repeated the cursor {cursor[:80]!r}"
-                )
-            else:
-                if self._cursor is not None:
-                    self._seen.add(self._cursor)
-                self._cursor = cursor
-        item = self._buffer[self._index]
-        self._index += 1
-        return item
 
 
 class ClientKwargs(HandlerKwargs, total=False):
@@ -209,8 +145,8 @@ class Client:
 
         Raises what the handshake raised: the server's :class:`McpError`,
         :class:`RequestTimeout`, :class:`SessionClosed` (the server went away), or
-        :class:`McpError` with ``-32022``-style data when the server chose a version we do
-        not speak. ``initialize`` cannot be cancelled on the wire; cancelling the caller
+        :class:`McpError` with code ``-32022`` when the server chose a version we do not
+        speak. ``initialize`` cannot be cancelled on the wire; cancelling the caller
         leaves the session unusable, so close it.
         """
         if self._session is not None:
