@@ -15,7 +15,7 @@ class PageIterator(Generic[T]):
 
     Raises :class:`PaginationError` (after yielding the items received so far) when the
     server repeats a cursor or the listing runs past ``max_pages`` pages. Cancellation:
-    cancelling a fetch cancels that request (see the module docstring); the iterator
+    cancelling a fetch cancels that request (see :mod:`trimcp.client.client`); the iterator
     should then be dropped.
     """
 
