@@ -100,9 +100,17 @@ def _is_unstructured(annotation: Any) -> bool:
     if origin in (typing.Union, types.UnionType):
         return any(_is_unstructured(member) for member in get_args(base))
     if origin in (list, tuple, Sequence, typing.Sequence):
+        # A list of content blocks is content; a list of strings is data.
         args = [a for a in get_args(base) if a is not Ellipsis]
-        return bool(args) and all(_is_unstructured(a) for a in args)
+        return bool(args) and all(_is_content(a) for a in args)
     return False
+
+
+def _is_content(annotation: Any) -> bool:
+    base, _ = unwrap(annotation)
+    if get_origin(base) in (typing.Union, types.UnionType):
+        return all(_is_content(member) for member in get_args(base))
+    return base in (Any, object, *_BLOCKS, *_MEDIA) or base == ContentBlock
 
 
 @attrs.frozen

@@ -56,8 +56,21 @@ _SEQUENCES: Final = frozenset({list, Sequence, typing.Sequence, typing.List})  #
 _SETS: Final = frozenset({set, frozenset, Set, typing.AbstractSet})
 _MAPPINGS: Final = frozenset({dict, Mapping, typing.Mapping, typing.Dict})  # noqa: UP006
 
-_NUMBER_KEYS: Final = {"ge": "minimum", "gt": "exclusiveMinimum", "le": "maximum",
-                       "lt": "exclusiveMaximum"}
+_NUMBER_KEYS: Final = {
+    "ge": "minimum",
+    "gt": "exclusiveMinimum",
+    "le": "maximum",
+    "lt": "exclusiveMaximum",
+}
+_LENGTH_SUFFIXES: Final[dict[Any, tuple[str, ...]]] = {
+    "string": ("Length",),
+    "array": ("Items",),
+    "object": ("Properties",),
+    "integer": (),
+    "number": (),
+    "boolean": (),
+    "null": (),
+}
 
 
 def _json_kind(value: Any) -> str | None:
@@ -210,15 +223,16 @@ def apply_meta(schema: dict[str, Any], meta: Meta) -> dict[str, Any]:
     kind = schema.get("type")
     for name, value in meta.constraints:
         if name in _NUMBER_KEYS:
-            schema[_NUMBER_KEYS[name]] = value
+            if kind in (None, "integer", "number"):
+                schema[_NUMBER_KEYS[name]] = value
         elif name == "pattern":
-            schema["pattern"] = value
+            if kind in (None, "string"):
+                schema["pattern"] = value
         elif name in ("min_length", "max_length"):
-            suffix = "Length" if kind == "string" else "Items" if kind == "array" else None
-            if suffix is None and kind == "object":
-                suffix = "Properties"
-            if suffix is not None:
-                prefix = "min" if name == "min_length" else "max"
+            prefix = "min" if name == "min_length" else "max"
+            # Length keywords are per JSON type; when the type is open (a union), write
+            # the ones that could apply, as the converter checks them all.
+            for suffix in _LENGTH_SUFFIXES.get(kind, ("Length", "Items", "Properties")):
                 schema[prefix + suffix] = value
     return schema
 
