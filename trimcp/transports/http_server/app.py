@@ -1,0 +1,487 @@
+"""The ASGI application: one Streamable HTTP endpoint (POST, GET, DELETE), plus lifespan.
+
+Every request passes the same gate, in this order, before anything is read or allocated:
+path (404), duplicated headers (400), ``Host`` (421), ``Origin`` (403), authentication (the
+hook's answer), ``MCP-Protocol-Version`` (400), method (405), media types (415, 406),
+session id (400 missing, 404 unknown or another principal's), ``Content-Length`` (413).
+Then the body is read within its size and time bounds, parsed, and handed to the session.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Hashable
+from typing import Any, cast
+
+import trio
+
+from trimcp.errors import CONNECTION_CLOSED
+from trimcp.protocol.jsonrpc import (
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    dump_json,
+    request_object,
+)
+from trimcp.protocol.lifecycle import Role
+from trimcp.protocol.versions import (
+    HTTP_DEFAULT_VERSION,
+    SUPPORTED_VERSIONS,
+    V2025_11_25,
+    allows_batches,
+)
+from trimcp.session import SessionHandler, open_session
+from trimcp.transports.http_server import legacy
+from trimcp.transports.http_server.asgi import (
+    JSON_TYPE,
+    SSE_HEADERS,
+    Headers,
+    HttpRejection,
+    Receive,
+    RequestHeaders,
+    Scope,
+    Send,
+    error_body,
+    parse_body,
+    read_body,
+    reject,
+    respond,
+    session_gone,
+)
+from trimcp.transports.http_server.config import HttpServerConfig
+from trimcp.transports.http_server.manager import SessionEntry, SessionManager
+from trimcp.transports.http_server.security import (
+    accepts,
+    host_allowed,
+    is_json_content_type,
+    origin_allowed,
+)
+from trimcp.transports.http_server.streams import (
+    OutStream,
+    Sink,
+    pump,
+    pump_until_disconnect,
+)
+from trimcp.transports.http_server.transport import HttpSessionTransport
+
+logger = logging.getLogger("trimcp.http")
+
+SESSION_HEADER = b"mcp-session-id"
+_STATELESS_INIT_ID = "trimcp-stateless-initialize"
+_INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+
+
+def handler_factory(
+    handler: SessionHandler | Callable[[], SessionHandler],
+) -> Callable[[], SessionHandler]:
+    """A factory for per-session handlers: ``handler`` itself if it is one, shared."""
+    if hasattr(handler, "handle_request"):
+        shared = cast(SessionHandler, handler)
+        return lambda: shared
+    return handler
+
+
+class McpHttpApp:
+    """The ASGI app made by :func:`create_asgi_app`.
+
+    Its session manager must run while requests are served: the ASGI lifespan protocol
+    starts and stops it, or run it yourself with :meth:`run` (in your nursery) and stop it
+    with :meth:`shutdown`. Requests that arrive while it is not running get 503.
+    """
+
+    def __init__(self, factory: Callable[[], SessionHandler], config: HttpServerConfig) -> None:
+        self.config = config
+        self.manager = SessionManager(factory, config)
+        self._factory = factory
+
+    # --- lifetime ---------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the session manager until cancelled or :meth:`shutdown` completes.
+
+        Cancellation: open sessions close with the engine's bounded close sequence.
+        """
+        await self.manager.run(task_status=task_status)
+
+    async def shutdown(self) -> None:
+        """Close every session (bounded by ``config.shutdown_bound``), then stop :meth:`run`.
+
+        Streams end as their sessions close, so the HTTP server can then stop at once.
+        """
+        await self.manager.shutdown()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        message = await receive()
+        if message["type"] != "lifespan.startup":
+            return
+        if self.manager.running:  # run by serve_http or by the user: they stop it too
+            await send({"type": "lifespan.startup.complete"})
+            await receive()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.manager.run)
+            await send({"type": "lifespan.startup.complete"})
+            await receive()  # lifespan.shutdown
+            await self.manager.shutdown()
+            nursery.cancel_scope.cancel()
+        await send({"type": "lifespan.shutdown.complete"})
+
+    # --- the gate ---------------------------------------------------------------------------
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        config = self.config
+        path: str = scope["path"]
+        root: str = scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root) :]
+        try:
+            if path == config.path:
+                headers = self._gate(scope)
+                principal = await self._authenticate(scope)
+                await self._endpoint(scope, receive, send, headers, principal)
+            elif config.legacy_sse and path in (
+                config.legacy_sse_path,
+                config.legacy_messages_path,
+            ):
+                headers = self._gate(scope)
+                principal = await self._authenticate(scope)
+                await legacy.handle(self, path, scope, receive, send, headers, principal)
+            else:
+                raise HttpRejection(404, "Not found")
+        except HttpRejection as rejection:
+            await reject(send, rejection)
+
+    def _gate(self, scope: Scope) -> RequestHeaders:
+        config = self.config
+        headers = RequestHeaders(scope["headers"])
+        if headers.duplicate is not None:
+            name = headers.duplicate.decode("latin-1")
+            raise HttpRejection(400, f"Repeated {name} header")
+        if not host_allowed(headers.get(b"host"), config.hosts):
+            raise HttpRejection(421, "Host not allowed")
+        origin = headers.get(b"origin")
+        if origin is not None and not origin_allowed(origin, config.allowed_origins, config.hosts):
+            raise HttpRejection(403, "Origin not allowed")
+        return headers
+
+    async def _authenticate(self, scope: Scope) -> Hashable | None:
+        hook = self.config.authenticate
+        if hook is None:
+            return None
+        return await hook(scope)
+
+    async def _endpoint(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        headers: RequestHeaders,
+        principal: Hashable | None,
+    ) -> None:
+        version = headers.get(b"mcp-protocol-version")
+        if version is not None and version not in SUPPORTED_VERSIONS:
+            raise HttpRejection(400, f"Unsupported MCP-Protocol-Version: {version[:40]}")
+        method = scope["method"]
+        if method == "POST":
+            await self._post(receive, send, headers, principal)
+        elif method == "GET" and not self.config.stateless:
+            await self._get(receive, send, headers, principal)
+        elif method == "DELETE" and not self.config.stateless:
+            await self._delete(send, headers, principal)
+        else:
+            allow = b"POST" if self.config.stateless else b"GET, POST, DELETE"
+            raise HttpRejection(405, "Method not allowed", headers=[(b"allow", allow)])
+
+    def _session(self, headers: RequestHeaders, principal: Hashable | None) -> SessionEntry:
+        session_id = headers.get(SESSION_HEADER)
+        if session_id is None:
+            raise HttpRejection(400, "Missing Mcp-Session-Id header")
+        entry = self.manager.get(session_id, principal, "streamable")
+        if entry is None:
+            raise session_gone()
+        return entry
+
+    # --- POST -------------------------------------------------------------------------------
+
+    async def _post(
+        self, receive: Receive, send: Send, headers: RequestHeaders, principal: Hashable | None
+    ) -> None:
+        config = self.config
+        if not is_json_content_type(headers.get(b"content-type")):
+            raise HttpRejection(415, "Content-Type must be application/json")
+        accept = headers.get(b"accept")
+        if not accepts(accept, "application/json") or (
+            not config.json_response and not accepts(accept, "text/event-stream")
+        ):
+            raise HttpRejection(
+                406, "Accept must allow application/json and text/event-stream"
+            )
+        entry: SessionEntry | None = None
+        if not config.stateless and headers.get(SESSION_HEADER) is not None:
+            entry = self._session(headers, principal)
+            entry.active += 1
+        try:
+            body = await read_body(
+                receive, config.max_body_bytes, config.body_timeout, headers.get(b"content-length")
+            )
+            messages, batch = parse_body(body)
+            requests = [m for m in messages if type(m) is Request]
+            initialize = next((r for r in requests if r.method == "initialize"), None)
+            if initialize is not None and batch:
+                raise HttpRejection(400, "initialize must not be part of a batch")
+            if config.stateless:
+                await self._post_stateless(send, body, messages, requests, headers)
+                return
+            created = False
+            if entry is None:
+                if initialize is None:
+                    raise HttpRejection(400, "Missing Mcp-Session-Id header")
+                entry = await self._create(principal)
+                entry.active += 1
+                created = True
+            try:
+                await self._post_in_session(send, entry, body, messages, requests, batch)
+            finally:
+                if created and not _negotiated(entry):
+                    self.manager.end(entry, "initialize failed")
+        finally:
+            if entry is not None:
+                entry.active -= 1
+                entry.touch()
+
+    async def _create(self, principal: Hashable | None) -> SessionEntry:
+        config = self.config
+        self.manager.reserve()
+
+        def make_transport(session_id: str) -> HttpSessionTransport:
+            factory = config.event_store_factory
+            return HttpSessionTransport(
+                store=factory(session_id) if factory is not None else None,
+                inbound_queue=config.inbound_queue,
+                backlog_size=config.backlog_size,
+                retry_ms=config.retry_ms,
+            )
+
+        return await self.manager.create(principal, make_transport)
+
+    async def _post_in_session(
+        self,
+        send: Send,
+        entry: SessionEntry,
+        body: bytes,
+        messages: list[Message],
+        requests: list[Request],
+        batch: bool,
+    ) -> None:
+        transport: HttpSessionTransport = entry.transport
+        session = entry.session
+        assert session is not None
+        if batch and not allows_batches(session.connection.protocol_version):
+            raise HttpRejection(400, "Batches are not allowed in this protocol version")
+        ids = [r.id for r in requests]
+        for request_id in ids:
+            if transport.in_flight(request_id) or ids.count(request_id) > 1:
+                raise HttpRejection(
+                    400, f"Request id {request_id!r} is already in use", request_id=request_id
+                )
+        extra = [(SESSION_HEADER, entry.session_id.encode("ascii"))]
+        if not requests:
+            await transport.feed(body, self.config.enqueue_timeout)
+            _apply_cancels(transport, messages)
+            await respond(send, 202, headers=extra)
+            return
+        version = session.connection.protocol_version or _requested_version(requests)
+        await self._answer(send, transport, body, messages, ids, version, extra)
+
+    async def _answer(
+        self,
+        send: Send,
+        transport: HttpSessionTransport,
+        body: bytes,
+        messages: list[Message],
+        ids: list[RequestId],
+        version: str | None,
+        extra: Headers,
+    ) -> None:
+        """Feed the body and write the answers: one JSON body, or an SSE stream."""
+        config = self.config
+        if config.json_response:
+            stream = await transport.open_post_stream(ids, json_mode=True, sink=None, prime=False)
+            await self._feed(transport, stream, body, messages)
+            await stream.done.wait()
+            await _send_json(send, stream, ids, extra)
+            return
+        sink = Sink(config.stream_max_bytes, config.stream_max_messages)
+        prime = version is not None and version >= V2025_11_25
+        stream = await transport.open_post_stream(ids, json_mode=False, sink=sink, prime=prime)
+        await self._feed(transport, stream, body, messages)
+        start = {"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *extra]}
+        await send(start)
+        await pump(send, sink)
+
+    async def _feed(
+        self,
+        transport: HttpSessionTransport,
+        stream: OutStream,
+        body: bytes,
+        messages: list[Message],
+    ) -> None:
+        try:
+            await transport.feed(body, self.config.enqueue_timeout)
+        except BaseException:
+            transport.abandon(stream)
+            raise
+        _apply_cancels(transport, messages)
+
+    async def _post_stateless(
+        self,
+        send: Send,
+        body: bytes,
+        messages: list[Message],
+        requests: list[Request],
+        headers: RequestHeaders,
+    ) -> None:
+        if not requests:
+            await respond(send, 202)  # nothing to answer and no session to tell
+            return
+        config = self.config
+        manager = self.manager
+        manager.reserve()
+        try:
+            transport = HttpSessionTransport(
+                store=None,
+                inbound_queue=config.inbound_queue,
+                backlog_size=config.backlog_size,
+                retry_ms=config.retry_ms,
+            )
+            async with open_session(
+                transport,
+                role=Role.SERVER,
+                handler=self._factory(),
+                options=config.session_options,
+            ):
+                version = _requested_version(requests)
+                if version is None:
+                    version = headers.get(b"mcp-protocol-version") or HTTP_DEFAULT_VERSION
+                    await _initialize_implicitly(transport, version, config.enqueue_timeout)
+                await self._answer(send, transport, body, messages, [r.id for r in requests],
+                                   version, [])
+        finally:
+            manager.release()
+
+    # --- GET and DELETE -----------------------------------------------------------------------
+
+    async def _get(
+        self, receive: Receive, send: Send, headers: RequestHeaders, principal: Hashable | None
+    ) -> None:
+        if not accepts(headers.get(b"accept"), "text/event-stream"):
+            raise HttpRejection(406, "Accept must allow text/event-stream")
+        entry = self._session(headers, principal)
+        transport: HttpSessionTransport = entry.transport
+        config = self.config
+        entry.active += 1
+        sink = Sink(config.stream_max_bytes, config.stream_max_messages)
+        try:
+            last_event_id = headers.get(b"last-event-id")
+            resumed = False
+            if last_event_id is not None and transport.resumable:
+                resumed = await transport.resume(last_event_id, sink)
+                if not resumed:
+                    raise HttpRejection(400, "Unknown Last-Event-ID")
+            if not resumed:
+                session = entry.session
+                version = session.connection.protocol_version if session is not None else None
+                prime = version is not None and version >= V2025_11_25
+                await transport.open_standalone(sink, prime=prime)
+            start_headers = [*SSE_HEADERS, (SESSION_HEADER, entry.session_id.encode("ascii"))]
+            await send({"type": "http.response.start", "status": 200, "headers": start_headers})
+            await pump_until_disconnect(send, receive, sink)
+        finally:
+            sink.finish()
+            transport.detach(sink)
+            entry.active -= 1
+            entry.touch()
+
+    async def _delete(
+        self, send: Send, headers: RequestHeaders, principal: Hashable | None
+    ) -> None:
+        entry = self._session(headers, principal)
+        self.manager.end(entry, "the client ended the session (DELETE)")
+        await respond(send, 204)
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def create_asgi_app(
+    handler: SessionHandler | Callable[[], SessionHandler],
+    *,
+    config: HttpServerConfig | None = None,
+) -> McpHttpApp:
+    """An ASGI app serving MCP over Streamable HTTP at ``config.path`` (default ``/mcp``).
+
+    ``handler`` answers every session (a :class:`SessionHandler` shared by all sessions, or
+    a zero-argument factory called once per session). Run it under hypercorn's trio worker;
+    the ASGI lifespan starts and stops its session manager (see :class:`McpHttpApp`).
+    """
+    return McpHttpApp(handler_factory(handler), config or HttpServerConfig())
+
+
+def _requested_version(requests: list[Request]) -> str | None:
+    for request in requests:
+        if request.method == "initialize" and request.params:
+            version = request.params.get("protocolVersion")
+            return version if isinstance(version, str) else None
+    return None
+
+
+def _negotiated(entry: SessionEntry) -> bool:
+    return entry.session is not None and entry.session.negotiated is not None
+
+
+def _apply_cancels(transport: HttpSessionTransport, messages: list[Message]) -> None:
+    # A cancelled request gets no answer: its POST stream must not wait for one.
+    for message in messages:
+        if type(message) is Notification and message.method == "notifications/cancelled":
+            request_id = (message.params or {}).get("requestId")
+            if type(request_id) is int or type(request_id) is str:
+                transport.forget_request(request_id)
+
+
+async def _initialize_implicitly(
+    transport: HttpSessionTransport, version: str, timeout: float
+) -> None:
+    """Stateless mode: run the handshake for the client, with the header's version."""
+    params: dict[str, Any] = {
+        "protocolVersion": version,
+        "capabilities": {},
+        "clientInfo": {"name": "stateless-http-client", "version": "0"},
+    }
+    stream = await transport.open_post_stream(
+        [_STATELESS_INIT_ID], json_mode=True, sink=None, prime=False
+    )
+    await transport.feed(dump_json(request_object(_STATELESS_INIT_ID, "initialize", params)),
+                         timeout)
+    await stream.done.wait()
+    if stream.json_body is None or b'"result"' not in stream.json_body:
+        raise HttpRejection(400, "The server refused the implicit initialization")
+    await transport.feed(_INITIALIZED, timeout)
+
+
+async def _send_json(send: Send, stream: OutStream, ids: list[RequestId], extra: Headers) -> None:
+    body = stream.json_body
+    if body is None:  # the session closed, or the client cancelled, before an answer
+        body = error_body(CONNECTION_CLOSED, "The request ended without an answer",
+                          ids[0] if len(ids) == 1 else None)
+    await respond(send, 200, body, [*extra, JSON_TYPE])

@@ -1,0 +1,185 @@
+"""Small ASGI helpers: request headers, bounded body reading, plain responses."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+import trio
+
+from trimcp.errors import CONNECTION_CLOSED, INVALID_REQUEST, McpError
+from trimcp.protocol import jsonrpc
+from trimcp.protocol.jsonrpc import (
+    InvalidMessage,
+    classify,
+    encode_error,
+    parse_json,
+)
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+Headers = list[tuple[bytes, bytes]]
+
+#: Request headers the server reads; a request repeating one of them is refused (400), so
+#: two ``Host`` or ``Origin`` values can never be checked one way and used another.
+WANTED = frozenset(
+    {
+        b"host",
+        b"origin",
+        b"content-type",
+        b"content-length",
+        b"accept",
+        b"mcp-session-id",
+        b"mcp-protocol-version",
+        b"last-event-id",
+    }
+)
+
+SSE_HEADERS: Headers = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+JSON_TYPE = (b"content-type", b"application/json")
+
+
+class HttpRejection(Exception):
+    """Answer the HTTP request with ``status`` and a JSON-RPC error body, then stop.
+
+    ``code`` is the JSON-RPC code in the body (``-32600`` unless given). Hooks such as
+    ``authenticate`` may raise it, e.g. ``HttpRejection(401, "...", headers=[(b"www-authenticate",
+    b"Bearer")])``.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: int = INVALID_REQUEST,
+        headers: Iterable[tuple[bytes, bytes]] = (),
+        request_id: int | str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.headers = list(headers)
+        self.request_id = request_id
+
+
+class RequestHeaders:
+    """The headers of :data:`WANTED`, decoded as latin-1; ``duplicate`` names a repeated one."""
+
+    __slots__ = ("duplicate", "values")
+
+    def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
+        values: dict[bytes, str] = {}
+        duplicate: bytes | None = None
+        for name, value in raw:
+            name = name.lower()
+            if name in WANTED:
+                if name in values:
+                    duplicate = name
+                values[name] = value.decode("latin-1").strip()
+        self.values = values
+        self.duplicate = duplicate
+
+    def get(self, name: bytes) -> str | None:
+        return self.values.get(name)
+
+
+async def read_body(receive: Receive, limit: int, timeout: float, declared: str | None) -> bytes:
+    """The whole request body, at most ``limit`` bytes, within ``timeout`` seconds.
+
+    Raises :class:`HttpRejection`: 413 when ``Content-Length`` or the bytes read exceed
+    the limit (nothing more is buffered), 408 on timeout, 400 for a bad Content-Length or
+    a client that went away. Cancellation: safe, the body is simply not read.
+    """
+    if declared is not None:
+        if not declared.isdigit() or len(declared) > 18:
+            raise HttpRejection(400, "Bad Content-Length")
+        if int(declared) > limit:
+            raise _too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    with trio.move_on_after(timeout) as scope:
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                raise HttpRejection(400, "The client went away before sending the body")
+            chunk = message.get("body", b"")
+            if not message.get("more_body", False) and not chunks:
+                if len(chunk) > limit:
+                    raise _too_large(limit)
+                return chunk  # type: ignore[no-any-return]
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(limit)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+    if scope.cancelled_caught:
+        raise HttpRejection(408, "The request body did not arrive in time")
+    return b"".join(chunks)
+
+
+def _too_large(limit: int) -> HttpRejection:
+    return HttpRejection(
+        413, f"Body larger than {limit} bytes", headers=[(b"connection", b"close")]
+    )
+
+
+def error_body(code: int, message: str, request_id: int | str | None = None) -> bytes:
+    """A JSON-RPC error response, as the body of an HTTP error."""
+    return encode_error(request_id, McpError(code, message))
+
+
+async def respond(
+    send: Send,
+    status: int,
+    body: bytes = b"",
+    headers: Iterable[tuple[bytes, bytes]] = (),
+    *,
+    content_type: bytes | None = None,
+) -> None:
+    """Send a complete response with a ``Content-Length``."""
+    out: Headers = [(b"content-length", str(len(body)).encode("ascii"))]
+    if content_type is not None:
+        out.append((b"content-type", content_type))
+    out.extend(headers)
+    await send({"type": "http.response.start", "status": status, "headers": out})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def reject(send: Send, rejection: HttpRejection) -> None:
+    """Answer with the rejection's status and a JSON-RPC error body."""
+    body = error_body(rejection.code, rejection.message, rejection.request_id)
+    await respond(send, rejection.status, body, rejection.headers, content_type=b"application/json")
+
+
+def session_gone() -> HttpRejection:
+    return HttpRejection(404, "Session not found", code=CONNECTION_CLOSED)
+
+
+async def wait_for_disconnect(receive: Receive) -> None:
+    """Return once the client has gone (``http.disconnect``); drains anything else."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+def parse_body(body: bytes) -> tuple[list[jsonrpc.Message], bool]:
+    """Parse a POST body into messages (and whether it was a batch); 400 if invalid."""
+    try:
+        parsed = parse_json(body)
+        if isinstance(parsed, list):
+            if not parsed:
+                raise InvalidMessage(INVALID_REQUEST, "Invalid request: empty batch")
+            return [classify(item) for item in parsed], True
+        return [classify(parsed)], False
+    except InvalidMessage as exc:
+        raise HttpRejection(400, exc.message, code=exc.code, request_id=exc.request_id) from None

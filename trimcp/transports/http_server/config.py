@@ -1,0 +1,120 @@
+"""Every limit and switch of the Streamable HTTP server, in one value object.
+
+All bounds have safe defaults; each one is enforced by the module that names it in its
+docstring. Times are seconds on the Trio clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any
+
+import attrs
+
+from trimcp.session import SessionOptions
+from trimcp.transports.http_server.event_store import EventStore, InMemoryEventStore
+
+#: Host names a server accepts by default (with any port): it is meant to be bound to
+#: loopback, and any other name in ``Host`` is a DNS-rebinding attempt.
+LOCALHOST_NAMES: tuple[str, ...] = ("localhost", "127.0.0.1", "[::1]")
+
+#: ``authenticate(scope)`` returns the principal a request acts for (any hashable value,
+#: e.g. a user id), or None for an anonymous request. It may raise ``HttpRejection``
+#: (e.g. 401 with ``WWW-Authenticate``) to refuse the request.
+Authenticate = Callable[[dict[str, Any]], Awaitable[Hashable | None]]
+
+
+def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{attribute.name} must be > 0, got {value!r}")
+
+
+def _path(instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
+    if not value.startswith("/"):
+        raise ValueError(f"{attribute.name} must start with '/', got {value!r}")
+
+
+def _names(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise TypeError("give a sequence of names, not one string")
+    return tuple(value)
+
+
+def default_event_store(session_id: str) -> EventStore:
+    """One bounded in-memory store per session (see :class:`InMemoryEventStore`)."""
+    return InMemoryEventStore()
+
+
+@attrs.frozen(kw_only=True)
+class HttpServerConfig:
+    """How the HTTP server behaves. Every field has a safe default.
+
+    Endpoint:
+      ``path``: the MCP endpoint (POST, GET, DELETE). ``legacy_sse``: also serve the
+      2024-11-05 HTTP+SSE transport at ``legacy_sse_path`` (GET) and
+      ``legacy_messages_path`` (POST).
+    Security:
+      ``allowed_hosts``: ``Host`` names accepted; an entry without a port matches any port,
+      ``"*"`` accepts anything. None means :data:`LOCALHOST_NAMES`. A bad ``Host`` gets 421.
+      ``allowed_origins``: exact origins (``"https://app.example"``; ``"http://h:*"`` for
+      any port) or ``"*"``. None means: an origin whose host is an allowed host. A request
+      without ``Origin`` is allowed; a bad one gets 403.
+      ``authenticate``: see :data:`Authenticate`; sessions are bound to its principal.
+    Limits:
+      ``max_body_bytes`` (413 past it, checked while reading), ``body_timeout`` (408 when
+      the body is not complete in time), ``max_sessions`` (503 past it, nothing
+      allocated), ``idle_timeout`` (sessions with no HTTP activity are closed),
+      ``inbound_queue`` / ``enqueue_timeout`` (POSTed messages waiting for the engine; 503
+      if the engine does not take one in time).
+    Streams:
+      ``stream_max_bytes`` / ``stream_max_messages``: what one SSE response may hold
+      unsent; past it the server ends that response (the client resumes with
+      ``Last-Event-ID``; the events stay in the event store). ``backlog_size``: unrelated
+      server messages kept while no GET stream is open (oldest dropped, logged).
+      ``event_store_factory``: called with each session id; None disables resumability
+      (no event ids, no priming events). ``retry_ms``: the SSE ``retry`` the server sends.
+    Modes:
+      ``stateless``: no session ids; each POST runs in a fresh session, initialized
+      implicitly from ``MCP-Protocol-Version``; the server cannot send requests to the
+      client. ``json_response``: answer POSTs with one JSON body instead of an SSE stream.
+    Sessions:
+      ``session_options``: the engine's bounds for each session. ``shutdown_timeout``:
+      bound on closing every session at shutdown (default: the sessions' close bound + 1).
+    """
+
+    path: str = attrs.field(default="/mcp", validator=_path)
+    allowed_hosts: tuple[str, ...] | None = attrs.field(default=None, converter=_names)
+    allowed_origins: tuple[str, ...] | None = attrs.field(default=None, converter=_names)
+    authenticate: Authenticate | None = None
+    max_body_bytes: int = attrs.field(default=4 * 1024 * 1024, validator=_positive)
+    body_timeout: float = attrs.field(default=30.0, validator=_positive)
+    max_sessions: int = attrs.field(default=1000, validator=_positive)
+    idle_timeout: float = attrs.field(default=30 * 60.0, validator=_positive)
+    inbound_queue: int = attrs.field(default=32, validator=_positive)
+    enqueue_timeout: float = attrs.field(default=30.0, validator=_positive)
+    stream_max_bytes: int = attrs.field(default=1024 * 1024, validator=_positive)
+    stream_max_messages: int = attrs.field(default=1024, validator=_positive)
+    backlog_size: int = attrs.field(default=64, validator=_positive)
+    event_store_factory: Callable[[str], EventStore] | None = default_event_store
+    retry_ms: int = attrs.field(default=1000, validator=_positive)
+    stateless: bool = False
+    json_response: bool = False
+    session_options: SessionOptions = attrs.field(factory=SessionOptions)
+    shutdown_timeout: float | None = None
+    legacy_sse: bool = True
+    legacy_sse_path: str = attrs.field(default="/sse", validator=_path)
+    legacy_messages_path: str = attrs.field(default="/messages", validator=_path)
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        """The effective ``Host`` allowlist."""
+        return self.allowed_hosts if self.allowed_hosts is not None else LOCALHOST_NAMES
+
+    @property
+    def shutdown_bound(self) -> float:
+        """How long closing every session at shutdown may take."""
+        if self.shutdown_timeout is not None:
+            return self.shutdown_timeout
+        return self.session_options.close_bound + 1.0

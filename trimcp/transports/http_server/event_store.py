@@ -1,0 +1,98 @@
+"""Resumability: every SSE event gets an id, and a store keeps events for replay.
+
+A client whose stream broke (or that the server asked to poll) sends ``GET`` with
+``Last-Event-ID``; the server replays what that stream sent after the event and goes on
+with live events. The store is per session (the factory gets the session id), so a client
+can never replay another session's events.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Protocol
+
+logger = logging.getLogger("trimcp.http.events")
+
+
+class EventStore(Protocol):
+    """Where SSE events are kept so a client can resume a stream.
+
+    ``stream_id`` names one logical stream of a session (a POST's answer stream, or the
+    standalone GET stream). An empty ``message`` is a priming event: it has an id but
+    carries nothing and is never replayed. Methods should not block for long: the
+    session's writer waits for :meth:`store`.
+    """
+
+    async def store(self, stream_id: str, message: bytes) -> str:
+        """Keep ``message`` and return its event id (unique in the session, no CR/LF/NUL)."""
+        ...
+
+    async def replay_after(self, event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
+        """The stream ``event_id`` belongs to and its later events as ``(id, message)``.
+
+        None when the id is unknown (never issued, or from another session).
+        """
+        ...
+
+
+class InMemoryEventStore:
+    """Keeps the newest events of one session in memory: bounded, oldest evicted first.
+
+    At most ``max_events`` events and ``max_bytes`` bytes of messages (whichever is hit
+    first; the newest event is always kept). Event ids are ``<stream>_<sequence>``, so a
+    stream is known even after its events were evicted; replaying across evicted events
+    returns what is left and logs how many were lost.
+    """
+
+    def __init__(self, *, max_events: int = 512, max_bytes: int = 4 * 1024 * 1024) -> None:
+        if max_events < 1 or max_bytes < 1:
+            raise ValueError("max_events and max_bytes must be >= 1")
+        self.max_events = max_events
+        self.max_bytes = max_bytes
+        self._events: deque[tuple[int, str, bytes]] = deque()
+        self._bytes = 0
+        self._next = 1
+        self.evicted = 0
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(events, bytes) held now."""
+        return len(self._events), self._bytes
+
+    async def store(self, stream_id: str, message: bytes) -> str:
+        return self.store_nowait(stream_id, message)
+
+    def store_nowait(self, stream_id: str, message: bytes) -> str:
+        """:meth:`store` without the ``await``."""
+        seq = self._next
+        self._next += 1
+        events = self._events
+        events.append((seq, stream_id, message))
+        self._bytes += len(message)
+        while len(events) > 1 and (len(events) > self.max_events or self._bytes > self.max_bytes):
+            _, _, old = events.popleft()
+            self._bytes -= len(old)
+            self.evicted += 1
+        return f"{stream_id}_{seq}"
+
+    async def replay_after(self, event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
+        stream_id, _, raw_seq = event_id.rpartition("_")
+        if not stream_id or not raw_seq.isdigit() or len(raw_seq) > 18:
+            return None
+        after = int(raw_seq)
+        if after >= self._next:
+            return None  # never issued
+        events = self._events
+        if events and after < events[0][0] - 1:
+            logger.warning(
+                "replaying stream %s after event %s: older events were evicted, some may be lost",
+                stream_id,
+                event_id,
+            )
+        replay = [
+            (f"{sid}_{seq}", data)
+            for seq, sid, data in events
+            if seq > after and sid == stream_id and data
+        ]
+        return stream_id, replay

@@ -1,0 +1,207 @@
+"""The session manager: owns the nursery every HTTP session runs in.
+
+One engine session (``open_session``, server role) per MCP session, each in its own task
+in the manager's nursery, so nothing a session starts outlives the manager. The registry
+maps session ids to sessions; a session leaves it at once on DELETE, when it closes, or
+when it was idle for ``idle_timeout``. Shutdown closes every session with the engine's
+bounded close sequence, all in parallel, within ``config.shutdown_bound``.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import trio
+
+from trimcp.protocol.lifecycle import Role
+from trimcp.session import Session, SessionHandler, open_session
+from trimcp.transports.base import Transport
+from trimcp.transports.http_server.asgi import HttpRejection
+from trimcp.transports.http_server.config import HttpServerConfig
+from trimcp.transports.http_server.transport import current_transport
+
+logger = logging.getLogger("trimcp.http")
+
+#: Bytes of randomness in a session id (192 bits; the spec asks for unguessable ids).
+SESSION_ID_BYTES = 24
+
+
+def new_session_id() -> str:
+    """A fresh session id: 32 URL-safe characters (visible ASCII), 192 random bits."""
+    return secrets.token_urlsafe(SESSION_ID_BYTES)
+
+
+class SessionEntry:
+    """A registered session: its transport, engine session, owner and activity."""
+
+    __slots__ = ("active", "closed", "kind", "last_seen", "principal", "running", "session",
+                 "session_id", "transport")
+
+    def __init__(
+        self, session_id: str, principal: Hashable | None, transport: Any, kind: str
+    ) -> None:
+        self.session_id = session_id
+        self.principal = principal
+        self.transport = transport
+        self.kind = kind
+        self.session: Session | None = None
+        #: HTTP requests of this session being served now (a session is never idle then).
+        self.active = 0
+        self.last_seen = trio.current_time()
+        self.closed = False
+        #: The task running this session has begun (it releases the reservation).
+        self.running = False
+
+    def touch(self) -> None:
+        self.last_seen = trio.current_time()
+
+
+class SessionManager:
+    """Creates, finds, ends and reaps sessions. Run it with :meth:`run` first."""
+
+    def __init__(
+        self, handler_factory: Callable[[], SessionHandler], config: HttpServerConfig
+    ) -> None:
+        self._factory = handler_factory
+        self.config = config
+        self._sessions: dict[str, SessionEntry] = {}
+        self._nursery: trio.Nursery | None = None
+        #: Engine sessions alive now (registered ones, closing ones and stateless ones).
+        self.alive = 0
+        self._all_done = trio.Event()
+        self._all_done.set()
+        self.stopping = False
+
+    @property
+    def running(self) -> bool:
+        return self._nursery is not None and not self.stopping
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Own the sessions' nursery until cancelled or :meth:`shutdown` is done.
+
+        Cancellation: every session still open closes with the engine's bounded close
+        sequence (shielded, at most ``session_options.close_bound`` each, in parallel).
+        """
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                self.stopping = False
+                task_status.started()
+                await trio.sleep_forever()
+        finally:
+            self._nursery = None
+
+    async def shutdown(self) -> None:
+        """Refuse new sessions, close every open one, and wait (bounded) until all closed.
+
+        Cancellation: the sessions go on closing in their own tasks; the caller stops waiting.
+        """
+        self.stopping = True
+        for entry in list(self._sessions.values()):
+            self.end(entry, "the server is shutting down")
+        with trio.move_on_after(self.config.shutdown_bound):
+            await self._all_done.wait()
+        if self.alive:
+            logger.warning("%d sessions did not close within the shutdown bound", self.alive)
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
+
+    def reserve(self) -> None:
+        """Count one more live session, or refuse with 503 (nothing allocated yet)."""
+        if self._nursery is None or self.stopping:
+            raise HttpRejection(503, "The server is not accepting sessions")
+        if self.alive >= self.config.max_sessions:
+            raise HttpRejection(503, "Too many sessions; try again later")
+        self.alive += 1
+        self._all_done = trio.Event() if self._all_done.is_set() else self._all_done
+
+    def release(self) -> None:
+        self.alive -= 1
+        if self.alive == 0:
+            self._all_done.set()
+
+    async def create(
+        self,
+        principal: Hashable | None,
+        make_transport: Callable[[str], Transport],
+        *,
+        kind: str = "streamable",
+    ) -> SessionEntry:
+        """Start a new registered session (after :meth:`reserve` succeeded).
+
+        Cancellation: the session is not started and the reservation is released.
+        """
+        session_id = new_session_id()
+        while session_id in self._sessions:  # 192 random bits: never, but be exact
+            session_id = new_session_id()
+        transport = make_transport(session_id)
+        entry = SessionEntry(session_id, principal, transport, kind)
+        nursery = self._nursery
+        if nursery is None:
+            self.release()
+            raise HttpRejection(503, "The server is not accepting sessions")
+        try:
+            await nursery.start(self._run_session, entry)
+        except BaseException:
+            if not entry.running:  # the task never began; nothing else will release
+                self.release()
+            raise
+        self._sessions[session_id] = entry
+        return entry
+
+    def get(self, session_id: str, principal: Hashable | None, kind: str) -> SessionEntry | None:
+        """The live session with this id, if it belongs to ``principal`` (else None: 404)."""
+        entry = self._sessions.get(session_id)
+        if entry is None or entry.closed or entry.kind != kind or entry.principal != principal:
+            return None
+        return entry
+
+    def end(self, entry: SessionEntry, reason: str) -> None:
+        """Deregister at once and start the engine's close sequence (does not wait)."""
+        self._deregister(entry)
+        if entry.session is not None:
+            entry.session.request_close(reason)
+
+    def _deregister(self, entry: SessionEntry) -> None:
+        entry.closed = True
+        if self._sessions.get(entry.session_id) is entry:
+            del self._sessions[entry.session_id]
+
+    async def _run_session(
+        self, entry: SessionEntry, *, task_status: trio.TaskStatus[None]
+    ) -> None:
+        entry.running = True
+        current_transport.set(entry.transport)
+        try:
+            async with open_session(
+                entry.transport,
+                role=Role.SERVER,
+                handler=self._factory(),
+                options=self.config.session_options,
+            ) as session:
+                entry.session = session
+                task_status.started()
+                await self._close_when_idle(entry, session)
+        finally:
+            self._deregister(entry)
+            self.release()
+
+    async def _close_when_idle(self, entry: SessionEntry, session: Session) -> None:
+        idle = self.config.idle_timeout
+        while not session.closed:
+            with trio.move_on_at(entry.last_seen + idle):
+                await session.wait_closed()
+                return
+            if entry.active == 0 and trio.current_time() >= entry.last_seen + idle:
+                logger.info("closing session %s…: idle for %gs", entry.session_id[:8], idle)
+                self.end(entry, f"idle for {idle:g}s")
+                await session.wait_closed()
+                return
+            if entry.active:
+                entry.touch()  # busy: look again one idle period from now

@@ -1,0 +1,206 @@
+"""Outgoing streams: a logical stream of messages, and the HTTP response it writes into.
+
+A **logical stream** (:class:`OutStream`) is what the spec calls a stream: the answers to
+one POST, or the standalone GET stream. It outlives any one HTTP response: when a client
+reconnects with ``Last-Event-ID``, a new response (:class:`Sink`) is attached to it.
+
+A :class:`Sink` is a bounded queue between the session's writer (which never waits on a
+client) and the task answering the HTTP request (which writes at the client's pace). When a
+client reads too slowly and the queue is full, the sink is *overflowed*: it is detached
+and ends after what it holds, and the stream goes on into the event store only, so memory
+stays bounded and the client can resume.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+
+import trio
+
+from trimcp.protocol.jsonrpc import RequestId, dump_json
+from trimcp.protocol.sse import encode_event
+from trimcp.transports.http_server.asgi import Receive, Send, wait_for_disconnect
+
+logger = logging.getLogger("trimcp.http")
+
+_RESPONSE_PREFIX = b'{"jsonrpc":"2.0","id":'
+
+
+def response_prefix(request_id: RequestId) -> bytes:
+    """The bytes every answer to ``request_id`` starts with (trimcp's encoder is compact)."""
+    return _RESPONSE_PREFIX + dump_json(request_id)
+
+
+def is_answer(data: bytes, prefix: bytes) -> bool:
+    """Whether ``data`` is the result or error answering the request of ``prefix``."""
+    if not data.startswith(prefix):
+        return False
+    n = len(prefix)
+    tail = data[n : n + 8]
+    return tail == b',"result' or tail == b',"error"'
+
+
+def sse_message(data: bytes, event_id: str | None) -> bytes:
+    """One ``message`` event carrying one JSON-RPC message (or batch)."""
+    if b"\n" in data or b"\r" in data:  # never from our encoder, but stay correct
+        return encode_event(data.decode("utf-8"), event="message", id=event_id)
+    if event_id is None:
+        return b"event: message\ndata: " + data + b"\n\n"
+    return b"event: message\nid: " + event_id.encode("utf-8") + b"\ndata: " + data + b"\n\n"
+
+
+def sse_priming(event_id: str, retry_ms: int) -> bytes:
+    """The event that opens a resumable stream: an id, the retry delay, no data."""
+    return encode_event("", id=event_id, retry_ms=retry_ms)
+
+
+def sse_retry(retry_ms: int) -> bytes:
+    """A field block that only sets the client's reconnection delay (dispatches nothing)."""
+    return f"retry: {retry_ms}\n\n".encode("ascii")
+
+
+class Sink:
+    """The unsent bytes of one HTTP response: bounded by bytes and by chunks.
+
+    One chunk is always accepted when the queue is empty, so a single large message is
+    never refused; past the bounds :meth:`put` refuses and the sink is finished.
+    """
+
+    __slots__ = ("_bytes", "_chunks", "_max_bytes", "_max_chunks", "_wakeup", "finished",
+                 "overflowed")
+
+    def __init__(self, max_bytes: int, max_chunks: int) -> None:
+        self._chunks: deque[bytes] = deque()
+        self._bytes = 0
+        self._max_bytes = max_bytes
+        self._max_chunks = max_chunks
+        self._wakeup = trio.Event()
+        #: No more chunks will come; the response ends once the queue is drained.
+        self.finished = False
+        #: The client was too slow; chunks after the overflow were refused.
+        self.overflowed = False
+
+    @property
+    def buffered(self) -> int:
+        return self._bytes
+
+    def put(self, chunk: bytes) -> bool:
+        """Queue a chunk; False (and the sink finishes) if that would pass the bounds."""
+        if self.finished:
+            return False
+        if self._chunks and (
+            self._bytes + len(chunk) > self._max_bytes or len(self._chunks) >= self._max_chunks
+        ):
+            self.overflowed = True
+            self.finish()
+            return False
+        self._chunks.append(chunk)
+        self._bytes += len(chunk)
+        self._wakeup.set()
+        return True
+
+    def finish(self) -> None:
+        """End the response after what is queued. Idempotent."""
+        self.finished = True
+        self._wakeup.set()
+
+    def take_nowait(self) -> bytes:
+        """Everything queued, joined (maybe empty)."""
+        chunks = self._chunks
+        if not chunks:
+            return b""
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        chunks.clear()
+        self._bytes = 0
+        return data
+
+    async def take(self) -> bytes | None:
+        """Wait for queued bytes; None once finished and drained. Cancellation: safe."""
+        while True:
+            if self._chunks:
+                return self.take_nowait()
+            if self.finished:
+                return None
+            self._wakeup = trio.Event()
+            await self._wakeup.wait()
+
+
+class OutStream:
+    """A logical stream of one session: a POST's answers, or the standalone stream.
+
+    ``pending`` maps each request still to be answered on it to its answer prefix (see
+    :func:`response_prefix`); the stream is done when the last one is answered.
+    ``stream_id`` is its name in the event store (None: not resumable). In JSON mode the
+    one final message is kept in ``json_body`` instead of being written to a sink.
+    """
+
+    __slots__ = ("done", "json_body", "json_mode", "pending", "sink", "stream_id")
+
+    def __init__(self, stream_id: str | None, *, json_mode: bool = False) -> None:
+        self.stream_id = stream_id
+        self.json_mode = json_mode
+        self.pending: dict[RequestId, bytes] = {}
+        self.sink: Sink | None = None
+        self.json_body: bytes | None = None
+        self.done = trio.Event()
+
+    def attach(self, sink: Sink) -> None:
+        """Write into ``sink`` from now on; a previously attached sink is finished."""
+        old = self.sink
+        if old is not None and old is not sink:
+            old.finish()
+        self.sink = sink
+        if self.done.is_set():
+            sink.finish()
+
+    def detach(self, sink: Sink) -> None:
+        """Stop writing into ``sink`` (its client went away), if it is still attached."""
+        if self.sink is sink:
+            self.sink = None
+
+    def emit(self, chunk: bytes) -> bool:
+        """Write one encoded event to the attached sink; False if nobody got it."""
+        sink = self.sink
+        if sink is None:
+            return False
+        if sink.put(chunk):
+            return True
+        logger.warning(
+            "a client is not reading its SSE stream (%s bytes queued); ending that response",
+            sink.buffered,
+        )
+        self.sink = None
+        return False
+
+    def finish(self) -> None:
+        """The stream has nothing more to say: end the attached response."""
+        self.done.set()
+        if self.sink is not None:
+            self.sink.finish()
+
+
+async def pump(send: Send, sink: Sink) -> None:
+    """Write a sink's bytes as the response body until it is finished and drained."""
+    while True:
+        data = await sink.take()
+        if data is None:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        if sink.finished and not sink.buffered:
+            await send({"type": "http.response.body", "body": data, "more_body": False})
+            return
+        await send({"type": "http.response.body", "body": data, "more_body": True})
+
+
+async def pump_until_disconnect(send: Send, receive: Receive, sink: Sink) -> None:
+    """:func:`pump`, stopping early when the client goes away (long-lived streams)."""
+    async with trio.open_nursery() as nursery:
+
+        async def watch() -> None:
+            await wait_for_disconnect(receive)
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(watch)
+        await pump(send, sink)
+        nursery.cancel_scope.cancel()

@@ -1,0 +1,368 @@
+"""The transport of one Streamable HTTP session: POST bodies in, messages routed to streams.
+
+The session engine sees an ordinary :class:`~trimcp.transports.base.Transport`. Inbound,
+each POST body is one message (or batch) put on a bounded channel. Outbound, :meth:`send`
+routes every message to exactly one stream and never waits for a client:
+
+- the answer to request X, and anything sent with ``related_request_id`` X, goes on the
+  stream of the POST that carried X (in JSON-response mode only the answer does; the rest
+  goes to the standalone stream);
+- everything else goes on the standalone GET stream; while none is open the newest
+  ``backlog_size`` such messages are kept for the next GET and older ones are dropped
+  (logged).
+
+A POST stream ends once every request on it is answered (or cancelled by the client).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import deque
+from collections.abc import Iterable, Sequence
+from contextvars import ContextVar
+
+import trio
+
+from trimcp.protocol.jsonrpc import RequestId
+from trimcp.session import RequestContext
+from trimcp.transports.base import Outgoing
+from trimcp.transports.http_server.asgi import HttpRejection, session_gone
+from trimcp.transports.http_server.event_store import EventStore
+from trimcp.transports.http_server.streams import (
+    OutStream,
+    Sink,
+    is_answer,
+    response_prefix,
+    sse_message,
+    sse_priming,
+    sse_retry,
+)
+
+logger = logging.getLogger("trimcp.http")
+
+_NOTIFICATION_PREFIX = b'{"jsonrpc":"2.0","method"'
+STANDALONE_STREAM = "0"
+
+#: The transport of the session whose tasks are running (set by the task that runs the
+#: session, inherited by every task the engine starts for it).
+current_transport: ContextVar[HttpSessionTransport | None] = ContextVar(
+    "trimcp_http_transport", default=None
+)
+
+_CLOSED = (trio.ClosedResourceError, trio.BrokenResourceError)
+
+
+class HttpSessionTransport:
+    """One MCP session's side of the HTTP server (see the module docstring).
+
+    ``store`` is the session's event store (None: streams are not resumable).
+    """
+
+    def __init__(
+        self,
+        *,
+        store: EventStore | None,
+        inbound_queue: int,
+        backlog_size: int,
+        retry_ms: int,
+    ) -> None:
+        self._store = store
+        self.retry_ms = retry_ms
+        self._in_send, self._in_recv = trio.open_memory_channel[bytes](inbound_queue)
+        self._routes: dict[RequestId, OutStream] = {}
+        self._live: dict[str, OutStream] = {}
+        self._next_stream = 1
+        self.standalone = OutStream(STANDALONE_STREAM if store is not None else None)
+        self._backlog: deque[bytes] = deque(maxlen=backlog_size)
+        self.dropped = 0
+        # Storing + writing an event, and replaying + attaching a resumed stream, must not
+        # interleave, or a resumed client could miss an event or get one twice.
+        self._lock = trio.Lock()
+        self.closed = False
+        self._closed_event = trio.Event()
+
+    @property
+    def resumable(self) -> bool:
+        return self._store is not None
+
+    # --- the engine's side (Transport protocol) -------------------------------------------
+
+    async def receive(self) -> bytes:
+        """The next POSTed message; ``EndOfChannel`` once closed. Cancellation: safe."""
+        try:
+            return await self._in_recv.receive()
+        except trio.ClosedResourceError:
+            raise trio.EndOfChannel from None
+
+    async def send(self, messages: Sequence[Outgoing]) -> None:
+        """Route each message to its stream. Never waits for a client (see module doc)."""
+        lock = self._lock
+        try:
+            lock.acquire_nowait()
+        except trio.WouldBlock:
+            await lock.acquire()
+        try:
+            for data, related in messages:
+                await self._route(data, related)
+        finally:
+            lock.release()
+
+    async def aclose(self) -> None:
+        """End every stream and refuse further POSTs. Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        self._in_send.close()
+        self._in_recv.close()
+        for stream in list(self._live.values()):
+            stream.finish()
+        self.standalone.finish()
+        self._live.clear()
+        self._routes.clear()
+        self._closed_event.set()
+
+    async def wait_closed(self) -> None:
+        await self._closed_event.wait()
+
+    # --- the HTTP side ----------------------------------------------------------------------
+
+    def in_flight(self, request_id: RequestId) -> bool:
+        """Whether a request with this id is still waiting for its answer."""
+        return request_id in self._routes
+
+    async def open_post_stream(
+        self,
+        request_ids: Iterable[RequestId],
+        *,
+        json_mode: bool,
+        sink: Sink | None,
+        prime: bool,
+    ) -> OutStream:
+        """Register a stream for the answers to ``request_ids`` (before the body is fed).
+
+        With ``prime`` (and a store) the sink first gets the priming event.
+        """
+        resumable = self._store is not None and not json_mode
+        stream_id: str | None = None
+        if resumable:
+            stream_id = str(self._next_stream)
+            self._next_stream += 1
+        stream = OutStream(stream_id, json_mode=json_mode)
+        for request_id in request_ids:
+            stream.pending[request_id] = response_prefix(request_id)
+            self._routes[request_id] = stream
+        if stream_id is not None:
+            self._live[stream_id] = stream
+        if sink is not None:
+            if prime and stream_id is not None:
+                await self._prime(stream_id, sink)
+            stream.attach(sink)
+        return stream
+
+    def abandon(self, stream: OutStream) -> None:
+        """Forget a stream whose body never reached the engine."""
+        for request_id in stream.pending:
+            if self._routes.get(request_id) is stream:
+                del self._routes[request_id]
+        stream.pending.clear()
+        self._end(stream)
+
+    async def feed(self, body: bytes, timeout: float) -> None:
+        """Hand a POST body to the engine, waiting at most ``timeout`` for room.
+
+        Raises :class:`HttpRejection`: 404 when the session is closed, 503 when the engine
+        did not take the message in time. Cancellation: atomic, fed whole or not at all.
+        """
+        try:
+            self._in_send.send_nowait(body)
+            return
+        except trio.WouldBlock:
+            pass
+        except _CLOSED:
+            raise session_gone() from None
+        with trio.move_on_after(timeout):
+            try:
+                await self._in_send.send(body)
+            except _CLOSED:
+                raise session_gone() from None
+            return
+        raise HttpRejection(503, "The session is busy; try again later")
+
+    def detach(self, sink: Sink) -> None:
+        """A response ended (its client went away): stop writing into ``sink``."""
+        self.standalone.detach(sink)
+        for stream in self._live.values():
+            stream.detach(sink)
+
+    def forget_request(self, request_id: RequestId) -> None:
+        """The client cancelled ``request_id``: no answer will come, so stop waiting for one."""
+        stream = self._routes.pop(request_id, None)
+        if stream is not None:
+            stream.pending.pop(request_id, None)
+            if not stream.pending:
+                self._end(stream)
+
+    async def open_standalone(self, sink: Sink, *, prime: bool) -> None:
+        """Attach a GET response as the standalone stream (replacing any earlier one).
+
+        It gets the priming event (if asked and resumable), then the backlog, then live
+        messages.
+        """
+        async with self._lock:
+            if self.closed:
+                sink.finish()
+                return
+            if prime and self.standalone.stream_id is not None:
+                await self._prime(self.standalone.stream_id, sink)
+            while self._backlog and sink.put(self._backlog.popleft()):
+                pass
+            self._backlog.clear()
+            self.standalone.attach(sink)
+
+    async def resume(self, last_event_id: str, sink: Sink) -> bool:
+        """Replay the events after ``last_event_id`` into ``sink``, then attach it to the
+        stream if that stream is still live (else the sink ends after the replay).
+
+        False when there is no store or the id is unknown.
+        """
+        store = self._store
+        if store is None:
+            return False
+        async with self._lock:
+            found = await store.replay_after(last_event_id)
+            if found is None:
+                return False
+            stream_id, events = found
+            for event_id, data in events:
+                if not sink.put(sse_message(data, event_id)):
+                    return True  # the client resumes again from the last event it got
+            if stream_id == STANDALONE_STREAM:
+                self._backlog.clear()
+                stream: OutStream | None = self.standalone
+            else:
+                stream = self._live.get(stream_id)
+            if stream is None or stream.done.is_set() or self.closed:
+                sink.finish()
+            else:
+                stream.attach(sink)
+            return True
+
+    def close_stream_of(self, request_id: RequestId) -> bool:
+        """End the HTTP response carrying ``request_id`` now, keeping the stream alive.
+
+        The client reconnects (after ``retry_ms``) with ``Last-Event-ID`` and receives the
+        rest. Only for resumable SSE streams; returns False otherwise.
+        """
+        stream = self._routes.get(request_id)
+        if stream is None or stream.stream_id is None:
+            return False
+        sink = stream.sink
+        if sink is not None:
+            sink.put(sse_retry(self.retry_ms))
+            sink.finish()
+            stream.sink = None
+        return True
+
+    # --- routing ----------------------------------------------------------------------------
+
+    async def _prime(self, stream_id: str, sink: Sink) -> None:
+        assert self._store is not None
+        event_id = await self._store.store(stream_id, b"")
+        sink.put(sse_priming(event_id, self.retry_ms))
+
+    def _end(self, stream: OutStream) -> None:
+        stream.finish()
+        if stream.stream_id is not None:
+            self._live.pop(stream.stream_id, None)
+
+    async def _route(self, data: bytes, related: RequestId | None) -> None:
+        if related is not None:
+            stream = self._routes.get(related)
+            if stream is not None:
+                if is_answer(data, stream.pending[related]):
+                    await self._deliver(stream, data, (related,))
+                    return
+                if not stream.json_mode:
+                    await self._deliver(stream, data, ())
+                    return
+            elif is_answer(data, response_prefix(related)):
+                logger.debug("dropped the answer to %r: the client cancelled it", related)
+                return
+            await self._deliver(self.standalone, data, ())
+            return
+        if data.startswith(_NOTIFICATION_PREFIX):
+            await self._deliver(self.standalone, data, ())
+            return
+        await self._route_unrelated(data)
+
+    async def _route_unrelated(self, data: bytes) -> None:
+        # Rare: batch replies, server requests, and errors the engine sent without a
+        # related id (e.g. a request it refused). Only these are parsed.
+        try:
+            parsed = json.loads(data)
+        except ValueError:
+            logger.error("the engine sent a message that is not JSON; dropped")
+            return
+        items = parsed if isinstance(parsed, list) else [parsed]
+        answered: list[RequestId] = []
+        stream: OutStream | None = None
+        for item in items:
+            if not isinstance(item, dict) or "method" in item:
+                continue
+            request_id = item.get("id")
+            if type(request_id) is int or type(request_id) is str:
+                found = self._routes.get(request_id)
+                if found is not None:
+                    stream = found
+                    answered.append(request_id)
+        if stream is not None:
+            await self._deliver(stream, data, [i for i in answered if i in stream.pending])
+        elif isinstance(parsed, dict) and "method" in parsed:
+            await self._deliver(self.standalone, data, ())
+        else:
+            logger.debug("dropped an answer nobody waits for: %.200r", data)
+
+    async def _deliver(
+        self, stream: OutStream, data: bytes, answered: Sequence[RequestId]
+    ) -> None:
+        if stream.json_mode:
+            stream.json_body = data
+        else:
+            event_id = None
+            if stream.stream_id is not None:
+                assert self._store is not None
+                event_id = await self._store.store(stream.stream_id, data)
+            chunk = sse_message(data, event_id)
+            if not stream.emit(chunk) and stream is self.standalone:
+                if len(self._backlog) == self._backlog.maxlen:
+                    self.dropped += 1
+                    if self.dropped == 1 or self.dropped % 1000 == 0:
+                        logger.warning(
+                            "no GET stream is open: dropped %d server messages so far "
+                            "(backlog holds %d)",
+                            self.dropped,
+                            self._backlog.maxlen,
+                        )
+                self._backlog.append(chunk)
+        if answered:
+            routes = self._routes
+            for request_id in answered:
+                stream.pending.pop(request_id, None)
+                routes.pop(request_id, None)
+            if not stream.pending:
+                self._end(stream)
+
+
+def close_request_stream(ctx: RequestContext) -> bool:
+    """From a request handler: end the SSE response carrying this request now (SSE polling).
+
+    The client reconnects after the server's ``retry`` delay with ``GET`` and
+    ``Last-Event-ID`` and receives everything sent for the request after that, including
+    its answer. Returns False (and does nothing) outside the Streamable HTTP server, in
+    JSON-response or stateless mode, or without an event store.
+    """
+    transport = current_transport.get()
+    if transport is None:
+        return False
+    return transport.close_stream_of(ctx.request_id)
