@@ -10,7 +10,8 @@
 The server is the engine's :class:`~trimcp.session.SessionHandler`: one ``Server`` answers
 any number of sessions, over any transport. It declares in ``initialize`` the capabilities
 of what is registered at that moment (``tools``, ``resources`` with ``subscribe``,
-``prompts``, each with ``listChanged``; ``completions`` when a completer exists;
+``prompts``, each with ``listChanged``; ``completions`` when a completer, prompt or
+template exists;
 ``logging`` always). What a session may do is fixed then: register at least one item of a
 kind before clients connect if you mean to add more of that kind later.
 """
@@ -373,7 +374,8 @@ class Server:
             if has_resources
             else None,
             prompts=PromptsCapability(list_changed=True) if len(self.prompts) else None,
-            completions={} if self.completions else None,
+            # Prompts and templates complete their Literal/Enum arguments by themselves.
+            completions={} if self.completions or has_resources or len(self.prompts) else None,
             logging={},
         )
 

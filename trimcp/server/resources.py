@@ -62,13 +62,13 @@ class _ResourceBase(FunctionHandle[..., Any]):
         self,
         fn: Callable[..., Any],
         *,
-        name: str | None,
-        title: str | None,
-        description: str | None,
-        mime_type: str | None,
-        annotations: Annotations | Mapping[str, Any] | None,
-        icons: Sequence[Icon | Mapping[str, Any]] | None,
-        meta: Mapping[str, Any] | None,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        annotations: Annotations | Mapping[str, Any] | None = None,
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> None:
         self.fn = fn
         self.info: FunctionInfo = inspect_function(fn, what="resource")
