@@ -94,7 +94,8 @@ async def test_results_are_capped_at_100(autojump_clock: Any) -> None:
         assert (len(listed["values"]), listed["total"], listed["hasMore"]) == (100, 250, True)
         generated = await complete(client, ref, "n", "gen")
         assert len(generated["values"]) == 100
-        assert generated["hasMore"] is True and "total" not in generated
+        assert generated["hasMore"] is True
+        assert "total" not in generated
         given = await complete(client, ref, "n", "completion")
         assert (len(given["values"]), given["total"], given["hasMore"]) == (100, 1000, True)
         with pytest.raises(McpError) as info:

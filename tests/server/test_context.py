@@ -207,10 +207,10 @@ async def test_elicitation_accept_decline_cancel(autojump_clock: Any) -> None:
         client_handler.answers["elicitation/create"] = elicitation_answer("cancel")
         assert text_of(await call_tool(client, "order")) == "cancel"
     accepted, declined, cancelled = outcomes
-    assert accepted.accepted and declined.declined and cancelled.cancelled
+    assert (accepted.accepted, declined.declined, cancelled.cancelled) == (True, True, True)
     assert accepted.data == Order(name="Ann", quantity=3, size=Size.LARGE, extras=["milk"])
     assert accepted.content == {"name": "Ann", "quantity": 3, "size": "l", "extras": ["milk"]}
-    assert declined.data is None and cancelled.data is None
+    assert (declined.data, cancelled.data) == (None, None)
     method, params = client_handler.requests[0]
     assert method == "elicitation/create"
     assert wire(params) == {

@@ -115,7 +115,11 @@ SCHEMAS: list[tuple[Any, dict[str, Any]]] = [
         {
             "$ref": "#/$defs/Color",
             "$defs": {
-                "Color": {"type": "string", "enum": ["red", "green"], "description": "A primary colour."}
+                "Color": {
+                    "type": "string",
+                    "enum": ["red", "green"],
+                    "description": "A primary colour.",
+                }
             },
         },
     ),
@@ -239,7 +243,10 @@ SCHEMAS: list[tuple[Any, dict[str, Any]]] = [
     ),
     (
         list[Annotated[float, Field(gt=0, lt=1)]],
-        {"type": "array", "items": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}},
+        {
+            "type": "array",
+            "items": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+        },
     ),
 ]
 
@@ -284,7 +291,8 @@ def test_root_object_schema_inlines_the_top_class() -> None:
     assert schema["properties"]["address"] == {"$ref": "#/$defs/Address"}
     assert set(schema["$defs"]) == {"Address"}
     tree = root_object_schema(Tree)
-    assert tree is not None and "Tree" in tree["$defs"]  # recursive: the def stays
+    assert tree is not None
+    assert "Tree" in tree["$defs"]  # recursive: the def stays
     assert root_object_schema(dict[str, int]) == json_schema(dict[str, int])
     assert root_object_schema(list[int]) is None
     assert root_object_schema(int) is None

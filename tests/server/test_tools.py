@@ -336,6 +336,7 @@ async def test_context_injection_and_progress(autojump_clock: Any) -> None:
         assert text_of(result) == "done"
         assert text_of(await call_tool(client, "by_name")) == "Context"
     (request_id, client_info, version) = seen[0]
+    assert isinstance(request_id, int)
     assert client_info.name == "test-client"
     assert version == "2025-11-25"
     assert progress == [(1, 2, "step 1"), (2, 2, "step 2")]

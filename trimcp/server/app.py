@@ -30,7 +30,7 @@ import trio
 from trimcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
 from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.versions import SUPPORTED_VERSIONS, negotiate_version
-from trimcp.server.completion import Completions, prefix_matches
+from trimcp.server.completion import Completions
 from trimcp.server.context import Context
 from trimcp.server.logging import DEFAULT_LOG_BUFFER, LogBuffer, StdlibBridge, check_level
 from trimcp.server.pagination import paginate
@@ -43,9 +43,7 @@ from trimcp.session import RequestContext, Session, SessionOptions, open_session
 from trimcp.transports.base import Transport
 from trimcp.types import (
     Annotations,
-    CompleteRequestParams,
     CompleteResult,
-    Completion,
     EmptyResult,
     GetPromptResult,
     Icon,
@@ -491,28 +489,13 @@ class Server:
         return await prompt.get(ctx.params.arguments, Context(self, ctx))
 
     async def _complete(self, ctx: RequestContext) -> CompleteResult:
-        params: CompleteRequestParams = ctx.params
-        ref, argument = params.ref, params.argument
-        kind: Literal["prompt", "template"]
+        ref = ctx.params.ref
         target: RegisteredPrompt | RegisteredTemplate | None
         if isinstance(ref, PromptReference):
-            kind, key, target = "prompt", ref.name, self.prompts.get(ref.name)
+            target = self.prompts.get(ref.name)
         else:
-            kind, key = "template", ref.uri
             target = self.templates.get(ref.uri)
-        if target is None and not self.completions.has_ref(kind, key):
-            raise McpError(INVALID_PARAMS, f"Unknown {kind}: {key[:200]}", {kind: key})
-        completer = self.completions.find(kind, key, argument.name)
-        arguments = (params.context.arguments if params.context else None) or {}
-        if completer is not None:
-            completion = await completer.complete(
-                argument.name, argument.value, arguments, Context(self, ctx)
-            )
-        else:
-            choices = target.choices(argument.name) if target is not None else None
-            completion = (
-                prefix_matches(choices, argument.value) if choices else Completion(values=[])
-            )
+        completion = await self.completions.complete(ctx.params, target, Context(self, ctx))
         return CompleteResult(completion=completion)
 
     async def _set_level(self, ctx: RequestContext) -> EmptyResult:
@@ -520,17 +503,14 @@ class Server:
         return EmptyResult()
 
     def sampling_tools(self, tools: Sequence[Tool | str]) -> list[Tool]:
-        """Tool definitions for sampling; names refer to this server's tools."""
-        out = []
-        for item in tools:
-            if isinstance(item, Tool):
-                out.append(item)
-                continue
-            tool = self.tools.get(item)
-            if tool is None:
-                raise ValueError(f"No tool named {item!r} to offer for sampling")
-            out.append(tool.definition())
-        return out
+        """Tool definitions for sampling; names refer to this server's enabled tools."""
+        return [tool if isinstance(tool, Tool) else self._sampling_tool(tool) for tool in tools]
+
+    def _sampling_tool(self, name: str) -> Tool:
+        tool = self.tools.get(name)
+        if tool is None:
+            raise ValueError(f"No tool named {name!r} to offer for sampling")
+        return tool.definition()
 
     # --- serving ------------------------------------------------------------------------
 

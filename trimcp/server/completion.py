@@ -22,12 +22,12 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sized
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
-from trimcp.errors import INTERNAL_ERROR, McpError
+from trimcp.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError
 from trimcp.server.context import Context
 from trimcp.server.signature import FunctionInfo, call, inspect_function
-from trimcp.types import CompleteResult, Completion
+from trimcp.types import CompleteRequestParams, CompleteResult, Completion, PromptReference
 
 logger = logging.getLogger("trimcp.server")
 
@@ -35,6 +35,12 @@ logger = logging.getLogger("trimcp.server")
 MAX_VALUES: Final = 100
 
 RefKind = Literal["prompt", "template"]
+
+
+class Choices(Protocol):
+    """A prompt or template: knows the choices of its ``Literal``/``Enum`` arguments."""
+
+    def choices(self, argument: str) -> list[str] | None: ...
 
 
 class Completer:
@@ -124,3 +130,25 @@ class Completions:
 
     def find(self, kind: RefKind, key: str, argument: str) -> Completer | None:
         return self._arguments.get((kind, key, argument)) or self._refs.get((kind, key))
+
+    async def complete(
+        self, params: CompleteRequestParams, target: Choices | None, ctx: Context
+    ) -> Completion:
+        """Answer ``completion/complete``; ``target`` is the prompt or template referred to
+        (None when there is no such enabled one). Raises ``McpError(-32602)`` when neither
+        it nor a completer for the reference exists.
+        """
+        ref, argument = params.ref, params.argument
+        kind: RefKind
+        if isinstance(ref, PromptReference):
+            kind, key = "prompt", ref.name
+        else:
+            kind, key = "template", ref.uri
+        if target is None and not self.has_ref(kind, key):
+            raise McpError(INVALID_PARAMS, f"Unknown {kind}: {key[:200]}", {kind: key})
+        completer = self.find(kind, key, argument.name)
+        if completer is not None:
+            arguments = (params.context.arguments if params.context else None) or {}
+            return await completer.complete(argument.name, argument.value, arguments, ctx)
+        choices = target.choices(argument.name) if target is not None else None
+        return prefix_matches(choices, argument.value) if choices else Completion(values=[])
