@@ -304,7 +304,7 @@ class ServerLog:
         self.cancelled: list[Any] = []
         self.finished: list[Any] = []
         self.release = trio.Event()
-        self.sessions: set[int] = set()
+        self.sessions: list[Any] = []  # strong references: ids stay unique
 
 
 def make_server(log: ServerLog | None = None) -> LowLevelServer:
@@ -325,7 +325,7 @@ def make_server(log: ServerLog | None = None) -> LowLevelServer:
     async def call(ctx: RequestContext) -> Any:
         name = ctx.params.name
         args = ctx.params.arguments or {}
-        log.sessions.add(id(ctx.session))
+        log.sessions.append(ctx.session)
         if name == "echo":
             return text(str(args.get("text", "")))
         if name == "slow":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import trio
+import trio.testing
 
 from tests.http_server.helpers import (
     ServerLog,
@@ -130,8 +131,8 @@ async def test_cancelled_request_ends_its_post_stream(autojump_clock: trio.abc.C
         session_id = await client.initialize()
         post = await client.post(tool_call(9, "slow"), session_id=session_id, wait=False)
         await post.wait_started()
-        while not log.started:
-            await trio.sleep(0.01)
+        await trio.testing.wait_all_tasks_blocked()
+        assert log.started == [9]
         cancel = await client.post(
             {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}},
             session_id=session_id,
@@ -168,7 +169,8 @@ async def test_handler_errors_are_answered_on_the_stream(autojump_clock: trio.ab
             {"jsonrpc": "2.0", "id": 2, "method": "no/such"}, session_id=session_id
         )
         [error] = unknown.messages()
-        assert error["id"] == 2 and error["error"]["code"] == -32601
+        assert error["id"] == 2
+        assert error["error"]["code"] == -32601
 
 
 async def test_batches_in_2025_03_26(autojump_clock: trio.abc.Clock) -> None:

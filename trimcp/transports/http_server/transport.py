@@ -234,8 +234,10 @@ class HttpSessionTransport:
             if found is None:
                 return False
             stream_id, events = found
-            for event_id, data in events:
-                if not sink.put(sse_message(data, event_id)):
+            if events:
+                # One chunk: the store already bounds what a replay can hold.
+                replay = b"".join([sse_message(data, event_id) for event_id, data in events])
+                if not sink.put(replay):
                     return True  # the client resumes again from the last event it got
             if stream_id == STANDALONE_STREAM:
                 self._backlog.clear()
