@@ -142,7 +142,11 @@ def build_app(tools: int, page_size: int | None) -> Any:
 
     server_cls = getattr(trimcp, "Server", None)
     if server_cls is None:
-        raise ImportError("trimcp.Server (the decorator framework) does not exist yet")
+        # Until the framework is re-exported from the package root.
+        try:
+            from trimcp.server.app import Server as server_cls
+        except ImportError as exc:
+            raise ImportError(f"the trimcp.Server decorator framework is missing: {exc}") from exc
     kwargs: dict[str, Any] = {"version": "1.0.0"}
     if page_size is not None:
         if "page_size" not in inspect.signature(server_cls).parameters:
@@ -243,9 +247,12 @@ def main(argv: list[str] | None = None) -> int:
     if opts.http is not None:
         trio.run(serve_http, handler, opts.http, opts.json_response)
     else:
-        from trimcp.transports.stdio import serve_stdio
+        if hasattr(handler, "serve_stdio"):  # the framework also delivers notifications
+            trio.run(handler.serve_stdio)
+        else:
+            from trimcp.transports.stdio import serve_stdio
 
-        trio.run(serve_stdio, handler)
+            trio.run(serve_stdio, handler)
     return 0
 
 

@@ -1,0 +1,151 @@
+"""The implementations the suite compares, and how to start each one.
+
+A *conventional* server program follows the convention of the programs in
+``benchmarks/servers/`` (``trimcp_server.py``, ``sdk_lowlevel_many.py``, ...): it serves
+``echo``/``sleep``/``stats`` over stdio and accepts ``--tools N``, ``--page-size P``,
+``--http PORT``, ``--json-response`` and ``--check`` (exit status 3 = not available, the
+reason on stderr). Such a program can run every workload. Any other command (``--server-cmd``,
+FastMCP's ``fastmcp_server.py``) only needs ``echo`` over stdio and runs the stdio echo
+workloads; a URL (``--server-url``) runs the HTTP echo workloads against a server someone
+else started.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SERVERS = Path(__file__).resolve().parents[1] / "servers"
+
+#: Exit status of a server program that is not available in this environment.
+EXIT_UNAVAILABLE = 3
+
+#: How long ``--check`` may take (it imports the server's framework).
+CHECK_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class Impl:
+    """One implementation under test.
+
+    Exactly one of ``argv`` (a server command, stdio by default) and ``url`` (a running
+    Streamable HTTP endpoint) is set. ``conventional`` says the command follows the
+    options convention above. ``requires`` names a module that must be importable
+    (checked in this process) before anything is spawned.
+    """
+
+    name: str
+    argv: tuple[str, ...] | None = None
+    url: str | None = None
+    conventional: bool = False
+    requires: str | None = None
+    note: str = ""
+    _checks: dict[tuple[str, ...], str | None] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def unavailable(self, *options: str) -> str | None:
+        """Why this implementation cannot run with ``options``, or None if it can.
+
+        For a conventional command this runs ``argv --check *options`` once per option
+        set (cached); bounded by :data:`CHECK_TIMEOUT`.
+        """
+        if self.requires is not None and importlib.util.find_spec(self.requires) is None:
+            return f"module {self.requires!r} is not installed (pip install 'trimcp[bench]')"
+        if self.argv is None or not self.conventional:
+            return None
+        if options in self._checks:
+            return self._checks[options]
+        try:
+            proc = subprocess.run(
+                [*self.argv, "--check", *options],
+                capture_output=True,
+                text=True,
+                timeout=CHECK_TIMEOUT,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            reason: str | None = f"cannot run {self.argv[0]!r}: {exc}"
+        else:
+            if proc.returncode == 0:
+                reason = None
+            else:
+                lines = proc.stderr.strip().splitlines()
+                reason = lines[-1] if lines else f"--check exited with status {proc.returncode}"
+        self._checks[options] = reason
+        return reason
+
+
+def _script(name: str, *extra: str) -> tuple[str, ...]:
+    return (sys.executable, str(SERVERS / name), *extra)
+
+
+def builtin_impls() -> dict[str, Impl]:
+    """The implementations the suite knows by name, in report order (trimcp first)."""
+    impls = [
+        Impl(
+            "trimcp",
+            _script("trimcp_server.py", "--api", "lowlevel"),
+            conventional=True,
+            note="trimcp LowLevelServer (benchmarks/servers/trimcp_server.py)",
+        ),
+        Impl(
+            "trimcp-app",
+            _script("trimcp_server.py", "--api", "app"),
+            conventional=True,
+            note="trimcp.Server decorator framework (trimcp_server.py --api app)",
+        ),
+        Impl(
+            "sdk-lowlevel",
+            _script("sdk_lowlevel_many.py"),
+            conventional=True,
+            requires="mcp",
+            note="official SDK low-level Server (sdk_lowlevel_many.py)",
+        ),
+        Impl(
+            "sdk-highlevel",
+            _script("sdk_highlevel_many.py"),
+            conventional=True,
+            requires="mcp",
+            note="official SDK MCPServer, async tools (sdk_highlevel_many.py)",
+        ),
+        Impl(
+            "fastmcp",
+            _script("fastmcp_server.py"),
+            requires="fastmcp",
+            note="standalone FastMCP (fastmcp_server.py), stdio echo workloads only",
+        ),
+    ]
+    return {impl.name: impl for impl in impls}
+
+
+def parse_named(spec: str, what: str) -> tuple[str, str]:
+    """Split ``NAME=VALUE`` (as given to ``--server-cmd`` / ``--server-url``)."""
+    name, sep, value = spec.partition("=")
+    name, value = name.strip(), value.strip()
+    if not sep or not name or not value:
+        raise ValueError(f"expected NAME={what}, got {spec!r}")
+    if not all(c.isalnum() or c in "-_." for c in name):
+        raise ValueError(f"implementation names may hold letters, digits, '-', '_', '.': {name!r}")
+    return name, value
+
+
+def command_impl(spec: str) -> Impl:
+    """An implementation from ``--server-cmd NAME=CMD`` (CMD split like a shell would)."""
+    name, command = parse_named(spec, "CMD")
+    argv = tuple(shlex.split(command))
+    if not argv:
+        raise ValueError(f"empty command for {name!r}")
+    return Impl(name, argv, note=f"--server-cmd {command}")
+
+
+def url_impl(spec: str) -> Impl:
+    """An implementation from ``--server-url NAME=URL``."""
+    name, url = parse_named(spec, "URL")
+    if not url.startswith("http://"):
+        raise ValueError(f"only http:// URLs are supported, got {url!r}")
+    return Impl(name, url=url, note=f"--server-url {url}")
