@@ -333,7 +333,7 @@ async def test_unknown_session_id_is_404(autojump_clock: trio.abc.Clock) -> None
 def _principal_from_header(scope: dict[str, Any]) -> Hashable | None:
     for name, value in scope["headers"]:
         if name == b"authorization":
-            token = value.decode()
+            token: str = value.decode()
             if token == "Bearer bad":
                 raise HttpRejection(401, "bad token", headers=[(b"www-authenticate", b"Bearer")])
             return token
