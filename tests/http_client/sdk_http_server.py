@@ -49,7 +49,9 @@ def main() -> None:
         app = server.streamable_http_app(
             stateless_http=mode == "stateless", json_response=mode == "json"
         )
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted sockets only when the
+    # listening socket says it is TCP; without it every keep-alive answer stalls ~40 ms.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     print(sock.getsockname()[1], flush=True)

@@ -131,6 +131,54 @@ async def test_pool_replaces_a_stale_keep_alive_connection(autojump_clock: Any) 
     assert served == [1, 2]
 
 
+async def test_pool_retries_a_stale_connection_on_a_new_one(autojump_clock: Any) -> None:
+    served: list[int] = []
+    both_in = trio.Event()
+
+    async def app(request: Request, reply: Reply) -> None:
+        served.append(request.connection)
+        if len(served) <= 2:
+            if len(served) == 2:
+                both_in.set()
+            await both_in.wait()
+            await reply.status(200, b"ok")
+            reply.drop()  # both idle connections are now dead
+        await reply.status(200, b"ok")
+
+    async with fake_server(app) as server:
+        pool = ConnectionPool(ssl_context=None, connect_timeout=5, max_idle=2)
+        endpoint = parse_url(server.url)
+
+        async def get() -> None:
+            async with pool.request("GET", endpoint, {}, head_timeout=5) as response:
+                assert await response.read_all(100, 5) == b"ok"
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(get)
+            nursery.start_soon(get)
+        await get()  # one stale attempt, then a new connection (not the other stale one)
+        await pool.aclose()
+    assert sorted(served) == [1, 2, 3]
+    assert served[2] == 3
+    assert pool.opened == 3
+
+
+async def test_pool_closes_connections_idle_too_long(autojump_clock: Any) -> None:
+    async def app(request: Request, reply: Reply) -> None:
+        await reply.status(200, b"ok")
+
+    async with fake_server(app) as server:
+        pool = ConnectionPool(ssl_context=None, connect_timeout=5, max_idle=2)
+        endpoint = parse_url(server.url)
+        for pause in (0, 1, 10):
+            await trio.sleep(pause)
+            async with pool.request("GET", endpoint, {}, head_timeout=5) as response:
+                await response.read_all(100, 5)
+        await pool.aclose()
+    assert pool.opened == 2
+    assert server.connections == 2
+
+
 async def test_pool_reuses_and_bounds_idle_connections(autojump_clock: Any) -> None:
     async def app(request: Request, reply: Reply) -> None:
         await reply.status(200, b"ok")

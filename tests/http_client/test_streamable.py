@@ -224,3 +224,39 @@ async def test_unexpected_content_type_fails_the_request(autojump_clock: Any) ->
             await session.send_request("tools/call", {"name": "echo"})
         assert caught.value.code == INTERNAL_ERROR
         await session.send_request("tools/list")
+
+
+async def test_server_request_on_answer_stream_with_one_connection(autojump_clock: Any) -> None:
+    """The client's reply to a server request is POSTed while the call holds the only
+    request slot: replies are not requests, so they never wait for a slot."""
+
+    class AskingApp(McpApp):
+        def __init__(self) -> None:
+            super().__init__()
+            self.reply_seen = trio.Event()
+            self.replies: list[Any] = []
+
+        async def __call__(self, request: Request, reply: Reply) -> None:
+            if request.method == "POST" and "result" in request.json():
+                self.replies.append(request.json())
+                self.reply_seen.set()
+                await reply.status(202)
+                return
+            await super().__call__(request, reply)
+
+        async def call(self, request: Request, reply: Reply) -> None:
+            await reply.start_sse()
+            await reply.event({"jsonrpc": "2.0", "id": "s1", "method": "ping"})
+            await self.reply_seen.wait()
+            await reply.event(result(request, {"content": []}))
+            await reply.end()
+
+    app = AskingApp()
+    async with (
+        fake_server(app) as server,
+        http_session(server.url, max_connections=1) as (session, _),
+    ):
+        with trio.fail_after(10):
+            answer = await session.send_request("tools/call", {"name": "echo"})
+        assert answer.content == []
+        assert app.replies == [{"jsonrpc": "2.0", "id": "s1", "result": {}}]

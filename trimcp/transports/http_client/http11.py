@@ -27,6 +27,9 @@ logger = logging.getLogger("trimcp.http_client")
 READ_SIZE: Final = 65536
 #: Default bound on the response head (status line and headers).
 DEFAULT_MAX_HEADER_BYTES: Final = 64 * 1024
+#: Idle connections older than this are closed rather than reused: common servers
+#: (uvicorn, Node) drop keep-alive connections after 5 s of quiet.
+MAX_IDLE_SECONDS: Final = 4.0
 
 _STREAM_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError, h11.ProtocolError)
 
@@ -127,6 +130,8 @@ class HttpConnection:
         self.reused = False
         #: Response bytes received during the current exchange.
         self.received = 0
+        #: When the connection went back to the pool (Trio clock).
+        self.idle_since = 0.0
         self.closed = False
 
     async def send_request(
@@ -281,7 +286,8 @@ class ConnectionPool:
             raise trio.ClosedResourceError("the HTTP client is closed")
         header_list = list(headers.items())
         for attempt in (1, 2):
-            conn = await self._acquire(endpoint)
+            # A retry always gets a new connection: the other idle ones are as old.
+            conn = await self._acquire(endpoint, fresh=attempt == 2)
             try:
                 response = await self._exchange(
                     conn, method, endpoint, header_list, body, head_timeout
@@ -338,13 +344,18 @@ class ConnectionPool:
         except _STREAM_ERRORS as exc:
             raise HttpClientError(f"request to {endpoint.url} failed: {_describe(exc)}") from None
 
-    async def _acquire(self, endpoint: Endpoint) -> HttpConnection:
+    async def _acquire(self, endpoint: Endpoint, *, fresh: bool = False) -> HttpConnection:
         idle = self._idle.get(endpoint.origin)
-        while idle:
-            conn = idle.pop()
-            if not conn.closed:
-                conn.reused = True
-                return conn
+        oldest = trio.current_time() - MAX_IDLE_SECONDS
+        while idle and not fresh:
+            conn = idle.pop()  # the most recently used: the least likely to be stale
+            if conn.closed:
+                continue
+            if conn.idle_since < oldest:
+                await conn.aclose()
+                continue
+            conn.reused = True
+            return conn
         try:
             with trio.fail_after(self._connect_timeout):
                 conn = await open_connection(
@@ -362,6 +373,7 @@ class ConnectionPool:
     async def _release(self, endpoint: Endpoint, conn: HttpConnection, complete: bool) -> None:
         idle = self._idle.setdefault(endpoint.origin, [])
         if complete and not self._closed and len(idle) < self._max_idle and conn.start_next_cycle():
+            conn.idle_since = trio.current_time()
             idle.append(conn)
         else:
             await conn.aclose()
