@@ -9,6 +9,7 @@ from trimcp.server.prompts import assistant_message as assistant_message
 from trimcp.server.prompts import user_message as user_message
 from trimcp.server.resources import RegisteredResource as RegisteredResource
 from trimcp.server.resources import RegisteredTemplate as RegisteredTemplate
+from trimcp.server.resources import ResourceNotFound as ResourceNotFound
 from trimcp.server.results import Audio as Audio
 from trimcp.server.results import Image as Image
 from trimcp.server.tools import AUTO as AUTO
@@ -30,6 +31,7 @@ __all__ = [
     "RegisteredResource",
     "RegisteredTemplate",
     "RegisteredTool",
+    "ResourceNotFound",
     "Server",
     "ToolError",
     "assistant_message",

@@ -392,14 +392,17 @@ class Server:
         if ctx.method == "initialize":
             self._sessions.state(ctx.session)
             return self.initialize_result(ctx.params)
-        state = self._sessions.state(ctx.session)
-        if not state.delivered_by_task and (state.changed or state.log_position
-                                            != self._log_buffer.position):
-            await self._sessions.flush(ctx.session, state)
         handler = self._requests.get(ctx.method)
         if handler is None:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {ctx.method}")
-        return await handler(ctx)
+        state = self._sessions.state(ctx.session)
+        if not state.delivered_by_task:
+            await self._sessions.flush_if_pending(ctx.session, state)
+        result = await handler(ctx)
+        # Records logged while the request ran go out before its answer (the delivery
+        # task may get there first; each record is sent once either way).
+        await self._sessions.flush_if_pending(ctx.session, state)
+        return result
 
     async def handle_notification(self, session: Session, method: str, params: Any) -> None:
         handler = self._notification_handlers.get(method)

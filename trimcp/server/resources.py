@@ -11,8 +11,9 @@ A read returns: ``str`` -> ``TextResourceContents`` (the resource's MIME type, e
 ``application/octet-stream``); contents objects, or a list of any of these, as they are;
 anything else JSON-able -> its JSON as text (else ``application/json``).
 
-Errors: an unknown URI is ``-32002`` with ``data: {"uri": ...}``; an ``McpError`` from the
-function is answered as is; any other exception is logged and answered ``-32603`` with a
+Errors: an unknown URI is ``-32002`` with ``data: {"uri": ...}``, and so is
+:class:`ResourceNotFound` raised by the function; an ``McpError`` from the function is
+answered as is; any other exception is logged and answered ``-32603`` with a
 message that names only the URI.
 """
 
@@ -47,8 +48,20 @@ from trimcp.types import (
 logger = logging.getLogger("trimcp.server")
 
 
+class ResourceNotFound(McpError):
+    """Raise from a resource function when what the URI names does not exist (``-32002``).
+
+    Without ``uri`` the framework fills in the URI being read.
+    """
+
+    def __init__(self, uri: str | None = None) -> None:
+        shown = "" if uri is None else uri[:200]
+        super().__init__(RESOURCE_NOT_FOUND, f"Resource not found: {shown}", {"uri": uri})
+        self.uri = uri
+
+
 def not_found(uri: str) -> McpError:
-    return McpError(RESOURCE_NOT_FOUND, f"Resource not found: {uri[:200]}", {"uri": uri})
+    return ResourceNotFound(uri)
 
 
 def _annotations(value: Annotations | Mapping[str, Any] | None) -> Annotations | None:
@@ -86,6 +99,10 @@ class _ResourceBase(FunctionHandle[..., Any]):
         try:
             value = await call(self.info, kwargs)
             return contents_for(uri, value, self.mime_type)
+        except ResourceNotFound as exc:
+            if exc.uri is None:
+                raise not_found(uri) from None
+            raise
         except McpError:
             raise
         except Exception:

@@ -7,10 +7,11 @@ Delivery. ``*_list_changed`` notifications come from synchronous registry change
 bridged log records from ``logging`` calls, neither of which may wait for a client. So
 they only mark the session and wake its *delivery task*, which sends them at the pace of
 that session alone (several changes before it runs make one notification per list).
+Records logged while a request is handled are also sent before that request's answer.
 :meth:`Server.serve_session <trimcp.server.app.Server.serve_session>` runs that task next
 to the session; transports that make sessions themselves run :meth:`SessionTable.deliver`
 (``Server.serve_notifications``). A session served without it still gets what is pending,
-just before each of its requests is handled.
+before and after each of its requests is handled.
 
 ``notifications/resources/updated`` is async (``await app.notify_resource_updated(uri)``)
 and goes straight to the subscribed sessions, concurrently, each bounded in time.
@@ -143,6 +144,11 @@ class SessionTable:
             if not await self.flush(session, state):
                 return
 
+    async def flush_if_pending(self, session: Session, state: SessionState) -> None:
+        """:meth:`flush`, when something is pending (cheap to call when nothing is)."""
+        if state.changed or state.log_position != self._log_buffer.position:
+            await self.flush(session, state)
+
     async def flush(self, session: Session, state: SessionState) -> bool:
         """Send what is pending for ``session``; False once it is closed."""
         if session.negotiated is None:
@@ -174,8 +180,13 @@ class SessionTable:
         logger_name: str | None,
         related: RequestId | None,
     ) -> None:
-        """Send one log message if the session's level lets it through."""
-        if not level_enabled(self.state(session).log_level, level):
+        """Send one log message if the session's level lets it through.
+
+        Bridged records still pending go first, so the client sees one ordered stream.
+        """
+        state = self.state(session)
+        await self.flush_if_pending(session, state)
+        if not level_enabled(state.log_level, level):
             return
         params = LoggingMessageNotificationParams(
             level=level, data=json_data(data), logger=logger_name
