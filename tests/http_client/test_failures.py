@@ -233,6 +233,25 @@ async def test_hung_notification_is_bounded_by_timeout(autojump_clock: Any) -> N
         assert trio.current_time() - start == pytest.approx(7)
 
 
+async def test_endless_body_for_a_notification_is_bounded(autojump_clock: Any) -> None:
+    class StreamingNotesApp(McpApp):
+        async def __call__(self, request: Request, reply: Reply) -> None:
+            if request.rpc_method == "notifications/initialized":
+                await reply.start_sse()
+                while True:
+                    await reply.body(b": still here\n\n")
+                    await trio.sleep(1)
+            await super().__call__(request, reply)
+
+    async with (
+        fake_server(StreamingNotesApp()) as server,
+        http_session(server.url, timeout=7) as (session, _),
+    ):
+        start = trio.current_time()
+        await session.send_request("tools/list")
+        assert trio.current_time() - start == pytest.approx(7)
+
+
 async def test_connection_refused_fails_requests(autojump_clock: Any) -> None:
     listener = trio.socket.socket()
     await listener.bind(("127.0.0.1", 0))

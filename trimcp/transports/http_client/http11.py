@@ -109,14 +109,16 @@ class Response:
         return bytes(body)
 
     async def read_excerpt(self, limit: int, timeout: float) -> bytes:
-        """Up to ``limit`` bytes of the body (the rest is left unread, so the connection
-        is not reused); for error messages and bodies to discard. Never raises."""
+        """Up to ``limit`` bytes of the body, read within ``timeout`` seconds in all (the
+        rest is left unread, so the connection is not reused); for error messages and
+        bodies to discard. Never raises."""
         body = bytearray()
-        try:
-            while len(body) < limit and (chunk := await self.read_chunk(timeout)):
-                body += chunk
-        except HttpClientError:
-            pass
+        with trio.move_on_after(timeout):
+            try:
+                while len(body) < limit and (chunk := await self.read_chunk(timeout)):
+                    body += chunk
+            except HttpClientError:
+                pass
         return bytes(body[:limit])
 
 
