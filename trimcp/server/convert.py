@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import re
 import types
 import typing
@@ -444,37 +445,40 @@ def to_json(value: Any) -> Any:
     return _to_json(value, 0)
 
 
+@functools.lru_cache(maxsize=1024)
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    """The fields of an attrs class or dataclass (None for anything else), cached."""
+    if attrs.has(cls):
+        return tuple(field.name for field in attrs.fields(cls))
+    if dataclasses.is_dataclass(cls):
+        return tuple(field.name for field in dataclasses.fields(cls))
+    return None
+
+
 def _to_json(value: Any, depth: int) -> Any:
     if depth > MAX_DEPTH:
         raise TypeError("value nested too deeply (or cyclic) to turn into JSON")
-    kind_ = type(value)
-    if value is None or kind_ in (str, int, bool):
+    kind_: type = type(value)
+    # Exact types first: the common case, and cheaper than isinstance against ABCs.
+    if value is None or kind_ is str or kind_ is int or kind_ is bool:
         return value
     if kind_ is float:
         if value != value or value in (float("inf"), float("-inf")):
             raise TypeError("NaN and infinity are not JSON numbers")
         return value
+    if kind_ is dict:
+        return _mapping_to_json(value, depth)
+    if kind_ is list or kind_ is tuple:
+        return [_to_json(entry, depth + 1) for entry in value]
+    names = _field_names(kind_)
+    if names is not None:
+        return {name: _to_json(getattr(value, name), depth + 1) for name in names}
     if isinstance(value, enum.Enum):
         return _to_json(value.value, depth + 1)
     if isinstance(value, Mapping):
-        out = {}
-        for key, entry in value.items():
-            if not isinstance(key, str):
-                raise TypeError(f"JSON object keys must be strings, not {type(key).__name__}")
-            out[key] = _to_json(entry, depth + 1)
-        return out
+        return _mapping_to_json(value, depth)
     if isinstance(value, list | tuple | set | frozenset):
         return [_to_json(entry, depth + 1) for entry in value]
-    if attrs.has(kind_):
-        return {
-            field.name: _to_json(getattr(value, field.name), depth + 1)
-            for field in attrs.fields(kind_)
-        }
-    if dataclasses.is_dataclass(value):
-        return {
-            field.name: _to_json(getattr(value, field.name), depth + 1)
-            for field in dataclasses.fields(value)
-        }
     # Subclasses of the JSON scalars (IntFlag members, str subclasses...).
     if isinstance(value, bool):
         return bool(value)
@@ -485,3 +489,12 @@ def _to_json(value: Any, depth: int) -> Any:
     if isinstance(value, str):
         return str(value)
     raise TypeError(f"{kind_.__name__} cannot be turned into JSON")
+
+
+def _mapping_to_json(value: Mapping[Any, Any], depth: int) -> dict[str, Any]:
+    out = {}
+    for key, entry in value.items():
+        if not isinstance(key, str):
+            raise TypeError(f"JSON object keys must be strings, not {type(key).__name__}")
+        out[str(key)] = _to_json(entry, depth + 1)
+    return out
