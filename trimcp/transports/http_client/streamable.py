@@ -134,12 +134,14 @@ class StreamableHttpClient:
             self._cancel_post(info.cancelled_id)
 
     async def _start_request(self, data: bytes, info: OutgoingInfo) -> None:
+        await self._slots.acquire()
         if info.is_initialize:
             self._init_request = data
             self._init_id = info.request_ids[0]
             if self._options.legacy_fallback and self.protocol_version is None:
+                # Set by the initialize task once it knows (it runs; nothing can stop
+                # it between here and its start without closing the transport).
                 self._mode_known = trio.Event()
-        await self._slots.acquire()
         scope = trio.CancelScope()
         for request_id in info.request_ids:
             self._posts[request_id] = scope
