@@ -68,6 +68,8 @@ from trimcp.transports.http_server.transport import HttpSessionTransport
 logger = logging.getLogger("trimcp.http")
 
 SESSION_HEADER = b"mcp-session-id"
+#: How long a POST stream's priming event may wait to share a write with the first message.
+PRIMING_COALESCE = 0.002
 _STATELESS_INIT_ID = "trimcp-stateless-initialize"
 _INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
 
@@ -328,6 +330,12 @@ class McpHttpApp:
         await self._feed(transport, stream, body, messages)
         start = {"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *extra]}
         await send(start)
+        if prime:
+            # A quick answer goes out in the same write as the priming event (one syscall
+            # and one pass through hypercorn less); a slow one does not delay the priming
+            # event by more than this.
+            with trio.move_on_after(PRIMING_COALESCE):
+                await sink.wait_for_more(1)
         await pump(send, sink)
 
     async def _feed(
