@@ -155,6 +155,7 @@ def _trimcp_client(first_requests: int, method: str, params: Any) -> Connection:
         client_info=Implementation(name="bench", version="1"),
     )
     init_id, _ = conn.send_request("initialize", params0)
+    assert isinstance(init_id, int)
     result = InitializeResult(
         protocol_version=PROTOCOL_VERSION,
         capabilities=ServerCapabilities(tools=ToolsCapability()),
@@ -259,7 +260,9 @@ def _sdk_cases() -> dict[str, Prepare]:
                 for i in range(1, count + 1):
                     # runner._serialize: dump, sieve through the per-version surface;
                     # then the transport encodes the response envelope.
-                    dumped = make_result(i).model_dump(by_alias=True, mode="json", exclude_none=True)
+                    dumped = make_result(i).model_dump(
+                        by_alias=True, mode="json", exclude_none=True
+                    )
                     dumped = methods.serialize_server_result(method, version, dumped)
                     response = t.JSONRPCResponse(jsonrpc="2.0", id=i, result=dumped)
                     response.model_dump_json(by_alias=True, exclude_unset=True)
@@ -274,7 +277,7 @@ def _sdk_cases() -> dict[str, Prepare]:
         def batch() -> None:
             for line in lines:
                 message = adapter.validate_json(line, by_name=False)
-                t.CallToolRequestParams.model_validate(message.params, by_name=False)
+                t.CallToolRequestParams.model_validate(message.params, by_name=False)  # type: ignore[union-attr]
 
         return batch
 
@@ -294,7 +297,7 @@ def _sdk_cases() -> dict[str, Prepare]:
             def batch() -> None:
                 for line in lines:
                     message = adapter.validate_json(line, by_name=False)
-                    raw = message.result
+                    raw = message.result  # type: ignore[union-attr]
                     methods.validate_server_result(method, version, raw)
                     result_type.model_validate(raw, by_name=False)
 
@@ -310,9 +313,7 @@ def _sdk_cases() -> dict[str, Prepare]:
         ),
         "list50-result-out": result_out("tools/list", lambda i: t.ListToolsResult(tools=tools)),
         "list50-result-in": result_in("tools/list", t.ListToolsResult, _list_result_wire()),
-        "call-result-in": result_in(
-            "tools/call", t.CallToolResult, _call_result_wire("hello")
-        ),
+        "call-result-in": result_in("tools/call", t.CallToolResult, _call_result_wire("hello")),
     }
 
 
@@ -338,9 +339,7 @@ def _time_batch(prepare: Prepare, count: int) -> float:
     return (time.perf_counter_ns() - start) / 1000.0 / count
 
 
-def run(
-    count: int = 2000, repeats: int = 5, *, cases: list[str] | None = None
-) -> dict[str, Any]:
+def run(count: int = 2000, repeats: int = 5, *, cases: list[str] | None = None) -> dict[str, Any]:
     """Time every case for trimcp and (when importable) the SDK.
 
     Returns ``{"cases": {case: {impl: {"median", "min", "max", "samples"}}},
@@ -362,7 +361,7 @@ def run(
     ratios: dict[str, float] = {}
     for case in selected:
         samples: dict[str, list[float]] = {name: [] for name in impls}
-        for name, table in impls.items():  # warm-up: imports, caches, specialised code
+        for table in impls.values():  # warm-up: imports, caches, specialised code
             _time_batch(table[case], min(count, 200))
         for _ in range(repeats):
             for name, table in impls.items():
@@ -378,9 +377,7 @@ def run(
         }
         if "sdk" in results[case]:
             ratios[case] = results[case]["sdk"]["median"] / results[case]["trimcp"]["median"]
-    total = {
-        name: sum(results[c][name]["median"] for c in selected) for name in impls
-    }
+    total = {name: sum(results[c][name]["median"] for c in selected) for name in impls}
     out: dict[str, Any] = {
         "count": count,
         "repeats": repeats,

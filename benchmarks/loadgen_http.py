@@ -24,6 +24,7 @@ CLI::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import select
 import socket
@@ -138,7 +139,9 @@ class HttpConnection:
         try:
             data = self.sock.recv(_READ_CHUNK)
         except BlockingIOError:
-            return None
+            # Nothing new; a response that arrived right behind the previous one may be
+            # buffered already.
+            return self._parse() if self._rbuf else None
         except OSError as exc:
             raise ServerExited(f"connection to the server failed while reading: {exc}") from exc
         if not data:
@@ -373,10 +376,9 @@ def rss_kib(pid: int) -> int:
 def _delete(conn: HttpConnection, endpoint: _Endpoint, session_id: str | None) -> None:
     if session_id is None:
         return
-    try:
+    # Best effort: the session would be reaped anyway.
+    with contextlib.suppress(LoadgenError):
         conn.roundtrip(endpoint.request(None, session_id, method="DELETE"))
-    except LoadgenError:
-        pass  # best effort: the session would be reaped anyway
 
 
 def run_calls(

@@ -61,9 +61,7 @@ def build(tools: int) -> Any:
         return text
 
     for i in range(tools):
-        server.add_tool(
-            filler, name=f"tool_{i}", description=f"Filler tool tool_{i}: echoes text."
-        )
+        server.add_tool(filler, name=f"tool_{i}", description=f"Filler tool tool_{i}: echoes text.")
     return server
 
 

@@ -140,7 +140,7 @@ def build_app(tools: int, page_size: int | None) -> Any:
     """
     import trimcp
 
-    server_cls = getattr(trimcp, "Server", None)
+    server_cls: Any = getattr(trimcp, "Server", None)
     if server_cls is None:
         # Until the framework is re-exported from the package root.
         try:
@@ -154,7 +154,6 @@ def build_app(tools: int, page_size: int | None) -> Any:
         kwargs["page_size"] = page_size
     app = server_cls("trimcp-bench-app", **kwargs)
 
-    @app.tool()
     async def echo(text: str) -> str:
         """Echo the text back."""
         STATS.started += 1
@@ -163,7 +162,6 @@ def build_app(tools: int, page_size: int | None) -> Any:
         finally:
             STATS.finished += 1
 
-    @app.tool()
     async def sleep(ms: float) -> str:
         """Sleep for ms milliseconds."""
         STATS.started += 1
@@ -177,23 +175,20 @@ def build_app(tools: int, page_size: int | None) -> Any:
             if not done:
                 STATS.cancelled += 1
 
-    @app.tool()
     async def stats() -> str:
         """Handler counts."""
         return STATS.snapshot()
 
-    def filler(text: str) -> str:
+    for tool in (echo, sleep, stats):
+        app.add_tool(tool)
+
+    async def filler(text: str) -> str:
         STATS.started += 1
         STATS.finished += 1
         return text
 
-    async def async_filler(text: str) -> str:
-        return filler(text)
-
     for i in range(tools):
-        app.tool(name=f"tool_{i}", description=f"Filler tool tool_{i}: echoes text.")(
-            async_filler
-        )
+        app.add_tool(filler, name=f"tool_{i}", description=f"Filler tool tool_{i}: echoes text.")
     return app
 
 
@@ -223,7 +218,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--api", choices=("lowlevel", "app"), default="lowlevel")
     parser.add_argument("--tools", type=int, default=0, help="filler tools to register")
     parser.add_argument("--page-size", type=int, default=None, help="paginate tools/list")
-    parser.add_argument("--http", type=int, metavar="PORT", help="serve Streamable HTTP (with --check: check HTTP support)")
+    parser.add_argument(
+        "--http",
+        type=int,
+        metavar="PORT",
+        help="serve Streamable HTTP (with --check: check HTTP support)",
+    )
     parser.add_argument("--json-response", action="store_true", help="JSON answers over HTTP")
     parser.add_argument("--check", action="store_true", help="only check availability")
     return parser.parse_args(argv)

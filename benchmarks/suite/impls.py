@@ -52,7 +52,8 @@ class Impl:
         """Why this implementation cannot run with ``options``, or None if it can.
 
         For a conventional command this runs ``argv --check *options`` once per option
-        set (cached); bounded by :data:`CHECK_TIMEOUT`.
+        set (cached); bounded by :data:`CHECK_TIMEOUT`. Only exit status 3 means
+        unavailable: any other failure is left for the runs to report as errors.
         """
         if self.requires is not None and importlib.util.find_spec(self.requires) is None:
             return f"module {self.requires!r} is not installed (pip install 'trimcp[bench]')"
@@ -71,11 +72,13 @@ class Impl:
         except (OSError, subprocess.TimeoutExpired) as exc:
             reason: str | None = f"cannot run {self.argv[0]!r}: {exc}"
         else:
-            if proc.returncode == 0:
-                reason = None
-            else:
+            if proc.returncode == EXIT_UNAVAILABLE:
                 lines = proc.stderr.strip().splitlines()
-                reason = lines[-1] if lines else f"--check exited with status {proc.returncode}"
+                reason = lines[-1] if lines else "unavailable (--check exited with status 3)"
+            else:
+                # Available, or broken: a broken server must fail its runs loudly, not
+                # vanish from the report as "skipped".
+                reason = None
         self._checks[options] = reason
         return reason
 

@@ -19,7 +19,7 @@ from typing import Any
 BASELINE = "trimcp"
 
 
-def summarize(values: Sequence[float]) -> dict[str, float] | None:
+def summarize(values: Sequence[Any]) -> dict[str, float] | None:
     """Median, min, max and count of the numbers in ``values`` (None when there are none)."""
     numbers = [
         float(v)
@@ -75,7 +75,9 @@ def add_advantages(workload: dict[str, Any]) -> None:
         summary = entry.get("summary") or {}
         entry["advantage"] = {
             col["key"]: advantage(
-                col["better"], _median(base_summary.get(col["key"])), _median(summary.get(col["key"]))
+                col["better"],
+                _median(base_summary.get(col["key"])),
+                _median(summary.get(col["key"])),
             )
             for col in workload["columns"]
         }
@@ -109,7 +111,7 @@ def fmt_summary(summary: Any, digits: int, *, spread: bool) -> str:
         return "-"
     text = fmt_number(summary["median"], digits)
     if spread and summary["n"] > 1 and summary["min"] != summary["max"]:
-        text += f" ({fmt_number(summary['min'], digits)}–{fmt_number(summary['max'], digits)})"
+        text += f" ({fmt_number(summary['min'], digits)}-{fmt_number(summary['max'], digits)})"
     return text
 
 
@@ -149,7 +151,7 @@ def overview_table(results: dict[str, Any]) -> str:
 
 
 def workload_table(workload: dict[str, Any]) -> str:
-    """All metrics of one workload: median (min–max) per implementation, the trimcp
+    """All metrics of one workload: median (min-max) per implementation, the trimcp
     advantage on the headline metric, and skip/failure notes below the table."""
     columns = workload["columns"]
     header = ["implementation"]
@@ -186,11 +188,14 @@ def render_markdown(results: dict[str, Any]) -> str:
         f"- machine: {meta['machine']}; {meta['cpus']} CPUs; Python {meta['python']}",
         f"- versions: {', '.join(f'{k} {v}' for k, v in meta['versions'].items())}",
         f"- repetitions: {meta['sizes']['reps']}, implementations interleaved; "
-        "medians, (min–max) on the headline metric",
+        "medians, (min-max) on the headline metric",
         f"- busy cores before runs (other load): median {fmt_number(meta.get('busy_median'), 2)}, "
         f"max {fmt_number(meta.get('busy_max'), 2)}"
-        + (f" — WARNING: {meta['busy_warnings']} runs started on a busy machine"
-           if meta.get("busy_warnings") else ""),
+        + (
+            f" — WARNING: {meta['busy_warnings']} runs started on a busy machine"
+            if meta.get("busy_warnings")
+            else ""
+        ),
         "- trimcp advantage: how many times better trimcp is on that metric (>1: ahead)",
         "",
         "## Overview",
@@ -210,15 +215,15 @@ def write_json(results: dict[str, Any], path: Path) -> None:
 
 
 def render_png(results: dict[str, Any], path: Path) -> str | None:
-    """Bar charts of each workload's headline metric (median, min–max whiskers).
+    """Bar charts of each workload's headline metric (median, min-max whiskers).
 
     Returns None when written, else why not (matplotlib missing, nothing to plot).
     """
     try:
-        import matplotlib
+        import matplotlib  # type: ignore[import-not-found,unused-ignore]
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         return "matplotlib is not installed (pip install 'trimcp[bench]')"
     plotted = [

@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -47,8 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
         description="Benchmark trimcp against the official MCP SDK and FastMCP.",
-        epilog=f"workloads: {', '.join(WORKLOADS)}; implementations: "
-        f"{', '.join(builtin_impls())}",
+        epilog=f"workloads: {', '.join(WORKLOADS)}; implementations: {', '.join(builtin_impls())}",
     )
     parser.add_argument("--quick", action="store_true", help="small counts (about 2 minutes)")
     parser.add_argument("--only", type=_csv, metavar="WORKLOAD,...", help="run only these")
@@ -90,7 +89,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if opts.only:
         unknown = [name for name in opts.only if name not in WORKLOADS]
         if unknown:
-            parser.error(f"unknown workload(s): {', '.join(unknown)} (known: {', '.join(WORKLOADS)})")
+            parser.error(
+                f"unknown workload(s): {', '.join(unknown)} (known: {', '.join(WORKLOADS)})"
+            )
     try:
         extra = [command_impl(s) for s in opts.server_cmd] + [url_impl(s) for s in opts.server_url]
     except ValueError as exc:
@@ -102,7 +103,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if opts.impl:
         unknown = [name for name in opts.impl if name not in names]
         if unknown:
-            parser.error(f"unknown implementation(s): {', '.join(unknown)} (known: {', '.join(names)})")
+            parser.error(
+                f"unknown implementation(s): {', '.join(unknown)} (known: {', '.join(names)})"
+            )
     if opts.reps is not None and opts.reps < 1:
         parser.error("--reps must be at least 1")
     if not opts.scale > 0:
@@ -201,7 +204,7 @@ def run_suite(opts: argparse.Namespace, progress: Progress | None = None) -> dic
     results: dict[str, Any] = {
         "meta": {
             "mode": "quick" if opts.quick else "full",
-            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "started": datetime.now(UTC).isoformat(timespec="seconds"),
             "machine": _cpu_model(),
             "cpus": os.cpu_count(),
             "python": platform.python_version(),

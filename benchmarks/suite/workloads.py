@@ -278,7 +278,9 @@ def _run_list(impl: Impl, sizes: Sizes, paged: bool) -> dict[str, Any]:
                 tools, pages, next_id = _listing(server, next_id)
             # Every server lists echo, sleep and stats besides the fillers.
             if tools < sizes.list_tools:
-                raise loadgen_stdio.BadResponse(f"listed {tools} tools, wanted >= {sizes.list_tools}")
+                raise loadgen_stdio.BadResponse(
+                    f"listed {tools} tools, wanted >= {sizes.list_tools}"
+                )
             if paged and pages < 2:
                 raise loadgen_stdio.BadResponse("asked for pages but got one page")
             latencies: list[float] = []
@@ -355,7 +357,11 @@ def _run_http(impl: Impl, sizes: Sizes, json_response: bool) -> dict[str, Any]:
     def call(fd: int) -> dict[str, Any]:
         with _http_target(impl, options) as (url, pid):
             return loadgen_http.run_calls(
-                url, sizes.http_calls, sessions=sizes.http_sessions, pid=pid
+                url,
+                sizes.http_calls,
+                sessions=sizes.http_sessions,
+                warmup=max(1, sizes.warmup // sizes.http_sessions),
+                pid=pid,
             )
 
     raw = _guard(call)
