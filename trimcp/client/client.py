@@ -23,7 +23,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar, Unpack
 
-from trimcp import __version__
+from trimcp._version import __version__
 from trimcp.client.errors import ToolOutputError
 from trimcp.client.handlers import (
     ClientHandlers,

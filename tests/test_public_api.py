@@ -1,0 +1,54 @@
+"""The public surface: every documented name is importable from ``trimcp`` and is the same
+object as in its home module, and nothing private leaks (names re-exported explicitly)."""
+
+from __future__ import annotations
+
+import importlib
+
+import trimcp
+
+EXPECTED = {
+    "Client": "trimcp.client",
+    "connect_memory": "trimcp.client",
+    "connect_stdio": "trimcp.client",
+    "connect_transport": "trimcp.client",
+    "McpError": "trimcp.errors",
+    "LocalProtocolError": "trimcp.errors",
+    "RemoteProtocolError": "trimcp.errors",
+    "RequestTimeout": "trimcp.errors",
+    "SessionClosed": "trimcp.errors",
+    "Server": "trimcp.server",
+    "Context": "trimcp.server",
+    "ToolError": "trimcp.server",
+    "LowLevelServer": "trimcp.server.lowlevel",
+    "Session": "trimcp.session",
+    "SessionOptions": "trimcp.session",
+    "RequestContext": "trimcp.session",
+    "open_session": "trimcp.session",
+    "serve_session": "trimcp.session",
+    "serve_stdio": "trimcp.transports.stdio",
+    "serve_websocket": "trimcp.transports.websocket",
+    "memory_transport_pair": "trimcp.transports.memory",
+}
+
+
+def test_public_names_come_from_their_home_modules() -> None:
+    for name, home in EXPECTED.items():
+        assert getattr(trimcp, name) is getattr(importlib.import_module(home), name), name
+
+
+def test_no_private_names_are_exported() -> None:
+    public = [n for n in vars(trimcp) if not n.startswith("__")]
+    modules = {
+        "client",
+        "errors",
+        "protocol",
+        "server",
+        "session",
+        "transports",
+        "types",
+        "serde",
+        "_groups",
+        "_version",
+    }
+    assert not [n for n in public if n.startswith("_") and n not in modules]
