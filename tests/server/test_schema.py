@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal, NotRequired, Optional, Required, Typ
 import attrs
 import jsonschema
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from trimcp.server import Field
 from trimcp.server.convert import ValidationError, converter_for, to_json
@@ -504,3 +506,38 @@ def test_functions_clients_cannot_call_are_refused() -> None:
     for fn in (star, kw, positional):
         with pytest.raises(TypeError):
             inspect_function(fn)
+
+
+# --- property: on any JSON value, the converter and the schema agree -----------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from([0.5, 2.0, -1.5])
+    | st.sampled_from(["a", "b", "red", "green", "", "Rue 1"]),
+    lambda children: st.lists(children, max_size=3)
+    | st.dictionaries(
+        st.sampled_from(["street", "city", "name", "address", "tags", "title", "year",
+                         "rating", "width", "label", "value", "children", "x"]),
+        children,
+        max_size=4,
+    ),
+    max_leaves=8,
+)
+
+AGREEMENT_TYPES = [tp for tp, _ in SCHEMAS] + [Validated]
+
+
+@pytest.mark.parametrize("tp", AGREEMENT_TYPES, ids=lambda v: str(v)[:40])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=json_values)
+def test_converter_and_schema_agree_on_any_json(tp: Any, value: Any) -> None:
+    convert = converter_for(tp)
+    valid = jsonschema.Draft202012Validator(json_schema(tp)).is_valid(value)
+    try:
+        convert(value)
+    except ValidationError:
+        accepted = False
+    else:
+        accepted = True
+    if tp is Validated and valid and not accepted:
+        return  # the class's own __post_init__ is stricter than any schema
+    assert accepted == valid

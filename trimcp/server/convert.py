@@ -255,8 +255,14 @@ _CONTAINERS: Final = frozenset(
 )
 
 
+def _is_number(value: Any) -> bool:
+    return type(value) is int or type(value) is float
+
+
 def _same_json(a: Any, b: Any) -> bool:
-    # Literal[1] must not accept true, nor Literal[True] accept 1.
+    # JSON equality: 2 and 2.0 are the same number, but true is not 1.
+    if _is_number(a) and _is_number(b):
+        return bool(a == b)
     return type(a) is type(b) and a == b
 
 
