@@ -339,6 +339,33 @@ def _time_batch(prepare: Prepare, count: int) -> float:
     return (time.perf_counter_ns() - start) / 1000.0 / count
 
 
+def _run_case(
+    case: str,
+    impls: dict[str, dict[str, Prepare]],
+    count: int,
+    repeats: int,
+    results: dict[str, dict[str, Any]],
+    ratios: dict[str, float],
+) -> None:
+    samples: dict[str, list[float]] = {name: [] for name in impls}
+    for table in impls.values():  # warm-up: imports, caches, specialised code
+        _time_batch(table[case], min(count, 200))
+    for _ in range(repeats):
+        for name, table in impls.items():
+            samples[name].append(_time_batch(table[case], count))
+    results[case] = {
+        name: {
+            "median": statistics.median(values),
+            "min": min(values),
+            "max": max(values),
+            "samples": values,
+        }
+        for name, values in samples.items()
+    }
+    if "sdk" in results[case]:
+        ratios[case] = results[case]["sdk"]["median"] / results[case]["trimcp"]["median"]
+
+
 def run(count: int = 2000, repeats: int = 5, *, cases: list[str] | None = None) -> dict[str, Any]:
     """Time every case for trimcp and (when importable) the SDK.
 
@@ -359,24 +386,15 @@ def run(count: int = 2000, repeats: int = 5, *, cases: list[str] | None = None) 
         impls["sdk"] = _sdk_cases()
     results: dict[str, dict[str, Any]] = {}
     ratios: dict[str, float] = {}
-    for case in selected:
-        samples: dict[str, list[float]] = {name: [] for name in impls}
-        for table in impls.values():  # warm-up: imports, caches, specialised code
-            _time_batch(table[case], min(count, 200))
-        for _ in range(repeats):
-            for name, table in impls.items():
-                samples[name].append(_time_batch(table[case], count))
-        results[case] = {
-            name: {
-                "median": statistics.median(values),
-                "min": min(values),
-                "max": max(values),
-                "samples": values,
-            }
-            for name, values in samples.items()
-        }
-        if "sdk" in results[case]:
-            ratios[case] = results[case]["sdk"]["median"] / results[case]["trimcp"]["median"]
+    # Imports left a big heap (pydantic schemas, cattrs code); freezing it keeps the
+    # collection before each batch cheap and out of the way of the measurement.
+    gc.collect()
+    gc.freeze()
+    try:
+        for case in selected:
+            _run_case(case, impls, count, repeats, results, ratios)
+    finally:
+        gc.unfreeze()
     total = {name: sum(results[c][name]["median"] for c in selected) for name in impls}
     out: dict[str, Any] = {
         "count": count,

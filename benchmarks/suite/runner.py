@@ -136,10 +136,15 @@ def participates(impl: Impl, workload: Workload) -> str | None:
 
 
 def _check_options(workload: Workload, sizes: Sizes) -> tuple[str, ...]:
+    """The options that decide whether a conventional server can run ``workload``: by
+    the convention, only HTTP and pagination support may be missing (``--tools`` and
+    ``--json-response`` always work), so at most three ``--check`` runs per server."""
     options = workload.options(sizes)
-    if workload.scope.startswith("http"):
-        options = ("--http", "0", *options)
-    return options
+    relevant: tuple[str, ...] = ("--http", "0") if workload.scope.startswith("http") else ()
+    if "--page-size" in options:
+        at = options.index("--page-size")
+        relevant += options[at : at + 2]
+    return relevant
 
 
 class Progress:
