@@ -279,3 +279,21 @@ async def test_legacy_can_be_turned_off(autojump_clock: trio.abc.Clock) -> None:
     async with running_app(HttpServerConfig(legacy_sse=False)) as (_, client):
         reply = await client.request("GET", "/sse", headers=GET)
         assert reply.status == 404
+
+
+class _BadIds(InMemoryEventStore):
+    async def store(self, stream_id: str, message: bytes) -> str:
+        return "bad\nid: injected"
+
+
+async def test_event_ids_that_would_break_the_stream_are_dropped(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    config = HttpServerConfig(event_store_factory=lambda _: _BadIds())
+    async with running_app(config) as (_, client):
+        session_id = await client.initialize()
+        reply = await client.post(tool_call(1, "echo", {"text": "x"}), session_id=session_id)
+        assert b"injected" not in reply.body
+        [event] = reply.events
+        assert event.id is None
+        assert reply.messages()[0]["id"] == 1

@@ -5,6 +5,7 @@ Pure functions on header values, so each rule is tested on its own.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 WILDCARD = "*"
@@ -39,14 +40,16 @@ def split_host(value: str) -> tuple[str, str | None] | None:
     return host, port
 
 
+@functools.lru_cache(maxsize=64)
+def _parsed(allowed: tuple[str, ...]) -> tuple[tuple[str, str | None], ...]:
+    # Allowlists come from the (frozen) config: parse each one once.
+    return tuple(p for p in map(split_host, allowed) if p is not None)
+
+
 def _host_matches(host: str, port: str | None, allowed: Sequence[str]) -> bool:
-    for entry in allowed:
-        if entry == WILDCARD:
-            return True
-        parsed = split_host(entry)
-        if parsed is None:
-            continue
-        want_host, want_port = parsed
+    if WILDCARD in allowed:
+        return True
+    for want_host, want_port in _parsed(tuple(allowed)):
         if want_host == host and (want_port is None or want_port == port):
             return True
     return False

@@ -29,6 +29,8 @@ _RESPONSE_PREFIX = b'{"jsonrpc":"2.0","id":'
 
 def response_prefix(request_id: RequestId) -> bytes:
     """The bytes every answer to ``request_id`` starts with (trimcp's encoder is compact)."""
+    if type(request_id) is int:
+        return _RESPONSE_PREFIX + str(request_id).encode("ascii")
     return _RESPONSE_PREFIX + dump_json(request_id)
 
 
@@ -52,7 +54,7 @@ def sse_message(data: bytes, event_id: str | None) -> bytes:
 
 def sse_priming(event_id: str, retry_ms: int) -> bytes:
     """The event that opens a resumable stream: an id, the retry delay, no data."""
-    return encode_event("", id=event_id, retry_ms=retry_ms)
+    return b"id: %s\nretry: %d\ndata: \n\n" % (event_id.encode("utf-8"), retry_ms)
 
 
 def sse_retry(retry_ms: int) -> bytes:

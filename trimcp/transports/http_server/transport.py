@@ -236,7 +236,7 @@ class HttpSessionTransport:
             stream_id, events = found
             if events:
                 # One chunk: the store already bounds what a replay can hold.
-                replay = b"".join([sse_message(data, event_id) for event_id, data in events])
+                replay = b"".join([sse_message(data, _checked(eid)) for eid, data in events])
                 if not sink.put(replay):
                     return True  # the client resumes again from the last event it got
             if stream_id == STANDALONE_STREAM:
@@ -270,8 +270,9 @@ class HttpSessionTransport:
 
     async def _prime(self, stream_id: str, sink: Sink) -> None:
         assert self._store is not None
-        event_id = await self._store.store(stream_id, b"")
-        sink.put(sse_priming(event_id, self.retry_ms))
+        event_id = _checked(await self._store.store(stream_id, b""))
+        if event_id is not None:
+            sink.put(sse_priming(event_id, self.retry_ms))
 
     def _end(self, stream: OutStream) -> None:
         stream.finish()
@@ -334,7 +335,7 @@ class HttpSessionTransport:
             event_id = None
             if stream.stream_id is not None:
                 assert self._store is not None
-                event_id = await self._store.store(stream.stream_id, data)
+                event_id = _checked(await self._store.store(stream.stream_id, data))
             chunk = sse_message(data, event_id)
             if not stream.emit(chunk) and stream is self.standalone:
                 if len(self._backlog) == self._backlog.maxlen:
@@ -354,6 +355,13 @@ class HttpSessionTransport:
                 routes.pop(request_id, None)
             if not stream.pending:
                 self._end(stream)
+
+
+def _checked(event_id: str) -> str | None:
+    if "\n" in event_id or "\r" in event_id or "\0" in event_id:
+        logger.error("the event store returned an id an SSE stream cannot carry: %r", event_id)
+        return None
+    return event_id
 
 
 def close_request_stream(ctx: RequestContext) -> bool:
