@@ -16,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
+from trimcp import serde
 from trimcp.errors import INVALID_PARAMS, LocalProtocolError, RemoteProtocolError
+from trimcp.protocol.connection import has_capability
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import V2025_06_18, V2025_11_25
 from trimcp.server.convert import ValidationError
@@ -146,7 +148,10 @@ class Context:
     # --- asking the client -----------------------------------------------------------
 
     def _require(self, feature: str, *path: str) -> None:
-        if not self.session.connection.peer_has(*path):
+        # From the negotiated value, not the connection: a stateless (2026-07-28) request
+        # carries its client's capabilities itself.
+        caps = self.client_capabilities
+        if caps is None or not has_capability(serde.unstructure(caps), path):
             client = self.client_info.name if self.client_info else "The client"
             raise LocalProtocolError(
                 f"{client} does not support {feature}: it did not declare the "
