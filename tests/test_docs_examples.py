@@ -30,6 +30,7 @@ def run(code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
+        stdin=subprocess.DEVNULL,  # a script that serves stdio must see EOF, not a terminal
         text=True,
         timeout=120,
         cwd=ROOT,

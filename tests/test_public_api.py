@@ -37,8 +37,22 @@ def test_public_names_come_from_their_home_modules() -> None:
         assert getattr(trimcp, name) is getattr(importlib.import_module(home), name), name
 
 
+def test_every_export_resolves() -> None:
+    for name in trimcp.__all__:
+        assert getattr(trimcp, name) is not None, name
+
+
+def test_importing_trimcp_loads_no_io_library() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys; import trimcp; print('trio' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 def test_no_private_names_are_exported() -> None:
-    public = [n for n in vars(trimcp) if not n.startswith("__")]
+    public = [n for n in dir(trimcp) if not n.startswith("__")]
     modules = {
         "client",
         "errors",
@@ -50,5 +64,6 @@ def test_no_private_names_are_exported() -> None:
         "serde",
         "_groups",
         "_version",
+        "_EXPORTS",
     }
     assert not [n for n in public if n.startswith("_") and n not in modules]

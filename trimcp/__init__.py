@@ -1,40 +1,99 @@
 """trimcp: a Trio-native framework for the Model Context Protocol.
 
-The public API lives here (and in ``trimcp.testing``, ``trimcp.types`` for the wire types);
-every other module is an implementation detail whose names say what it holds.
+The public API lives here (and in ``trimcp.testing``, and ``trimcp.types`` for the wire
+types); every other module is an implementation detail whose names say what it holds.
+
+Names are imported lazily on first use, so that ``import trimcp.protocol`` (the sans-IO
+core) does not drag in Trio and the transports.
 """
 
-from trimcp._version import __version__ as __version__
-from trimcp.client import Client as Client
-from trimcp.client import connect_memory as connect_memory
-from trimcp.client import connect_stdio as connect_stdio
-from trimcp.client import connect_transport as connect_transport
-from trimcp.errors import LocalProtocolError as LocalProtocolError
-from trimcp.errors import McpError as McpError
-from trimcp.errors import RemoteProtocolError as RemoteProtocolError
-from trimcp.errors import RequestTimeout as RequestTimeout
-from trimcp.errors import SessionClosed as SessionClosed
-from trimcp.protocol.lifecycle import Role as Role
-from trimcp.protocol.negotiated import Negotiated as Negotiated
-from trimcp.protocol.versions import LATEST_VERSION as LATEST_VERSION
-from trimcp.protocol.versions import SUPPORTED_VERSIONS as SUPPORTED_VERSIONS
-from trimcp.server import Audio as Audio
-from trimcp.server import Context as Context
-from trimcp.server import Field as Field
-from trimcp.server import Image as Image
-from trimcp.server import PromptMessage as PromptMessage
-from trimcp.server import Server as Server
-from trimcp.server import ToolError as ToolError
-from trimcp.server.lowlevel import LowLevelServer as LowLevelServer
-from trimcp.session import RequestContext as RequestContext
-from trimcp.session import Session as Session
-from trimcp.session import SessionOptions as SessionOptions
-from trimcp.session import open_session as open_session
-from trimcp.session import serve_session as serve_session
-from trimcp.transports.memory import memory_transport_pair as memory_transport_pair
-from trimcp.transports.stdio import serve_stdio as serve_stdio
-from trimcp.transports.websocket import (
-    open_websocket_client_transport as open_websocket_client_transport,
-)
-from trimcp.transports.websocket import serve_websocket as serve_websocket
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from trimcp._version import __version__ as __version__
+
+#: public name -> the module it lives in
+_EXPORTS: dict[str, str] = {
+    "Client": "trimcp.client",
+    "connect_memory": "trimcp.client",
+    "connect_stdio": "trimcp.client",
+    "connect_transport": "trimcp.client",
+    "LocalProtocolError": "trimcp.errors",
+    "McpError": "trimcp.errors",
+    "RemoteProtocolError": "trimcp.errors",
+    "RequestTimeout": "trimcp.errors",
+    "SessionClosed": "trimcp.errors",
+    "Role": "trimcp.protocol.lifecycle",
+    "Negotiated": "trimcp.protocol.negotiated",
+    "LATEST_VERSION": "trimcp.protocol.versions",
+    "SUPPORTED_VERSIONS": "trimcp.protocol.versions",
+    "Audio": "trimcp.server",
+    "Context": "trimcp.server",
+    "Field": "trimcp.server",
+    "Image": "trimcp.server",
+    "PromptMessage": "trimcp.server",
+    "Server": "trimcp.server",
+    "ToolError": "trimcp.server",
+    "LowLevelServer": "trimcp.server.lowlevel",
+    "RequestContext": "trimcp.session",
+    "Session": "trimcp.session",
+    "SessionOptions": "trimcp.session",
+    "open_session": "trimcp.session",
+    "serve_session": "trimcp.session",
+    "memory_transport_pair": "trimcp.transports.memory",
+    "serve_stdio": "trimcp.transports.stdio",
+    "open_websocket_client_transport": "trimcp.transports.websocket",
+    "serve_websocket": "trimcp.transports.websocket",
+}
+
+if TYPE_CHECKING:
+    from trimcp.client import Client as Client
+    from trimcp.client import connect_memory as connect_memory
+    from trimcp.client import connect_stdio as connect_stdio
+    from trimcp.client import connect_transport as connect_transport
+    from trimcp.errors import LocalProtocolError as LocalProtocolError
+    from trimcp.errors import McpError as McpError
+    from trimcp.errors import RemoteProtocolError as RemoteProtocolError
+    from trimcp.errors import RequestTimeout as RequestTimeout
+    from trimcp.errors import SessionClosed as SessionClosed
+    from trimcp.protocol.lifecycle import Role as Role
+    from trimcp.protocol.negotiated import Negotiated as Negotiated
+    from trimcp.protocol.versions import LATEST_VERSION as LATEST_VERSION
+    from trimcp.protocol.versions import SUPPORTED_VERSIONS as SUPPORTED_VERSIONS
+    from trimcp.server import Audio as Audio
+    from trimcp.server import Context as Context
+    from trimcp.server import Field as Field
+    from trimcp.server import Image as Image
+    from trimcp.server import PromptMessage as PromptMessage
+    from trimcp.server import Server as Server
+    from trimcp.server import ToolError as ToolError
+    from trimcp.server.lowlevel import LowLevelServer as LowLevelServer
+    from trimcp.session import RequestContext as RequestContext
+    from trimcp.session import Session as Session
+    from trimcp.session import SessionOptions as SessionOptions
+    from trimcp.session import open_session as open_session
+    from trimcp.session import serve_session as serve_session
+    from trimcp.transports.memory import memory_transport_pair as memory_transport_pair
+    from trimcp.transports.stdio import serve_stdio as serve_stdio
+    from trimcp.transports.websocket import (
+        open_websocket_client_transport as open_websocket_client_transport,
+    )
+    from trimcp.transports.websocket import serve_websocket as serve_websocket
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trimcp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
+
+__all__ = ["__version__", *_EXPORTS]

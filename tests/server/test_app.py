@@ -150,20 +150,19 @@ async def test_closed_sessions_are_forgotten(autojump_clock: Any) -> None:
     app.add_tool(lambda: "x", name="after")  # nobody to tell; must not fail
 
 
-async def test_sessions_without_a_delivery_task_catch_up_at_their_next_request(
+async def test_sessions_opened_by_the_bare_engine_get_list_changed_at_once(
     autojump_clock: Any,
 ) -> None:
-    # tests.support.session_pair runs the server with the bare engine, not serve_session.
+    # tests.support.session_pair runs the server with the bare engine (not serve_session):
+    # the engine starts the server's attend_session hook, so delivery needs no request.
     app = full_app()
     recorder = ScriptedClient()
     async with session_pair(app, recorder) as (client, _):
         await trio.testing.wait_all_tasks_blocked()  # let notifications/initialized land
         app.remove_tool("tool0")
         await trio.testing.wait_all_tasks_blocked()
-        assert recorder.notifications == []
-        result = await client.send_request("tools/list")
-        await trio.testing.wait_all_tasks_blocked()
         assert recorder.methods() == ["notifications/tools/list_changed"]
+        result = await client.send_request("tools/list")
         assert len(result.tools) == 4
 
 

@@ -533,7 +533,14 @@ class Server:
         async with open_session(
             transport, role=Role.SERVER, handler=self, options=options
         ) as session:
-            await self.serve_notifications(session, task_status=_Relay(task_status, session))
+            task_status.started(session)
+            await session.wait_closed()
+
+    async def attend_session(
+        self, session: Session, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The engine starts this next to every session (see ``SessionHandler``)."""
+        await self.serve_notifications(session, task_status=task_status)
 
     async def serve_notifications(
         self, session: Session, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -573,17 +580,6 @@ class Server:
             raise ValueError(f"Unknown transport {transport!r}; this build serves 'stdio'")
         with contextlib.suppress(KeyboardInterrupt):
             trio.run(functools.partial(self.serve_stdio, **options))
-
-
-class _Relay:
-    """Reports ``value`` to the outer ``task_status`` when the inner task says it started."""
-
-    def __init__(self, outer: trio.TaskStatus[Session], value: Session) -> None:
-        self._outer = outer
-        self._value = value
-
-    def started(self, value: Any = None) -> None:
-        self._outer.started(self._value)
 
 
 def _by_name(item: Any) -> str:

@@ -73,6 +73,12 @@ class SessionHandler(Protocol):
         """React to a notification. Runs in the session's notifier task, one at a time."""
         ...
 
+    # Optional: ``async def attend_session(self, session, *, task_status)``. When the
+    # handler has it, every session starts it among its service tasks (after calling
+    # ``task_status.started()`` it may run until the session closes; it is cancelled as the
+    # close sequence ends). The server framework delivers list_changed notifications this
+    # way, whatever transport created the session.
+
 
 class _Batch:
     """Collects the replies of one inbound batch so they go out as one JSON array."""
@@ -562,6 +568,9 @@ class Session:
                 services.start_soon(self._notify_loop)
                 if self.options.keepalive_interval is not None:
                     services.start_soon(self._keepalive_loop, self.options.keepalive_interval)
+                attend = getattr(self._handler, "attend_session", None)
+                if attend is not None:
+                    await services.start(attend, self)
                 task_status.started()
 
     async def _close_when_asked(self) -> None:
