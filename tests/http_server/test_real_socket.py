@@ -181,7 +181,9 @@ async def test_graceful_shutdown_ends_open_streams_and_returns() -> None:
     log = ServerLog()
     with trio.fail_after(BOUND):
         async with trio.open_nursery() as nursery:
-            port = await _start(nursery, shutdown_trigger=stop.wait, log=log)
+            # A connection left open would hold hypercorn for graceful_timeout, past BOUND.
+            port = await _start(nursery, shutdown_trigger=stop.wait, log=log,
+                                hypercorn=hypercorn_config(graceful_timeout=3 * BOUND))
             stream = await trio.open_tcp_stream("127.0.0.1", port)
             client = RawHttp(stream, f"127.0.0.1:{port}")
             _, headers, _ = await client.request(

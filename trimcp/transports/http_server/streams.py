@@ -70,7 +70,7 @@ class Sink:
     """
 
     __slots__ = ("_bytes", "_chunks", "_max_bytes", "_max_chunks", "_wakeup", "finished",
-                 "overflowed")
+                 "gone", "overflowed")
 
     def __init__(self, max_bytes: int, max_chunks: int) -> None:
         self._chunks: deque[bytes] = deque()
@@ -82,6 +82,8 @@ class Sink:
         self.finished = False
         #: The client was too slow; chunks after the overflow were refused.
         self.overflowed = False
+        #: The client went away; nothing more is written.
+        self.gone = False
 
     @property
     def buffered(self) -> int:
@@ -101,6 +103,13 @@ class Sink:
         self._bytes += len(chunk)
         self._wakeup.set()
         return True
+
+    def client_gone(self) -> None:
+        """The client went away: end at once, dropping what is queued."""
+        self.gone = True
+        self._chunks.clear()
+        self._bytes = 0
+        self.finish()
 
     def finish(self) -> None:
         """End the response after what is queued. Idempotent."""
@@ -189,9 +198,14 @@ class OutStream:
 
 
 async def pump(send: Send, sink: Sink) -> None:
-    """Write a sink's bytes as the response body until it is finished and drained."""
+    """Write a sink's bytes as the response body until it is finished and drained.
+
+    Stops without writing once the client is gone (:meth:`Sink.client_gone`).
+    """
     while True:
         data = await sink.take()
+        if sink.gone:
+            return
         if data is None:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
@@ -202,12 +216,16 @@ async def pump(send: Send, sink: Sink) -> None:
 
 
 async def pump_until_disconnect(send: Send, receive: Receive, sink: Sink) -> None:
-    """:func:`pump`, stopping early when the client goes away (long-lived streams)."""
+    """:func:`pump`, ending early when the client goes away (long-lived streams).
+
+    The disconnect ends the sink rather than cancelling the writer: a write in progress
+    must finish inside the server (hypercorn updates its connection state there).
+    """
     async with trio.open_nursery() as nursery:
 
         async def watch() -> None:
             await wait_for_disconnect(receive)
-            nursery.cancel_scope.cancel()
+            sink.client_gone()
 
         nursery.start_soon(watch)
         await pump(send, sink)
