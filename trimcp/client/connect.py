@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Unpack
 
-from trimcp._groups import open_nursery_unwrapped, single_exception
+from trimcp._groups import open_nursery_unwrapped, unwrap_single_exception
 from trimcp.client.client import Client, ClientKwargs
 from trimcp.protocol.framing import DEFAULT_MAX_LINE_BYTES
 from trimcp.protocol.lifecycle import Role
@@ -68,7 +68,7 @@ async def connect_stdio(
     SIGKILL, each step bounded by ``shutdown`` (a :class:`ShutdownTimeouts`).
     Cancellation: as :func:`connect_transport`; the child shutdown is shielded and bounded.
     """
-    async with _unwrap_single_exception(), open_stdio_client_transport(
+    async with unwrap_single_exception(), open_stdio_client_transport(
         argv,
         env=env,
         cwd=cwd,
@@ -107,25 +107,3 @@ async def connect_memory(
                 yield client
         finally:
             nursery.cancel_scope.cancel()
-
-
-@asynccontextmanager
-async def _unwrap_single_exception() -> AsyncIterator[None]:
-    """Raise the one exception of a single-exception group from the block as itself.
-
-    The stdio transport runs its stderr reader in a nursery of its own, which wraps what
-    the body raises in an exception group.
-    """
-    only: BaseException | None = None
-    try:
-        yield
-    except BaseExceptionGroup as group:
-        only = single_exception(group)
-        if only is None:
-            raise
-    if only is not None:
-        # Raised outside the except block so the group does not become its __context__.
-        try:
-            raise only
-        finally:
-            only = None

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import trio
 import trio_websocket
 
-from trimcp._groups import single_exception
+from trimcp._groups import unwrap_single_exception
 from trimcp.session import SessionHandler, SessionOptions, serve_session
 from trimcp.transports.base import Outgoing
 
@@ -168,29 +168,16 @@ async def open_websocket_client_transport(
     socket is closed on the way out (bounded by ``disconnect_timeout``).
     """
     extra = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
-    only: BaseException | None = None
-    try:
-        async with trio_websocket.open_websocket_url(
-            url,
-            subprotocols=[SUBPROTOCOL],
-            extra_headers=extra,
-            max_message_size=max_message_bytes,
-            message_queue_size=16,
-            connect_timeout=connect_timeout,
-            disconnect_timeout=disconnect_timeout,
-        ) as connection:
-            if connection.subprotocol != SUBPROTOCOL:
-                raise trio_websocket.HandshakeError(
-                    "the server did not accept the 'mcp' subprotocol"
-                )
-            yield WebSocketTransport(connection)
-    except BaseExceptionGroup as group:
-        # trio-websocket's internal nursery wraps a refused handshake; surface it alone.
-        only = single_exception(group)
-        if only is None:
-            raise
-    if only is not None:
-        try:
-            raise only
-        finally:
-            only = None
+    # trio-websocket's internal nursery wraps a refused handshake; surface it alone.
+    async with unwrap_single_exception(), trio_websocket.open_websocket_url(
+        url,
+        subprotocols=[SUBPROTOCOL],
+        extra_headers=extra,
+        max_message_size=max_message_bytes,
+        message_queue_size=16,
+        connect_timeout=connect_timeout,
+        disconnect_timeout=disconnect_timeout,
+    ) as connection:
+        if connection.subprotocol != SUBPROTOCOL:
+            raise trio_websocket.HandshakeError("the server did not accept the 'mcp' subprotocol")
+        yield WebSocketTransport(connection)
