@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import trio
 
+from tests.support import NullClient, init_params
 from trimcp.errors import SessionClosed
 from trimcp.protocol.lifecycle import Role
 from trimcp.session import Session, open_session
 from trimcp.transports.stdio import ShutdownTimeouts, open_stdio_client_transport
-from tests.support import NullClient, init_params
 
 CHILD = str(Path(__file__).parent / "children" / "server.py")
 FAST_LADDER = ShutdownTimeouts(after_stdin_close=0.5, after_sigterm=0.5, after_sigkill=5)
@@ -50,9 +50,10 @@ async def test_child_writing_1mib_to_stderr_still_completes() -> None:
 async def test_child_ignoring_sigterm_is_killed() -> None:
     argv = [sys.executable, CHILD, "ignore-sigterm"]
     with trio.fail_after(30):
-        async with open_stdio_client_transport(argv, shutdown=FAST_LADDER) as transport:
-            async with open_session(transport, role=Role.CLIENT, handler=NullClient()) as s:
-                await s.initialize(init_params())
+        async with open_stdio_client_transport(
+            argv, shutdown=FAST_LADDER
+        ) as transport, open_session(transport, role=Role.CLIENT, handler=NullClient()) as s:
+            await s.initialize(init_params())
     # stdin closed: ignored; SIGTERM: ignored; SIGKILL ended it.
     assert transport.process.returncode == -signal.SIGKILL
 
@@ -60,9 +61,10 @@ async def test_child_ignoring_sigterm_is_killed() -> None:
 async def test_well_behaved_child_exits_on_stdin_close() -> None:
     argv = [sys.executable, CHILD, "plain"]
     with trio.fail_after(30):
-        async with open_stdio_client_transport(argv, shutdown=FAST_LADDER) as transport:
-            async with open_session(transport, role=Role.CLIENT, handler=NullClient()) as s:
-                await s.initialize(init_params())
+        async with open_stdio_client_transport(
+            argv, shutdown=FAST_LADDER
+        ) as transport, open_session(transport, role=Role.CLIENT, handler=NullClient()) as s:
+            await s.initialize(init_params())
     assert transport.process.returncode == 0  # no signal was needed
 
 
