@@ -64,7 +64,7 @@ async def call_tool(ctx: RequestContext) -> CallToolResult:
     return CallToolResult(content=[TextContent(text=arguments.get("text", ""))])
 
 
-async def _serve(port: int, json_response: bool) -> None:
+async def _serve(port: int, json_response: bool, engine: Any = "hypercorn") -> None:
     stop = trio.Event()
 
     def on_term(*_: Any) -> None:
@@ -73,7 +73,7 @@ async def _serve(port: int, json_response: bool) -> None:
     token = trio.lowlevel.current_trio_token()
     signal.signal(signal.SIGTERM, lambda *_: token.run_sync_soon(stop.set))
     config = HttpServerConfig(json_response=json_response, max_sessions=10_000)
-    await serve_http(server, port=port, config=config, shutdown_trigger=stop.wait)
+    await serve_http(server, port=port, config=config, shutdown_trigger=stop.wait, engine=engine)
 
 
 async def _in_process(n: int, sessions: int, json_response: bool) -> dict[str, Any]:
@@ -167,6 +167,7 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true", help="cProfile the server")
     parser.add_argument("--serve", type=int, metavar="PORT", help="only run the server")
     parser.add_argument("--in-process", action="store_true", help="no sockets, no hypercorn")
+    parser.add_argument("--lean", action="store_true", help="trimcp's h11 server, not hypercorn")
     opts = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     if opts.in_process:
@@ -183,7 +184,7 @@ def main() -> int:
             stats.sort_stats("tottime").print_stats(30)
         return 0
     if opts.serve is not None:
-        trio.run(_serve, opts.serve, opts.json)
+        trio.run(_serve, opts.serve, opts.json, "lean" if opts.lean else "hypercorn")
         return 0
     port = _free_port()
     argv = [sys.executable]
@@ -193,6 +194,8 @@ def main() -> int:
     argv += ["-m", "benchmarks.http_server_micro", "--serve", str(port)]
     if opts.json:
         argv.append("--json")
+    if opts.lean:
+        argv.append("--lean")
     child = subprocess.Popen(argv, env={**os.environ, "PYTHONHASHSEED": "0"})
     try:
         deadline = time.monotonic() + 20

@@ -5,6 +5,7 @@ These use the real clock; every wait is bounded by ``fail_after`` and none asser
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -76,6 +77,13 @@ HEADERS = [("content-type", "application/json"),
            ("accept", "application/json, text/event-stream")]
 
 
+@pytest.fixture(params=["hypercorn", "lean"])
+def engine(request: pytest.FixtureRequest) -> str:
+    """Every real-socket test runs on both HTTP servers."""
+    value: str = request.param
+    return value
+
+
 async def _start(nursery: trio.Nursery, **kwargs: Any) -> int:
     kwargs.setdefault("port", 0)
     port: int = await nursery.start(
@@ -85,10 +93,10 @@ async def _start(nursery: trio.Nursery, **kwargs: Any) -> int:
     return port
 
 
-async def test_serve_http_on_port_zero_answers_a_session() -> None:
+async def test_serve_http_on_port_zero_answers_a_session(engine: str) -> None:
     with trio.fail_after(BOUND):
         async with trio.open_nursery() as nursery:
-            port = await _start(nursery)
+            port = await _start(nursery, engine=engine)
             assert port > 0
             stream = await trio.open_tcp_stream("127.0.0.1", port)
             client = RawHttp(stream, f"127.0.0.1:{port}")
@@ -118,10 +126,10 @@ async def test_serve_http_on_port_zero_answers_a_session() -> None:
             nursery.cancel_scope.cancel()
 
 
-async def test_dns_rebinding_is_refused_on_the_wire() -> None:
+async def test_dns_rebinding_is_refused_on_the_wire(engine: str) -> None:
     with trio.fail_after(BOUND):
         async with trio.open_nursery() as nursery:
-            port = await _start(nursery)
+            port = await _start(nursery, engine=engine)
             stream = await trio.open_tcp_stream("127.0.0.1", port)
             client = RawHttp(stream, "evil.example.com")
             status, _, body = await client.request(
@@ -134,10 +142,12 @@ async def test_dns_rebinding_is_refused_on_the_wire() -> None:
             nursery.cancel_scope.cancel()
 
 
-async def test_slow_headers_are_cut_by_the_header_timeout() -> None:
+async def test_slow_headers_are_cut_by_the_header_timeout(engine: str) -> None:
     with trio.fail_after(BOUND):
         async with trio.open_nursery() as nursery:
-            port = await _start(nursery, hypercorn=hypercorn_config(header_timeout=0.3))
+            port = await _start(
+                nursery, engine=engine, hypercorn=hypercorn_config(header_timeout=0.3)
+            )
             stream = await trio.open_tcp_stream("127.0.0.1", port)
             await stream.send_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
             # never finish the headers: the server must close the connection
@@ -147,10 +157,12 @@ async def test_slow_headers_are_cut_by_the_header_timeout() -> None:
             nursery.cancel_scope.cancel()
 
 
-async def test_chunked_oversized_body_over_the_wire() -> None:
+async def test_chunked_oversized_body_over_the_wire(engine: str) -> None:
     with trio.fail_after(BOUND):
         async with trio.open_nursery() as nursery:
-            port = await _start(nursery, config=HttpServerConfig(max_body_bytes=10_000))
+            port = await _start(
+                nursery, engine=engine, config=HttpServerConfig(max_body_bytes=10_000)
+            )
             stream = await trio.open_tcp_stream("127.0.0.1", port)
             head = (
                 b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
@@ -164,8 +176,9 @@ async def test_chunked_oversized_body_over_the_wire() -> None:
                 async with trio.open_nursery() as pair:
 
                     async def write() -> None:
-                        for _ in range(1000):  # 4 MB offered
-                            await stream.send_all(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+                        with contextlib.suppress(trio.BrokenResourceError):
+                            for _ in range(1000):  # 4 MB offered
+                                await stream.send_all(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
 
                     pair.start_soon(write)
                     while b"\r\n\r\n" not in received:
@@ -176,13 +189,13 @@ async def test_chunked_oversized_body_over_the_wire() -> None:
             nursery.cancel_scope.cancel()
 
 
-async def test_graceful_shutdown_ends_open_streams_and_returns() -> None:
+async def test_graceful_shutdown_ends_open_streams_and_returns(engine: str) -> None:
     stop = trio.Event()
     log = ServerLog()
     with trio.fail_after(BOUND):
         async with trio.open_nursery() as nursery:
             # A connection left open would hold hypercorn for graceful_timeout, past BOUND.
-            port = await _start(nursery, shutdown_trigger=stop.wait, log=log,
+            port = await _start(nursery, engine=engine, shutdown_trigger=stop.wait, log=log,
                                 hypercorn=hypercorn_config(graceful_timeout=3 * BOUND))
             stream = await trio.open_tcp_stream("127.0.0.1", port)
             client = RawHttp(stream, f"127.0.0.1:{port}")
@@ -209,10 +222,10 @@ async def test_graceful_shutdown_ends_open_streams_and_returns() -> None:
 
 
 @pytest.mark.parametrize("mode", ["streamable", "sse"])
-async def test_official_sdk_client_against_trimcp(mode: str) -> None:
+async def test_official_sdk_client_against_trimcp(mode: str, engine: str) -> None:
     with trio.fail_after(90):
         async with trio.open_nursery() as nursery:
-            port = await _start(nursery)
+            port = await _start(nursery, engine=engine)
             path = "/mcp" if mode == "streamable" else "/sse"
             done = await trio.run_process(
                 [sys.executable, str(PEER), f"http://127.0.0.1:{port}{path}", mode],
@@ -228,3 +241,83 @@ async def test_official_sdk_client_against_trimcp(mode: str) -> None:
     assert report["progress_result"] == ["progressed"]
     assert report["progress"] == [1, 2, 3]
     assert report["sample"] == ["sampled: from the SDK"]
+
+
+async def test_lean_pipelined_requests_are_answered_in_order() -> None:
+    with trio.fail_after(BOUND):
+        async with trio.open_nursery() as nursery:
+            port = await _start(nursery, engine="lean")
+            async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+                client = RawHttp(stream, f"127.0.0.1:{port}")
+                _, headers, _ = await client.request(
+                    "POST", json.dumps(init_request()).encode(), HEADERS
+                )
+                session_id = headers["mcp-session-id"]
+                raw = b""
+                for i in (1, 2):
+                    body = json.dumps(tool_call(i, "echo", {"text": f"p{i}"})).encode()
+                    raw += (
+                        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                        "Content-Type: application/json\r\n"
+                        "Accept: application/json, text/event-stream\r\n"
+                        f"Mcp-Session-Id: {session_id}\r\nContent-Length: {len(body)}\r\n\r\n"
+                    ).encode() + body
+                await stream.send_all(raw)  # both requests in one write
+                got = b""
+                while got.count(b'"result"') < 2:
+                    got += await stream.receive_some(65536)
+                assert got.index(b'"p1"') < got.index(b'"p2"')
+            nursery.cancel_scope.cancel()
+
+
+async def test_lean_oversized_headers_are_refused() -> None:
+    with trio.fail_after(BOUND):
+        async with trio.open_nursery() as nursery:
+            port = await _start(nursery, engine="lean")
+            async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+                await stream.send_all(
+                    b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 40_000
+                )
+                answer = b""
+                while data := await stream.receive_some(65536):
+                    answer += data
+                assert answer.startswith(b"HTTP/1.1 431")
+            nursery.cancel_scope.cancel()
+
+
+async def test_lean_notices_a_get_client_going_away() -> None:
+    from trimcp.transports.http_server import create_asgi_app
+    from trimcp.transports.http_server.lean import serve_lean
+
+    app = create_asgi_app(make_server())
+    with trio.fail_after(BOUND):
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(
+                lambda task_status: serve_lean(app, host="127.0.0.1", port=0,
+                                               task_status=task_status)
+            )
+            async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+                client = RawHttp(stream, f"127.0.0.1:{port}")
+                _, headers, _ = await client.request(
+                    "POST", json.dumps(init_request()).encode(), HEADERS
+                )
+            session_id = headers["mcp-session-id"]
+            get = await trio.open_tcp_stream("127.0.0.1", port)
+            await get.send_all(
+                f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
+                f"Mcp-Session-Id: {session_id}\r\n\r\n".encode()
+            )
+            assert (await get.receive_some(65536)).startswith(b"HTTP/1.1 200")
+            entry = app.manager.get(session_id, None, "streamable")
+            assert entry is not None
+            assert entry.active == 1
+            await get.aclose()
+            await _until(lambda: entry.active == 0)
+            assert entry.transport.standalone.sink is None
+            nursery.cancel_scope.cancel()
+
+
+async def _until(condition: Any) -> None:
+    # Real sockets: poll (bounded by the caller's fail_after) for the server to notice.
+    while not condition():  # noqa: ASYNC110
+        await trio.sleep(0.01)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Awaitable, Callable
 from functools import partial
+from typing import Literal
 
 import attrs
 import trio
@@ -14,6 +15,7 @@ from hypercorn.trio import serve as hypercorn_serve
 from trimcp.session import SessionHandler
 from trimcp.transports.http_server.app import create_asgi_app
 from trimcp.transports.http_server.config import HttpServerConfig
+from trimcp.transports.http_server.lean import serve_lean
 
 
 def is_loopback(host: str) -> bool:
@@ -58,9 +60,15 @@ async def serve_http(
     config: HttpServerConfig | None = None,
     hypercorn: HypercornConfig | None = None,
     shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
+    engine: Literal["hypercorn", "lean"] = "hypercorn",
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve MCP over Streamable HTTP (and legacy HTTP+SSE) until stopped.
+
+    ``engine="lean"`` serves the same app with trimcp's own h11 server
+    (:mod:`~trimcp.transports.http_server.lean`: HTTP/1.1 only, no TLS, several times less
+    CPU per small request); the hypercorn settings it honours are ``keep_alive_timeout``
+    (header timeout), ``h11_max_incomplete_size`` and ``graceful_timeout``.
 
     Reports the bound port through ``task_status`` (``port=0`` picks a free one).
     ``path`` overrides ``config.path``. On a loopback ``host`` the ``Host``/``Origin``
@@ -83,6 +91,18 @@ async def serve_http(
         )
     app = create_asgi_app(handler, config=config)
     server = hypercorn or hypercorn_config()
+    if engine == "lean":
+        await serve_lean(
+            app,
+            host=host.strip("[]"),
+            port=port,
+            header_timeout=float(server.keep_alive_timeout),
+            max_header_bytes=int(server.h11_max_incomplete_size),
+            graceful_timeout=float(server.graceful_timeout),
+            shutdown_trigger=shutdown_trigger,
+            task_status=task_status,
+        )
+        return
     server.bind = [f"[{host.strip('[]')}]:{port}" if ":" in host else f"{host}:{port}"]
 
     async def trigger() -> None:

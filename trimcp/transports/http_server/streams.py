@@ -126,11 +126,10 @@ class Sink:
         self._bytes = 0
         return data
 
-    async def wait_for_more(self, count: int) -> None:
-        """Wait until more than ``count`` chunks are queued, or the sink is finished."""
-        while len(self._chunks) <= count and not self.finished:
-            self._wakeup = trio.Event()
-            await self._wakeup.wait()
+    @property
+    def queued(self) -> int:
+        """Chunks waiting to be written."""
+        return len(self._chunks)
 
     async def take(self) -> bytes | None:
         """Wait for queued bytes; None once finished and drained. Cancellation: safe."""
