@@ -93,6 +93,8 @@ def fmt_number(value: float | None, digits: int = 0) -> str:
     """
     if value is None:
         return "-"
+    if float(value).is_integer() and digits == 0:
+        return f"{value:,.0f}"
     if digits == 0 and value != 0 and abs(value) < 10:
         digits = 2 if abs(value) < 1 else 1
     return f"{value:,.{digits}f}"
@@ -131,7 +133,9 @@ def overview_table(results: dict[str, Any]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for workload in results["workloads"]:
         col = workload["columns"][0]
-        row = [workload["title"], f"{col['label']} ({col['unit']}, {col['better']} is better)"]
+        qualifiers = [q for q in (col["unit"], col["better"] and f"{col['better']} is better") if q]
+        metric = f"{col['label']} ({', '.join(qualifiers)})" if qualifiers else col["label"]
+        row = [workload["title"], metric]
         for name in names:
             entry = workload["impls"].get(name)
             if entry is None:
