@@ -476,7 +476,14 @@ class Session:
     async def _queue(self, data: bytes, related: RequestId | None) -> None:
         """Queue bytes for the writer; drops them quietly once the peer is gone."""
         try:
-            await self._outbox_send.send((data, related))
+            # No scheduler pass when there is room (the common case): only a full outbox
+            # makes us wait.
+            self._outbox_send.send_nowait((data, related))
+        except trio.WouldBlock:
+            try:
+                await self._outbox_send.send((data, related))
+            except _PEER_GONE:
+                logger.debug("dropped an outgoing message: the session is closed")
         except _PEER_GONE:
             logger.debug("dropped an outgoing message: the session is closed")
 
