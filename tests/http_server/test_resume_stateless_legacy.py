@@ -297,3 +297,32 @@ async def test_event_ids_that_would_break_the_stream_are_dropped(
         [event] = reply.events
         assert event.id is None
         assert reply.messages()[0]["id"] == 1
+
+
+async def test_legacy_client_that_does_not_read_loses_its_session(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    config = HttpServerConfig(stream_max_bytes=4096)
+    async with running_app(config) as (app, client):
+        sse = client.start("GET", "/sse", headers=GET, blocking=True)
+        await sse.wait_started()
+        await trio.testing.wait_all_tasks_blocked()
+        entry = next(iter(app.manager._sessions.values()))
+        query = f"session_id={entry.session_id}".encode()
+
+        async def post(message: object) -> int:
+            reply = await client.request(
+                "POST", "/messages", headers=post_headers(version=None), body=message,
+                query=query,
+            )
+            return reply.status or 0
+
+        assert await post(init_request("2024-11-05")) == 202
+        assert await post({"jsonrpc": "2.0", "method": "notifications/initialized"}) == 202
+        assert await post(tool_call(1, "notify", {"n": 1000})) == 202
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(app.manager) == 0  # the session was closed, memory stayed bounded
+        assert await post(tool_call(2, "echo")) == 404
+        sse.unblock()
+        await sse.wait_returned()
+        assert len(sse.body) < 4096 + 1024
