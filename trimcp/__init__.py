@@ -44,6 +44,9 @@ _EXPORTS: dict[str, str] = {
     "serve_session": "trimcp.session",
     "memory_transport_pair": "trimcp.transports.memory",
     "serve_stdio": "trimcp.transports.stdio",
+    "serve_http": "trimcp.transports.http_server",
+    "create_asgi_app": "trimcp.transports.http_server",
+    "open_http_client_transport": "trimcp.transports.http_client",
     "open_websocket_client_transport": "trimcp.transports.websocket",
     "serve_websocket": "trimcp.transports.websocket",
 }
@@ -76,6 +79,11 @@ if TYPE_CHECKING:
     from trimcp.session import open_session as open_session
     from trimcp.session import serve_session as serve_session
     from trimcp.transports.memory import memory_transport_pair as memory_transport_pair
+    from trimcp.transports.http_client import (
+        open_http_client_transport as open_http_client_transport,
+    )
+    from trimcp.transports.http_server import create_asgi_app as create_asgi_app
+    from trimcp.transports.http_server import serve_http as serve_http
     from trimcp.transports.stdio import serve_stdio as serve_stdio
     from trimcp.transports.websocket import (
         open_websocket_client_transport as open_websocket_client_transport,

@@ -346,7 +346,9 @@ class Session:
                 if batch is not None:
                     batch.replies.append(event.reply)
                 else:
-                    await self._queue(event.reply, None)
+                    # Tie the reply to the refused request when its id is known, so a
+                    # transport can route it without parsing it.
+                    await self._queue(event.reply, getattr(event.error, "request_id", None))
         elif kind is BatchReceived:
             assert isinstance(event, BatchReceived)
             await self._on_batch(event)
