@@ -1,0 +1,298 @@
+"""``trimcp list|call|read|prompt|ping``: a one-shot client for any MCP server.
+
+The server is a command after ``--`` (spawned, stdio) or ``--url`` (``http(s)://`` for
+Streamable HTTP, ``ws(s)://`` for WebSocket). Results go to stdout; progress, server log
+messages and the server's stderr (with ``--verbose``) go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import math
+import os
+import shutil
+import sys
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import trio
+
+from trimcp._groups import single_exception
+from trimcp.cli import output
+from trimcp.cli.arguments import merge_arguments
+from trimcp.cli.errors import EXIT_FAILURE, EXIT_OK, CliError, UsageError
+from trimcp.cli.wiretap import WireTap
+from trimcp.client import Client, connect_transport
+from trimcp.session import SessionOptions
+from trimcp.transports.base import Transport
+from trimcp.transports.stdio import ShutdownTimeouts, open_stdio_client_transport
+from trimcp.types import Implementation, LoggingMessageNotificationParams
+
+#: Lines of the server's stderr kept to explain a failure when ``--verbose`` is off.
+STDERR_TAIL = 20
+
+# The child server runs in a process group of its own, so the SIGINT a terminal sends on
+# Ctrl-C reaches only the CLI, which then cancels the call on the wire: the server sees
+# notifications/cancelled instead of dying mid-handler. exec keeps the child's pid.
+_DETACH = (
+    "import os, sys\n"
+    "os.setpgid(0, 0)\n"
+    "try:\n"
+    "    os.execvp(sys.argv[1], sys.argv[1:])\n"
+    "except OSError as exc:\n"
+    "    sys.stderr.write(f'cannot start {sys.argv[1]!r}: {exc.strerror}\\n')\n"
+    "    sys.exit(127)\n"
+)
+
+
+def err(line: str) -> None:
+    """One line on stderr, flushed at once (a progress line must show while a call runs)."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def detached(argv: Sequence[str]) -> list[str]:
+    """``argv`` launched in a new process group (POSIX); checks that the program exists."""
+    program = argv[0]
+    found = shutil.which(program) if os.sep not in program else program
+    if found is None or not os.access(found, os.X_OK) or os.path.isdir(found):
+        raise CliError(f"cannot start {program!r}: command not found")
+    if os.name != "posix":
+        return list(argv)
+    return [sys.executable, "-c", _DETACH, *argv]
+
+
+class ServerStderr:
+    """Where the child's stderr goes: shown live with ``--verbose``, else the last lines
+    are kept (bounded) and shown only when the command fails."""
+
+    def __init__(self, verbose: bool) -> None:
+        self.verbose = verbose
+        self.tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL)
+
+    def __call__(self, line: str) -> None:
+        if self.verbose:
+            err(f"[server] {line}")
+        else:
+            self.tail.append(line)
+
+    def dump(self) -> None:
+        if self.tail:
+            err("trimcp: the server's last stderr lines:")
+            for line in self.tail:
+                err(f"  {line}")
+            self.tail.clear()
+
+
+def session_options(timeout: float) -> SessionOptions:
+    """Bounds for a short-lived CLI session: the request timeout (0: none), a quick close."""
+    limit = math.inf if timeout == 0 else timeout
+    return SessionOptions(
+        request_timeout=limit,
+        max_request_timeout=max(limit, 600.0),
+        shutdown_grace=1.0,
+        flush_timeout=1.0,
+        close_timeout=1.0,
+    )
+
+
+def _headers(values: Sequence[str]) -> list[tuple[str, str]]:
+    headers = []
+    for value in values:
+        name, sep, content = value.partition(":")
+        if not sep or not name.strip():
+            raise UsageError(f"--header needs 'Name: value', got {value!r}")
+        headers.append((name.strip(), content.strip()))
+    return headers
+
+
+def open_transport(
+    args: argparse.Namespace, stderr: ServerStderr
+) -> AbstractAsyncContextManager[Transport]:
+    """The transport to the server the command line names (not yet initialized)."""
+    url: str | None = args.url
+    command: list[str] = args.server_command
+    if url is None and not command:
+        raise UsageError(
+            "no server given", hint="add --url URL, or -- followed by the server's command"
+        )
+    if url is not None and command:
+        raise UsageError("give either --url or a command after --, not both")
+    if url is None:
+        return open_stdio_client_transport(
+            detached(command),
+            on_stderr=stderr,
+            shutdown=ShutdownTimeouts(after_stdin_close=2.0, after_sigterm=2.0, after_sigkill=2.0),
+        )
+    headers = _headers(args.header)
+    scheme = url.split(":", 1)[0].lower()
+    if scheme in ("http", "https"):
+        from trimcp.transports.http_client import open_http_client_transport
+
+        timeout = 30.0 if args.timeout == 0 else args.timeout
+        return open_http_client_transport(url, headers=dict(headers), timeout=timeout)
+    if scheme in ("ws", "wss"):
+        from trimcp.transports.websocket import open_websocket_client_transport
+
+        return open_websocket_client_transport(url, headers=headers)
+    raise UsageError(f"--url must start with http://, https://, ws:// or wss://, got {url!r}")
+
+
+@asynccontextmanager
+async def open_client(args: argparse.Namespace, stderr: ServerStderr) -> AsyncIterator[Client]:
+    """A connected, initialized client for the command line's server.
+
+    Progress and the server's log messages are shown on stderr unless ``--quiet``; with
+    ``--verbose`` every message on the wire is too. Cancellation: as
+    :func:`trimcp.client.connect_transport` (a call in flight is cancelled on the server).
+    """
+    quiet: bool = args.quiet
+
+    def on_log(params: LoggingMessageNotificationParams) -> None:
+        if not quiet:
+            source = f" {params.logger}" if params.logger else ""
+            data = params.data if isinstance(params.data, str) else repr(params.data)
+            err(f"[server {params.level}{source}] {data}")
+
+    async with open_transport(args, stderr) as transport:
+        wire: Transport = WireTap(transport, err) if args.verbose else transport
+        async with connect_transport(
+            wire,
+            options=session_options(args.timeout),
+            client_info=Implementation(name="trimcp-cli", version=_version()),
+            on_log_message=on_log,
+        ) as client:
+            yield client
+
+
+def _version() -> str:
+    from trimcp._version import __version__
+
+    return __version__
+
+
+def _emit(text: str) -> None:
+    if text:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
+
+
+# --- the commands ---------------------------------------------------------------------------
+
+LIST_KINDS = ("tools", "resources", "prompts", "templates")
+
+
+async def cmd_list(client: Client, args: argparse.Namespace) -> int:
+    kind: str = args.kind
+    items: list[Any]
+    formatter: Callable[[Any], str]
+    if kind == "tools":
+        items = [t async for t in client.iter_tools()]
+        formatter, key = output.format_tools, "tools"
+    elif kind == "resources":
+        items = [r async for r in client.iter_resources()]
+        formatter, key = output.format_resources, "resources"
+    elif kind == "templates":
+        items = [t async for t in client.iter_resource_templates()]
+        formatter, key = output.format_templates, "resourceTemplates"
+    else:
+        items = [p async for p in client.iter_prompts()]
+        formatter, key = output.format_prompts, "prompts"
+    if args.json:
+        _emit(output.to_json({key: items}))
+    elif items:
+        _emit(formatter(items))
+    else:
+        err(f"trimcp: the server lists no {kind}")
+    return EXIT_OK
+
+
+async def cmd_call(client: Client, args: argparse.Namespace) -> int:
+    arguments = merge_arguments(args.arguments, args.json_args)
+    quiet: bool = args.quiet
+
+    def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        if not quiet:
+            err(output.format_progress(progress, total, message))
+
+    timeout = None if args.timeout == 0 else args.timeout
+    result = await client.call_tool(
+        args.tool,
+        arguments,
+        timeout=timeout,
+        on_progress=on_progress,
+        reset_timeout_on_progress=True,
+    )
+    if args.json:
+        _emit(output.to_json(result))
+    elif not result.is_error:
+        _emit(output.format_call(result))
+    if result.is_error:
+        detail = output.format_call(result).strip().replace("\n", " ")
+        err(f"trimcp: tool {args.tool!r} failed" + (f": {detail}" if detail else ""))
+        return EXIT_FAILURE
+    return EXIT_OK
+
+
+async def cmd_read(client: Client, args: argparse.Namespace) -> int:
+    timeout = None if args.timeout == 0 else args.timeout
+    result = await client.read_resource(args.uri, timeout=timeout)
+    _emit(output.to_json(result) if args.json else output.format_read(result))
+    return EXIT_OK
+
+
+async def cmd_prompt(client: Client, args: argparse.Namespace) -> int:
+    arguments = merge_arguments(args.arguments, args.json_args, raw=True)
+    timeout = None if args.timeout == 0 else args.timeout
+    result = await client.get_prompt(args.name, arguments, timeout=timeout)
+    _emit(output.to_json(result) if args.json else output.format_prompt(result))
+    return EXIT_OK
+
+
+async def cmd_ping(client: Client, args: argparse.Namespace) -> int:
+    timeout = None if args.timeout == 0 else args.timeout
+    start = trio.current_time()
+    await client.ping(timeout=timeout)
+    elapsed_ms = (trio.current_time() - start) * 1000
+    server = client.server_info
+    if args.json:
+        _emit(
+            f'{{"ok": true, "ms": {elapsed_ms:.3f}, "server": {output.to_json(server)}, '
+            f'"protocolVersion": "{client.protocol_version}"}}'
+        )
+    else:
+        _emit(f"pong from {server.name} {server.version} in {elapsed_ms:.1f} ms "
+              f"(protocol {client.protocol_version})")
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Callable[[Client, argparse.Namespace], Any]] = {
+    "list": cmd_list,
+    "call": cmd_call,
+    "read": cmd_read,
+    "prompt": cmd_prompt,
+    "ping": cmd_ping,
+}
+
+
+async def run_client_command(args: argparse.Namespace, stderr: ServerStderr) -> int:
+    """Connect, run the command, disconnect. A failure is raised as one exception (never a
+    group), after the server's last stderr lines are shown. Cancellation: see
+    :func:`open_client`."""
+    try:
+        async with open_client(args, stderr) as client:
+            code: int = await COMMANDS[args.command](client, args)
+            return code
+    except BaseExceptionGroup as group:
+        # The stdio transport's stderr drain runs in a nursery, which wraps what we raise.
+        only = single_exception(group)
+        if only is None:
+            raise
+        if isinstance(only, Exception):
+            stderr.dump()
+        raise only from None
+    except Exception:
+        stderr.dump()
+        raise

@@ -1,0 +1,141 @@
+"""Find the server a ``trimcp run`` target names: ``file.py[:attr]`` or ``module[:attr]``.
+
+Importing the target runs its module-level code (as ``python file.py`` would, except that
+``__name__`` is not ``"__main__"``, so an ``if __name__ == "__main__": app.run()`` block
+does not start a second server).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import attrs
+
+from trimcp.cli.errors import CliError
+from trimcp.server.app import Server
+from trimcp.server.lowlevel import LowLevelServer
+
+
+@attrs.frozen
+class Target:
+    """What the command line named: a file or a module, and maybe an attribute in it."""
+
+    file: Path | None
+    module: str | None
+    attr: str | None
+
+    @property
+    def display(self) -> str:
+        where = str(self.file) if self.file is not None else str(self.module)
+        return f"{where}:{self.attr}" if self.attr else where
+
+
+def parse_target(text: str) -> Target:
+    """Split ``text`` into a file or module and an optional ``:attr``.
+
+    A target that ends in ``.py``, holds a path separator or names an existing file is a
+    file; anything else is a module name (imported with the current directory on the path).
+    """
+    where, attr = text, None
+    head, sep, tail = text.rpartition(":")
+    if sep and head and tail.isidentifier():
+        where, attr = head, tail
+    elif sep and head and not os.path.exists(text):
+        raise CliError(f"{tail!r} in {text!r} is not an attribute name")
+    if where.endswith(".py") or "/" in where or os.sep in where or os.path.isfile(where):
+        return Target(Path(where).resolve(), None, attr)
+    if not all(part.isidentifier() for part in where.split(".")):
+        raise CliError(f"{where!r} is neither a file nor a module name")
+    return Target(None, where, attr)
+
+
+def import_target(target: Target) -> ModuleType:
+    """Import the file or module of ``target`` (its directory goes first on ``sys.path``,
+    so it can import its neighbours). Errors in the user's code propagate as they are."""
+    if target.file is None:
+        assert target.module is not None
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        try:
+            return importlib.import_module(target.module)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and target.module.startswith(exc.name):
+                raise CliError(f"no module named {target.module!r}") from None
+            raise
+    path = target.file
+    if not path.is_file():
+        raise CliError(f"no such file: {path}")
+    directory = str(path.parent)
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    # A unique name keeps the file from shadowing (or being shadowed by) a real module.
+    name = path.stem if path.stem.isidentifier() and path.stem not in sys.modules else (
+        "__trimcp_app__"
+    )
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise CliError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    # Registered before running so attrs/dataclasses can resolve the module's annotations.
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def is_handler(obj: Any) -> bool:
+    """Whether ``obj`` can answer a session (the engine's ``SessionHandler`` contract)."""
+    return not isinstance(obj, type) and all(
+        callable(getattr(obj, name, None)) for name in ("handle_request", "handle_notification")
+    )
+
+
+def find_server(module: ModuleType, target: Target) -> Any:
+    """The server ``target`` names in ``module``.
+
+    With ``:attr``: that object (a zero-argument factory is called once). Without: the
+    first ``trimcp.Server`` defined at module level, else the first ``LowLevelServer``.
+    """
+    if target.attr is not None:
+        try:
+            obj = getattr(module, target.attr)
+        except AttributeError:
+            raise CliError(f"{target.display}: the module has no attribute {target.attr!r}") \
+                from None
+        if not is_handler(obj) and callable(obj):
+            obj = obj()
+        if not is_handler(obj):
+            raise CliError(
+                f"{target.display} is a {type(obj).__name__}, not a trimcp.Server or "
+                "LowLevelServer (or a factory returning one)"
+            )
+        return obj
+    values = list(vars(module).values())
+    for kind in (Server, LowLevelServer):
+        for value in values:
+            if isinstance(value, kind):
+                return value
+    raise CliError(
+        f"no trimcp.Server or LowLevelServer found in {target.display}",
+        hint="name it explicitly: trimcp run path/to/server.py:app",
+    )
+
+
+def load_server(text: str) -> tuple[Any, Target]:
+    """Parse, import and find: the server object and the parsed target."""
+    target = parse_target(text)
+    return find_server(import_target(target), target), target
+
+
+def server_label(server: Any) -> str:
+    """``name version`` of a server, for the startup line."""
+    info = getattr(server, "info", None)
+    name, version = getattr(info, "name", None), getattr(info, "version", None)
+    if name is None:
+        return type(server).__name__
+    return f"{name!r} {version}" if version else repr(name)

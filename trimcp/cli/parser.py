@@ -1,0 +1,165 @@
+"""The ``trimcp`` command line: subcommands, options, and the ``--`` server command."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from trimcp.cli.client import LIST_KINDS
+from trimcp.cli.errors import UsageError
+from trimcp.cli.hosts import HOSTS
+
+DESCRIPTION = """\
+trimcp: run MCP servers and talk to any MCP server from the shell.
+
+  trimcp run server.py[:app] [--transport stdio|http|ws] [--port N]
+  trimcp list tools -- python server.py          (any stdio server after --)
+  trimcp call add a=1 b=2 --url http://127.0.0.1:8000/mcp
+  trimcp config claude server.py
+"""
+
+CLIENT_EPILOG = """\
+server: either a command after `--` (spawned, stdio) or --url http(s)://... | ws(s)://...
+exit codes: 0 ok, 1 failure (server error, tool error, connection), 2 usage, 130 Ctrl-C
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error raises :class:`UsageError` instead of exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message, hint=f"see: {self.prog} --help")
+
+
+def _client_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", help="the server's URL (http(s):// or ws(s)://)")
+    parser.add_argument(
+        "--header", action="append", default=[], metavar="'NAME: VALUE'",
+        help="an HTTP header for --url (repeatable), e.g. 'Authorization: Bearer ...'",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=60.0, metavar="SECONDS",
+        help="per request, also bounds the handshake (0: no limit; default 60)",
+    )
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress or server log lines on stderr")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="show every message on the wire and the server's stderr")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from trimcp._version import __version__
+
+    parser = _Parser(
+        prog="trimcp", description=DESCRIPTION, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"trimcp {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    run = sub.add_parser("run", help="serve a trimcp.Server over stdio, HTTP or WebSocket")
+    run.add_argument("target", help="path/to/server.py[:app] or package.module[:app]")
+    run.add_argument("--transport", choices=("stdio", "http", "ws"), default="stdio")
+    run.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    run.add_argument("--port", type=int, default=None,
+                     help="port (default 8000 for http, 8765 for ws; 0 picks a free one)")
+    run.add_argument(
+        "--allow-host", action="append", default=[], metavar="NAME",
+        help="a Host name clients may use (repeatable; needed when --host is not loopback)",
+    )
+    run.add_argument("-v", "--verbose", action="store_true",
+                     help="show every message on the wire (stdio)")
+
+    def client_command(name: str, help_text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(
+            name, help=help_text, epilog=CLIENT_EPILOG,
+            formatter_class=argparse.RawTextHelpFormatter,
+        )
+
+    lister = client_command("list", "list tools, resources, prompts or templates")
+    lister.add_argument("kind", choices=LIST_KINDS)
+    lister.add_argument("--json", action="store_true", help="print the wire JSON")
+    _client_options(lister)
+
+    call = client_command("call", "call a tool: trimcp call TOOL key=value ...")
+    call.add_argument("tool")
+    call.add_argument("arguments", nargs="*", metavar="key=value",
+                      help="arguments; values are JSON when they parse, else strings")
+    call.add_argument("--args", dest="json_args", metavar="JSON",
+                      help="the arguments as one JSON object")
+    call.add_argument(
+        "--json", nargs="?", const=True, default=False, metavar="'{...}'",
+        help="alone: print the wire JSON; with a JSON object: the arguments (like --args)",
+    )
+    _client_options(call)
+
+    read = client_command("read", "read a resource")
+    read.add_argument("uri")
+    read.add_argument("--json", action="store_true", help="print the wire JSON")
+    _client_options(read)
+
+    prompt = client_command("prompt", "get a prompt: trimcp prompt NAME key=value ...")
+    prompt.add_argument("name")
+    prompt.add_argument("arguments", nargs="*", metavar="key=value",
+                        help="arguments (strings)")
+    prompt.add_argument("--args", dest="json_args", metavar="JSON",
+                        help="the arguments as one JSON object of strings")
+    prompt.add_argument("--json", action="store_true", help="print the wire JSON")
+    _client_options(prompt)
+
+    ping = client_command("ping", "check that a server answers")
+    ping.add_argument("--json", action="store_true", help="print the result as JSON")
+    _client_options(ping)
+
+    config = sub.add_parser("config", help="print the JSON a host needs to launch a server")
+    config.add_argument("host", choices=HOSTS)
+    config.add_argument("target", help="path/to/server.py[:app] or package.module[:app]")
+    config.add_argument("--name", help="the server's name in the host (default: file stem)")
+    config.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                        help="an environment variable for the server (repeatable)")
+
+    sub.add_parser(
+        "bench", help="run the benchmark suite (from a trimcp checkout; args go to it)",
+        add_help=False,
+    )
+    return parser
+
+
+def split_server_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``argv`` before the first ``--``, and the server command after it."""
+    words = list(argv)
+    if "--" in words:
+        index = words.index("--")
+        return words[:index], words[index + 1 :]
+    return words, []
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """Parse the command line; raises :class:`UsageError` (exit 2) when it is wrong."""
+    own, server_command = split_server_command(argv)
+    args, extra = build_parser().parse_known_args(own)
+    if extra:
+        # argparse ends a positional list at the first option, so `call t --json a=1 b=2`
+        # leaves `b=2` over: the key=value words of call and prompt may come anywhere.
+        if getattr(args, "arguments", None) is None or any(
+            word.startswith("-") or "=" not in word for word in extra
+        ):
+            raise UsageError(f"unrecognized arguments: {' '.join(extra)}",
+                             hint="see: trimcp --help")
+        args.arguments.extend(extra)
+    if args.command is None:
+        raise UsageError("no command given", hint="see: trimcp --help")
+    args.server_command = server_command
+    if server_command and args.command not in ("list", "call", "read", "prompt", "ping"):
+        raise UsageError(f"'trimcp {args.command}' takes no server command after --")
+    if args.command == "call" and args.json not in (True, False):
+        # `--json '{...}'` gives the arguments; `--json key=value` means JSON output and
+        # argparse took the first argument as the option's value: give it back.
+        value: str = args.json
+        if value.lstrip().startswith("{"):
+            if args.json_args is not None:
+                raise UsageError("give the JSON arguments once (--args or --json)")
+            args.json_args, args.json = value, False
+        else:
+            args.arguments.insert(0, value)
+            args.json = True
+    return args

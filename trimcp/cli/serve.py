@@ -1,0 +1,135 @@
+"""``trimcp run``: serve a ``trimcp.Server`` (or ``LowLevelServer``) over stdio, HTTP or
+WebSocket until the client leaves or Ctrl-C / SIGTERM.
+
+The startup line and every diagnostic go to stderr: under stdio, stdout carries the protocol.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import signal
+import sys
+from typing import Any
+
+import trio
+
+from trimcp.cli.errors import EXIT_OK, CliError
+from trimcp.cli.loader import load_server, server_label
+from trimcp.cli.signals import run_until_interrupted
+from trimcp.cli.wiretap import WireTap
+from trimcp.protocol.lifecycle import Role
+from trimcp.session import serve_session
+from trimcp.transports.base import Transport
+
+DEFAULT_PORTS = {"http": 8000, "ws": 8765}
+#: After Ctrl-C, the longest a graceful stop may take before everything is cancelled.
+STOP_BOUND = 15.0
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(f"trimcp: {line}\n")
+    sys.stderr.flush()
+
+
+async def _serve_one(server: Any, transport: Transport) -> None:
+    # A trimcp.Server also runs its notification delivery next to the session.
+    serve = getattr(server, "serve_session", None)
+    if callable(serve):
+        await serve(transport)
+    else:
+        await serve_session(transport, server, role=Role.SERVER)
+
+
+async def serve_stdio(server: Any, label: str, verbose: bool) -> None:
+    from trimcp.transports.stdio import open_stdio_server_transport
+
+    _say(f"serving {label} over stdio")
+    async with open_stdio_server_transport() as transport:
+        wire: Transport = WireTap(transport, _say) if verbose else transport
+        await _serve_one(server, wire)
+
+
+async def serve_http(
+    server: Any, label: str, host: str, port: int, allow: list[str], stop: trio.Event
+) -> None:
+    from trimcp.transports.http_server import HttpServerConfig, serve_http
+
+    config = HttpServerConfig(allowed_hosts=tuple(allow)) if allow else HttpServerConfig()
+
+    async with trio.open_nursery() as nursery:
+        try:
+            bound: int = await nursery.start(
+                functools.partial(
+                    serve_http, server, host=host, port=port, config=config,
+                    shutdown_trigger=stop.wait,
+                )
+            )
+        except ValueError as exc:  # e.g. a public address without --allow-host
+            raise CliError(str(exc)) from None
+        _say(f"serving {label} at http://{_netloc(host, bound)}{config.path} (Ctrl-C to stop)")
+
+
+async def serve_ws(
+    server: Any, label: str, host: str, port: int, allow: list[str]
+) -> None:
+    from trimcp.transports.websocket import LOCAL_HOSTS, serve_websocket
+
+    allowed = frozenset(allow) if allow else LOCAL_HOSTS
+
+    async with trio.open_nursery() as nursery:
+        bound: int = await nursery.start(
+            functools.partial(serve_websocket, server, host=host, port=port, allowed_hosts=allowed)
+        )
+        _say(f"serving {label} at ws://{_netloc(host, bound)}/mcp (Ctrl-C to stop)")
+
+
+def _netloc(host: str, port: int) -> str:
+    return f"[{host.strip('[]')}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def run_server(args: argparse.Namespace) -> int:
+    """The ``run`` command: load the target, serve it, return the exit code.
+
+    Stopping: stdio ends when the client closes stdin. Ctrl-C or SIGTERM stops any
+    transport gracefully (HTTP closes every session with its bounded sequence; stdio and
+    WebSocket cancel, which closes sessions the same way), within ``STOP_BOUND`` seconds;
+    a second Ctrl-C exits at once. A stop by signal is a normal stop: exit code 0.
+    """
+    server, _ = load_server(args.target)
+    label = server_label(server)
+    transport: str = args.transport
+    host: str = args.host
+    port: int = DEFAULT_PORTS.get(transport, 0) if args.port is None else args.port
+    allow: list[str] = args.allow_host
+    if transport != "stdio" and host not in ("127.0.0.1", "localhost", "::1", "[::1]"):
+        _say(f"warning: listening on {host} makes the server reachable from other machines")
+    stop = trio.Event()
+
+    async def work() -> int:
+        if transport == "stdio":
+            await serve_stdio(server, label, args.verbose)
+        elif transport == "http":
+            await serve_http(server, label, host, port, allow, stop)
+        else:
+            await serve_ws(server, label, host, port, allow)
+        return EXIT_OK
+
+    def on_signal(signum: int) -> None:
+        _say(f"{signal.Signals(signum).name}: stopping")
+
+    signals = [signal.SIGINT] + ([signal.SIGTERM] if hasattr(signal, "SIGTERM") else [])
+    code, received = trio.run(
+        functools.partial(
+            run_until_interrupted,
+            work,
+            signals=signals,
+            on_interrupt=on_signal,
+            graceful=stop.set if transport == "http" else None,
+            hard_bound=STOP_BOUND,
+        )
+    )
+    if received is not None:
+        _say("stopped")
+        return EXIT_OK
+    return code
