@@ -17,7 +17,9 @@ from trimcp._version import __version__ as __version__
 #: public name -> the module it lives in
 _EXPORTS: dict[str, str] = {
     "Client": "trimcp.client",
+    "connect_http": "trimcp.client",
     "connect_memory": "trimcp.client",
+    "connect_websocket": "trimcp.client",
     "connect_stdio": "trimcp.client",
     "connect_transport": "trimcp.client",
     "LocalProtocolError": "trimcp.errors",
@@ -53,9 +55,11 @@ _EXPORTS: dict[str, str] = {
 
 if TYPE_CHECKING:
     from trimcp.client import Client as Client
+    from trimcp.client import connect_http as connect_http
     from trimcp.client import connect_memory as connect_memory
     from trimcp.client import connect_stdio as connect_stdio
     from trimcp.client import connect_transport as connect_transport
+    from trimcp.client import connect_websocket as connect_websocket
     from trimcp.errors import LocalProtocolError as LocalProtocolError
     from trimcp.errors import McpError as McpError
     from trimcp.errors import RemoteProtocolError as RemoteProtocolError
@@ -78,12 +82,12 @@ if TYPE_CHECKING:
     from trimcp.session import SessionOptions as SessionOptions
     from trimcp.session import open_session as open_session
     from trimcp.session import serve_session as serve_session
-    from trimcp.transports.memory import memory_transport_pair as memory_transport_pair
     from trimcp.transports.http_client import (
         open_http_client_transport as open_http_client_transport,
     )
     from trimcp.transports.http_server import create_asgi_app as create_asgi_app
     from trimcp.transports.http_server import serve_http as serve_http
+    from trimcp.transports.memory import memory_transport_pair as memory_transport_pair
     from trimcp.transports.stdio import serve_stdio as serve_stdio
     from trimcp.transports.websocket import (
         open_websocket_client_transport as open_websocket_client_transport,

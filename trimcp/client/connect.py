@@ -107,3 +107,50 @@ async def connect_memory(
                 yield client
         finally:
             nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def connect_http(
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = 30.0,
+    legacy_fallback: bool = True,
+    options: SessionOptions | None = None,
+    **client_kwargs: Unpack[ClientKwargs],
+) -> AsyncIterator[Client]:
+    """A client connected to the MCP server at ``url`` over Streamable HTTP.
+
+    Falls back to the legacy HTTP+SSE transport (2024-11-05 servers) when the server
+    refuses the initialize POST with 400/404/405 and ``legacy_fallback`` is on. ``timeout``
+    bounds each HTTP exchange (connect, headers, body); certificates are verified for
+    ``https``. On exit the session is closed and the HTTP session deleted (bounded).
+    Cancellation: as :func:`connect_transport`.
+    """
+    from trimcp.transports.http_client import open_http_client_transport
+
+    async with unwrap_single_exception(), open_http_client_transport(
+        url, headers=dict(headers or {}), timeout=timeout, legacy_fallback=legacy_fallback
+    ) as transport, connect_transport(transport, options=options, **client_kwargs) as client:
+        yield client
+
+
+@asynccontextmanager
+async def connect_websocket(
+    url: str,
+    *,
+    headers: Sequence[tuple[str, str]] = (),
+    options: SessionOptions | None = None,
+    **client_kwargs: Unpack[ClientKwargs],
+) -> AsyncIterator[Client]:
+    """A client connected to the MCP server at ``url`` (``ws://``/``wss://``) over WebSocket.
+
+    Uses trimcp's WebSocket transport (subprotocol ``mcp``). Cancellation: as
+    :func:`connect_transport`; the socket is closed on the way out.
+    """
+    from trimcp.transports.websocket import open_websocket_client_transport
+
+    async with unwrap_single_exception(), open_websocket_client_transport(
+        url, headers=headers
+    ) as transport, connect_transport(transport, options=options, **client_kwargs) as client:
+        yield client
