@@ -26,9 +26,11 @@ EXPECTED = {
     "SchemaUnsupported",
     "SchemaViolation",
     "ToolOutputError",
+    "connect_http",
     "connect_memory",
     "connect_stdio",
     "connect_transport",
+    "connect_websocket",
 }
 
 
