@@ -40,9 +40,11 @@ async def open_test_client(
     Both ends run in a nursery this context manager owns, over a memory transport pair that
     buffers at most ``max_buffered`` messages each way; the server session uses
     ``server_options``, the client ``options`` and ``client_kwargs`` (sampling handler,
-    roots, callbacks... as :func:`trimcp.client.connect_memory`). Nothing touches the
-    network or the clock, so it works under pytest-trio's ``autojump_clock``: a tool that
-    sleeps for an hour returns at once in virtual time.
+    roots, callbacks... as :func:`trimcp.client.connect_memory`). The block starts once the
+    handshake is done and the server has seen ``notifications/initialized`` (a ``ping``
+    round trip makes sure), so list changes made in the block reach the client. Nothing
+    touches the network or the real clock, so it works under pytest-trio's
+    ``autojump_clock``: a tool that sleeps for an hour returns at once in virtual time.
 
     Errors surface as one exception (never a group). Cancellation: leaving the block (also
     by cancellation) closes the client, then cancels the server session, each with the
@@ -54,6 +56,10 @@ async def open_test_client(
         await nursery.start(functools.partial(serve, server_end, options=server_options))
         try:
             async with connect_transport(client_end, options=options, **client_kwargs) as client:
+                # The server marks the session initialized when it reads
+                # notifications/initialized; one round trip makes sure it has, so a change
+                # the test makes next (add_tool...) is announced to this client.
+                await client.ping()
                 yield client
         finally:
             nursery.cancel_scope.cancel()

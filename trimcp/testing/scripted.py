@@ -241,6 +241,8 @@ class ScriptedServer:
         self.response_timeout = response_timeout
         #: Every message received from the client, in order (batches flattened).
         self.received: list[Message] = []
+        #: Every message sent to the client, as the bytes sent.
+        self.sent: list[bytes] = []
         #: What went wrong, one line each; :meth:`check` raises when this is not empty.
         self.failures: list[str] = []
         self.expectations: list[Expectation] = []
@@ -364,6 +366,7 @@ class ScriptedServer:
         data = message if isinstance(message, bytes) else json.dumps(message).encode()
         try:
             await self._transport.send([(data, None)])
+            self.sent.append(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._fail(f"the client had gone when sending {data[:200]!r}")
 
@@ -476,6 +479,10 @@ class ScriptedServer:
             del self._waiting[request_id]
 
     def _resolve(self, message: Message) -> None:
+        if message.get("id") is None and "error" in message:
+            # The client's complaint about something unreadable we sent (e.g. -32700 for a
+            # scripted malformed message): recorded in ``received``, not a failure.
+            return
         waiting = self._waiting.get(message.get("id"))  # type: ignore[arg-type]
         if waiting is None:
             self._fail(f"an answer to no request of ours: {json.dumps(message)[:300]}")
