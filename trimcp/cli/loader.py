@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
 from pathlib import Path
@@ -98,7 +99,7 @@ def is_handler(obj: Any) -> bool:
 def find_server(module: ModuleType, target: Target) -> Any:
     """The server ``target`` names in ``module``.
 
-    With ``:attr``: that object (a zero-argument factory is called once). Without: the
+    With ``:attr``: that object (a plain function is called once, as a factory). Without: the
     first ``trimcp.Server`` defined at module level, else the first ``LowLevelServer``.
     """
     if target.attr is not None:
@@ -107,7 +108,7 @@ def find_server(module: ModuleType, target: Target) -> Any:
         except AttributeError:
             raise CliError(f"{target.display}: the module has no attribute {target.attr!r}") \
                 from None
-        if not is_handler(obj) and callable(obj):
+        if inspect.isfunction(obj):  # a factory; other callables are not called
             obj = obj()
         if not is_handler(obj):
             raise CliError(

@@ -1,0 +1,84 @@
+"""`trimcp run`: a trimcp.Server (or LowLevelServer) over stdio, HTTP and WebSocket."""
+
+from __future__ import annotations
+
+import re
+import signal
+import sys
+
+import pytest
+
+from tests.cli.support import APP, PEER, cli, read_line, spawn, stop
+
+
+def test_run_finds_a_low_level_server_too() -> None:
+    completed = cli("call", "echo", "text=hi", "--", sys.executable, "-m", "trimcp", "run", PEER)
+    assert (completed.returncode, completed.stdout) == (0, "hi\n"), completed.stderr
+
+
+def test_run_accepts_file_colon_attribute_and_module_colon_attribute() -> None:
+    by_file = cli("ping", "--", sys.executable, "-m", "trimcp", "run", f"{APP}:app")
+    assert "cli-test-app 3.1" in by_file.stdout, by_file.stderr
+    by_module = cli("ping", "--", sys.executable, "-m", "trimcp", "run", "tests.cli.app_server:app")
+    assert "cli-test-app 3.1" in by_module.stdout, by_module.stderr
+
+
+def test_the_stdio_startup_line_goes_to_stderr() -> None:
+    completed = cli("ping", "--verbose", "--", sys.executable, "-m", "trimcp", "run", APP)
+    assert completed.returncode == 0, completed.stderr
+    assert "[server] trimcp: serving 'cli-test-app' 3.1 over stdio" in completed.stderr
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("tests/cli/no_such_file.py", "trimcp: no such file: "),
+        ("tests/cli/support.py", "trimcp: no trimcp.Server or LowLevelServer found in "),
+        (f"{APP}:nothing", "the module has no attribute 'nothing'"),
+        (f"{APP}:today", "is a RegisteredResource, not a trimcp.Server"),
+        ("no_such_module_trimcp:app", "trimcp: no module named 'no_such_module_trimcp'"),
+    ],
+)
+def test_a_bad_target_is_one_clear_line(target: str, message: str) -> None:
+    completed = cli("run", target)
+    assert completed.returncode == 1
+    assert message in completed.stderr
+    assert "Traceback" not in completed.stderr
+
+
+@pytest.mark.parametrize(
+    ("transport", "scheme", "stop_signal"),
+    [("http", "http", signal.SIGINT), ("ws", "ws", signal.SIGTERM)],
+)
+def test_run_over_the_network_then_stop_with_a_signal(
+    transport: str, scheme: str, stop_signal: signal.Signals
+) -> None:
+    server = spawn("run", APP, "--transport", transport, "--port", "0")
+    try:
+        line = read_line(server.stderr)
+        found = re.search(rf"at ({scheme}://127\.0\.0\.1:\d+/mcp) \(Ctrl-C to stop\)", line)
+        assert found, line
+        url = found.group(1)
+        called = cli("call", "greet", "name=Ann", "excited=true", "--url", url)
+        assert (called.returncode, called.stdout) == (0, "Hello, Ann!\n"), called.stderr
+        assert "progress 1/2 (50%) warming up" in called.stderr
+        server.send_signal(stop_signal)
+        assert stop(server) == 0
+        assert server.stderr is not None
+        rest = server.stderr.read()
+        assert f"{stop_signal.name}: stopping" in rest
+        assert "trimcp: stopped" in rest
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        for stream in (server.stdout, server.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def test_a_public_address_needs_allowed_hosts_for_http() -> None:
+    completed = cli("run", APP, "--transport", "http", "--host", "0.0.0.0", "--port", "0")
+    assert completed.returncode == 1
+    assert "reachable from other machines" in completed.stderr
+    assert "needs config.allowed_hosts" in completed.stderr
