@@ -160,6 +160,7 @@ class Server:
         meta: Mapping[str, Any] | None = None,
         task_support: TaskSupport | None = None,
         output_schema: Mapping[str, Any] | None = AUTO,
+        input_schema: Mapping[str, Any] | None = None,
         run_sync_in_thread: bool = False,
     ) -> Callable[[Callable[P, R]], RegisteredTool[P, R]]: ...
     def tool(self, name: Any = None, **options: Any) -> Any:

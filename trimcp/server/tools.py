@@ -89,6 +89,7 @@ class RegisteredTool(FunctionHandle[P, R]):
         meta: Mapping[str, Any] | None = None,
         task_support: TaskSupport | None = None,
         output_schema: Mapping[str, Any] | None = AUTO,
+        input_schema: Mapping[str, Any] | None = None,
         run_sync_in_thread: bool = False,
     ) -> None:
         info = inspect_function(fn, what="tool")
@@ -102,6 +103,11 @@ class RegisteredTool(FunctionHandle[P, R]):
             raise TypeError(f"Tool {self.name!r}: run_sync_in_thread is for sync functions")
         self.info = info
         self.binder = ArgumentBinder(info)
+        # A hand-written schema is only advertised (e.g. to keep "$schema", "$defs" names or
+        # "additionalProperties": false verbatim); arguments are still checked and
+        # converted by the signature, so the two must agree.
+        if input_schema is not None and input_schema.get("type") != "object":
+            raise ValueError(f"Tool {self.name!r}: input_schema must have \"type\": \"object\"")
         self.output: OutputSpec = output_spec(
             info.return_annotation, output_schema, auto=output_schema is AUTO
         )
@@ -112,7 +118,7 @@ class RegisteredTool(FunctionHandle[P, R]):
             name=self.name,
             title=title,
             description=description if description is not None else info.summary,
-            input_schema=self.binder.schema,
+            input_schema=dict(input_schema) if input_schema is not None else self.binder.schema,
             output_schema=self.output.schema,
             annotations=annotations,
             execution=ToolExecution(task_support=task_support) if task_support else None,
