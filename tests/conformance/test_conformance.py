@@ -1,0 +1,231 @@
+"""The official MCP conformance suite against trimcp, both ways.
+
+* Server: ``examples/everything_server.py --transport http --port 0`` on 127.0.0.1, then
+  ``run.sh server --suite all``: every one of the 32 scenarios must pass, with no check
+  FAILURE or WARNING (beyond what ``expected-failures.yml`` lists; that file is empty).
+* Client: ``examples/conformance_client.py`` through the suite's four client scenarios,
+  one at a time, each against the suite's own mock server.
+
+``setup.sh`` installs the pinned suite and Node 22 through npm on first use (cached under
+``.cache/conformance``). Skipped only when npm is not installed; any other setup failure
+fails. Select these tests with ``-m conformance``. Every subprocess wait is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = ROOT / "tests" / "conformance"
+SERVER = ROOT / "examples" / "everything_server.py"
+CLIENT = ROOT / "examples" / "conformance_client.py"
+EXPECTED_FAILURES = HERE / "expected-failures.yml"
+
+SERVER_SCENARIOS = 32
+CLIENT_SCENARIOS = ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"]
+
+SETUP_TIMEOUT = 600.0  # a cold install downloads Node and the suite
+SERVER_START_TIMEOUT = 30.0
+SERVER_SUITE_TIMEOUT = 300.0  # about 3 s when all is well; a hanging request costs 60 s
+CLIENT_SCENARIO_TIMEOUT = 120.0  # the suite kills the client after its own 30 s
+SERVER_STOP_TIMEOUT = 20.0  # serve_http's close bound is 11 s by default
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+TOTAL = re.compile(r"^Total: (\d+) passed, (\d+) failed$", re.MULTILINE)
+SCENARIO_LINE = re.compile(r"^([✓✗]) (\S+): (\d+) passed, (\d+) failed$", re.MULTILINE)
+
+pytestmark = [
+    pytest.mark.conformance,
+    pytest.mark.skipif(
+        shutil.which("npm") is None, reason="npm is not installed: cannot install the suite"
+    ),
+]
+
+
+def read_expected_failures(path: Path = EXPECTED_FAILURES) -> dict[str, list[str]]:
+    """The ``server:``/``client:`` lists of the baseline file (the tiny YAML subset it
+    uses: ``key: []`` or ``key:`` followed by ``  - name`` lines; ``#`` comments)."""
+    lists: dict[str, list[str]] = {"server": [], "client": []}
+    current: str | None = None
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.split("#", 1)[0].rstrip()
+        if not line:
+            continue
+        if line.startswith(("server:", "client:")):
+            current, _, rest = line.partition(":")
+            if rest.strip() not in ("", "[]"):
+                raise ValueError(f"{path}: write {current} entries as '  - name' lines")
+            continue
+        if current is None or not line.lstrip().startswith("- "):
+            raise ValueError(f"{path}: cannot read {raw!r}")
+        lists[current].append(line.lstrip()[2:].strip())
+    return lists
+
+
+def checks_of(output_dir: Path) -> dict[str, list[dict[str, object]]]:
+    """Every check the suite recorded, by result directory name."""
+    return {
+        path.parent.name: json.loads(path.read_text(encoding="utf-8"))
+        for path in sorted(output_dir.glob("*/checks.json"))
+    }
+
+
+def bad_checks(checks: dict[str, list[dict[str, object]]], allowed: list[str]) -> list[str]:
+    """Checks with status FAILURE or WARNING, outside scenarios listed in ``allowed``."""
+    return [
+        f"{where}: {check.get('id')} {check.get('status')} {check.get('errorMessage', '')}"
+        for where, items in checks.items()
+        if not any(f"-{name}-" in f"-{where}-" for name in allowed)
+        for check in items
+        if check.get("status") in ("FAILURE", "WARNING")
+    ]
+
+
+@pytest.fixture(scope="module")
+def suite() -> None:
+    """Install (or check) the pinned suite; fails if npm cannot install it."""
+    done = subprocess.run(
+        [str(HERE / "setup.sh"), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=SETUP_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, f"setup.sh failed:\n{done.stderr}"
+
+
+def run_suite(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(HERE / "run.sh"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        check=False,
+    )
+
+
+@pytest.fixture
+def server_url(suite: None, tmp_path: Path) -> Iterator[str]:
+    """The everything server over Streamable HTTP on a free loopback port."""
+    stderr_path = tmp_path / "server.stderr"
+    with stderr_path.open("wb") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, str(SERVER), "--transport", "http", "--host", "127.0.0.1",
+             "--port", "0"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            cwd=ROOT,
+        )
+    assert process.stdout is not None
+    try:
+        ready, _, _ = select.select([process.stdout], [], [], SERVER_START_TIMEOUT)
+        line = process.stdout.readline().decode().strip() if ready else ""
+        assert line.startswith("http://127.0.0.1:"), (
+            f"server did not report its URL within {SERVER_START_TIMEOUT}s: {line!r}\n"
+            + stderr_path.read_text(errors="replace")
+        )
+        yield line
+        # A clean stop: SIGTERM closes every session (bounded) and the process exits 0.
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=SERVER_STOP_TIMEOUT) == 0
+        log = stderr_path.read_text(errors="replace")
+        assert "Traceback" not in log, log
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=SERVER_STOP_TIMEOUT)
+        process.stdout.close()
+
+
+def test_everything_server_passes_every_server_scenario(server_url: str, tmp_path: Path) -> None:
+    expected = read_expected_failures()["server"]
+    out = tmp_path / "results"
+    done = run_suite(
+        "server", "--url", server_url, "--suite", "all", "-o", str(out),
+        "--expected-failures", str(EXPECTED_FAILURES),
+        timeout=SERVER_SUITE_TIMEOUT,
+    )
+    text = ANSI.sub("", done.stdout)
+    report = f"exit {done.returncode}\n{text[-6000:]}\n{done.stderr[-2000:]}"
+    assert done.returncode == 0, report
+
+    scenarios = {name: mark for mark, name, _, _ in SCENARIO_LINE.findall(text)}
+    assert len(scenarios) == SERVER_SCENARIOS, report
+    assert sorted(n for n, mark in scenarios.items() if mark != "✓") == sorted(expected), report
+    totals = TOTAL.findall(text)
+    assert len(totals) == 1, report
+    passed, failed = map(int, totals[0])
+    assert passed >= SERVER_SCENARIOS, report
+    if not expected:
+        assert failed == 0, report
+
+    checks = checks_of(out)
+    assert len(checks) == SERVER_SCENARIOS
+    assert bad_checks(checks, expected) == []
+
+
+@pytest.mark.parametrize("scenario", CLIENT_SCENARIOS)
+def test_conformance_client_passes(scenario: str, suite: None, tmp_path: Path) -> None:
+    expected = read_expected_failures()["client"]
+    if " " in sys.executable or " " in str(CLIENT):
+        pytest.fail("the suite splits --command on spaces; run from a path without any")
+    out = tmp_path / "results"
+    done = run_suite(
+        "client", "--command", f"{sys.executable} {CLIENT}", "--scenario", scenario,
+        "-o", str(out), "--expected-failures", str(EXPECTED_FAILURES),
+        timeout=CLIENT_SCENARIO_TIMEOUT,
+    )
+    # Client mode reports on stderr.
+    text = ANSI.sub("", done.stderr)
+    report = f"exit {done.returncode}\n{text[-6000:]}\n{done.stdout[-2000:]}"
+    assert done.returncode == 0, report
+    if scenario in expected:
+        return
+    assert "OVERALL: PASSED" in text, report
+    checks = checks_of(out)
+    assert len(checks) == 1, report
+    [items] = checks.values()
+    assert items, report
+    assert bad_checks(checks, []) == [], report
+    assert any(check.get("status") == "SUCCESS" for check in items), report
+    # The client itself ran to its end (its stdout is kept next to the checks).
+    [stdout] = list(out.glob("*/stdout.txt"))
+    assert f"{scenario}: done" in stdout.read_text(encoding="utf-8"), report
+
+
+def test_expected_failures_file_is_empty() -> None:
+    """Work in progress may list scenarios; the finished state lists none."""
+    assert read_expected_failures() == {"server": [], "client": []}
+
+
+def test_expected_failures_reader_reads_lists(tmp_path: Path) -> None:
+    path = tmp_path / "baseline.yml"
+    path.write_text("# note\nserver:\n  - ping  # flaky\n  - tools-list\nclient: []\n")
+    assert read_expected_failures(path) == {"server": ["ping", "tools-list"], "client": []}
+    path.write_text("server: [ping]\n")
+    with pytest.raises(ValueError, match="entries"):
+        read_expected_failures(path)
+
+
+def test_conformance_client_refuses_an_unknown_scenario() -> None:
+    # The client refuses to guess: without a known scenario it exits 2 and says why.
+    env = {k: v for k, v in os.environ.items() if k != "MCP_CONFORMANCE_SCENARIO"}
+    done = subprocess.run(
+        [sys.executable, str(CLIENT), "http://127.0.0.1:9/mcp"],
+        capture_output=True, text=True, timeout=60, env=env, check=False,
+    )
+    assert done.returncode == 2
+    assert "unknown scenario" in done.stderr
