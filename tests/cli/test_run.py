@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import signal
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -82,3 +83,21 @@ def test_a_public_address_needs_allowed_hosts_for_http() -> None:
     assert completed.returncode == 1
     assert "reachable from other machines" in completed.stderr
     assert "needs config.allowed_hosts" in completed.stderr
+
+
+def test_a_print_while_importing_the_target_does_not_corrupt_stdio(tmp_path: Path) -> None:
+    noisy = tmp_path / "noisy_app.py"
+    noisy.write_text(
+        "print('hello from import')\n"
+        "from trimcp import Server\n"
+        "app = Server('noisy')\n"
+        "@app.tool()\n"
+        "def ping_tool() -> str:\n"
+        "    return 'pong'\n"
+    )
+    completed = cli(
+        "call", "ping_tool", "--verbose", "--", sys.executable, "-m", "trimcp", "run", str(noisy)
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == "pong\n"
+    assert "[server] hello from import" in completed.stderr

@@ -56,3 +56,13 @@ def test_mcp_client_is_one_fixture_object() -> None:
     assert trimcp.testing.mcp_client is mcp_client
     with pytest.raises(AttributeError):
         trimcp.testing.no_such_name  # noqa: B018
+
+
+def test_the_public_surface_of_trimcp_testing() -> None:
+    import trimcp.testing
+
+    for name in trimcp.testing.__all__:
+        assert getattr(trimcp.testing, name) is not None, name
+    assert {"open_test_client", "make_client_fixture", "mcp_client", "ScriptedServer"} <= set(
+        trimcp.testing.__all__
+    )

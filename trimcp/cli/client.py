@@ -38,7 +38,10 @@ STDERR_TAIL = 20
 # notifications/cancelled instead of dying mid-handler. exec keeps the child's pid.
 _DETACH = (
     "import os, sys\n"
-    "os.setpgid(0, 0)\n"
+    "try:\n"
+    "    os.setpgid(0, 0)\n"
+    "except OSError:\n"
+    "    pass\n"
     "try:\n"
     "    os.execvp(sys.argv[1], sys.argv[1:])\n"
     "except OSError as exc:\n"

@@ -7,6 +7,7 @@ The startup line and every diagnostic go to stderr: under stdio, stdout carries 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import signal
 import sys
@@ -96,9 +97,15 @@ def run_server(args: argparse.Namespace) -> int:
     WebSocket cancel, which closes sessions the same way), within ``STOP_BOUND`` seconds;
     a second Ctrl-C exits at once. A stop by signal is a normal stop: exit code 0.
     """
-    server, _ = load_server(args.target)
-    label = server_label(server)
     transport: str = args.transport
+    if transport == "stdio":
+        # Under stdio, stdout carries the protocol: a print() while the module is
+        # imported must not reach it.
+        with contextlib.redirect_stdout(sys.stderr):
+            server, _ = load_server(args.target)
+    else:
+        server, _ = load_server(args.target)
+    label = server_label(server)
     host: str = args.host
     port: int = DEFAULT_PORTS.get(transport, 0) if args.port is None else args.port
     allow: list[str] = args.allow_host
