@@ -41,6 +41,10 @@ def echo_server() -> Any:
     async def nan(ctx: RequestContext) -> dict[str, Any]:
         return {"value": float("nan")}
 
+    @server.request_handler("unencodable")
+    async def unencodable(ctx: RequestContext) -> dict[str, Any]:
+        return {"value": {1, 2}}
+
     return server
 
 
@@ -110,8 +114,16 @@ async def test_mcp_error_keeps_its_code_and_data(autojump_clock: Any) -> None:
 
 async def test_unencodable_result_becomes_internal_error(autojump_clock: Any) -> None:
     async with raw_client(echo_server()) as (peer, _session):
-        reply = await peer.request(1, "nan")
+        reply = await peer.request(1, "unencodable")
         assert reply["error"]["code"] == INTERNAL_ERROR
+
+
+async def test_nan_result_is_sent_as_valid_json(autojump_clock: Any) -> None:
+    # JSON has no NaN: orjson writes null (as JavaScript does); without orjson the stdlib
+    # refuses it and the peer gets -32603. Either way the wire stays valid JSON.
+    async with raw_client(echo_server()) as (peer, _session):
+        reply = await peer.request(1, "nan")
+        assert reply.get("result") == {"value": None} or reply["error"]["code"] == INTERNAL_ERROR
 
 
 async def test_duplicate_in_flight_id_is_rejected_and_first_completes(autojump_clock: Any) -> None:
