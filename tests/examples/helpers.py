@@ -18,6 +18,9 @@ def load_example(name: str) -> ModuleType:
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    # Registered first: resolving string annotations (``from __future__ import
+    # annotations``) looks the module up in sys.modules.
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
