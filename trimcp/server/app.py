@@ -406,6 +406,8 @@ class Server:
         return result
 
     async def handle_notification(self, session: Session, method: str, params: Any) -> None:
+        if method == "notifications/initialized":
+            self._sessions.wake(session)  # deliver what changed during the handshake
         handler = self._notification_handlers.get(method)
         if handler is not None:
             await handler(session, params)

@@ -86,7 +86,7 @@ class SessionTable:
     # --- marking and waking ---------------------------------------------------------
 
     def mark_changed(self, kind: str) -> None:
-        """Record that list ``kind`` changed, for every initialized session, and wake them.
+        """Record that list ``kind`` changed, for every session past its handshake; wake them.
 
         Synchronous. From a thread other than Trio's, the work is handed to Trio.
         """
@@ -94,9 +94,19 @@ class SessionTable:
 
     def _mark(self, kind: str) -> None:
         for session, state in self.live():
-            if session.connection.peer_initialized:
+            # Every session whose handshake we answered, not only those whose
+            # notifications/initialized we have read already: a change in between would
+            # otherwise reach no one (list_changed is a notification, not a request, so
+            # the "nothing before initialized" rule does not hold it back).
+            if session.connection.negotiated is not None:
                 state.changed.add(kind)
         self._wake_all()
+
+    def wake(self, session: Session) -> None:
+        """Wake ``session``'s delivery (e.g. once its client said it is initialized)."""
+        state = self._states.get(session)
+        if state is not None and state.delivered_by_task:
+            state.wakeup.set()
 
     def _wake_from_anywhere(self) -> None:
         self._in_trio(self._wake_all)
@@ -150,8 +160,12 @@ class SessionTable:
             await self.flush(session, state)
 
     async def flush(self, session: Session, state: SessionState) -> bool:
-        """Send what is pending for ``session``; False once it is closed."""
-        if session.negotiated is None:
+        """Send what is pending for ``session``; False once it is closed.
+
+        Held (kept pending) until the client's ``notifications/initialized`` has arrived;
+        :meth:`wake` is called then.
+        """
+        if session.negotiated is None or not session.connection.peer_initialized:
             return True
         try:
             if state.changed:
