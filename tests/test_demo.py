@@ -20,8 +20,12 @@ def test_demo_transcript() -> None:
     )
     assert completed.returncode == 0, completed.stderr
     out = completed.stdout
-    assert "connected to demo 1.0.0 (protocol 2025-11-25)" in out
-    assert "add(2, 40) -> {'result': 42.0}" in out
+    assert "connected to trimcp-everything-server 1.0.0 (protocol 2025-11-25)" in out
+    assert "progress 50/100: half way" in out
+    assert "[server log info] Tool execution started" in out
+    assert "-> 'LLM response: Paris'" in out
+    assert '"username": "ada"' in out
+    assert "complete arg1='te' -> ['test', 'testing', 'tested']" in out
     assert "progress 2/10: counted 2" in out
     assert "cancelled: the server was sent notifications/cancelled" in out
-    assert "read demo://greeting -> 'Hello from trimcp!'" in out
+    assert "the session goes on: add(2, 40) -> {'result': 42.0}" in out
