@@ -14,7 +14,7 @@ from tests.support import NullClient, init_params, make_server
 from trimcp.protocol.lifecycle import Role
 from trimcp.session import RequestContext, open_session
 from trimcp.transports.websocket import (
-    host_allowed,
+    handshake_allowed,
     open_websocket_client_transport,
     serve_websocket,
 )
@@ -83,19 +83,20 @@ async def test_missing_subprotocol_is_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "ok"),
+    ("host", "origin", "ok"),
     [
-        ("localhost:8000", True),
-        ("127.0.0.1", True),
-        ("[::1]:9000", True),
-        ("http://localhost:3000", True),
-        ("http://[::1]", True),
-        ("localhost.evil.com", False),
-        ("http://evil.com", False),
-        ("http://user@evil.com", False),
-        ("", False),
-        (None, False),
+        ("localhost:8000", None, True),
+        ("127.0.0.1", None, True),
+        ("[::1]:9000", "http://localhost:3000", True),
+        ("127.0.0.1:80", "http://[::1]", True),
+        ("localhost.evil.com", None, False),
+        ("127.0.0.1", "http://evil.com", False),
+        ("127.0.0.1", "http://localhost.evil.com", False),
+        ("user@localhost", None, False),
+        ("127.0.0.1", "null", False),
+        ("", None, False),
+        (None, None, False),
     ],
 )
-def test_host_allowlist(value: str | None, ok: bool) -> None:
-    assert host_allowed(value, {"localhost", "127.0.0.1", "[::1]"}) is ok
+def test_handshake_allowlist(host: str | None, origin: str | None, ok: bool) -> None:
+    assert handshake_allowed(host, origin, ("localhost", "127.0.0.1", "[::1]")) is ok

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
-from urllib.parse import urlsplit
 
 import trio
 import trio_websocket
@@ -20,13 +19,15 @@ import trio_websocket
 from trimcp._groups import unwrap_single_exception
 from trimcp.session import SessionHandler, SessionOptions, serve_session
 from trimcp.transports.base import Outgoing
+from trimcp.transports.http_server.config import LOCALHOST_NAMES
+from trimcp.transports.http_server.security import host_allowed, origin_allowed
 
 logger = logging.getLogger("trimcp.websocket")
 
 SUBPROTOCOL = "mcp"
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
-#: Host names a loopback server accepts by default (any port).
-LOCAL_HOSTS: frozenset[str] = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
+#: Host names a loopback server accepts by default (any port): the HTTP server's list.
+LOCAL_HOSTS: tuple[str, ...] = LOCALHOST_NAMES
 
 
 class WebSocketTransport:
@@ -56,17 +57,13 @@ class WebSocketTransport:
         await self._connection.aclose()
 
 
-def host_allowed(value: str | None, allowed: Collection[str]) -> bool:
-    """Whether a ``Host``/``Origin`` host part (port ignored) is in ``allowed``."""
-    if not value:
+def handshake_allowed(host: str | None, origin: str | None, allowed_hosts: Collection[str]) -> bool:
+    """The HTTP transport's DNS-rebinding rule: a good ``Host``, and an ``Origin`` (when
+    present) whose host is allowed too. Shared with the HTTP server, not a twin of it."""
+    hosts = tuple(allowed_hosts)
+    if not host_allowed(host, hosts):
         return False
-    netloc = urlsplit(value).netloc if "://" in value else value
-    host = netloc.rsplit("@", 1)[-1]
-    if host.startswith("["):
-        host = host[: host.find("]") + 1] if "]" in host else host
-    elif host.count(":") == 1:
-        host = host.split(":", 1)[0]
-    return host.lower() in allowed
+    return origin is None or origin_allowed(origin, None, hosts)
 
 
 def _header(request: trio_websocket.WebSocketRequest, name: bytes) -> str | None:
@@ -108,9 +105,8 @@ async def serve_websocket(
         return handler  # type: ignore[return-value]
 
     async def on_connect(request: trio_websocket.WebSocketRequest) -> None:
-        origin = _header(request, b"origin")
-        if not host_allowed(_header(request, b"host"), allowed_hosts) or (
-            origin is not None and not host_allowed(origin, allowed_hosts)
+        if not handshake_allowed(
+            _header(request, b"host"), _header(request, b"origin"), allowed_hosts
         ):
             await request.reject(403, body=b"Forbidden: Host or Origin not allowed")
             return
@@ -169,15 +165,18 @@ async def open_websocket_client_transport(
     """
     extra = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
     # trio-websocket's internal nursery wraps a refused handshake; surface it alone.
-    async with unwrap_single_exception(), trio_websocket.open_websocket_url(
-        url,
-        subprotocols=[SUBPROTOCOL],
-        extra_headers=extra,
-        max_message_size=max_message_bytes,
-        message_queue_size=16,
-        connect_timeout=connect_timeout,
-        disconnect_timeout=disconnect_timeout,
-    ) as connection:
+    async with (
+        unwrap_single_exception(),
+        trio_websocket.open_websocket_url(
+            url,
+            subprotocols=[SUBPROTOCOL],
+            extra_headers=extra,
+            max_message_size=max_message_bytes,
+            message_queue_size=16,
+            connect_timeout=connect_timeout,
+            disconnect_timeout=disconnect_timeout,
+        ) as connection,
+    ):
         if connection.subprotocol != SUBPROTOCOL:
             raise trio_websocket.HandshakeError("the server did not accept the 'mcp' subprotocol")
         yield WebSocketTransport(connection)
