@@ -164,6 +164,29 @@ def session_gone() -> HttpRejection:
     return HttpRejection(404, "Session not found", code=CONNECTION_CLOSED)
 
 
+async def feed_bounded(channel: trio.MemorySendChannel[bytes], body: bytes, timeout: float) -> None:
+    """Hand a POSTed message to a session's engine, waiting at most ``timeout`` for room.
+
+    Raises :class:`HttpRejection`: 404 when the session is closed, 503 when the engine did
+    not take the message in time. Cancellation: atomic, fed whole or not at all.
+    """
+    closed = (trio.ClosedResourceError, trio.BrokenResourceError)
+    try:
+        channel.send_nowait(body)
+        return
+    except trio.WouldBlock:
+        pass
+    except closed:
+        raise session_gone() from None
+    with trio.move_on_after(timeout):
+        try:
+            await channel.send(body)
+        except closed:
+            raise session_gone() from None
+        return
+    raise HttpRejection(503, "The session is busy; try again later")
+
+
 async def wait_for_disconnect(receive: Receive) -> None:
     """Return once the client has gone (``http.disconnect``); drains anything else."""
     while True:

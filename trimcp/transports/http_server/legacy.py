@@ -25,6 +25,7 @@ from trimcp.transports.http_server.asgi import (
     RequestHeaders,
     Scope,
     Send,
+    feed_bounded,
     parse_body,
     read_body,
     respond,
@@ -68,20 +69,7 @@ class LegacySseTransport:
 
     async def feed(self, body: bytes, timeout: float) -> None:
         """Hand a POSTed message to the engine (404 if closed, 503 if not taken in time)."""
-        try:
-            self._in_send.send_nowait(body)
-            return
-        except trio.WouldBlock:
-            pass
-        except _CLOSED:
-            raise session_gone() from None
-        with trio.move_on_after(timeout):
-            try:
-                await self._in_send.send(body)
-            except _CLOSED:
-                raise session_gone() from None
-            return
-        raise HttpRejection(503, "The session is busy; try again later")
+        await feed_bounded(self._in_send, body, timeout)
 
 
 async def handle(

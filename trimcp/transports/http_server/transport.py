@@ -27,7 +27,7 @@ import trio
 from trimcp.protocol.jsonrpc import RequestId
 from trimcp.session import RequestContext
 from trimcp.transports.base import Outgoing
-from trimcp.transports.http_server.asgi import HttpRejection, session_gone
+from trimcp.transports.http_server.asgi import feed_bounded
 from trimcp.transports.http_server.event_store import EventStore
 from trimcp.transports.http_server.streams import (
     OutStream,
@@ -174,20 +174,7 @@ class HttpSessionTransport:
         Raises :class:`HttpRejection`: 404 when the session is closed, 503 when the engine
         did not take the message in time. Cancellation: atomic, fed whole or not at all.
         """
-        try:
-            self._in_send.send_nowait(body)
-            return
-        except trio.WouldBlock:
-            pass
-        except _CLOSED:
-            raise session_gone() from None
-        with trio.move_on_after(timeout):
-            try:
-                await self._in_send.send(body)
-            except _CLOSED:
-                raise session_gone() from None
-            return
-        raise HttpRejection(503, "The session is busy; try again later")
+        await feed_bounded(self._in_send, body, timeout)
 
     def detach(self, sink: Sink) -> None:
         """A response ended (its client went away): stop writing into ``sink``."""
@@ -326,9 +313,7 @@ class HttpSessionTransport:
         else:
             logger.debug("dropped an answer nobody waits for: %.200r", data)
 
-    async def _deliver(
-        self, stream: OutStream, data: bytes, answered: Sequence[RequestId]
-    ) -> None:
+    async def _deliver(self, stream: OutStream, data: bytes, answered: Sequence[RequestId]) -> None:
         if stream.json_mode:
             stream.json_body = data
         else:
