@@ -226,9 +226,15 @@ def dump_json(obj: Any) -> bytes:
     """
     if _orjson_dumps is not None:
         try:
-            return _orjson_dumps(obj)
+            encoded = _orjson_dumps(obj)
         except TypeError:
             pass
+        else:
+            # orjson hands back its whole growth buffer: a 13-byte message keeps 4 KiB
+            # allocated, a 5 KB one 64 KiB. Encoded messages are kept (event stores,
+            # backlogs, queues), so return a right-sized copy: the memcpy costs a few
+            # percent of the encode and saves up to 300x the memory.
+            return bytes(memoryview(encoded))
     text = _dumps_utf8(obj)
     try:
         return text.encode("utf-8")
