@@ -105,6 +105,23 @@ class Connection:
     the session engine calls it from one task at a time (it never awaits).
     """
 
+    __slots__ = (
+        "_inbound",
+        "_init_params",
+        "_next_id",
+        "_outbound",
+        "_own_caps",
+        "_peer",
+        "_peer_caps",
+        "_progress",
+        "max_batch",
+        "negotiated",
+        "peer_initialized",
+        "role",
+        "state",
+        "supported_versions",
+    )
+
     def __init__(
         self,
         role: Role,
@@ -547,6 +564,16 @@ class Connection:
         self._progress.clear()
         self._inbound.clear()
         return pending
+
+    def compact(self) -> None:
+        """Release the memory of emptied request tables (for long idle sessions)."""
+        # A dict keeps the table it grew to after its items go; a fresh one holds none.
+        if not self._inbound:
+            self._inbound = {}
+        if not self._outbound:
+            self._outbound = {}
+        if not self._progress:
+            self._progress = {}
 
     # --- internals ------------------------------------------------------------------------
 

@@ -545,6 +545,11 @@ class Server:
         """The engine starts this next to every session (see ``SessionHandler``)."""
         await self.serve_notifications(session, task_status=task_status)
 
+    def can_rest(self, session: Session) -> bool:
+        """Whether ``session`` may rest now as far as this server is concerned (see
+        :func:`~trimcp.session.engine.resting_session`): its notification delivery is idle."""
+        return self._sessions.can_rest(session)
+
     async def serve_notifications(
         self, session: Session, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:

@@ -53,6 +53,7 @@ class SessionState:
     changed: set[str] = attrs.Factory(set)
     wakeup: trio.Event = attrs.Factory(trio.Event)
     delivered_by_task: bool = False
+    flushing: bool = False
     dropped_logs: int = 0
 
 
@@ -105,8 +106,22 @@ class SessionTable:
     def wake(self, session: Session) -> None:
         """Wake ``session``'s delivery (e.g. once its client said it is initialized)."""
         state = self._states.get(session)
-        if state is not None and state.delivered_by_task:
+        if state is not None:
+            self._wake_one(session, state)
+
+    def _wake_one(self, session: Session, state: SessionState) -> None:
+        if state.delivered_by_task:
             state.wakeup.set()
+        elif session.resting:
+            # A resting session's delivery task starts again with it and sends what is
+            # pending (see Session: resting sessions keep their state, not their tasks).
+            with contextlib.suppress(SessionClosed):
+                session.wake()
+
+    def can_rest(self, session: Session) -> bool:
+        """Whether ``session``'s delivery task is idle (so the session may rest)."""
+        state = self._states.get(session)
+        return state is None or not (state.flushing or state.wakeup.is_set())
 
     def _wake_from_anywhere(self) -> None:
         self._in_trio(self._wake_all)
@@ -125,9 +140,8 @@ class SessionTable:
         fn(*args)
 
     def _wake_all(self) -> None:
-        for _, state in self.live():
-            if state.delivered_by_task:
-                state.wakeup.set()
+        for session, state in self.live():
+            self._wake_one(session, state)
 
     # --- delivery -------------------------------------------------------------------
 
@@ -145,14 +159,22 @@ class SessionTable:
                 nursery.cancel_scope.cancel()
         finally:
             state.delivered_by_task = False
-            self.forget(session)
+            if session.closing or session.closed:  # else it only rests: keep its state
+                self.forget(session)
 
     async def _delivery_loop(self, session: Session, state: SessionState) -> None:
+        # What became pending while the session rested goes out first.
+        if state.changed or state.log_position != self._log_buffer.position:
+            state.wakeup.set()
         while True:
             await state.wakeup.wait()
             state.wakeup = trio.Event()
-            if not await self.flush(session, state):
-                return
+            state.flushing = True
+            try:
+                if not await self.flush(session, state):
+                    return
+            finally:
+                state.flushing = False
 
     async def flush_if_pending(self, session: Session, state: SessionState) -> None:
         """:meth:`flush`, when something is pending (cheap to call when nothing is)."""

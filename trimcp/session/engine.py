@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any, Protocol
 
@@ -90,49 +90,141 @@ class _Batch:
         self.replies: list[bytes] = []
 
 
-class Session:
-    """One live MCP session, either role. Create it with :func:`open_session`."""
+#: A session's phases: running its tasks, letting them end to rest, resting (no tasks).
+_AWAKE, _WINDING_DOWN, _RESTING = 0, 1, 2
 
-    def __init__(
-        self,
-        nursery: trio.Nursery,
-        transport: Transport,
-        role: Role,
-        handler: SessionHandler,
-        options: SessionOptions,
-    ) -> None:
-        self.options = options
-        self.role = role
-        self.connection = Connection(role)
-        self._nursery = nursery
-        self._transport = transport
-        self._handler = handler
-        self._outbox_send, self._outbox_recv = trio.open_memory_channel[Outgoing](
-            options.outbox_size
-        )
-        self._notes_send, self._notes_recv = trio.open_memory_channel[tuple[str, Any]](
-            options.notification_backlog
-        )
-        self._contexts: dict[RequestId, RequestContext] = {}
-        self._waiters: dict[RequestId, Waiter] = {}
-        self._batch_of: dict[RequestId, _Batch] = {}
-        self._reader_wakeup = trio.Event()
-        self._handlers_idle = trio.Event()
-        self._handlers_idle.set()
-        self._close_requested = trio.Event()
-        self._writer_done = trio.Event()
+
+class _Run:
+    """What a session holds only while awake: its nursery, queues, signals, service scope.
+
+    A resting session drops it; waking makes a new one. ``carry`` hands over the queues of a
+    run that was winding down to rest when the session was woken again (they may hold
+    messages queued meanwhile).
+    """
+
+    __slots__ = (
+        "close_requested",
+        "handlers_idle",
+        "notes_recv",
+        "notes_send",
+        "nursery",
+        "outbox_recv",
+        "outbox_send",
+        "reader_wakeup",
+        "services",
+        "services_done",
+        "write_busy",
+        "write_free",
+        "writer_done",
+    )
+
+    def __init__(self, options: SessionOptions, carry: _Run | None = None) -> None:
+        self.nursery: trio.Nursery
+        if carry is None:
+            self.outbox_send, self.outbox_recv = trio.open_memory_channel[Outgoing](
+                options.outbox_size
+            )
+            self.notes_send, self.notes_recv = trio.open_memory_channel[tuple[str, Any]](
+                options.notification_backlog
+            )
+        else:
+            self.outbox_send, self.outbox_recv = carry.outbox_send, carry.outbox_recv
+            self.notes_send, self.notes_recv = carry.notes_send, carry.notes_recv
+        self.reader_wakeup = trio.Event()
+        self.handlers_idle = trio.Event()
+        self.handlers_idle.set()
+        self.close_requested = trio.Event()
+        self.writer_done = trio.Event()
         # One writer at a time: the writer task, or a handler task writing its reply.
-        self._write_busy = False
-        self._write_free = trio.Event()
-        self._closed = trio.Event()
+        self.write_busy = False
+        self.write_free = trio.Event()
         # Shielded: a cancel from outside the session (a deadline around the whole
         # ``async with``) must not kill the writer and closer before the close sequence
         # has run (sent our notifications/cancelled, flushed, closed the transport).
         # The closer cancels this scope at its end; open_session does after close_bound.
-        self._services = trio.CancelScope(shield=True)
+        self.services = trio.CancelScope(shield=True)
+        self.services_done = trio.Event()
+
+
+#: The run of every resting session: closed queues, so a send that forgot to wake first
+#: fails loudly instead of queueing where nobody reads.
+_RESTING_RUN = _Run(SessionOptions(outbox_size=1, notification_backlog=1))
+_RESTING_RUN.outbox_send.close()
+_RESTING_RUN.notes_send.close()
+
+
+class Session:
+    """One live MCP session, either role. Create it with :func:`open_session`.
+
+    A session made with :func:`resting_session` can also *rest*: when nothing is under way
+    for ``rest_after`` seconds its tasks end and it keeps only its protocol state (a few
+    hundred bytes instead of a few tasks and queues); sending to it, feeding its transport
+    (the owner calls :meth:`wake`) or closing it starts its tasks again.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_batch_of",
+        "_close_wanted",
+        "_closed",
+        "_closed_event",
+        "_contexts",
+        "_handler",
+        "_phase",
+        "_rest_after",
+        "_run",
+        "_transport",
+        "_transport_can_rest",
+        "_waiters",
+        "_wake_pending",
+        "_waker",
+        "close_reason",
+        "closing",
+        "connection",
+        "options",
+        "role",
+    )
+
+    def __init__(
+        self,
+        transport: Transport,
+        role: Role,
+        handler: SessionHandler,
+        options: SessionOptions,
+        *,
+        waker: Callable[[Session], None] | None = None,
+        rest_after: float | None = None,
+    ) -> None:
+        self.options = options
+        self.role = role
+        self.connection = Connection(role)
+        self._transport = transport
+        self._handler = handler
+        self._contexts: dict[RequestId, RequestContext] = {}
+        self._waiters: dict[RequestId, Waiter] = {}
+        self._batch_of: dict[RequestId, _Batch] = {}
+        self._close_wanted = False
+        self._closed = False
+        self._closed_event: trio.Event | None = None  # made when someone waits
         self.closing = False
         #: Why the session closed (for logs and errors), once it has.
         self.close_reason: str | None = None
+        self._phase = _AWAKE
+        self._wake_pending = False
+        self._waker = waker
+        transport_can_rest: Callable[[], bool] | None = getattr(transport, "can_rest", None)
+        self._transport_can_rest = transport_can_rest
+        # Resting needs an owner to wake it, a transport that can tell it holds nothing,
+        # no keepalive pings, and a handler whose own session task (if any) can pause.
+        if (
+            waker is None
+            or transport_can_rest is None
+            or options.keepalive_interval is not None
+            or (hasattr(handler, "attend_session") and not hasattr(handler, "can_rest"))
+        ):
+            rest_after = None
+        self._rest_after = rest_after
+        self._run = _Run(options)
 
     # --- public API ---------------------------------------------------------------------
 
@@ -143,18 +235,60 @@ class Session:
 
     @property
     def closed(self) -> bool:
-        return self._closed.is_set()
+        return self._closed
 
     async def wait_closed(self) -> None:
         """Wait until the session has fully closed (by either side)."""
-        await self._closed.wait()
+        await self._closed_signal().wait()
+
+    def _closed_signal(self) -> trio.Event:
+        event = self._closed_event
+        if event is None:
+            event = self._closed_event = trio.Event()
+            if self._closed:
+                event.set()
+        return event
+
+    def _mark_closed(self) -> None:
+        self._closed = True
+        if self._closed_event is not None:
+            self._closed_event.set()
 
     def request_close(self, reason: str = "closed locally") -> None:
         """Start closing the session without waiting (see :meth:`aclose`)."""
-        if not self._close_requested.is_set():
+        if not self._close_wanted:
             self.close_reason = reason
-            self._close_requested.set()
-            self._reader_wakeup.set()
+            self._close_wanted = True
+            if self._phase != _AWAKE:
+                with suppress(SessionClosed):  # no owner to run it any more
+                    self.wake()
+            self._run.close_requested.set()
+            self._run.reader_wakeup.set()
+
+    @property
+    def resting(self) -> bool:
+        """Whether the session is resting: no tasks, only its state (see :class:`Session`)."""
+        return self._phase == _RESTING
+
+    def wake(self) -> None:
+        """Make a resting session run again; does nothing to an awake one.
+
+        The owner calls it before feeding the transport; sends and closes call it
+        themselves. Synchronous: the session's queues exist when it returns, and its owner
+        has been asked (the ``waker``) to run :meth:`run_awake` in a task.
+        """
+        phase = self._phase
+        if phase == _AWAKE:
+            return
+        if phase == _WINDING_DOWN:  # run_awake sees this once its tasks have ended
+            self._wake_pending = True
+            return
+        assert self._waker is not None, "only a session with a waker rests"
+        self._waker(self)  # first: it may refuse (raise), leaving the session resting
+        self._phase = _AWAKE
+        self._run = _Run(self.options)
+        if self._close_wanted:
+            self._run.close_requested.set()
 
     async def aclose(self) -> None:
         """Close the session and wait until it is closed.
@@ -166,7 +300,7 @@ class Session:
         task and is not interrupted by cancelling the caller, who just stops waiting.
         """
         self.request_close()
-        await self._closed.wait()
+        await self._closed_signal().wait()
 
     async def send_request(
         self,
@@ -194,6 +328,8 @@ class Session:
         """
         if self.closing:
             raise SessionClosed(f"Cannot send {method}: {self.close_reason or 'session closing'}")
+        if self._phase:
+            self.wake()
         if timeout is _DEFAULT:
             timeout = self.options.request_timeout
         elif timeout is None:
@@ -209,10 +345,10 @@ class Session:
         )
         waiter = Waiter(timeout, hard, reset_timeout_on_progress)
         self._waiters[request_id] = waiter
-        self._reader_wakeup.set()  # a reader paused at max_in_flight must read our answer
+        self._run.reader_wakeup.set()  # a reader paused at max_in_flight must read our answer
         queued = False
         try:
-            await self._outbox_send.send((data, related_request_id))
+            await self._run.outbox_send.send((data, related_request_id))
             queued = True
             with trio.CancelScope(deadline=start + timeout) as deadline:
                 waiter.deadline_scope = deadline
@@ -244,7 +380,7 @@ class Session:
             return
         item = (data, related)
         try:
-            self._outbox_send.send_nowait(item)
+            self._run.outbox_send.send_nowait(item)
             return
         except trio.WouldBlock:
             pass
@@ -252,7 +388,7 @@ class Session:
             return
         deadline = trio.current_time() + self.options.cancel_notify_timeout
         with trio.CancelScope(shield=True, deadline=deadline), suppress(*_PEER_GONE):
-            await self._outbox_send.send(item)
+            await self._run.outbox_send.send(item)
 
     async def send_notification(
         self, method: str, params: Any = None, *, related_request_id: RequestId | None = None
@@ -264,8 +400,10 @@ class Session:
         all); it may wait while the outbox is full.
         """
         data = self.connection.send_notification(method, params)
+        if self._phase:
+            self.wake()
         try:
-            await self._outbox_send.send((data, related_request_id))
+            await self._run.outbox_send.send((data, related_request_id))
         except _PEER_GONE:
             raise SessionClosed(f"Cannot send {method}: the session is closed") from None
 
@@ -287,11 +425,22 @@ class Session:
 
     async def _read_loop(self) -> None:
         transport = self._transport
+        rest_after = self._rest_after
         try:
             while True:
                 await self._wait_for_capacity()
                 try:
-                    data = await transport.receive()
+                    if rest_after is None:
+                        data = await transport.receive()
+                    else:
+                        # Only the reader decides to rest: it is the one task that knows
+                        # it holds no message half-handled (a cancelled receive got none).
+                        with trio.move_on_after(rest_after) as quiet:
+                            data = await transport.receive()
+                        if quiet.cancelled_caught:
+                            if self._begin_rest():
+                                return
+                            continue
                 except MessageTooLarge as exc:
                     logger.warning("dropped an oversized message: %s", exc)
                     await self._queue(encode_error(None, exc), None)
@@ -300,6 +449,40 @@ class Session:
         except _PEER_GONE:
             self.request_close("the peer closed the connection")
 
+    def _begin_rest(self) -> bool:
+        """If nothing at all is under way, start ending the tasks to rest (reader only).
+
+        Synchronous, so nothing can start between the checks and the decision. Nothing
+        under way: no handler, no request of ours awaiting an answer, no half-answered
+        batch, writer and notifier parked on empty queues, the transport holding no input,
+        and the handler's own session task (if any) at rest too.
+        """
+        run = self._run
+        if (
+            self._close_wanted
+            or self._contexts
+            or self._waiters
+            or self._batch_of
+            or self._wake_pending
+            or run.write_busy
+        ):
+            return False
+        for channel in (run.outbox_send, run.notes_send):
+            stats = channel.statistics()
+            if stats.current_buffer_used or not stats.tasks_waiting_receive:
+                return False
+        transport_can_rest = self._transport_can_rest
+        if transport_can_rest is None or not transport_can_rest():
+            return False
+        handler_can_rest: Callable[[Session], bool] | None = getattr(
+            self._handler, "can_rest", None
+        )
+        if handler_can_rest is not None and not handler_can_rest(self):
+            return False
+        self._phase = _WINDING_DOWN
+        run.services.cancel()
+        return True
+
     async def _wait_for_capacity(self) -> None:
         # Stop reading while the handlers are at the limit: the peer then blocks on its
         # writes (backpressure). Not while we wait for answers from the peer, though: a
@@ -307,10 +490,10 @@ class Session:
         while (
             len(self._contexts) >= self.options.max_in_flight
             and not self._waiters
-            and not self._close_requested.is_set()
+            and not self._close_wanted
         ):
-            self._reader_wakeup = trio.Event()
-            await self._reader_wakeup.wait()
+            self._run.reader_wakeup = trio.Event()
+            await self._run.reader_wakeup.wait()
 
     async def _on_event(self, event: Event, batch: _Batch | None = None) -> None:
         kind = type(event)
@@ -324,7 +507,7 @@ class Session:
                 waiter.resolve(event.result)
         elif kind is NotificationReceived:
             assert isinstance(event, NotificationReceived)
-            await self._notes_send.send((event.method, event.params))
+            await self._run.notes_send.send((event.method, event.params))
         elif kind is CancelReceived:
             assert isinstance(event, CancelReceived)
             ctx = self._contexts.get(event.request_id)
@@ -397,10 +580,12 @@ class Session:
             self, request_id, event.method, event.params, event.progress_token, scope
         )
         self._contexts[request_id] = ctx
-        self._handlers_idle = trio.Event() if self._handlers_idle.is_set() else self._handlers_idle
+        self._run.handlers_idle = (
+            trio.Event() if self._run.handlers_idle.is_set() else self._run.handlers_idle
+        )
         if batch is not None:
             self._batch_of[request_id] = batch
-        self._nursery.start_soon(self._run_handler, ctx)
+        self._run.nursery.start_soon(self._run_handler, ctx)
 
     # --- handler tasks --------------------------------------------------------------------
 
@@ -443,8 +628,8 @@ class Session:
         finally:
             del self._contexts[request_id]
             if not self._contexts:
-                self._handlers_idle.set()
-            self._reader_wakeup.set()
+                self._run.handlers_idle.set()
+            self._run.reader_wakeup.set()
         batch = self._batch_of.pop(request_id, None)
         if reply is not None:
             await self._reply(request_id, reply, batch)
@@ -480,22 +665,22 @@ class Session:
         try:
             # No scheduler pass when there is room (the common case): only a full outbox
             # makes us wait.
-            self._outbox_send.send_nowait((data, related))
+            self._run.outbox_send.send_nowait((data, related))
         except trio.WouldBlock:
             try:
-                await self._outbox_send.send((data, related))
+                await self._run.outbox_send.send((data, related))
             except _PEER_GONE:
                 logger.debug("dropped an outgoing message: the session is closed")
         except _PEER_GONE:
             logger.debug("dropped an outgoing message: the session is closed")
 
     async def _write_loop(self) -> None:
-        receive = self._outbox_recv
+        receive = self._run.outbox_recv
         try:
             async for first in receive:
-                while self._write_busy:  # a direct reply is being written
-                    await self._write_free.wait()
-                self._write_busy = True
+                while self._run.write_busy:  # a direct reply is being written
+                    await self._run.write_free.wait()
+                self._run.write_busy = True
                 try:
                     batch = [first]
                     while len(batch) < _WRITE_BATCH:
@@ -509,14 +694,16 @@ class Session:
         except _PEER_GONE:
             self.request_close("the peer stopped reading")
         finally:
-            # Senders must not wait forever on a queue nobody drains any more.
-            receive.close()
-            self._writer_done.set()
+            # Senders must not wait forever on a queue nobody drains any more (unless the
+            # session is only going to rest: the next run drains it).
+            if self._phase != _WINDING_DOWN:
+                receive.close()
+            self._run.writer_done.set()
 
     def _release_write(self) -> None:
-        self._write_busy = False
-        self._write_free.set()
-        self._write_free = trio.Event()
+        self._run.write_busy = False
+        self._run.write_free.set()
+        self._run.write_free = trio.Event()
 
     async def _write_reply_directly(self, data: bytes, related: RequestId) -> bool:
         """Fast path for a final reply: write it from this task when nothing is queued.
@@ -526,14 +713,14 @@ class Session:
         and only for replies, which are written outside the handler's cancel scope, so a
         write is never cut in half by a handler being cancelled.
         """
-        if self._write_busy or self.closing:
+        if self._run.write_busy or self.closing:
             return False
-        stats = self._outbox_send.statistics()
+        stats = self._run.outbox_send.statistics()
         # The writer must be parked in receive(): a message handed straight to a waiting
         # writer leaves the buffer empty but is not written yet, and must go out first.
         if stats.current_buffer_used or not stats.tasks_waiting_receive:
             return False
-        self._write_busy = True
+        self._run.write_busy = True
         try:
             await self._transport.send([(data, related)])
         except _PEER_GONE:
@@ -543,7 +730,7 @@ class Session:
         return True
 
     async def _notify_loop(self) -> None:
-        async for method, params in self._notes_recv:
+        async for method, params in self._run.notes_recv:
             try:
                 await self._handler.handle_notification(self, method, params)
             except Exception:
@@ -568,22 +755,101 @@ class Session:
 
     # --- shutdown ---------------------------------------------------------------------------
 
-    async def _run_services(self, *, task_status: trio.TaskStatus[None]) -> None:
-        with self._services:
-            async with trio.open_nursery() as services:
-                services.start_soon(self._close_when_asked)
-                services.start_soon(self._read_loop)
-                services.start_soon(self._write_loop)
-                services.start_soon(self._notify_loop)
-                if self.options.keepalive_interval is not None:
-                    services.start_soon(self._keepalive_loop, self.options.keepalive_interval)
-                attend = getattr(self._handler, "attend_session", None)
-                if attend is not None:
-                    await services.start(attend, self)
+    async def _run_services(self, run: _Run, *, task_status: trio.TaskStatus[None]) -> None:
+        try:
+            with run.services:
+                async with trio.open_nursery() as services:
+                    services.start_soon(self._close_when_asked)
+                    services.start_soon(self._read_loop)
+                    services.start_soon(self._write_loop)
+                    services.start_soon(self._notify_loop)
+                    if self.options.keepalive_interval is not None:
+                        services.start_soon(self._keepalive_loop, self.options.keepalive_interval)
+                    attend = getattr(self._handler, "attend_session", None)
+                    if attend is not None:
+                        await services.start(attend, self)
+                    task_status.started()
+        finally:
+            run.services_done.set()
+
+    async def _start(self, nursery: trio.Nursery) -> None:
+        run = self._run
+        run.nursery = nursery
+        await nursery.start(self._run_services, run)
+
+    async def _stop(self, nursery: trio.Nursery) -> None:
+        """Close (bounded, shielded) and cancel whatever still runs in ``nursery``."""
+        run = self._run
+        if not run.services_done.is_set():
+            self.request_close()
+            with trio.CancelScope(shield=True) as scope:
+                scope.deadline = trio.current_time() + self.options.close_bound
+                await self._closed_signal().wait()
+            run.services.cancel()  # shielded: the nursery's cancel cannot reach it
+        nursery.cancel_scope.cancel()
+
+    async def run_awake(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> bool:
+        """Run the session's tasks until it closes (False) or rests (True).
+
+        For the owner of a session made by :func:`resting_session`: run it in a task of a
+        nursery that outlives the session, now and each time the ``waker`` asks. Reports
+        started once the tasks run. Cancellation: the session closes with the bounded,
+        shielded close sequence (a session just going to rest closes without tasks).
+        """
+        while True:
+            async with open_nursery_unwrapped() as nursery:
+                await self._start(nursery)
                 task_status.started()
+                task_status = trio.TASK_STATUS_IGNORED
+                try:
+                    await self._run.services_done.wait()
+                finally:
+                    if self._phase == _WINDING_DOWN and not self._run.services_done.is_set():
+                        # Cancelled from outside while going to rest: nothing is under way.
+                        with trio.CancelScope(shield=True):
+                            await self._run.services_done.wait()
+                            await self._close_quietly("the server is shutting down")
+                    await self._stop(nursery)
+            if self._phase != _WINDING_DOWN:
+                return False  # closed
+            if not self._wake_pending:
+                self._rest()
+                return True
+            # Woken while the tasks were ending: run again, with the same queues.
+            self._wake_pending = False
+            self._phase = _AWAKE
+            self._run = _Run(self.options, carry=self._run)
+            if self._close_wanted:
+                self._run.close_requested.set()
+
+    def _rest(self) -> None:
+        self._phase = _RESTING
+        self._run = _RESTING_RUN
+        # Emptied dicts keep the tables they grew to: start from fresh ones.
+        self._contexts = {}
+        self._waiters = {}
+        self._batch_of = {}
+        self.connection.compact()
+        rest: Callable[[], None] | None = getattr(self._transport, "rest", None)
+        if rest is not None:
+            rest()
+
+    async def _close_quietly(self, reason: str) -> None:
+        """Close a session that has nothing under way and no tasks (bounded)."""
+        if not self._close_wanted:
+            self._close_wanted = True
+            self.close_reason = reason
+        self.closing = True
+        self._phase = _AWAKE
+        self.connection.close()
+        with trio.move_on_after(self.options.close_timeout):
+            await self._transport.aclose()
+        self._mark_closed()
 
     async def _close_when_asked(self) -> None:
-        await self._close_requested.wait()
+        await self._run.close_requested.wait()
         with trio.CancelScope(shield=True):
             await self._shutdown()
 
@@ -592,26 +858,26 @@ class Session:
         self.closing = True
         logger.debug("closing session: %s", self.close_reason)
         with trio.move_on_after(options.shutdown_grace):
-            await self._handlers_idle.wait()
+            await self._run.handlers_idle.wait()
         for ctx in list(self._contexts.values()):
             ctx.cancel_scope.cancel()
         with trio.move_on_after(options.cancel_notify_timeout):
-            await self._handlers_idle.wait()
+            await self._run.handlers_idle.wait()
         self.connection.close()
         reason = self.close_reason or "session closed"
         for waiter in list(self._waiters.values()):
             if not waiter.done:
                 waiter.fail(SessionClosed(f"Session closed before an answer arrived ({reason})"))
-        self._outbox_send.close()
-        self._notes_send.close()
+        self._run.outbox_send.close()
+        self._run.notes_send.close()
         with trio.move_on_after(options.flush_timeout):
-            await self._writer_done.wait()
+            await self._run.writer_done.wait()
         with trio.move_on_after(options.close_timeout):
             await self._transport.aclose()
-        self._closed.set()
+        self._mark_closed()
         # Reader, writer, notifier and keepalive go now; handler stragglers are cancelled
         # by open_session when its body is done.
-        self._services.cancel()
+        self._run.services.cancel()
 
 
 @asynccontextmanager
@@ -634,17 +900,39 @@ async def open_session(
     """
     options = options or SessionOptions()
     async with open_nursery_unwrapped() as nursery:
-        session = Session(nursery, transport, role, handler, options)
-        await nursery.start(session._run_services)
+        session = Session(transport, role, handler, options)
+        await session._start(nursery)
         try:
             yield session
         finally:
             session.request_close()
-            with trio.CancelScope(shield=True) as scope:
-                scope.deadline = trio.current_time() + options.close_bound
-                await session.wait_closed()
-            session._services.cancel()  # shielded: the nursery's cancel cannot reach it
-            nursery.cancel_scope.cancel()
+            await session._stop(nursery)
+
+
+def resting_session(
+    transport: Transport,
+    *,
+    role: Role,
+    handler: SessionHandler,
+    waker: Callable[[Session], None],
+    rest_after: float | None,
+    options: SessionOptions | None = None,
+) -> Session:
+    """A session that rests when idle, for owners that keep many mostly idle sessions.
+
+    Returns it with no tasks: the owner runs :meth:`Session.run_awake` in a task of its
+    own long-lived nursery right away, and again each time ``waker(session)`` is called
+    (synchronously, from any task: start the task, do not wait for it). Once nothing has
+    been under way for ``rest_after`` seconds, ``run_awake`` returns True and the session
+    keeps only its state (``rest_after=None``: it never rests). The owner calls
+    :meth:`Session.wake` before feeding the transport; the transport needs a
+    ``can_rest()`` method (True when it holds no input for the session), else the session
+    never rests. Keepalive pings, and a handler with
+    ``attend_session`` but no ``can_rest(session)``, also keep it awake.
+    """
+    return Session(
+        transport, role, handler, options or SessionOptions(), waker=waker, rest_after=rest_after
+    )
 
 
 async def serve_session(
@@ -669,5 +957,6 @@ __all__ = [
     "Session",
     "SessionHandler",
     "open_session",
+    "resting_session",
     "serve_session",
 ]

@@ -289,6 +289,7 @@ class McpHttpApp:
         transport: HttpSessionTransport = entry.transport
         session = entry.session
         assert session is not None
+        session.wake()  # a resting session runs its tasks again to read this body
         if batch and not allows_batches(session.connection.protocol_version):
             raise HttpRejection(400, "Batches are not allowed in this protocol version")
         ids = [r.id for r in requests]

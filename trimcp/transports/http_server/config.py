@@ -29,6 +29,13 @@ def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -
         raise ValueError(f"{attribute.name} must be > 0, got {value!r}")
 
 
+def _optional_positive(
+    instance: object, attribute: attrs.Attribute[Any], value: float | None
+) -> None:
+    if value is not None:
+        _positive(instance, attribute, value)
+
+
 def _path(instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
     if not value.startswith("/"):
         raise ValueError(f"{attribute.name} must start with '/', got {value!r}")
@@ -80,6 +87,9 @@ class HttpServerConfig:
       implicitly from ``MCP-Protocol-Version``; the server cannot send requests to the
       client. ``json_response``: answer POSTs with one JSON body instead of an SSE stream.
     Sessions:
+      ``rest_after``: a session with nothing under way for this long *rests*: its tasks
+      end and it keeps only its state (about 2 KB instead of about 35 KB), until its next
+      POST, a message the server sends it, or its close wakes it (None: never rests).
       ``session_options``: the engine's bounds for each session. ``shutdown_timeout``:
       bound on closing every session at shutdown (default: the sessions' close bound + 1).
     """
@@ -101,6 +111,7 @@ class HttpServerConfig:
     retry_ms: int = attrs.field(default=1000, validator=_positive)
     stateless: bool = False
     json_response: bool = False
+    rest_after: float | None = attrs.field(default=0.05, validator=_optional_positive)
     session_options: SessionOptions = attrs.field(factory=SessionOptions)
     shutdown_timeout: float | None = None
     legacy_sse: bool = True

@@ -1,10 +1,15 @@
 """The session manager: owns the nursery every HTTP session runs in.
 
-One engine session (``open_session``, server role) per MCP session, each in its own task
-in the manager's nursery, so nothing a session starts outlives the manager. The registry
-maps session ids to sessions; a session leaves it at once on DELETE, when it closes, or
-when it was idle for ``idle_timeout``. Shutdown closes every session with the engine's
-bounded close sequence, all in parallel, within ``config.shutdown_bound``.
+One engine session (server role) per MCP session, run in the manager's nursery, so
+nothing a session starts outlives the manager. Sessions *rest* when nothing has been under
+way for ``config.rest_after`` seconds: their tasks end and they keep only their state, so
+thousands of idle sessions cost little; a POST for a resting session (or a send, or a close)
+wakes it, running its tasks again in a new task of the manager's nursery.
+
+The registry maps session ids to sessions, oldest activity first; a session leaves it at
+once on DELETE, when it closes, or when no HTTP request of it was served for
+``idle_timeout`` (one reaper task watches the oldest). Shutdown closes every session with
+the engine's bounded close sequence, all in parallel, within ``config.shutdown_bound``.
 """
 
 from __future__ import annotations
@@ -16,8 +21,10 @@ from typing import Any
 
 import trio
 
+from trimcp.errors import SessionClosed
 from trimcp.protocol.lifecycle import Role
-from trimcp.session import Session, SessionHandler, open_session
+from trimcp.session import Session, SessionHandler
+from trimcp.session.engine import resting_session
 from trimcp.transports.base import Transport
 from trimcp.transports.http_server.asgi import HttpRejection
 from trimcp.transports.http_server.config import HttpServerConfig
@@ -35,14 +42,23 @@ def new_session_id() -> str:
 
 
 class SessionEntry:
-    """A registered session: its transport, engine session, owner and activity."""
+    """A registered session: its transport, engine session, owner and activity.
 
-    __slots__ = ("active", "closed", "kind", "last_seen", "principal", "running", "session",
-                 "session_id", "transport")
+    It is also the session's waker (the engine calls it to run a resting session again).
+    """
+
+    __slots__ = ("_manager", "active", "closed", "kind", "last_seen", "principal",
+                 "released", "session", "session_id", "transport")
 
     def __init__(
-        self, session_id: str, principal: Hashable | None, transport: Any, kind: str
+        self,
+        manager: SessionManager,
+        session_id: str,
+        principal: Hashable | None,
+        transport: Any,
+        kind: str,
     ) -> None:
+        self._manager = manager
         self.session_id = session_id
         self.principal = principal
         self.transport = transport
@@ -52,11 +68,16 @@ class SessionEntry:
         self.active = 0
         self.last_seen = trio.current_time()
         self.closed = False
-        #: The task running this session has begun (it releases the reservation).
-        self.running = False
+        #: The session's reservation was given back (it closed, or never started).
+        self.released = False
 
     def touch(self) -> None:
+        """Record activity now (the idle reaper looks at the least recent first)."""
         self.last_seen = trio.current_time()
+        self._manager.moved_to_newest(self)
+
+    def __call__(self, session: Session) -> None:
+        self._manager.spawn(self)
 
 
 class SessionManager:
@@ -93,7 +114,7 @@ class SessionManager:
                 self._nursery = nursery
                 self.stopping = False
                 task_status.started()
-                await trio.sleep_forever()
+                await self._reap_idle()
         finally:
             self._nursery = None
 
@@ -141,16 +162,24 @@ class SessionManager:
         while session_id in self._sessions:  # 192 random bits: never, but be exact
             session_id = new_session_id()
         transport = make_transport(session_id)
-        entry = SessionEntry(session_id, principal, transport, kind)
+        entry = SessionEntry(self, session_id, principal, transport, kind)
         nursery = self._nursery
         if nursery is None:
             self.release()
             raise HttpRejection(503, "The server is not accepting sessions")
+        config = self.config
+        entry.session = resting_session(
+            transport,
+            role=Role.SERVER,
+            handler=self._factory(),
+            waker=entry,
+            rest_after=config.rest_after,
+            options=config.session_options,
+        )
         try:
             await nursery.start(self._run_session, entry)
         except BaseException:
-            if not entry.running:  # the task never began; nothing else will release
-                self.release()
+            self._release_once(entry)
             raise
         self._sessions[session_id] = entry
         return entry
@@ -168,40 +197,61 @@ class SessionManager:
         if entry.session is not None:
             entry.session.request_close(reason)
 
+    def moved_to_newest(self, entry: SessionEntry) -> None:
+        """Keep the registry ordered by activity: ``entry`` was just active."""
+        sessions = self._sessions
+        if sessions.get(entry.session_id) is entry:
+            del sessions[entry.session_id]
+            sessions[entry.session_id] = entry
+
+    def spawn(self, entry: SessionEntry) -> None:
+        """Run a resting session's tasks again (its waker). Raises SessionClosed when the
+        manager is not running."""
+        nursery = self._nursery
+        if nursery is None:
+            raise SessionClosed("The HTTP session manager is not running")
+        nursery.start_soon(self._run_session, entry)
+
     def _deregister(self, entry: SessionEntry) -> None:
         entry.closed = True
         if self._sessions.get(entry.session_id) is entry:
             del self._sessions[entry.session_id]
 
-    async def _run_session(
-        self, entry: SessionEntry, *, task_status: trio.TaskStatus[None]
-    ) -> None:
-        entry.running = True
-        current_transport.set(entry.transport)
-        try:
-            async with open_session(
-                entry.transport,
-                role=Role.SERVER,
-                handler=self._factory(),
-                options=self.config.session_options,
-            ) as session:
-                entry.session = session
-                task_status.started()
-                await self._close_when_idle(entry, session)
-        finally:
-            self._deregister(entry)
+    def _release_once(self, entry: SessionEntry) -> None:
+        if not entry.released:
+            entry.released = True
             self.release()
 
-    async def _close_when_idle(self, entry: SessionEntry, session: Session) -> None:
+    async def _run_session(
+        self, entry: SessionEntry, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        session = entry.session
+        assert session is not None
+        current_transport.set(entry.transport)
+        rested = False
+        try:
+            rested = await session.run_awake(task_status=task_status)
+        finally:
+            if not rested:  # closed (or its close ran out of time): it is gone
+                self._deregister(entry)
+                self._release_once(entry)
+
+    async def _reap_idle(self) -> None:
+        """End sessions none of whose HTTP requests was served for ``idle_timeout``."""
         idle = self.config.idle_timeout
-        while not session.closed:
-            with trio.move_on_at(entry.last_seen + idle):
-                await session.wait_closed()
-                return
-            if entry.active == 0 and trio.current_time() >= entry.last_seen + idle:
+        while True:
+            now = trio.current_time()
+            wake_at = now + idle
+            expired: list[SessionEntry] = []
+            busy: list[SessionEntry] = []
+            for entry in self._sessions.values():  # least recently active first
+                if entry.last_seen + idle > now:
+                    wake_at = entry.last_seen + idle
+                    break
+                (busy if entry.active else expired).append(entry)
+            for entry in busy:
+                entry.touch()  # busy: look again one idle period from now
+            for entry in expired:
                 logger.info("closing session %s…: idle for %gs", entry.session_id[:8], idle)
                 self.end(entry, f"idle for {idle:g}s")
-                await session.wait_closed()
-                return
-            if entry.active:
-                entry.touch()  # busy: look again one idle period from now
+            await trio.sleep_until(wake_at)

@@ -151,7 +151,7 @@ class OutStream:
     one final message is kept in ``json_body`` instead of being written to a sink.
     """
 
-    __slots__ = ("done", "json_body", "json_mode", "pending", "sink", "stream_id")
+    __slots__ = ("_done", "_finished", "json_body", "json_mode", "pending", "sink", "stream_id")
 
     def __init__(self, stream_id: str | None, *, json_mode: bool = False) -> None:
         self.stream_id = stream_id
@@ -159,7 +159,25 @@ class OutStream:
         self.pending: dict[RequestId, bytes] = {}
         self.sink: Sink | None = None
         self.json_body: bytes | None = None
-        self.done = trio.Event()
+        self._finished = False
+        # Made when first waited for: most streams (every idle session's standalone one)
+        # are never waited for.
+        self._done: trio.Event | None = None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the stream has nothing more to say."""
+        return self._finished
+
+    @property
+    def done(self) -> trio.Event:
+        """Set once the stream has nothing more to say."""
+        done = self._done
+        if done is None:
+            done = self._done = trio.Event()
+            if self._finished:
+                done.set()
+        return done
 
     def attach(self, sink: Sink) -> None:
         """Write into ``sink`` from now on; a previously attached sink is finished."""
@@ -167,7 +185,7 @@ class OutStream:
         if old is not None and old is not sink:
             old.finish()
         self.sink = sink
-        if self.done.is_set():
+        if self._finished:
             sink.finish()
 
     def detach(self, sink: Sink) -> None:
@@ -191,7 +209,9 @@ class OutStream:
 
     def finish(self) -> None:
         """The stream has nothing more to say: end the attached response."""
-        self.done.set()
+        self._finished = True
+        if self._done is not None:
+            self._done.set()
         if self.sink is not None:
             self.sink.finish()
 

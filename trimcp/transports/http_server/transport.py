@@ -59,6 +59,24 @@ class HttpSessionTransport:
     ``store`` is the session's event store (None: streams are not resumable).
     """
 
+    __slots__ = (
+        "_backlog",
+        "_backlog_size",
+        "_closed_event",
+        "_in_recv",
+        "_in_send",
+        "_inbound_queue",
+        "_live",
+        "_lock_",
+        "_next_stream",
+        "_routes",
+        "_store",
+        "closed",
+        "dropped",
+        "retry_ms",
+        "standalone",
+    )
+
     def __init__(
         self,
         *,
@@ -69,18 +87,23 @@ class HttpSessionTransport:
     ) -> None:
         self._store = store
         self.retry_ms = retry_ms
-        self._in_send, self._in_recv = trio.open_memory_channel[bytes](inbound_queue)
+        # The inbound queue, the lock, the backlog and the closed event are made when
+        # first needed and dropped while the session rests (most sessions are idle).
+        self._inbound_queue = inbound_queue
+        self._in_send: trio.MemorySendChannel[bytes] | None = None
+        self._in_recv: trio.MemoryReceiveChannel[bytes] | None = None
         self._routes: dict[RequestId, OutStream] = {}
         self._live: dict[str, OutStream] = {}
         self._next_stream = 1
         self.standalone = OutStream(STANDALONE_STREAM if store is not None else None)
-        self._backlog: deque[bytes] = deque(maxlen=backlog_size)
+        self._backlog_size = backlog_size
+        self._backlog: deque[bytes] | None = None
         self.dropped = 0
         # Storing + writing an event, and replaying + attaching a resumed stream, must not
         # interleave, or a resumed client could miss an event or get one twice.
-        self._lock = trio.Lock()
+        self._lock_: trio.Lock | None = None
         self.closed = False
-        self._closed_event = trio.Event()
+        self._closed_event: trio.Event | None = None
 
     @property
     def resumable(self) -> bool:
@@ -88,12 +111,43 @@ class HttpSessionTransport:
 
     # --- the engine's side (Transport protocol) -------------------------------------------
 
+    def _inbound(self) -> tuple[trio.MemorySendChannel[bytes], trio.MemoryReceiveChannel[bytes]]:
+        if self._in_send is None or self._in_recv is None:
+            self._in_send, self._in_recv = trio.open_memory_channel[bytes](self._inbound_queue)
+            if self.closed:
+                self._in_send.close()
+                self._in_recv.close()
+        return self._in_send, self._in_recv
+
+    @property
+    def _lock(self) -> trio.Lock:
+        lock = self._lock_
+        if lock is None:
+            lock = self._lock_ = trio.Lock()
+        return lock
+
     async def receive(self) -> bytes:
         """The next POSTed message; ``EndOfChannel`` once closed. Cancellation: safe."""
         try:
-            return await self._in_recv.receive()
+            return await self._inbound()[1].receive()
         except trio.ClosedResourceError:
             raise trio.EndOfChannel from None
+
+    def can_rest(self) -> bool:
+        """Whether no POSTed message waits for the engine (the session may rest)."""
+        return self._in_send is None or not self._in_send.statistics().current_buffer_used
+
+    def rest(self) -> None:
+        """The session rests: drop what only an awake session needs."""
+        if self.can_rest() and (self._lock_ is None or not self._lock_.locked()):
+            self._in_send = self._in_recv = None
+            self._lock_ = None
+        if not self._routes:
+            self._routes = {}
+        if not self._live:
+            self._live = {}
+        if not self._backlog:
+            self._backlog = None
 
     async def send(self, messages: Sequence[Outgoing]) -> None:
         """Route each message to its stream. Never waits for a client (see module doc)."""
@@ -113,16 +167,22 @@ class HttpSessionTransport:
         if self.closed:
             return
         self.closed = True
-        self._in_send.close()
-        self._in_recv.close()
+        if self._in_send is not None and self._in_recv is not None:
+            self._in_send.close()
+            self._in_recv.close()
         for stream in list(self._live.values()):
             stream.finish()
         self.standalone.finish()
         self._live.clear()
         self._routes.clear()
-        self._closed_event.set()
+        if self._closed_event is not None:
+            self._closed_event.set()
 
     async def wait_closed(self) -> None:
+        if self.closed:
+            return
+        if self._closed_event is None:
+            self._closed_event = trio.Event()
         await self._closed_event.wait()
 
     # --- the HTTP side ----------------------------------------------------------------------
@@ -174,7 +234,7 @@ class HttpSessionTransport:
         Raises :class:`HttpRejection`: 404 when the session is closed, 503 when the engine
         did not take the message in time. Cancellation: atomic, fed whole or not at all.
         """
-        await feed_bounded(self._in_send, body, timeout)
+        await feed_bounded(self._inbound()[0], body, timeout)
 
     def detach(self, sink: Sink) -> None:
         """A response ended (its client went away): stop writing into ``sink``."""
@@ -202,9 +262,10 @@ class HttpSessionTransport:
                 return
             if prime and self.standalone.stream_id is not None:
                 await self._prime(self.standalone.stream_id, sink)
-            while self._backlog and sink.put(self._backlog.popleft()):
+            backlog = self._backlog
+            while backlog and sink.put(backlog.popleft()):
                 pass
-            self._backlog.clear()
+            self._backlog = None
             self.standalone.attach(sink)
 
     async def resume(self, last_event_id: str, sink: Sink) -> bool:
@@ -227,11 +288,11 @@ class HttpSessionTransport:
                 if not sink.put(replay):
                     return True  # the client resumes again from the last event it got
             if stream_id == STANDALONE_STREAM:
-                self._backlog.clear()
+                self._backlog = None
                 stream: OutStream | None = self.standalone
             else:
                 stream = self._live.get(stream_id)
-            if stream is None or stream.done.is_set() or self.closed:
+            if stream is None or stream.finished or self.closed:
                 sink.finish()
             else:
                 stream.attach(sink)
@@ -323,16 +384,19 @@ class HttpSessionTransport:
                 event_id = _checked(await self._store.store(stream.stream_id, data))
             chunk = sse_message(data, event_id)
             if not stream.emit(chunk) and stream is self.standalone:
-                if len(self._backlog) == self._backlog.maxlen:
+                backlog = self._backlog
+                if backlog is None:
+                    backlog = self._backlog = deque(maxlen=self._backlog_size)
+                if len(backlog) == self._backlog_size:
                     self.dropped += 1
                     if self.dropped == 1 or self.dropped % 1000 == 0:
                         logger.warning(
                             "no GET stream is open: dropped %d server messages so far "
                             "(backlog holds %d)",
                             self.dropped,
-                            self._backlog.maxlen,
+                            self._backlog_size,
                         )
-                self._backlog.append(chunk)
+                backlog.append(chunk)
         if answered:
             routes = self._routes
             for request_id in answered:
