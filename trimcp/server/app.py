@@ -338,7 +338,7 @@ class Server:
         Sessions are sent to concurrently, each within ``notify_timeout``; closed or slow
         ones are skipped. Cancellation: stops sending; some sessions may have been told.
         """
-        targets = [s for s, state in self._sessions.live() if uri in state.subscriptions]
+        targets = [s for s, state in self._sessions.live() if state.subscribed(uri)]
         await self._sessions.broadcast(
             targets, "notifications/resources/updated", ResourceUpdatedNotificationParams(uri=uri)
         )
@@ -470,7 +470,10 @@ class Server:
         uri = ctx.params.uri
         if not self._exists(uri):
             raise not_found(uri)
-        subscriptions = self._sessions.state(ctx.session).subscriptions
+        state = self._sessions.state(ctx.session)
+        subscriptions = state.subscriptions
+        if subscriptions is None:
+            subscriptions = state.subscriptions = set()
         if uri not in subscriptions and len(subscriptions) >= self.max_subscriptions:
             raise McpError(
                 INVALID_PARAMS, f"Too many subscriptions (at most {self.max_subscriptions})"
@@ -479,7 +482,9 @@ class Server:
         return EmptyResult()
 
     async def _unsubscribe(self, ctx: RequestContext) -> EmptyResult:
-        self._sessions.state(ctx.session).subscriptions.discard(ctx.params.uri)
+        subscriptions = self._sessions.state(ctx.session).subscriptions
+        if subscriptions is not None:
+            subscriptions.discard(ctx.params.uri)
         return EmptyResult()
 
     async def _list_prompts(self, ctx: RequestContext) -> ListPromptsResult:

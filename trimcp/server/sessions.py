@@ -49,12 +49,18 @@ class SessionState:
 
     log_position: int
     log_level: LoggingLevel | None = None
-    subscriptions: set[str] = attrs.Factory(set)
-    changed: set[str] = attrs.Factory(set)
-    wakeup: trio.Event = attrs.Factory(trio.Event)
+    # Made when first needed: most sessions never subscribe, lists rarely change, and a
+    # resting session has no delivery task (thousands of idle sessions add up).
+    subscriptions: set[str] | None = None
+    changed: set[str] | None = None
+    #: Set to wake the delivery task; exists while that task runs.
+    wakeup: trio.Event | None = None
     delivered_by_task: bool = False
     flushing: bool = False
     dropped_logs: int = 0
+
+    def subscribed(self, uri: str) -> bool:
+        return self.subscriptions is not None and uri in self.subscriptions
 
 
 class SessionTable:
@@ -100,7 +106,10 @@ class SessionTable:
             # otherwise reach no one (list_changed is a notification, not a request, so
             # the "nothing before initialized" rule does not hold it back).
             if session.connection.negotiated is not None:
-                state.changed.add(kind)
+                if state.changed is None:
+                    state.changed = {kind}
+                else:
+                    state.changed.add(kind)
         self._wake_all()
 
     def wake(self, session: Session) -> None:
@@ -111,7 +120,8 @@ class SessionTable:
 
     def _wake_one(self, session: Session, state: SessionState) -> None:
         if state.delivered_by_task:
-            state.wakeup.set()
+            if state.wakeup is not None:
+                state.wakeup.set()
         elif session.resting:
             # A resting session's delivery task starts again with it and sends what is
             # pending (see Session: resting sessions keep their state, not their tasks).
@@ -121,7 +131,10 @@ class SessionTable:
     def can_rest(self, session: Session) -> bool:
         """Whether ``session``'s delivery task is idle (so the session may rest)."""
         state = self._states.get(session)
-        return state is None or not (state.flushing or state.wakeup.is_set())
+        if state is None:
+            return True
+        wakeup = state.wakeup
+        return not state.flushing and not (wakeup is not None and wakeup.is_set())
 
     def _wake_from_anywhere(self) -> None:
         self._in_trio(self._wake_all)
@@ -151,6 +164,7 @@ class SessionTable:
         """Send ``session`` its list-changed and bridged log notifications until it closes."""
         state = self.state(session)
         state.delivered_by_task = True
+        state.wakeup = trio.Event()
         try:
             async with open_nursery_unwrapped() as nursery:
                 nursery.start_soon(self._delivery_loop, session, state)
@@ -159,16 +173,19 @@ class SessionTable:
                 nursery.cancel_scope.cancel()
         finally:
             state.delivered_by_task = False
+            state.wakeup = None
             if session.closing or session.closed:  # else it only rests: keep its state
                 self.forget(session)
 
     async def _delivery_loop(self, session: Session, state: SessionState) -> None:
         # What became pending while the session rested goes out first.
+        wakeup = state.wakeup
+        assert wakeup is not None
         if state.changed or state.log_position != self._log_buffer.position:
-            state.wakeup.set()
+            wakeup.set()
         while True:
-            await state.wakeup.wait()
-            state.wakeup = trio.Event()
+            await wakeup.wait()
+            wakeup = state.wakeup = trio.Event()
             state.flushing = True
             try:
                 if not await self.flush(session, state):
@@ -191,7 +208,7 @@ class SessionTable:
             return True
         try:
             if state.changed:
-                kinds, state.changed = state.changed, set()
+                kinds, state.changed = state.changed, None
                 for kind in LISTS:
                     if kind in kinds and session.connection.own_has(kind, "listChanged"):
                         await session.send_notification(f"notifications/{kind}/list_changed")

@@ -832,6 +832,9 @@ class Session:
         self._waiters = {}
         self._batch_of = {}
         self.connection.compact()
+        closed_event = self._closed_event
+        if closed_event is not None and not closed_event.statistics().tasks_waiting:
+            self._closed_event = None  # a later waiter makes a new one
         rest: Callable[[], None] | None = getattr(self._transport, "rest", None)
         if rest is not None:
             rest()
