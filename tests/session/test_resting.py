@@ -257,3 +257,47 @@ async def test_sessions_that_cannot_rest_stay_awake(autojump_clock: trio.abc.Clo
     async with resting_host(options=SessionOptions(keepalive_interval=100.0)) as host:
         await host.settle()
         assert not host.session.resting
+
+
+def framework_server() -> Any:
+    from trimcp.server import Server
+
+    server = Server("resting")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        return text
+
+    return server
+
+
+async def test_a_list_change_while_the_tasks_end_still_reaches_the_client(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    server = framework_server()
+    async with resting_host(server) as host:
+
+        def change_during_rest() -> None:
+            # Runs inside the reader's decision to rest; the change lands as the tasks end.
+            async def change() -> None:
+                server.add_tool(lambda: "new", name="added")
+
+            host.nursery.start_soon(change)
+
+        host.transport.on_can_rest = change_during_rest
+        with trio.fail_after(30):
+            note = await host.peer.receive()
+        assert note["method"] == "notifications/tools/list_changed"
+        await host.settle()
+        assert host.session.resting
+
+
+async def test_a_list_change_reaches_a_resting_client(autojump_clock: trio.abc.Clock) -> None:
+    server = framework_server()
+    async with resting_host(server) as host:
+        await host.settle()
+        assert host.session.resting
+        server.add_tool(lambda: "new", name="added")
+        with trio.fail_after(30):
+            note = await host.peer.receive()
+        assert note["method"] == "notifications/tools/list_changed"

@@ -122,9 +122,9 @@ class SessionTable:
         if state.delivered_by_task:
             if state.wakeup is not None:
                 state.wakeup.set()
-        elif session.resting:
-            # A resting session's delivery task starts again with it and sends what is
-            # pending (see Session: resting sessions keep their state, not their tasks).
+        else:
+            # A resting session (or one whose tasks are just ending to rest) runs again,
+            # its delivery task with it, which sends what is pending. No-op when awake.
             with contextlib.suppress(SessionClosed):
                 session.wake()
 
@@ -174,8 +174,19 @@ class SessionTable:
         finally:
             state.delivered_by_task = False
             state.wakeup = None
-            if session.closing or session.closed:  # else it only rests: keep its state
+            if session.closing or session.closed:
                 self.forget(session)
+            elif self._pending(session, state):
+                # The session is going to rest, but something arrived as this task ended
+                # (its wake-up went to a task that was already cancelled): run again.
+                with contextlib.suppress(SessionClosed):
+                    session.wake()
+
+    def _pending(self, session: Session, state: SessionState) -> bool:
+        """Whether :meth:`flush` has something to send to ``session`` now."""
+        return (
+            bool(state.changed) or state.log_position != self._log_buffer.position
+        ) and session.connection.peer_initialized
 
     async def _delivery_loop(self, session: Session, state: SessionState) -> None:
         # What became pending while the session rested goes out first.

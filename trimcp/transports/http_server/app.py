@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import trio
 
-from trimcp.errors import CONNECTION_CLOSED
+from trimcp.errors import CONNECTION_CLOSED, SessionClosed
 from trimcp.protocol.jsonrpc import (
     Message,
     Notification,
@@ -289,7 +289,10 @@ class McpHttpApp:
         transport: HttpSessionTransport = entry.transport
         session = entry.session
         assert session is not None
-        session.wake()  # a resting session runs its tasks again to read this body
+        try:
+            session.wake()  # a resting session runs its tasks again to read this body
+        except SessionClosed:  # the session manager has stopped
+            raise HttpRejection(503, "The server is shutting down") from None
         if batch and not allows_batches(session.connection.protocol_version):
             raise HttpRejection(400, "Batches are not allowed in this protocol version")
         ids = [r.id for r in requests]
