@@ -1,17 +1,21 @@
-"""Micro-benchmark of trimcp's Streamable HTTP server (hypercorn, trio worker).
+"""Micro-benchmark of trimcp's Streamable HTTP server (lean h11 engine or hypercorn).
 
 Starts ``serve_http`` with the benchmark's ``echo`` tool in a child process (optionally
 under cProfile), drives it with :mod:`benchmarks.loadgen_http` (16 sessions, one
 ``tools/call`` in flight each, over keep-alive connections), prints the load generator's
-JSON, and with ``--profile`` the server's top functions by own time.
+JSON (with the engine that served), and with ``--profile`` the server's top functions by
+own time.
 
     python -m benchmarks.http_server_micro [-n 20000] [--sessions 16] [--json] [--profile]
-    python -m benchmarks.http_server_micro --serve PORT [--json]    # just the server
+        [--engine {auto,hypercorn,lean}]
+    python -m benchmarks.http_server_micro --serve PORT [--json] [--engine ...]  # the server
     python -m benchmarks.http_server_micro --in-process [-n N] [--json] [--profile]
 
-``--in-process`` drives the ASGI app directly (no sockets, no hypercorn) with 16
-sessions, one call in flight each, and reports the CPU time per call of trimcp alone:
-the app, the routing transport, the engine and the low-level server.
+``--engine`` is ``serve_http``'s: ``auto`` (the default, which is the lean engine here),
+``hypercorn`` or ``lean``; ``--lean`` is an alias of ``--engine lean``. ``--in-process``
+drives the ASGI app directly (no sockets, no HTTP server) with 16 sessions, one call in
+flight each, and reports the CPU time per call of trimcp alone: the app, the routing
+transport, the engine and the low-level server.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ import trio
 from benchmarks.loadgen_http import run_calls
 from trimcp.server.lowlevel import LowLevelServer
 from trimcp.session import RequestContext
-from trimcp.transports.http_server import HttpServerConfig, serve_http
+from trimcp.transports.http_server import HttpServerConfig, hypercorn_config, serve_http
+from trimcp.transports.http_server.serve import choose_engine
 from trimcp.types import (
     CallToolResult,
     Implementation,
@@ -49,8 +54,11 @@ server = LowLevelServer(
     Implementation(name="trimcp-http-bench", version="1.0.0"),
     capabilities=ServerCapabilities(tools=ToolsCapability()),
 )
-ECHO = Tool(name="echo", description="Echo the text back.",
-            input_schema={"type": "object", "properties": {"text": {"type": "string"}}})
+ECHO = Tool(
+    name="echo",
+    description="Echo the text back.",
+    input_schema={"type": "object", "properties": {"text": {"type": "string"}}},
+)
 
 
 @server.request_handler("tools/list")
@@ -64,7 +72,7 @@ async def call_tool(ctx: RequestContext) -> CallToolResult:
     return CallToolResult(content=[TextContent(text=arguments.get("text", ""))])
 
 
-async def _serve(port: int, json_response: bool, engine: Any = "hypercorn") -> None:
+async def _serve(port: int, json_response: bool, engine: Any = "auto") -> None:
     stop = trio.Event()
 
     def on_term(*_: Any) -> None:
@@ -81,8 +89,11 @@ async def _in_process(n: int, sessions: int, json_response: bool) -> dict[str, A
 
     app = create_asgi_app(server, config=HttpServerConfig(json_response=json_response))
     accept = b"application/json, text/event-stream"
-    base = [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),
-            (b"accept", accept)]
+    base = [
+        (b"host", b"127.0.0.1:8000"),
+        (b"content-type", b"application/json"),
+        (b"accept", accept),
+    ]
 
     async def exchange(headers: list[tuple[bytes, bytes]], body: bytes) -> tuple[int, Any, bytes]:
         sent = False
@@ -106,25 +117,46 @@ async def _in_process(n: int, sessions: int, json_response: bool) -> dict[str, A
             else:
                 out.append(message.get("body", b""))
 
-        scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers,
-                 "query_string": b"", "root_path": ""}
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": "/mcp",
+            "headers": headers,
+            "query_string": b"",
+            "root_path": "",
+        }
         await app(scope, receive, send)
         return status, response_headers, b"".join(out)
 
     latencies: list[float] = []
 
     async def one_session(calls: int) -> None:
-        init = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "bench", "version": "0"}}}).encode()
+        init = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "bench", "version": "0"},
+                },
+            }
+        ).encode()
         _, headers, _ = await exchange(base, init)
         session_id = dict(headers)[b"mcp-session-id"]
         mine = [*base, (b"mcp-session-id", session_id), (b"mcp-protocol-version", b"2025-11-25")]
         await exchange(mine, b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
         for i in range(calls):
-            body = json.dumps({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
-                               "params": {"name": "echo", "arguments": {"text": f"e{i}"}}},
-                              separators=(",", ":")).encode()
+            body = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": i + 1,
+                    "method": "tools/call",
+                    "params": {"name": "echo", "arguments": {"text": f"e{i}"}},
+                },
+                separators=(",", ":"),
+            ).encode()
             start = time.perf_counter()
             status, _, answer = await exchange(mine, body)
             latencies.append(time.perf_counter() - start)
@@ -145,7 +177,9 @@ async def _in_process(n: int, sessions: int, json_response: bool) -> dict[str, A
     latencies.sort()
     calls = len(latencies)
     return {
-        "mode": "in-process", "json_response": json_response, "calls": calls,
+        "mode": "in-process",
+        "json_response": json_response,
+        "calls": calls,
         "cpu_us_per_call": round(cpu / calls * 1e6, 1),
         "wall_calls_per_s": round(calls / wall),
         "p50_us": round(latencies[calls // 2] * 1e6, 1),
@@ -166,9 +200,14 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="JSON-response mode")
     parser.add_argument("--profile", action="store_true", help="cProfile the server")
     parser.add_argument("--serve", type=int, metavar="PORT", help="only run the server")
-    parser.add_argument("--in-process", action="store_true", help="no sockets, no hypercorn")
-    parser.add_argument("--lean", action="store_true", help="trimcp's h11 server, not hypercorn")
+    parser.add_argument("--in-process", action="store_true", help="no sockets, no HTTP server")
+    parser.add_argument(
+        "--engine", choices=("auto", "hypercorn", "lean"), default="auto", help="serve_http's"
+    )
+    parser.add_argument("--lean", action="store_true", help="alias of --engine lean")
     opts = parser.parse_args()
+    if opts.lean:
+        opts.engine = "lean"
     logging.basicConfig(level=logging.WARNING)
     if opts.in_process:
         if opts.profile:
@@ -184,7 +223,7 @@ def main() -> int:
             stats.sort_stats("tottime").print_stats(30)
         return 0
     if opts.serve is not None:
-        trio.run(_serve, opts.serve, opts.json, "lean" if opts.lean else "hypercorn")
+        trio.run(_serve, opts.serve, opts.json, opts.engine)
         return 0
     port = _free_port()
     argv = [sys.executable]
@@ -194,8 +233,7 @@ def main() -> int:
     argv += ["-m", "benchmarks.http_server_micro", "--serve", str(port)]
     if opts.json:
         argv.append("--json")
-    if opts.lean:
-        argv.append("--lean")
+    argv += ["--engine", opts.engine]
     child = subprocess.Popen(argv, env={**os.environ, "PYTHONHASHSEED": "0"})
     try:
         deadline = time.monotonic() + 20
@@ -207,8 +245,10 @@ def main() -> int:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
-        result = run_calls(f"http://127.0.0.1:{port}/mcp", opts.n, sessions=opts.sessions,
-                           pid=child.pid)
+        result = run_calls(
+            f"http://127.0.0.1:{port}/mcp", opts.n, sessions=opts.sessions, pid=child.pid
+        )
+        result["engine"] = choose_engine(opts.engine, hypercorn_config())
         print(json.dumps(result, indent=2))
     finally:
         child.send_signal(signal.SIGTERM)

@@ -13,8 +13,9 @@ Tools (the same set as ``sdk_lowlevel_many.py``, so workloads are comparable):
 ``--api lowlevel`` (default) uses :class:`trimcp.server.lowlevel.LowLevelServer`;
 ``--api app`` uses the ``trimcp.Server`` decorator framework. ``--http PORT`` serves
 Streamable HTTP on 127.0.0.1 (``--json-response`` for JSON answers instead of SSE),
-through ``trimcp.transports.http_server.serve_http``. ``--check`` only reports whether
-the chosen combination is available.
+through ``trimcp.transports.http_server.serve_http`` with its default engine (``auto``:
+trimcp's lean h11 server, as a user gets it; ``--engine hypercorn`` to compare).
+``--check`` only reports whether the chosen combination is available.
 
 Exit status 3 (with the reason on stderr) when the framework or the HTTP server is not
 available in this checkout, so the benchmark suite can skip the row. Logging at WARNING,
@@ -203,14 +204,14 @@ def http_server_module() -> Any:
     return module
 
 
-async def serve_http(handler: Any, port: int, json_response: bool) -> None:
+async def serve_http(handler: Any, port: int, json_response: bool, engine: str = "auto") -> None:
     module = http_server_module()
     from trimcp.transports.http_server.config import HttpServerConfig
 
     # Room for the idle-session workload (1,000 sessions plus warm-up) and no reaping
     # during a run; every other limit stays at its default.
     config = HttpServerConfig(json_response=json_response, max_sessions=4096)
-    await module.serve_http(handler, host="127.0.0.1", port=port, config=config)
+    await module.serve_http(handler, host="127.0.0.1", port=port, config=config, engine=engine)
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -225,6 +226,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         help="serve Streamable HTTP (with --check: check HTTP support)",
     )
     parser.add_argument("--json-response", action="store_true", help="JSON answers over HTTP")
+    parser.add_argument(
+        "--engine",
+        choices=("auto", "hypercorn", "lean"),
+        default="auto",
+        help="serve_http's HTTP engine (default: auto, the lean h11 server)",
+    )
     parser.add_argument("--check", action="store_true", help="only check availability")
     return parser.parse_args(argv)
 
@@ -245,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     logging.basicConfig(level=logging.WARNING)
     if opts.http is not None:
-        trio.run(serve_http, handler, opts.http, opts.json_response)
+        trio.run(serve_http, handler, opts.http, opts.json_response, opts.engine)
     else:
         if hasattr(handler, "serve_stdio"):  # the framework also delivers notifications
             trio.run(handler.serve_stdio)

@@ -1,6 +1,7 @@
-"""Through hypercorn on a real loopback socket: serve_http, timeouts, shutdown, SDK interop.
+"""On a real loopback socket, under both engines: serve_http, limits, shutdown, SDK interop.
 
 These use the real clock; every wait is bounded by ``fail_after`` and none asserts a time.
+The lean engine's limits are also tested deterministically in ``test_lean_engine.py``.
 """
 
 from __future__ import annotations
@@ -39,7 +40,10 @@ class RawHttp:
             self.conn.receive_data(await self.stream.receive_some(65536))
 
     async def request(
-        self, method: str, body: bytes = b"", headers: list[tuple[str, str]] | None = None,
+        self,
+        method: str,
+        body: bytes = b"",
+        headers: list[tuple[str, str]] | None = None,
         path: str = "/mcp",
     ) -> tuple[int, dict[str, str], bytes]:
         all_headers = [("host", self.host), *(headers or [])]
@@ -73,8 +77,7 @@ def sse_messages(body: bytes) -> list[Any]:
     return out
 
 
-HEADERS = [("content-type", "application/json"),
-           ("accept", "application/json, text/event-stream")]
+HEADERS = [("content-type", "application/json"), ("accept", "application/json, text/event-stream")]
 
 
 @pytest.fixture(params=["hypercorn", "lean"])
@@ -87,8 +90,9 @@ def engine(request: pytest.FixtureRequest) -> str:
 async def _start(nursery: trio.Nursery, **kwargs: Any) -> int:
     kwargs.setdefault("port", 0)
     port: int = await nursery.start(
-        lambda task_status: serve_http(make_server(kwargs.pop("log", None)), **kwargs,
-                                       task_status=task_status)
+        lambda task_status: serve_http(
+            make_server(kwargs.pop("log", None)), **kwargs, task_status=task_status
+        )
     )
     return port
 
@@ -108,14 +112,16 @@ async def test_serve_http_on_port_zero_answers_a_session(engine: str) -> None:
             assert sse_messages(body)[0]["result"]["serverInfo"]["name"] == "http-test"
             extra = [("mcp-session-id", session_id), ("mcp-protocol-version", "2025-11-25")]
             status, _, body = await client.request(
-                "POST", b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+                "POST",
+                b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
                 HEADERS + extra,
             )
             assert status == 202
             assert body == b""
             for i in range(3):  # keep-alive: several requests on one connection
                 status, _, body = await client.request(
-                    "POST", json.dumps(tool_call(i, "echo", {"text": f"n{i}"})).encode(),
+                    "POST",
+                    json.dumps(tool_call(i, "echo", {"text": f"n{i}"})).encode(),
                     HEADERS + extra,
                 )
                 assert status == 200
@@ -133,7 +139,8 @@ async def test_dns_rebinding_is_refused_on_the_wire(engine: str) -> None:
             stream = await trio.open_tcp_stream("127.0.0.1", port)
             client = RawHttp(stream, "evil.example.com")
             status, _, body = await client.request(
-                "POST", json.dumps(init_request()).encode(),
+                "POST",
+                json.dumps(init_request()).encode(),
                 [*HEADERS, ("origin", "http://evil.example.com")],
             )
             assert status == 421
@@ -195,8 +202,13 @@ async def test_graceful_shutdown_ends_open_streams_and_returns(engine: str) -> N
     with trio.fail_after(BOUND):
         async with trio.open_nursery() as nursery:
             # A connection left open would hold hypercorn for graceful_timeout, past BOUND.
-            port = await _start(nursery, engine=engine, shutdown_trigger=stop.wait, log=log,
-                                hypercorn=hypercorn_config(graceful_timeout=3 * BOUND))
+            port = await _start(
+                nursery,
+                engine=engine,
+                shutdown_trigger=stop.wait,
+                log=log,
+                hypercorn=hypercorn_config(graceful_timeout=3 * BOUND),
+            )
             stream = await trio.open_tcp_stream("127.0.0.1", port)
             client = RawHttp(stream, f"127.0.0.1:{port}")
             _, headers, _ = await client.request(
@@ -229,7 +241,9 @@ async def test_official_sdk_client_against_trimcp(mode: str, engine: str) -> Non
             path = "/mcp" if mode == "streamable" else "/sse"
             done = await trio.run_process(
                 [sys.executable, str(PEER), f"http://127.0.0.1:{port}{path}", mode],
-                capture_stdout=True, capture_stderr=True, check=False,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
             )
             nursery.cancel_scope.cancel()
     output = done.stdout.decode()
@@ -270,10 +284,47 @@ async def test_lean_pipelined_requests_are_answered_in_order() -> None:
             nursery.cancel_scope.cancel()
 
 
-async def test_lean_oversized_headers_are_refused() -> None:
+async def test_stalled_body_gets_408_then_the_connection_closes(engine: str) -> None:
     with trio.fail_after(BOUND):
         async with trio.open_nursery() as nursery:
-            port = await _start(nursery, engine="lean")
+            port = await _start(nursery, engine=engine, config=HttpServerConfig(body_timeout=0.3))
+            async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+                await stream.send_all(
+                    b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    b"Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n"
+                    b'{"jsonrpc":'  # and nothing more
+                )
+                answer = b""
+                while data := await stream.receive_some(65536):
+                    answer += data
+                assert answer.startswith(b"HTTP/1.1 408")
+                assert b"-32600" in answer
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(
+    ("raw", "status"),
+    [(b"hello there\r\n\r\n", b"400"), (b"GET /mcp HTTP/1.1\r\n\r\n", b"400")],
+)
+async def test_malformed_request_gets_an_error_then_the_connection_closes(
+    engine: str, raw: bytes, status: bytes
+) -> None:
+    with trio.fail_after(BOUND):
+        async with trio.open_nursery() as nursery:
+            port = await _start(nursery, engine=engine)
+            async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+                await stream.send_all(raw)
+                answer = b""
+                while data := await stream.receive_some(65536):
+                    answer += data
+                assert answer.startswith(b"HTTP/1.1 " + status)
+            nursery.cancel_scope.cancel()
+
+
+async def test_oversized_headers_are_refused(engine: str) -> None:
+    with trio.fail_after(BOUND):
+        async with trio.open_nursery() as nursery:
+            port = await _start(nursery, engine=engine)
             async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
                 await stream.send_all(
                     b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 40_000
@@ -293,8 +344,9 @@ async def test_lean_notices_a_get_client_going_away() -> None:
     with trio.fail_after(BOUND):
         async with trio.open_nursery() as nursery:
             port = await nursery.start(
-                lambda task_status: serve_lean(app, host="127.0.0.1", port=0,
-                                               task_status=task_status)
+                lambda task_status: serve_lean(
+                    app, host="127.0.0.1", port=0, task_status=task_status
+                )
             )
             async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
                 client = RawHttp(stream, f"127.0.0.1:{port}")

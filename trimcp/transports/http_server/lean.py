@@ -6,21 +6,35 @@ message (three writes for a small SSE answer). This server runs the ASGI app dir
 the connection's task and writes a response whose body is complete when first sent
 (JSON answers, SSE answers that fit one chunk) with one ``send_all``: status line, headers
 and body together. It serves exactly what :class:`~trimcp.transports.http_server.McpHttpApp`
-needs from HTTP/1.1 (keep-alive, Content-Length and chunked bodies both ways, streaming
-responses, disconnect detection) and nothing else: no HTTP/2, no TLS, no upgrades.
+needs from HTTP/1.1 (keep-alive, pipelining, ``Expect: 100-continue``, Content-Length and
+chunked bodies both ways, streaming responses, disconnect detection) and nothing else: no
+HTTP/2, no TLS, no upgrades.
 
-Bounds: request heads must arrive within ``header_timeout`` (also the keep-alive idle
-time) and fit ``max_header_bytes``; bytes a client pipelines while a response streams are
-bounded by the same limit (past it the connection closes). Bodies are bounded by the app.
+h11 parses requests (one ``h11.Connection`` per request cycle, handed the bytes the
+previous one had buffered); responses are framed here, because h11's general-purpose
+response path (header validation, state bookkeeping for three events) cost about as much
+CPU as parsing the request. What h11 would decide about framing and keep-alive is decided
+the same way: Content-Length when the body is complete at once, chunked when it streams
+to an HTTP/1.1 client, delimited by closing the connection for HTTP/1.0; no body for
+HEAD, 204 and 304; keep-alive unless the client or the app says ``Connection: close``.
+
+Limits: see :func:`serve_lean`; body size and time are the app's. Malformed requests get
+h11's status hint (400, 431, 501), HTTP versions other than 1.0 and 1.1 get 505, both
+Content-Length and Transfer-Encoding get 400; then the connection closes.
 """
 
 from __future__ import annotations
 
 import logging
+import re
+import time
 from collections.abc import Awaitable, Callable
+from email.utils import formatdate
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote
 
+import attrs
 import h11
 import trio
 
@@ -34,6 +48,96 @@ _READ = 65536
 _LINGER = 1.0
 _LINGER_BYTES = 1024 * 1024
 _PEER_GONE = (trio.BrokenResourceError, trio.ClosedResourceError)
+_VERSIONS = {b"1.1": "1.1", b"1.0": "1.0"}
+_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+_LAST_CHUNK = b"0\r\n\r\n"
+
+App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
+
+
+@attrs.frozen(kw_only=True)
+class _Limits:
+    """Every bound a connection applies (see :func:`serve_lean`)."""
+
+    header_timeout: float
+    max_header_bytes: int
+    send_timeout: float
+    read_timeout: float | None
+    keep_alive_max_requests: int
+    root_path: str
+
+
+# --- response heads ------------------------------------------------------------------------
+
+_TOKEN = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
+_FIELD_VALUE = re.compile(rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?")
+# What a response header is to the framing: passed through, or looked at.
+_PLAIN, _LENGTH, _CONNECTION, _FRAMING = range(4)
+#: Validated header lines by (name, value): the app repeats the same few headers.
+_LINES: dict[tuple[bytes, bytes], tuple[bytes, int, bool]] = {}
+_MAX_LINES = 1024
+_STATUS_LINES: dict[int, bytes] = {}
+
+
+def _header(name: bytes, value: bytes) -> tuple[bytes, int, bool]:
+    """``(line, kind, close)`` for one response header; ValueError if it is malformed."""
+    pair = (name, value)
+    entry = _LINES.get(pair)
+    if entry is not None:
+        return entry
+    if not _TOKEN.fullmatch(name) or not _FIELD_VALUE.fullmatch(value):
+        raise ValueError(f"illegal response header {name!r}: {value!r}")
+    lower = name.lower()
+    close = False
+    if lower == b"content-length":
+        return value, _LENGTH, False  # varies per response: not cached
+    if lower == b"connection":
+        kind = _CONNECTION
+        close = b"close" in _tokens(value)
+    elif lower in (b"transfer-encoding", b"keep-alive", b"upgrade"):
+        kind = _FRAMING  # hop-by-hop framing is this server's business: dropped
+    else:
+        kind = _PLAIN
+    entry = (name + b": " + value + b"\r\n", kind, close)
+    if len(_LINES) >= _MAX_LINES:
+        _LINES.clear()
+    _LINES[pair] = entry
+    return entry
+
+
+def _tokens(value: bytes) -> list[bytes]:
+    return [token.strip() for token in value.lower().split(b",")]
+
+
+def _status_line(status: int) -> bytes:
+    line = _STATUS_LINES.get(status)
+    if line is None:
+        if type(status) is not int or not 200 <= status <= 999:
+            raise ValueError(f"the app's response status must be an int in 200-999: {status!r}")
+        try:
+            reason = HTTPStatus(status).phrase.encode("ascii")
+        except ValueError:
+            reason = b""
+        line = _STATUS_LINES[status] = b"HTTP/1.1 %d %s\r\n" % (status, reason)
+    return line
+
+
+class _Date:
+    """The ``Date`` header line, formatted at most once a second."""
+
+    second = -1
+    line = b""
+
+    @classmethod
+    def get(cls) -> bytes:
+        now = int(time.time())
+        if now != cls.second:
+            cls.line = b"date: " + formatdate(now, usegmt=True).encode("ascii") + b"\r\n"
+            cls.second = now
+        return cls.line
+
+
+# --- server --------------------------------------------------------------------------------
 
 
 class _ServerState:
@@ -54,23 +158,41 @@ class _Exchange:
     """One request on a connection: the ASGI ``receive`` and ``send`` the app gets."""
 
     __slots__ = (
-        "_conn",
+        "_chunked",
         "_connection",
+        "_no_body",
+        "_remaining",
         "_start",
         "body_done",
         "client_gone",
         "complete",
+        "error_status",
+        "expect_continue",
+        "keep_alive",
+        "method",
         "started",
     )
 
-    def __init__(self, connection: _Connection) -> None:
+    def __init__(
+        self, connection: _Connection, method: bytes, keep_alive: bool, expect_continue: bool
+    ) -> None:
         self._connection = connection
-        self._conn = connection.conn
+        self.method = method
+        self.keep_alive = keep_alive
+        self.expect_continue = expect_continue
         self.body_done = False
         self.client_gone = False
+        #: h11's status hint when the request body was malformed.
+        self.error_status: int | None = None
         self.started = False  # bytes of the response were written
         self.complete = False  # the whole response was written
         self._start: Message | None = None
+        self._chunked = False
+        self._no_body = False
+        #: Body bytes still owed under the app's own Content-Length (streamed bodies).
+        self._remaining: int | None = None
+
+    # --- receive ---------------------------------------------------------------------------
 
     async def receive(self) -> Message:
         if not self.body_done:
@@ -81,10 +203,16 @@ class _Exchange:
         return {"type": "http.disconnect"}
 
     async def _receive_body(self) -> Message:
-        conn = self._conn
+        connection = self._connection
         chunks: list[bytes] = []
         while True:
-            event = conn.next_event()
+            try:
+                event = connection.conn.next_event()
+            except h11.RemoteProtocolError as exc:
+                # A malformed body: the app sees a disconnect; the client gets h11's hint.
+                self.error_status = exc.error_status_hint
+                self.client_gone = self.body_done = True
+                return {"type": "http.disconnect"}
             if type(event) is h11.Data:
                 chunks.append(bytes(event.data))
                 continue
@@ -94,7 +222,13 @@ class _Exchange:
             if event is h11.NEED_DATA:
                 if chunks:
                     return {"type": "http.request", "body": b"".join(chunks), "more_body": True}
-                if not await self._connection.read():
+                if self.expect_continue:
+                    # The client waits for our go-ahead before sending the body.
+                    self.expect_continue = False
+                    if not self.started and not await connection.write(_CONTINUE):
+                        self.client_gone = self.body_done = True
+                        return {"type": "http.disconnect"}
+                if not await connection.read():
                     self.client_gone = self.body_done = True
                     return {"type": "http.disconnect"}
                 continue
@@ -102,79 +236,155 @@ class _Exchange:
             self.client_gone = self.body_done = True
             return {"type": "http.disconnect"}
 
+    # --- send ------------------------------------------------------------------------------
+
     async def send(self, message: Message) -> None:
         kind = message["type"]
         if kind == "http.response.start":
+            if self._start is not None:
+                raise RuntimeError("http.response.start sent twice")
             self._start = message
             return
-        if kind != "http.response.body" or self.client_gone or self.complete:
+        if kind != "http.response.body":
+            raise ValueError(f"unexpected ASGI message {kind!r} on an HTTP connection")
+        if self._start is None:
+            raise RuntimeError("http.response.body before http.response.start")
+        if self.client_gone or self.complete:
             return
-        conn = self._conn
         body: bytes = message.get("body", b"")
         more = bool(message.get("more_body", False))
-        out = b""
-        if not self.started:
-            start = self._start
-            assert start is not None, "http.response.body before http.response.start"
-            headers = list(start.get("headers", ()))
-            if not more and not any(name.lower() == b"content-length" for name, _ in headers):
-                headers.append((b"content-length", str(len(body)).encode("ascii")))
-            if self._connection.state.terminating:
-                headers.append((b"connection", b"close"))
-            out = conn.send(h11.Response(status_code=start["status"], headers=headers)) or b""
-            self.started = True
-        if body:
-            out += conn.send(h11.Data(data=body)) or b""
+        out = self._head(self._start, body, more) if not self.started else b""
+        if body and not self._no_body:
+            if self._chunked:
+                out += b"%x\r\n" % len(body) + body + b"\r\n"
+            else:
+                if self._remaining is not None:
+                    self._remaining -= len(body)
+                    if self._remaining < 0:
+                        raise ValueError("response body longer than its Content-Length")
+                out += body
         if not more:
-            out += conn.send(h11.EndOfMessage()) or b""
+            if self._chunked:
+                out += _LAST_CHUNK
+            elif self._remaining:
+                self.keep_alive = False  # short of its Content-Length: cannot reuse
             self.complete = True
-        if out:
-            try:
-                await self._connection.stream.send_all(out)
-            except _PEER_GONE:
-                self.client_gone = True
+        if out and not await self._connection.write(out):
+            self.client_gone = True
+
+    def _head(self, start: Message, body: bytes, more: bool) -> bytes:
+        """The status line and headers; decides framing and keep-alive. Sets ``started``."""
+        status = start["status"]
+        lines = [_status_line(status)]
+        length: bytes | None = None
+        keep_alive = self.keep_alive
+        closing = False  # the app's headers already say Connection: close
+        for name, value in start.get("headers", ()):
+            line, kind, close = _header(name, value)
+            if kind == _PLAIN:
+                lines.append(line)
+            elif kind == _LENGTH:
+                if length is not None or not line.isdigit() or len(line) > 18:
+                    raise ValueError(f"bad response Content-Length {line!r}")
+                length = line
+            elif kind == _CONNECTION:
+                lines.append(line)
+                if close:
+                    closing = True
+                    keep_alive = False
+        connection = self._connection
+        if connection.state.terminating:
+            keep_alive = False
+        self._no_body = no_body = self.method == b"HEAD" or status in (204, 304)
+        if length is not None:
+            if not no_body:
+                declared = int(length)
+                if not more and declared != len(body):
+                    raise ValueError(
+                        f"response Content-Length {declared} but a body of {len(body)} bytes"
+                    )
+                self._remaining = declared
+            lines.append(b"content-length: " + length + b"\r\n")
+        elif not more:
+            if status not in (204, 304):
+                lines.append(b"content-length: %d\r\n" % len(body))
+        elif not no_body:
+            if connection.http11:
+                self._chunked = True
+                lines.append(b"transfer-encoding: chunked\r\n")
+            else:
+                keep_alive = False  # HTTP/1.0: the body ends when the connection closes
+        if not keep_alive and not closing:
+            lines.append(b"connection: close\r\n")
+        lines.append(_Date.get())
+        lines.append(b"\r\n")
+        self.keep_alive = keep_alive
+        self.started = True
+        return b"".join(lines)
 
 
 class _Connection:
     """One client connection: requests one after the other (keep-alive)."""
 
     def __init__(
-        self,
-        stream: trio.SocketStream,
-        app: Callable[[dict[str, Any], Any, Any], Awaitable[None]],
-        state: _ServerState,
-        header_timeout: float,
-        max_header_bytes: int,
+        self, stream: trio.abc.HalfCloseableStream, app: App, state: _ServerState, limits: _Limits
     ) -> None:
         self.stream = stream
         self.app = app
         self.state = state
-        self.header_timeout = header_timeout
-        self.max_header_bytes = max_header_bytes
-        self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=max_header_bytes)
+        self.limits = limits
+        self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_header_bytes)
+        self.http11 = True
+        self.requests = 0
+        #: Nothing is buffered for the next request: read before asking h11 for it.
+        self._empty = True
         self._eof = False
-        self._reading = False
+        self._broken = False  # a write failed or timed out: the stream is unusable
         self.client, self.server = _addresses(stream)
 
     async def read(self) -> bool:
         """Feed h11 one read from the socket; False at end of input or on error."""
         if self._eof:
             return False
+        timeout = self.limits.read_timeout
         try:
-            data = await self.stream.receive_some(_READ)
+            if timeout is None:
+                data = await self.stream.receive_some(_READ)
+            else:
+                data = b""
+                with trio.move_on_after(timeout):
+                    data = await self.stream.receive_some(_READ)
         except _PEER_GONE:
             data = b""
         if not data:
             self._eof = True
             self.conn.receive_data(b"")
             return False
-        self.conn.receive_data(data)
+        self.conn.receive_data(bytes(data))  # no copy for bytes
         return True
+
+    async def write(self, data: bytes) -> bool:
+        """Send ``data``; False when the client is gone or did not take it in time.
+
+        A write cut short leaves the stream unusable: it is closed, which also wakes a
+        task reading from it (the app then sees ``http.disconnect``).
+        """
+        if self._broken:
+            return False
+        with trio.CancelScope(deadline=trio.current_time() + self.limits.send_timeout):
+            try:
+                await self.stream.send_all(data)
+                return True
+            except _PEER_GONE:
+                pass
+        self._broken = self._eof = True
+        await self.stream.aclose()
+        return False
 
     async def wait_for_eof(self) -> None:
         """Return once the client closed the connection (or sent more than we buffer)."""
         while await self.read():
-            if len(self.conn.trailing_data[0]) > self.max_header_bytes:
+            if len(self.conn.trailing_data[0]) > self.limits.max_header_bytes:
                 return  # a client pipelining more than a request head: stop serving it
 
     async def run(self) -> None:
@@ -186,10 +396,22 @@ class _Connection:
                 keep = await self._serve(request)
                 if not keep or self.state.terminating:
                     return
-                self.conn.start_next_cycle()
+                self._next_cycle()
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(_LINGER):
                 await self._close()
+
+    def _next_cycle(self) -> None:
+        # A fresh h11 connection per request: responses are not written through h11, so
+        # the old one never reaches DONE; it hands over what it buffered (pipelining).
+        data, closed = self.conn.trailing_data
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self.limits.max_header_bytes)
+        if data:
+            conn.receive_data(data)
+        if closed:
+            conn.receive_data(b"")
+        self.conn = conn
+        self._empty = not data and not closed
 
     async def _close(self) -> None:
         # Closing with unread input makes the kernel send RST, which can destroy the
@@ -210,9 +432,11 @@ class _Connection:
 
     async def _next_request(self) -> h11.Request | None:
         conn = self.conn
-        with trio.CancelScope(deadline=trio.current_time() + self.header_timeout) as scope:
+        with trio.CancelScope(deadline=trio.current_time() + self.limits.header_timeout) as scope:
             self.state.idle.add(scope)
             try:
+                if self._empty and not await self.read():
+                    return None
                 while True:
                     try:
                         event = conn.next_event()
@@ -225,59 +449,95 @@ class _Connection:
                         if not await self.read():
                             return None
                         continue
-                    return None  # ConnectionClosed, or PAUSED after a half-read body
+                    return None  # ConnectionClosed
             finally:
                 self.state.idle.discard(scope)
         return None  # header timeout or shutdown
 
     async def _refuse(self, status: int) -> None:
-        try:
-            if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
-                data = self.conn.send(
-                    h11.Response(status_code=status,
-                                 headers=[(b"content-length", b"0"), (b"connection", b"close")])
-                )
-                await self.stream.send_all((data or b"") + (self.conn.send(h11.EndOfMessage())
-                                                            or b""))
-        except (h11.LocalProtocolError, *_PEER_GONE):
-            pass
+        """Answer ``status`` with an empty body; the connection then closes."""
+        head = _status_line(status) + b"content-length: 0\r\nconnection: close\r\n"
+        await self.write(head + _Date.get() + b"\r\n")
 
     async def _serve(self, request: h11.Request) -> bool:
         """Run the app for one request. True when the connection can take another."""
-        target = bytes(request.target)
+        version = _VERSIONS.get(request.http_version)
+        if version is None:
+            await self._refuse(505)
+            return False
+        self.http11 = http11 = version == "1.1"
+        keep_alive = http11
+        framed = 0
+        headers: list[tuple[bytes, bytes]] = []
+        for raw, value in request.headers.raw_items():
+            name = raw.lower()
+            headers.append((name, value))
+            if name == b"connection":
+                if b"close" in _tokens(value):
+                    keep_alive = False
+            elif name == b"content-length" or name == b"transfer-encoding":
+                framed += 1
+        if framed > 1:  # both: a request smuggling vector (RFC 9112, section 6.3)
+            await self._refuse(400)
+            return False
+        self.requests += 1
+        if self.requests >= self.limits.keep_alive_max_requests:
+            keep_alive = False
+        target = request.target
         path, _, query = target.partition(b"?")
+        text = path.decode("ascii")  # h11 accepts visible ASCII only
+        method = request.method
         scope: dict[str, Any] = {
             "type": "http",
             "asgi": {"version": "3.0", "spec_version": "2.3"},
-            "http_version": request.http_version.decode("ascii"),
-            "method": request.method.decode("ascii"),
+            "http_version": version,
+            "method": method.decode("ascii"),
             "scheme": "http",
-            "path": unquote(path.decode("latin-1")),
+            "path": unquote(text) if "%" in text else text,
             "raw_path": path,
             "query_string": query,
-            "root_path": "",
-            "headers": list(request.headers),
+            "root_path": self.limits.root_path,
+            "headers": headers,
             "client": self.client,
             "server": self.server,
         }
-        exchange = _Exchange(self)
+        exchange = _Exchange(self, method, keep_alive, self.conn.they_are_waiting_for_100_continue)
         try:
             await self.app(scope, exchange.receive, exchange.send)
         except Exception:
             logger.exception("the app failed on %s %s", scope["method"], scope["path"])
-        if exchange.client_gone:
+        if exchange.error_status is not None:
+            if not exchange.started:
+                await self._refuse(exchange.error_status)
+            return False
+        if exchange.client_gone or self._broken:
             return False
         if not exchange.started:
             await self._refuse(500)
             return False
         if not exchange.complete:
             return False  # the app ended mid-response: the connection cannot be reused
-        return self.conn.our_state is h11.DONE and self.conn.their_state is h11.DONE
+        return exchange.keep_alive and self._request_read()
+
+    def _request_read(self) -> bool:
+        """Whether the request is read to its end, reading only what is buffered."""
+        conn = self.conn
+        while conn.their_state is h11.SEND_BODY:
+            try:
+                event = conn.next_event()
+            except h11.RemoteProtocolError:
+                return False
+            if event is h11.NEED_DATA or event is h11.PAUSED:
+                return False  # the app answered without reading a body still arriving
+        return conn.their_state is h11.DONE
 
 
-def _addresses(stream: trio.SocketStream) -> tuple[Any, Any]:
+def _addresses(stream: trio.abc.HalfCloseableStream) -> tuple[Any, Any]:
+    sock = getattr(stream, "socket", None)  # None: not a socket (tests use memory streams)
+    if sock is None:
+        return None, None
     try:
-        return tuple(stream.socket.getpeername()[:2]), tuple(stream.socket.getsockname()[:2])
+        return tuple(sock.getpeername()[:2]), tuple(sock.getsockname()[:2])
     except OSError:
         return None, None
 
@@ -290,22 +550,44 @@ async def serve_lean(
     header_timeout: float = 5.0,
     max_header_bytes: int = 16 * 1024,
     graceful_timeout: float = 5.0,
+    send_timeout: float = 30.0,
+    read_timeout: float | None = None,
+    keep_alive_max_requests: int = 1000,
+    backlog: int = 100,
+    root_path: str = "",
     shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``app`` on ``host:port`` with the lean server; reports the bound port.
 
+    Limits, per connection: a request head must be complete within ``header_timeout``
+    seconds of the connection opening or of the previous response ending (so it is also
+    the keep-alive idle time) and fit ``max_header_bytes`` (431 past it); a write the
+    client does not take within ``send_timeout`` closes the connection (the app sees
+    ``http.disconnect``); ``read_timeout`` (None: no bound) treats a read that waits
+    longer as the client closing, as hypercorn does; after ``keep_alive_max_requests``
+    requests the response says ``Connection: close``. ``backlog`` is the listen queue;
+    ``root_path`` goes into each ASGI scope. Body size and time are the app's limits.
+
     When ``shutdown_trigger`` returns: every session closes (bounded, which ends their
     streams), the listener closes, idle connections close, and busy ones get
-    ``graceful_timeout`` to finish. Cancellation: stops at once; sessions still get their
-    bounded close.
+    ``graceful_timeout`` to finish (their responses say ``Connection: close``).
+    Cancellation: stops at once; sessions still get their bounded close.
     """
+    limits = _Limits(
+        header_timeout=header_timeout,
+        max_header_bytes=max_header_bytes,
+        send_timeout=send_timeout,
+        read_timeout=read_timeout,
+        keep_alive_max_requests=keep_alive_max_requests,
+        root_path=root_path,
+    )
     state = _ServerState()
-    listeners = await trio.open_tcp_listeners(port, host=host)
+    listeners = await trio.open_tcp_listeners(port, host=host, backlog=backlog)
     bound = listeners[0].socket.getsockname()[1]
 
     async def handle(stream: trio.SocketStream) -> None:
-        await _Connection(stream, app, state, header_timeout, max_header_bytes).run()
+        await _Connection(stream, app, state, limits).run()
 
     async with trio.open_nursery() as nursery:
         await nursery.start(app.run)

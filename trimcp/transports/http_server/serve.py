@@ -1,4 +1,4 @@
-"""``serve_http``: run the ASGI app under hypercorn's trio worker on one address."""
+"""``serve_http``: run the ASGI app on one address, with the lean engine or hypercorn."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Literal
 import attrs
 import trio
 from hypercorn.config import Config as HypercornConfig
+from hypercorn.logging import Logger as HypercornLogger
 from hypercorn.trio import serve as hypercorn_serve
 
 from trimcp.session import SessionHandler
@@ -51,6 +52,34 @@ def hypercorn_config(
     return config
 
 
+Engine = Literal["auto", "hypercorn", "lean"]
+
+
+def choose_engine(engine: Engine, server: HypercornConfig) -> Literal["hypercorn", "lean"]:
+    """The HTTP server ``serve_http`` runs for ``engine`` and the hypercorn settings.
+
+    ``"auto"`` is the lean engine unless ``server`` asks for something only hypercorn
+    does: TLS (``certfile`` and ``keyfile``), HTTP/3 (``quic_bind``), an access log
+    (``accesslog`` or a custom ``logger_class``) or ``server_names`` checking.
+    ``"hypercorn"`` and ``"lean"`` are taken as given, except that ``"lean"`` with TLS
+    settings is a ValueError (it would serve plain text where TLS was asked for).
+    """
+    if engine == "lean" and server.ssl_enabled:
+        raise ValueError("the lean engine does not do TLS: use engine='hypercorn' or 'auto'")
+    if engine == "hypercorn" or engine == "lean":
+        return engine
+    if engine != "auto":
+        raise ValueError(f"engine must be 'auto', 'hypercorn' or 'lean', got {engine!r}")
+    wants_hypercorn = (
+        server.ssl_enabled
+        or bool(server.quic_bind)
+        or server.accesslog is not None
+        or server.logger_class is not HypercornLogger
+        or bool(server.server_names)
+    )
+    return "hypercorn" if wants_hypercorn else "lean"
+
+
 async def serve_http(
     handler: SessionHandler | Callable[[], SessionHandler],
     *,
@@ -60,15 +89,26 @@ async def serve_http(
     config: HttpServerConfig | None = None,
     hypercorn: HypercornConfig | None = None,
     shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
-    engine: Literal["hypercorn", "lean"] = "hypercorn",
+    engine: Engine = "auto",
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve MCP over Streamable HTTP (and legacy HTTP+SSE) until stopped.
 
-    ``engine="lean"`` serves the same app with trimcp's own h11 server
-    (:mod:`~trimcp.transports.http_server.lean`: HTTP/1.1 only, no TLS, several times less
-    CPU per small request); the hypercorn settings it honours are ``keep_alive_timeout``
-    (header timeout), ``h11_max_incomplete_size`` and ``graceful_timeout``.
+    Engine: ``"auto"`` (the default) serves with trimcp's lean HTTP/1.1 server
+    (:mod:`~trimcp.transports.http_server.lean`: h11 on trio, about half of hypercorn's
+    CPU per call) unless the hypercorn settings ask for what only hypercorn does (TLS,
+    HTTP/3, an access log, ``server_names``: see :func:`choose_engine`); then hypercorn's
+    trio worker serves. ``"hypercorn"`` always uses hypercorn (also for HTTP/2 over
+    cleartext, which the lean server does not speak); ``"lean"`` always the lean server.
+
+    Both engines take their limits from ``hypercorn`` (default :func:`hypercorn_config`):
+    ``keep_alive_timeout`` (a request head must be complete in time; also the keep-alive
+    idle time), ``h11_max_incomplete_size`` (431 past it), ``graceful_timeout``,
+    ``read_timeout``, ``keep_alive_max_requests``, ``backlog`` and ``root_path``. Body
+    size and time come from ``config`` (``max_body_bytes``, ``body_timeout``) and are
+    enforced by the app under either engine. The lean server also ends a connection whose
+    client does not take a write within ``config.body_timeout`` (hypercorn has no write
+    bound; under both, ``config.stream_max_bytes`` bounds what a slow reader costs).
 
     Reports the bound port through ``task_status`` (``port=0`` picks a free one).
     ``path`` overrides ``config.path``. On a loopback ``host`` the ``Host``/``Origin``
@@ -77,7 +117,7 @@ async def serve_http(
 
     Stopping: when ``shutdown_trigger`` returns, every session is closed with the engine's
     bounded close sequence (at most ``config.shutdown_bound`` seconds in all), which ends
-    their streams, then hypercorn stops (open connections get ``graceful_timeout``).
+    their streams, then the HTTP server stops (open connections get ``graceful_timeout``).
     Cancellation: stops at once; sessions still get their bounded, shielded close, but
     responses in progress are cut.
     """
@@ -89,9 +129,10 @@ async def serve_http(
             f"binding to {host!r} (not loopback) needs config.allowed_hosts: the names "
             "clients use to reach this server (['*'] accepts any Host)"
         )
-    app = create_asgi_app(handler, config=config)
     server = hypercorn or hypercorn_config()
-    if engine == "lean":
+    chosen = choose_engine(engine, server)
+    app = create_asgi_app(handler, config=config)
+    if chosen == "lean":
         await serve_lean(
             app,
             host=host.strip("[]"),
@@ -99,6 +140,11 @@ async def serve_http(
             header_timeout=float(server.keep_alive_timeout),
             max_header_bytes=int(server.h11_max_incomplete_size),
             graceful_timeout=float(server.graceful_timeout),
+            send_timeout=config.body_timeout,
+            read_timeout=None if server.read_timeout is None else float(server.read_timeout),
+            keep_alive_max_requests=int(server.keep_alive_max_requests),
+            backlog=int(server.backlog),
+            root_path=server.root_path,
             shutdown_trigger=shutdown_trigger,
             task_status=task_status,
         )
