@@ -68,6 +68,21 @@ async def test_well_behaved_child_exits_on_stdin_close() -> None:
     assert transport.process.returncode == 0  # no signal was needed
 
 
+async def test_a_child_may_finish_writing_after_its_stdin_closes() -> None:
+    # Regression: closing the child's stdout together with its stdin made a server that
+    # was still finishing work die of EPIPE (found against the TypeScript everything
+    # server). The client now drains stdout until the child exits, so 1 MiB (more than a
+    # pipe holds) goes through and the child exits 0 without a signal.
+    argv = [sys.executable, CHILD, "finish-after-eof"]
+    patient = ShutdownTimeouts(after_stdin_close=20, after_sigterm=0.5, after_sigkill=5)
+    with trio.fail_after(60):
+        async with open_stdio_client_transport(
+            argv, shutdown=patient
+        ) as transport, open_session(transport, role=Role.CLIENT, handler=NullClient()) as s:
+            await s.initialize(init_params())
+    assert transport.process.returncode == 0
+
+
 async def test_child_dying_mid_request_fails_the_request_at_once() -> None:
     async with child_session("die") as session:
         with trio.fail_after(10), pytest.raises(SessionClosed):

@@ -16,7 +16,7 @@ import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 import attrs
 import trio
@@ -76,13 +76,32 @@ def _log_stderr_line(line: str) -> None:
 
 
 class ChildProcessTransport(NdjsonTransport):
-    """NDJSON over a child process's stdin/stdout; ``process`` is the child."""
+    """NDJSON over a child process's stdin/stdout; ``process`` is the child.
+
+    :meth:`aclose` closes only the child's stdin: the spec's shutdown lets a server finish
+    what it was doing (and write about it) before it exits, so its stdout stays open (and
+    drained) until the shutdown ladder is done. A server that writes after its stdin
+    closed would otherwise die of EPIPE instead of exiting by itself.
+    """
 
     def __init__(self, process: trio.Process, max_message_bytes: int) -> None:
         assert process.stdin is not None
         assert process.stdout is not None
         super().__init__(process.stdout, process.stdin, max_message_bytes=max_message_bytes)
         self.process = process
+
+    async def aclose(self) -> None:
+        """Close the child's stdin (it sees end of input); its stdout stays open."""
+        await self._send_stream.aclose()
+
+    async def discard_output(self) -> None:
+        """Read and drop the child's stdout until it ends (or this is cancelled)."""
+        with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while await self._receive_stream.receive_some(65536):
+                pass
+
+    async def close_output(self) -> None:
+        await self._receive_stream.aclose()
 
 
 @asynccontextmanager
@@ -167,7 +186,20 @@ def _emit(line: bytes | bytearray, on_line: Callable[[str], None]) -> None:
 
 
 async def _stop_child(
-    process: trio.Process, transport: NdjsonTransport, timeouts: ShutdownTimeouts
+    process: trio.Process, transport: ChildProcessTransport, timeouts: ShutdownTimeouts
+) -> None:
+    try:
+        async with trio.open_nursery() as nursery:
+            # Whatever the child still writes is dropped, so it never blocks on a full pipe.
+            nursery.start_soon(transport.discard_output)
+            await _stop_child_ladder(process, transport, timeouts)
+            nursery.cancel_scope.cancel()
+    finally:
+        await transport.close_output()
+
+
+async def _stop_child_ladder(
+    process: trio.Process, transport: ChildProcessTransport, timeouts: ShutdownTimeouts
 ) -> None:
     with trio.move_on_after(timeouts.after_stdin_close):
         await transport.aclose()

@@ -3,6 +3,8 @@
 - ``noisy``: writes 1 MiB to stderr before serving (the client must drain it).
 - ``ignore-sigterm``: ignores SIGTERM and keeps running after stdin closes.
 - ``die``: the ``die`` method kills the process mid-request.
+- ``finish-after-eof``: after stdin closes, writes 1 MiB to stdout (work it was finishing)
+  and exits 0 only if every write succeeded.
 - anything else: a well-behaved server.
 """
 
@@ -41,6 +43,12 @@ async def main() -> None:
     await serve_stdio(server)
     if MODE == "ignore-sigterm":
         await trio.sleep_forever()
+    if MODE == "finish-after-eof":
+        try:
+            for _ in range(1024):
+                os.write(1, b"y" * 1023 + b"\n")
+        except BrokenPipeError:
+            os._exit(1)
 
 
 if __name__ == "__main__":
