@@ -1,4 +1,7 @@
-"""The Streamable HTTP server transport (and the legacy HTTP+SSE one), on hypercorn/trio.
+"""The Streamable HTTP server transport (and the legacy HTTP+SSE one), on Trio.
+
+``serve_http`` serves with trimcp's lean h11 engine (hypercorn's trio worker for TLS and
+the like); the ASGI app mounts in any hypercorn setup.
 
 See docs/transports-http.md for the behaviour, the limits and how to mount the app.
 """

@@ -447,8 +447,10 @@ def create_asgi_app(
     """An ASGI app serving MCP over Streamable HTTP at ``config.path`` (default ``/mcp``).
 
     ``handler`` answers every session (a :class:`SessionHandler` shared by all sessions, or
-    a zero-argument factory called once per session). Run it under hypercorn's trio worker;
-    the ASGI lifespan starts and stops its session manager (see :class:`McpHttpApp`).
+    a zero-argument factory called once per session). :func:`serve_http` runs it (with
+    the lean engine by default); to mount it yourself, run it under hypercorn's trio
+    worker, whose ASGI lifespan starts and stops its session manager (see
+    :class:`McpHttpApp`).
     """
     return McpHttpApp(handler_factory(handler), config or HttpServerConfig())
 
