@@ -586,12 +586,29 @@ class Connection:
 
     def _set_negotiated(self, params: InitializeRequestParams, result: InitializeResult) -> None:
         self.negotiated = Negotiated.from_handshake(params, result)
+        self._init_params = None  # ``negotiated`` holds what is still needed of it
         client_caps = serde.unstructure(params.capabilities)
-        server_caps = serde.unstructure(result.capabilities)
+        server_caps = _capability_dict(result.capabilities)
         if self.role is Role.SERVER:
             self._own_caps, self._peer_caps = server_caps, client_caps
         else:
             self._own_caps, self._peer_caps = client_caps, server_caps
+
+
+#: The wire form of the last capabilities object seen: a server declares the same
+#: capabilities object to every session, and thousands of sessions need not hold a dict
+#: each (the dicts are only read).
+_last_caps: tuple[object, dict[str, Any]] | None = None
+
+
+def _capability_dict(capabilities: object) -> dict[str, Any]:
+    global _last_caps
+    last = _last_caps
+    if last is not None and last[0] is capabilities:
+        return last[1]
+    wire: dict[str, Any] = serde.unstructure(capabilities)
+    _last_caps = (capabilities, wire)
+    return wire
 
 
 def _progress_token(request: Request) -> ProgressToken | None:

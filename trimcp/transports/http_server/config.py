@@ -111,7 +111,7 @@ class HttpServerConfig:
     retry_ms: int = attrs.field(default=1000, validator=_positive)
     stateless: bool = False
     json_response: bool = False
-    rest_after: float | None = attrs.field(default=0.05, validator=_optional_positive)
+    rest_after: float | None = attrs.field(default=0.02, validator=_optional_positive)
     session_options: SessionOptions = attrs.field(factory=SessionOptions)
     shutdown_timeout: float | None = None
     legacy_sse: bool = True
