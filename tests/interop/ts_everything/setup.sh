@@ -33,42 +33,9 @@ ENTRY=$PKG_DIR/dist/index.js
 LOCK=$HERE/package-lock.json
 PRELOAD=$REPO/tests/conformance/localhost-preload.cjs
 
-quiet=0 relock=0
-for arg in "$@"; do
-    case "$arg" in
-        --quiet) quiet=1 ;;
-        --relock) relock=1 ;;
-        *) echo "usage: $0 [--quiet] [--relock]" >&2; exit 2 ;;
-    esac
-done
-log() { [ "$quiet" = 1 ] || echo "ts-everything-setup: $*" >&2; }
-die() { echo "ts-everything-setup: $*" >&2; exit 1; }
-
-command -v npm >/dev/null || die "npm not found on PATH"
+SETUP_NAME=ts-everything-setup
+. "$REPO/tests/npm_setup_lib.sh" "$@"
 [ -f "$PRELOAD" ] || die "$PRELOAD is missing"
-
-# One installer at a time (parallel test runs on a cold cache would race).
-mkdir -p "$CACHE"
-if command -v flock >/dev/null; then
-    exec 9>"$CACHE/.setup.lock"
-    flock 9
-fi
-
-# npm chatter goes to stderr so stdout stays machine-readable. The grep drops a warning
-# about this machine's ~/.npmrc that has nothing to do with us.
-npm_quiet() {
-    npm "$@" --no-audit --no-fund --no-progress --loglevel=error 2>&1 |
-        { grep -v 'Unknown user config "nodedir"\|will stop working in the next major' || true; } >&2
-    return "${PIPESTATUS[0]}"
-}
-
-write_pkg_json() { # dir
-    mkdir -p "$1"
-    printf '{\n  "name": "trimcp-ts-everything",\n  "private": true,\n  "dependencies": {\n    "%s": "%s"\n  }\n}\n' \
-        "$PKG" "$VERSION" >"$1/package.json"
-}
-
-lock_sha() { sha256sum "$LOCK" | cut -c1-16; }
 
 # --- (a) a Node the server runs on ---------------------------------------------------------
 node_major() { "$1" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
@@ -93,7 +60,7 @@ installed_ok() {
 if [ "$relock" = 1 ]; then
     log "re-resolving $PKG@$VERSION and rewriting $LOCK"
     rm -rf "$PREFIX"
-    write_pkg_json "$PREFIX"
+    write_pkg_json "$PREFIX" trimcp-ts-everything "$PKG" "$VERSION"
     PATH=$NPM_PATH npm_quiet install --prefix "$PREFIX" --save-exact "$PKG@$VERSION" ||
         die "npm install $PKG@$VERSION failed"
     cp "$PREFIX/package-lock.json" "$LOCK"
@@ -103,7 +70,7 @@ elif installed_ok; then
 else
     log "installing $PKG@$VERSION into $PREFIX"
     rm -rf "$PREFIX"
-    write_pkg_json "$PREFIX"
+    write_pkg_json "$PREFIX" trimcp-ts-everything "$PKG" "$VERSION"
     if [ -f "$LOCK" ]; then
         # Reproducible: exactly the tree recorded in package-lock.json.
         cp "$LOCK" "$PREFIX/package-lock.json"
