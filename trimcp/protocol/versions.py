@@ -8,10 +8,20 @@ V2024_11_05: Final = "2024-11-05"
 V2025_03_26: Final = "2025-03-26"
 V2025_06_18: Final = "2025-06-18"
 V2025_11_25: Final = "2025-11-25"
+V2026_07_28: Final = "2026-07-28"
 
 #: Session-based revisions, newest first. The first is what we offer and fall back to.
 SUPPORTED_VERSIONS: Final[tuple[str, ...]] = (V2025_11_25, V2025_06_18, V2025_03_26, V2024_11_05)
 LATEST_VERSION: Final = SUPPORTED_VERSIONS[0]
+
+#: Stateless revisions (no ``initialize``, no session; every request carries its protocol
+#: version, client capabilities and client info in ``_meta``), newest first.
+STATELESS_VERSIONS: Final[tuple[str, ...]] = (V2026_07_28,)
+
+
+def is_stateless(version: str | None) -> bool:
+    """Whether ``version`` is a stateless (2026-07-28 or later) revision."""
+    return version in STATELESS_VERSIONS
 
 #: The version a Streamable HTTP server assumes when ``MCP-Protocol-Version`` is absent.
 HTTP_DEFAULT_VERSION: Final = V2025_03_26
