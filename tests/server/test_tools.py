@@ -294,9 +294,12 @@ async def test_tool_errors(autojump_clock: Any, caplog: pytest.LogCaptureFixture
         with caplog.at_level(logging.ERROR, logger="trimcp.server"):
             result = await call_tool(client, "crash")
         assert result.is_error is True
-        assert text_of(result) == "Tool 'crash' failed with an internal error"
-        assert "secret" not in text_of(result)
-        assert "secret database password" in caplog.text  # the traceback is logged
+        # The model sees what went wrong (the spec's intent), the log the traceback.
+        assert text_of(result) == (
+            "Tool 'crash' failed: RuntimeError: secret database password in here"
+        )
+        assert "Traceback" in caplog.text
+        assert "secret database password" in caplog.text
         with pytest.raises(McpError) as info:
             await call_tool(client, "protocol")
         assert (info.value.code, info.value.data) == (-32042, {"url": "https://x"})
@@ -305,6 +308,37 @@ async def test_tool_errors(autojump_clock: Any, caplog: pytest.LogCaptureFixture
         result = await call_tool(client, "lies")
         assert result.is_error is True
         assert "does not match its return type" in caplog.text
+        assert "does not match its return type" in text_of(result)
+
+
+async def test_tool_error_details_can_be_masked(
+    autojump_clock: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = Server("masked", mask_error_details=True)
+
+    @app.tool()
+    def crash() -> str:
+        raise RuntimeError("secret database password in here")
+
+    @app.tool()
+    def bare() -> str:
+        raise KeyError
+
+    @app.tool()
+    def refuse() -> str:
+        raise ToolError("meant for the model")
+
+    async with connect(app) as (client, _):
+        with caplog.at_level(logging.ERROR, logger="trimcp.server"):
+            result = await call_tool(client, "crash")
+        assert result.is_error is True
+        assert text_of(result) == "Tool 'crash' failed with an internal error"
+        assert "secret database password" in caplog.text
+        # ToolError is always the tool's own message to the model.
+        assert text_of(await call_tool(client, "refuse")) == "meant for the model"
+    app.mask_error_details = False
+    async with connect(app) as (client, _):
+        assert text_of(await call_tool(client, "bare")) == "Tool 'bare' failed: KeyError"
 
 
 async def test_context_injection_and_progress(autojump_clock: Any) -> None:

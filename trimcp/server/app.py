@@ -84,7 +84,9 @@ class Server:
     session is skipped. ``max_subscriptions``: resource subscriptions per session.
     ``log_buffer``: bridged log records kept for slow sessions. ``cursor_secret``: keys
     pagination cursors (random per instance by default; set it when several processes
-    serve the same clients).
+    serve the same clients). ``mask_error_details``: when a tool raises an unexpected
+    exception, tell the client only that it failed (default: its type and message, so the
+    model can react; the traceback goes to the ``trimcp.server`` log either way).
     """
 
     def __init__(
@@ -103,6 +105,7 @@ class Server:
         max_subscriptions: int = 1000,
         log_buffer: int = DEFAULT_LOG_BUFFER,
         cursor_secret: str | None = None,
+        mask_error_details: bool = False,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be at least 1 (or None for one page)")
@@ -118,6 +121,7 @@ class Server:
         self.page_size = page_size
         self.supported_versions = supported_versions
         self.max_subscriptions = max_subscriptions
+        self.mask_error_details = mask_error_details
         self._cursor_secret = cursor_secret or secrets.token_hex(16)
         self.tools: Registry[RegisteredTool[Any, Any]] = Registry("tools", self._changed)
         self.resources: Registry[RegisteredResource] = Registry("resources", self._changed)

@@ -18,7 +18,9 @@ model to read). An :class:`~trimcp.errors.McpError` is answered as that JSON-RPC
 except :class:`~trimcp.errors.LocalProtocolError` (e.g. sampling from a client that cannot
 sample), which becomes an ``isError`` result with its message. Any other exception is
 logged with its traceback (logger ``trimcp.server``) and becomes an ``isError`` result
-with a fixed message that reveals nothing about the server's internals.
+carrying the exception's type and message (``Tool 'x' failed: ValueError: ...``), so the
+model can react as the spec intends; with ``Server(mask_error_details=True)`` the result
+says only that the tool failed, revealing nothing about the server's internals.
 """
 
 from __future__ import annotations
@@ -169,9 +171,9 @@ class RegisteredTool(FunctionHandle[P, R]):
                 value = await call(self.info, kwargs)
             return to_call_result(value, self.output, self.name, version)
         except Exception as exc:
-            return self._failure(exc)
+            return self._failure(exc, mask=ctx.server.mask_error_details)
 
-    def _failure(self, exc: Exception) -> CallToolResult:
+    def _failure(self, exc: Exception, *, mask: bool = False) -> CallToolResult:
         if isinstance(exc, BaseExceptionGroup):
             only = single_exception(exc)
             if isinstance(only, Exception):
@@ -186,6 +188,14 @@ class RegisteredTool(FunctionHandle[P, R]):
             logger.error("tool %r: %s", self.name, exc)
         else:
             logger.error("tool %r raised an exception", self.name, exc_info=exc)
-        return text_result(
-            f"Tool {self.name!r} failed with an internal error", is_error=True
-        )
+        if mask:
+            return text_result(f"Tool {self.name!r} failed with an internal error", is_error=True)
+        return text_result(f"Tool {self.name!r} failed: {describe_exception(exc)}", is_error=True)
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``Type: message`` of ``exc`` (just ``Type`` when it has no message), for a client."""
+    if isinstance(exc, ResultError):
+        return str(exc)
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
