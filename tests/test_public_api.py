@@ -21,6 +21,8 @@ EXPECTED = {
     "Context": "trimcp.server",
     "ToolError": "trimcp.server",
     "LowLevelServer": "trimcp.server.lowlevel",
+    "LifespanFailed": "trimcp.server.lifespan",
+    "LifespanNotRunning": "trimcp.server.lifespan",
     "Session": "trimcp.session",
     "SessionOptions": "trimcp.session",
     "RequestContext": "trimcp.session",

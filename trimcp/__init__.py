@@ -39,6 +39,8 @@ _EXPORTS: dict[str, str] = {
     "Server": "trimcp.server",
     "ToolError": "trimcp.server",
     "LowLevelServer": "trimcp.server.lowlevel",
+    "LifespanFailed": "trimcp.server.lifespan",
+    "LifespanNotRunning": "trimcp.server.lifespan",
     "RequestContext": "trimcp.session",
     "Session": "trimcp.session",
     "SessionOptions": "trimcp.session",
@@ -76,6 +78,8 @@ if TYPE_CHECKING:
     from trimcp.server import PromptMessage as PromptMessage
     from trimcp.server import Server as Server
     from trimcp.server import ToolError as ToolError
+    from trimcp.server.lifespan import LifespanFailed as LifespanFailed
+    from trimcp.server.lifespan import LifespanNotRunning as LifespanNotRunning
     from trimcp.server.lowlevel import LowLevelServer as LowLevelServer
     from trimcp.session import RequestContext as RequestContext
     from trimcp.session import Session as Session

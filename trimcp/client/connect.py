@@ -21,6 +21,7 @@ from trimcp.client.client import Client, ClientKwargs
 from trimcp.protocol.framing import DEFAULT_MAX_LINE_BYTES
 from trimcp.protocol.lifecycle import Role
 from trimcp.session import SessionHandler, SessionOptions, open_session, serve_session
+from trimcp.session.lifespan import open_handler_lifespan
 from trimcp.transports.base import Transport
 from trimcp.transports.memory import memory_transport_pair
 from trimcp.transports.stdio import ShutdownTimeouts, open_stdio_client_transport
@@ -94,10 +95,11 @@ async def connect_memory(
     The server session runs in a nursery this context manager owns, with
     ``server_options``; each direction buffers at most ``max_buffered`` messages. When the
     block ends the client closes, then the server session is cancelled, which runs its own
-    bounded, shielded close. Cancellation: as :func:`connect_transport`.
+    bounded, shielded close. The handler's lifespan (``trimcp.Server(lifespan=...)``) is
+    entered around it unless it already runs. Cancellation: as :func:`connect_transport`.
     """
     client_end, server_end = memory_transport_pair(max_buffered)
-    async with open_nursery_unwrapped() as nursery:
+    async with open_handler_lifespan(server_handler), open_nursery_unwrapped() as nursery:
         serve = functools.partial(
             serve_session, server_end, server_handler, role=Role.SERVER, options=server_options
         )

@@ -32,6 +32,7 @@ from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.versions import SUPPORTED_VERSIONS, negotiate_version
 from trimcp.server.completion import Completions
 from trimcp.server.context import Context
+from trimcp.server.lifespan import Lifespan, LifespanRunner
 from trimcp.server.logging import DEFAULT_LOG_BUFFER, LogBuffer, StdlibBridge, check_level
 from trimcp.server.pagination import paginate
 from trimcp.server.prompts import RegisteredPrompt
@@ -87,6 +88,9 @@ class Server:
     serve the same clients). ``mask_error_details``: when a tool raises an unexpected
     exception, tell the client only that it failed (default: its type and message, so the
     model can react; the traceback goes to the ``trimcp.server`` log either way).
+    ``lifespan``: ``lifespan(server)`` returns an async context manager entered once while
+    the server serves, whatever the transport or the number of sessions; what it yields
+    is ``ctx.lifespan`` (see :mod:`trimcp.server.lifespan`).
     """
 
     def __init__(
@@ -106,6 +110,7 @@ class Server:
         log_buffer: int = DEFAULT_LOG_BUFFER,
         cursor_secret: str | None = None,
         mask_error_details: bool = False,
+        lifespan: Lifespan | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be at least 1 (or None for one page)")
@@ -122,6 +127,7 @@ class Server:
         self.supported_versions = supported_versions
         self.max_subscriptions = max_subscriptions
         self.mask_error_details = mask_error_details
+        self._lifespan = LifespanRunner(f"server {name!r}", lifespan, self)
         self._cursor_secret = cursor_secret or secrets.token_hex(16)
         self.tools: Registry[RegisteredTool[Any, Any]] = Registry("tools", self._changed)
         self.resources: Registry[RegisteredResource] = Registry("resources", self._changed)
@@ -347,6 +353,13 @@ class Server:
             targets, "notifications/resources/updated", ResourceUpdatedNotificationParams(uri=uri)
         )
 
+    def session_values(self, session: Session) -> dict[str, Any]:
+        """The per-session dict behind ``ctx.session_state`` (made on first use)."""
+        state = self._sessions.state(session)
+        if state.values is None:
+            state.values = {}
+        return state.values
+
     async def send_log(
         self,
         session: Session,
@@ -529,6 +542,25 @@ class Server:
 
     # --- serving ------------------------------------------------------------------------
 
+    def open_lifespan(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """Enter the server's lifespan for the body (``async with app.open_lifespan():``).
+
+        Every serving function does this itself; call it when you serve sessions your own
+        way. Shared: while it runs, further entries reuse its value and the first entry
+        closes it. Yields the lifespan's value. Raises
+        :class:`~trimcp.server.lifespan.LifespanFailed` when it fails to start.
+        Cancellation: a lifespan being started is cancelled with the caller.
+        """
+        return self._lifespan.open()
+
+    @property
+    def lifespan_value(self) -> Any:
+        """What the lifespan yielded (``ctx.lifespan`` in handlers).
+
+        Raises :class:`~trimcp.server.lifespan.LifespanNotRunning` when it is not running.
+        """
+        return self._lifespan.value
+
     async def serve_session(
         self,
         transport: Transport,
@@ -539,12 +571,14 @@ class Server:
         """Serve one session over ``transport`` until either side closes it.
 
         Reports the :class:`Session` through ``task_status`` once it is running, and runs
-        its notification delivery (:meth:`serve_notifications`) alongside. Cancellation:
+        its notification delivery (:meth:`serve_notifications`) alongside. The lifespan is
+        entered first unless it already runs (:meth:`open_lifespan`). Cancellation:
         closes the session with the engine's bounded close sequence.
         """
-        async with open_session(
-            transport, role=Role.SERVER, handler=self, options=options
-        ) as session:
+        async with (
+            self.open_lifespan(),
+            open_session(transport, role=Role.SERVER, handler=self, options=options) as session,
+        ):
             task_status.started(session)
             await session.wait_closed()
 

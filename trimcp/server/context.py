@@ -104,6 +104,24 @@ class Context:
         return negotiated.protocol_version if negotiated else None
 
     @property
+    def lifespan(self) -> Any:
+        """What the server's lifespan yielded (see :mod:`trimcp.server.lifespan`).
+
+        Raises :class:`~trimcp.server.lifespan.LifespanNotRunning` when it is not running.
+        """
+        return self._server.lifespan_value
+
+    @property
+    def session_state(self) -> dict[str, Any]:
+        """A dict that lives as long as this session (session era): per-client state.
+
+        Empty at first; what a handler stores is seen by later requests of the same
+        session only. A 2026-07-28 stateless request has no session: its dict lives for
+        the request alone.
+        """
+        return self._server.session_values(self.session)
+
+    @property
     def cancel_requested(self) -> bool:
         """Whether the request was cancelled (by the client, a timeout or shutdown)."""
         return self._request.cancel_requested

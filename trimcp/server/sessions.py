@@ -58,6 +58,8 @@ class SessionState:
     delivered_by_task: bool = False
     flushing: bool = False
     dropped_logs: int = 0
+    #: ``ctx.session_state``, made when first used.
+    values: dict[str, Any] | None = None
 
     def subscribed(self, uri: str) -> bool:
         return self.subscriptions is not None and uri in self.subscriptions

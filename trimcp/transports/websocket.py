@@ -18,6 +18,7 @@ import trio_websocket
 
 from trimcp._groups import unwrap_single_exception
 from trimcp.session import SessionHandler, SessionOptions, serve_session
+from trimcp.session.lifespan import open_handler_lifespan
 from trimcp.transports.base import Outgoing
 from trimcp.transports.http_server.config import LOCALHOST_NAMES
 from trimcp.transports.http_server.security import host_allowed, origin_allowed
@@ -96,7 +97,8 @@ async def serve_websocket(
     connection. The handshake is refused with 403 for a bad ``Host``/``Origin`` or a wrong
     path, and 400 without the ``mcp`` subprotocol. A request without ``Origin`` (a non-browser
     client) is allowed when its ``Host`` is good. Cancellation: stops accepting; every open
-    session closes with the engine's bounded close sequence.
+    session closes with the engine's bounded close sequence. A shared handler's lifespan
+    (``trimcp.Server(lifespan=...)``) is entered once before listening.
     """
 
     def session_handler() -> SessionHandler:
@@ -119,7 +121,7 @@ async def serve_websocket(
         connection = await request.accept(subprotocol=SUBPROTOCOL)
         await serve_session(WebSocketTransport(connection), session_handler(), options=options)
 
-    async with trio.open_nursery() as nursery:
+    async with open_handler_lifespan(handler), trio.open_nursery() as nursery:
         listener: trio_websocket.WebSocketServer = await nursery.start(
             _listen, on_connect, host, port, max_message_bytes, connect_timeout, disconnect_timeout
         )

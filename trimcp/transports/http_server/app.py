@@ -32,6 +32,7 @@ from trimcp.protocol.versions import (
     allows_batches,
 )
 from trimcp.session import SessionHandler, open_session
+from trimcp.session.lifespan import open_handler_lifespan
 from trimcp.transports.http_server import legacy
 from trimcp.transports.http_server.asgi import (
     JSON_TYPE,
@@ -92,19 +93,28 @@ class McpHttpApp:
     with :meth:`shutdown`. Requests that arrive while it is not running get 503.
     """
 
-    def __init__(self, factory: Callable[[], SessionHandler], config: HttpServerConfig) -> None:
+    def __init__(
+        self,
+        factory: Callable[[], SessionHandler],
+        config: HttpServerConfig,
+        lifespan_of: object = None,
+    ) -> None:
         self.config = config
         self.manager = SessionManager(factory, config)
         self._factory = factory
+        # A shared handler with a lifespan (trimcp.Server): entered with the manager.
+        self._lifespan_of = lifespan_of
 
     # --- lifetime ---------------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the session manager until cancelled or :meth:`shutdown` completes.
 
-        Cancellation: open sessions close with the engine's bounded close sequence.
+        The handler's lifespan (when it has one) is entered first and closed after the
+        sessions. Cancellation: open sessions close with the engine's bounded close sequence.
         """
-        await self.manager.run(task_status=task_status)
+        async with open_handler_lifespan(self._lifespan_of):
+            await self.manager.run(task_status=task_status)
 
     async def shutdown(self) -> None:
         """Close every session (bounded by ``config.shutdown_bound``), then stop :meth:`run`.
@@ -132,7 +142,7 @@ class McpHttpApp:
             await send({"type": "lifespan.shutdown.complete"})
             return
         async with trio.open_nursery() as nursery:
-            await nursery.start(self.manager.run)
+            await nursery.start(self.run)
             await send({"type": "lifespan.startup.complete"})
             await receive()  # lifespan.shutdown
             await self.manager.shutdown()
@@ -452,7 +462,9 @@ def create_asgi_app(
     worker, whose ASGI lifespan starts and stops its session manager (see
     :class:`McpHttpApp`).
     """
-    return McpHttpApp(handler_factory(handler), config or HttpServerConfig())
+    return McpHttpApp(
+        handler_factory(handler), config or HttpServerConfig(), lifespan_of=handler
+    )
 
 
 def _requested_version(requests: list[Request]) -> str | None:

@@ -589,22 +589,28 @@ async def serve_lean(
     async def handle(stream: trio.SocketStream) -> None:
         await _Connection(stream, app, state, limits).run()
 
-    async with trio.open_nursery() as nursery:
-        await nursery.start(app.run)
-        async with trio.open_nursery() as connections:
-            accepting = trio.CancelScope()
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(app.run)
+            async with trio.open_nursery() as connections:
+                accepting = trio.CancelScope()
 
-            async def accept() -> None:
-                with accepting:
-                    await trio.serve_listeners(handle, listeners, handler_nursery=connections)
+                async def accept() -> None:
+                    with accepting:
+                        await trio.serve_listeners(handle, listeners, handler_nursery=connections)
 
-            connections.start_soon(accept)
-            task_status.started(bound)
-            if shutdown_trigger is None:
-                await trio.sleep_forever()
-            else:
-                await shutdown_trigger()
-            await app.shutdown()
-            accepting.cancel()
-            state.terminate()
-            connections.cancel_scope.deadline = trio.current_time() + graceful_timeout
+                connections.start_soon(accept)
+                task_status.started(bound)
+                if shutdown_trigger is None:
+                    await trio.sleep_forever()
+                else:
+                    await shutdown_trigger()
+                await app.shutdown()
+                accepting.cancel()
+                state.terminate()
+                connections.cancel_scope.deadline = trio.current_time() + graceful_timeout
+    finally:
+        # serve_listeners closes them, but not when the app failed to start (a lifespan
+        # that raised): the port must not stay bound.
+        for listener in listeners:
+            listener.socket.close()
