@@ -11,6 +11,7 @@ for name in ("trio", "h11", "hypercorn", "trio_websocket", "anyio", "socket", "a
     sys.modules[name] = None
 import trimcp.protocol.connection, trimcp.protocol.framing, trimcp.protocol.sse
 import trimcp.protocol.methods, trimcp.protocol.versions, trimcp.protocol.lifecycle
+import trimcp.protocol.modern, trimcp.protocol.negotiated
 import trimcp.types, trimcp.serde
 print("ok")
 """

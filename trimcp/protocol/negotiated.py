@@ -2,34 +2,47 @@
 
 Session revisions produce it from the ``initialize`` handshake. The stateless revision
 (2026-07-28) has no handshake: every request carries its protocol version, client info and
-client capabilities in ``_meta``, so a per-request :class:`Negotiated` will be built from
-that instead. Handlers read this object, never connection state, so they work the same way
-under both.
+client capabilities in ``_meta``, so one :class:`Negotiated` is built per request from that
+instead (:func:`trimcp.protocol.modern.negotiated`). Handlers read this object, never
+connection state, so they work the same way under both.
 """
 
 from __future__ import annotations
 
 import attrs
 
+from trimcp.protocol.versions import is_stateless
 from trimcp.types import (
     ClientCapabilities,
     Implementation,
     InitializeRequestParams,
     InitializeResult,
+    LoggingLevel,
     ServerCapabilities,
 )
 
 
 @attrs.frozen(kw_only=True)
 class Negotiated:
-    """The protocol version, both peers' identities and capabilities, and instructions."""
+    """The protocol version, both peers' identities and capabilities, and instructions.
+
+    ``client_info`` is always known in the session era and optional in 2026-07-28.
+    ``log_level``: 2026-07-28 only, the request's own ``_meta`` log level (None: the
+    request gets no log messages); in the session era ``logging/setLevel`` decides.
+    """
 
     protocol_version: str
-    client_info: Implementation
+    client_info: Implementation | None
     client_capabilities: ClientCapabilities
     server_info: Implementation
     server_capabilities: ServerCapabilities
     instructions: str | None = None
+    log_level: LoggingLevel | None = None
+
+    @property
+    def stateless(self) -> bool:
+        """Whether this is a stateless (2026-07-28) request's agreement."""
+        return is_stateless(self.protocol_version)
 
     @classmethod
     def from_handshake(
