@@ -22,8 +22,8 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 Headers = list[tuple[bytes, bytes]]
 
-#: Request headers the server reads; a request repeating one of them is refused (400), so
-#: two ``Host`` or ``Origin`` values can never be checked one way and used another.
+#: Request headers the server reads. A request repeating a singleton among them is refused
+#: (400), so two ``Host`` or ``Origin`` values can never be checked one way and used another.
 WANTED = frozenset(
     {
         b"host",
@@ -36,6 +36,9 @@ WANTED = frozenset(
         b"last-event-id",
     }
 )
+#: Of :data:`WANTED`, the list-valued headers (RFC 9110, section 5.3): repeated lines are
+#: one value, joined with commas, as HTTP allows.
+LIST_HEADERS = frozenset({b"accept"})
 
 SSE_HEADERS: Headers = [
     (b"content-type", b"text/event-stream"),
@@ -71,7 +74,8 @@ class HttpRejection(Exception):
 
 
 class RequestHeaders:
-    """The headers of :data:`WANTED`, decoded as latin-1; ``duplicate`` names a repeated one."""
+    """The headers of :data:`WANTED`, decoded as latin-1; ``duplicate`` names a repeated
+    singleton (repeated :data:`LIST_HEADERS` are joined with ``", "``)."""
 
     __slots__ = ("duplicate", "values")
 
@@ -81,9 +85,13 @@ class RequestHeaders:
         for name, value in raw:
             name = name.lower()
             if name in WANTED:
+                text = value.decode("latin-1").strip()
                 if name in values:
-                    duplicate = name
-                values[name] = value.decode("latin-1").strip()
+                    if name in LIST_HEADERS:
+                        text = f"{values[name]}, {text}"
+                    else:
+                        duplicate = name
+                values[name] = text
         self.values = values
         self.duplicate = duplicate
 

@@ -40,6 +40,7 @@ import trio
 
 from trimcp.transports.http_server.app import McpHttpApp
 from trimcp.transports.http_server.asgi import Message
+from trimcp.transports.http_server.guard import check_head
 
 logger = logging.getLogger("trimcp.http.lean")
 
@@ -338,6 +339,9 @@ class _Connection:
         self.requests = 0
         #: Nothing is buffered for the next request: read before asking h11 for it.
         self._empty = True
+        #: Bytes given to h11 in this request cycle (a head can be complete in one read:
+        #: h11's own bound only applies to incomplete input).
+        self._fed = 0
         self._eof = False
         self._broken = False  # a write failed or timed out: the stream is unusable
         self.client, self.server = _addresses(stream)
@@ -360,6 +364,7 @@ class _Connection:
             self._eof = True
             self.conn.receive_data(b"")
             return False
+        self._fed += len(data)
         self.conn.receive_data(bytes(data))  # no copy for bytes
         return True
 
@@ -411,6 +416,7 @@ class _Connection:
         if closed:
             conn.receive_data(b"")
         self.conn = conn
+        self._fed = len(data)
         self._empty = not data and not closed
 
     async def _close(self) -> None:
@@ -441,7 +447,10 @@ class _Connection:
                     try:
                         event = conn.next_event()
                     except h11.RemoteProtocolError as exc:
-                        await self._refuse(exc.error_status_hint)
+                        status = exc.error_status_hint
+                        if status == 431 and b"\n" not in conn.trailing_data[0]:
+                            status = 414  # the request line alone is over the limit
+                        await self._refuse(status)
                         return None
                     if type(event) is h11.Request:
                         return event
@@ -467,18 +476,19 @@ class _Connection:
             return False
         self.http11 = http11 = version == "1.1"
         keep_alive = http11
-        framed = 0
         headers: list[tuple[bytes, bytes]] = []
         for raw, value in request.headers.raw_items():
             name = raw.lower()
             headers.append((name, value))
-            if name == b"connection":
-                if b"close" in _tokens(value):
-                    keep_alive = False
-            elif name == b"content-length" or name == b"transfer-encoding":
-                framed += 1
-        if framed > 1:  # both: a request smuggling vector (RFC 9112, section 6.3)
-            await self._refuse(400)
+            if name == b"connection" and b"close" in _tokens(value):
+                keep_alive = False
+        limit = self.limits.max_header_bytes
+        # The head's size on the wire, counted only when it may be over the limit.
+        fed = self._fed
+        head_bytes = fed - len(self.conn.trailing_data[0]) if fed > limit else 0
+        refusal = check_head(request.method, request.target, headers, limit, head_bytes=head_bytes)
+        if refusal is not None:  # too large (431/414), or CL with TE: smuggling (400)
+            await self._refuse(refusal[0])
             return False
         self.requests += 1
         if self.requests >= self.limits.keep_alive_max_requests:

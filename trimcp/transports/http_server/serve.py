@@ -16,6 +16,7 @@ from hypercorn.trio import serve as hypercorn_serve
 from trimcp.session import SessionHandler
 from trimcp.transports.http_server.app import create_asgi_app
 from trimcp.transports.http_server.config import HttpServerConfig
+from trimcp.transports.http_server.guard import GuardedApp
 from trimcp.transports.http_server.lean import serve_lean
 
 
@@ -160,7 +161,11 @@ async def serve_http(
 
     async with trio.open_nursery() as nursery:
         await nursery.start(app.run)
+        # hypercorn's h11 takes a head up to its read size (64 KiB) when it arrives in one
+        # read, and Content-Length with Transfer-Encoding: the guard refuses both, and
+        # unknown HTTP versions, as the lean engine does.
+        guarded = GuardedApp(app, max_head_bytes=int(server.h11_max_incomplete_size))
         binds: list[str] = await nursery.start(
-            partial(hypercorn_serve, app, server, shutdown_trigger=trigger)  # type: ignore[arg-type]
+            partial(hypercorn_serve, guarded, server, shutdown_trigger=trigger)  # type: ignore[arg-type]
         )
         task_status.started(int(binds[0].rsplit(":", 1)[1]))
