@@ -112,6 +112,10 @@ def _inbound(data: bytes, value: Any) -> Inbound:
             )
         return Inbound(data=data)
     if "error" in value:
+        if type(value["error"]) is not dict or value.get("jsonrpc") != "2.0":
+            # Not JSON-RPC: e.g. an OAuth error body ({"error": "invalid_token"}) on a
+            # 401. Taking it for an answer would leave the request waiting for nothing.
+            return Inbound(data=data)
         if _is_id(value.get("id")):
             return Inbound(data=data, answers=value["id"])
         if value.get("id") is None:
