@@ -8,6 +8,10 @@ import importlib
 import trimcp
 
 EXPECTED = {
+    "AuthInfo": "trimcp.auth",
+    "IntrospectionVerifier": "trimcp.auth",
+    "JwtVerifier": "trimcp.auth",
+    "ProtectedResource": "trimcp.auth",
     "Client": "trimcp.client",
     "connect_memory": "trimcp.client",
     "connect_stdio": "trimcp.client",

@@ -16,6 +16,10 @@ from trimcp._version import __version__ as __version__
 
 #: public name -> the module it lives in
 _EXPORTS: dict[str, str] = {
+    "AuthInfo": "trimcp.auth",
+    "IntrospectionVerifier": "trimcp.auth",
+    "JwtVerifier": "trimcp.auth",
+    "ProtectedResource": "trimcp.auth",
     "Client": "trimcp.client",
     "connect_http": "trimcp.client",
     "connect_memory": "trimcp.client",
@@ -56,6 +60,10 @@ _EXPORTS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from trimcp.auth import AuthInfo as AuthInfo
+    from trimcp.auth import IntrospectionVerifier as IntrospectionVerifier
+    from trimcp.auth import JwtVerifier as JwtVerifier
+    from trimcp.auth import ProtectedResource as ProtectedResource
     from trimcp.client import Client as Client
     from trimcp.client import connect_http as connect_http
     from trimcp.client import connect_memory as connect_memory

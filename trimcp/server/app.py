@@ -22,11 +22,12 @@ import contextlib
 import functools
 import logging
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, ParamSpec, TypeVar, overload
 
 import trio
 
+from trimcp.auth.principal import AuthInfo, request_auth
 from trimcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
 from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.versions import SUPPORTED_VERSIONS, negotiate_version
@@ -71,6 +72,7 @@ from trimcp.types import (
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
 RequestHandler = Callable[[RequestContext], Any]
@@ -439,7 +441,8 @@ class Server:
 
     async def _list_tools(self, ctx: RequestContext) -> ListToolsResult:
         version = ctx.negotiated.protocol_version if ctx.negotiated else None
-        tools = [tool.definition(version) for tool in self.tools.enabled()]
+        tools = [tool.definition(version) for tool in _visible(self.tools.enabled(), ctx,
+                                                                 "tools/call", "name")]
         page, cursor = self._page(tools, ctx.params.cursor, "tools/list", _by_name)
         return ListToolsResult(tools=page, next_cursor=cursor)
 
@@ -451,7 +454,8 @@ class Server:
         return await tool.run(ctx.params.arguments, Context(self, ctx))
 
     async def _list_resources(self, ctx: RequestContext) -> ListResourcesResult:
-        resources = [resource.definition() for resource in self.resources.enabled()]
+        resources = [resource.definition() for resource in _visible(
+            self.resources.enabled(), ctx, "resources/read", "uri")]
         page, cursor = self._page(resources, ctx.params.cursor, "resources/list", _by_uri)
         return ListResourcesResult(resources=page, next_cursor=cursor)
 
@@ -505,7 +509,8 @@ class Server:
         return EmptyResult()
 
     async def _list_prompts(self, ctx: RequestContext) -> ListPromptsResult:
-        prompts = [prompt.definition() for prompt in self.prompts.enabled()]
+        prompts = [prompt.definition() for prompt in _visible(self.prompts.enabled(), ctx,
+                                                                  "prompts/get", "name")]
         page, cursor = self._page(prompts, ctx.params.cursor, "prompts/list", _by_name)
         return ListPromptsResult(prompts=page, next_cursor=cursor)
 
@@ -631,6 +636,14 @@ class Server:
             raise ValueError(f"Unknown transport {transport!r}; this build serves 'stdio'")
         with contextlib.suppress(KeyboardInterrupt):
             trio.run(functools.partial(self.serve_stdio, **options))
+
+
+def _visible(items: Iterable[T], ctx: RequestContext, method: str, key: str) -> list[T]:
+    """``items`` less those the caller's scopes do not reach, when its auth hides them."""
+    auth = request_auth(ctx.request_id)
+    if not isinstance(auth, AuthInfo) or not auth.hide_unauthorized:
+        return list(items)
+    return [item for item in items if auth.allows(method, getattr(item, key))]
 
 
 def _by_name(item: Any) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from trimcp import serde
+from trimcp.auth.principal import AuthInfo, request_auth
 from trimcp.errors import INVALID_PARAMS, LocalProtocolError, RemoteProtocolError
 from trimcp.protocol.connection import has_capability
 from trimcp.protocol.negotiated import Negotiated
@@ -125,6 +126,14 @@ class Context:
     def cancel_requested(self) -> bool:
         """Whether the request was cancelled (by the client, a timeout or shutdown)."""
         return self._request.cancel_requested
+
+    @property
+    def auth(self) -> AuthInfo | None:
+        """Who is calling: the verified access token's :class:`~trimcp.auth.AuthInfo`
+        (subject, client id, scopes, claims, expiry) when the HTTP server protects this
+        server (``HttpServerConfig(auth=...)``); what an ``authenticate`` hook returned;
+        None for an unprotected transport (stdio, memory, plain HTTP)."""
+        return request_auth(self.request_id)
 
     # --- progress and logging --------------------------------------------------------
 

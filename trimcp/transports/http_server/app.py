@@ -15,6 +15,7 @@ from typing import Any, cast
 
 import trio
 
+from trimcp.auth.principal import AuthInfo, current_auth_source
 from trimcp.errors import CONNECTION_CLOSED, SessionClosed
 from trimcp.protocol.jsonrpc import (
     Message,
@@ -114,7 +115,14 @@ class McpHttpApp:
         sessions. Cancellation: open sessions close with the engine's bounded close sequence.
         """
         async with open_handler_lifespan(self._lifespan_of):
-            await self.manager.run(task_status=task_status)
+            auth = self.config.auth
+            if auth is None:
+                await self.manager.run(task_status=task_status)
+                return
+            async with trio.open_nursery() as nursery:
+                await nursery.start(auth.run)  # the token verifier's key refresh
+                await self.manager.run(task_status=task_status)
+                nursery.cancel_scope.cancel()
 
     async def shutdown(self) -> None:
         """Close every session (bounded by ``config.shutdown_bound``), then stop :meth:`run`.
@@ -158,7 +166,10 @@ class McpHttpApp:
         if root and path.startswith(root):
             path = path[len(root) :]
         try:
-            if path == config.path:
+            auth = config.auth
+            if auth is not None and path in auth.metadata_paths:
+                await _metadata(scope, send, auth.metadata_body)
+            elif path == config.path:
                 headers = self._gate(scope)
                 principal = await self._authenticate(scope)
                 await self._endpoint(scope, receive, send, headers, principal)
@@ -188,6 +199,9 @@ class McpHttpApp:
         return headers
 
     async def _authenticate(self, scope: Scope) -> Hashable | None:
+        auth = self.config.auth
+        if auth is not None:
+            return await auth.authenticate(scope)
         hook = self.config.authenticate
         if hook is None:
             return None
@@ -249,11 +263,13 @@ class McpHttpApp:
             )
             messages, batch = parse_body(body)
             requests = [m for m in messages if type(m) is Request]
+            if config.auth is not None:
+                config.auth.authorize(requests, cast("AuthInfo | None", principal))
             initialize = next((r for r in requests if r.method == "initialize"), None)
             if initialize is not None and batch:
                 raise HttpRejection(400, "initialize must not be part of a batch")
             if config.stateless:
-                await self._post_stateless(send, body, messages, requests, headers)
+                await self._post_stateless(send, body, messages, requests, headers, principal)
                 return
             created = False
             if entry is None:
@@ -263,7 +279,9 @@ class McpHttpApp:
                 entry.active += 1
                 created = True
             try:
-                await self._post_in_session(send, entry, body, messages, requests, batch)
+                await self._post_in_session(
+                    send, entry, body, messages, requests, batch, principal
+                )
             finally:
                 if created and not _negotiated(entry):
                     self.manager.end(entry, "initialize failed")
@@ -295,6 +313,7 @@ class McpHttpApp:
         messages: list[Message],
         requests: list[Request],
         batch: bool,
+        principal: Hashable | None = None,
     ) -> None:
         transport: HttpSessionTransport = entry.transport
         session = entry.session
@@ -318,7 +337,7 @@ class McpHttpApp:
             await respond(send, 202, headers=extra)
             return
         version = session.connection.protocol_version or _requested_version(requests)
-        await self._answer(send, transport, body, messages, ids, version, extra)
+        await self._answer(send, transport, body, messages, ids, version, extra, principal)
 
     async def _answer(
         self,
@@ -329,18 +348,23 @@ class McpHttpApp:
         ids: list[RequestId],
         version: str | None,
         extra: Headers,
+        principal: Hashable | None = None,
     ) -> None:
         """Feed the body and write the answers: one JSON body, or an SSE stream."""
         config = self.config
         if config.json_response:
-            stream = await transport.open_post_stream(ids, json_mode=True, sink=None, prime=False)
+            stream = await transport.open_post_stream(
+                ids, json_mode=True, sink=None, prime=False, auth=principal
+            )
             await self._feed(transport, stream, body, messages)
             await stream.done.wait()
             await _send_json(send, stream, ids, extra)
             return
         sink = Sink(config.stream_max_bytes, config.stream_max_messages)
         prime = version is not None and version >= V2025_11_25
-        stream = await transport.open_post_stream(ids, json_mode=False, sink=sink, prime=prime)
+        stream = await transport.open_post_stream(
+            ids, json_mode=False, sink=sink, prime=prime, auth=principal
+        )
         await self._feed(transport, stream, body, messages)
         start = {"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *extra]}
         await send(start)
@@ -376,6 +400,7 @@ class McpHttpApp:
         messages: list[Message],
         requests: list[Request],
         headers: RequestHeaders,
+        principal: Hashable | None = None,
     ) -> None:
         if not requests:
             await respond(send, 202)  # nothing to answer and no session to tell
@@ -390,6 +415,8 @@ class McpHttpApp:
                 backlog_size=config.backlog_size,
                 retry_ms=config.retry_ms,
             )
+            # The session's tasks start from this one and inherit the variable.
+            current_auth_source.set(transport)
             async with open_session(
                 transport,
                 role=Role.SERVER,
@@ -401,7 +428,7 @@ class McpHttpApp:
                     version = headers.get(b"mcp-protocol-version") or HTTP_DEFAULT_VERSION
                     await _initialize_implicitly(transport, version, config.enqueue_timeout)
                 await self._answer(send, transport, body, messages, [r.id for r in requests],
-                                   version, [])
+                                   version, [], principal)
         finally:
             manager.release()
 
@@ -514,3 +541,18 @@ async def _send_json(send: Send, stream: OutStream, ids: list[RequestId], extra:
         body = error_body(CONNECTION_CLOSED, "The request ended without an answer",
                           ids[0] if len(ids) == 1 else None)
     await respond(send, 200, body, [*extra, JSON_TYPE])
+
+
+async def _metadata(scope: Scope, send: Send, body: bytes) -> None:
+    """The protected-resource metadata document (RFC 9728): public, readable cross-origin."""
+    cors = [(b"access-control-allow-origin", b"*")]
+    method = scope["method"]
+    if method == "OPTIONS":
+        cors.append((b"access-control-allow-methods", b"GET, OPTIONS"))
+        cors.append((b"access-control-allow-headers", b"mcp-protocol-version"))
+        await respond(send, 204, headers=cors)
+    elif method == "GET":
+        await respond(send, 200, body, [*cors, (b"cache-control", b"max-age=3600")],
+                      content_type=b"application/json")
+    else:
+        raise HttpRejection(405, "Method not allowed", headers=[(b"allow", b"GET, OPTIONS")])

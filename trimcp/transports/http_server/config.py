@@ -7,12 +7,15 @@ docstring. Times are seconds on the Trio clock.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from trimcp.session import SessionOptions
 from trimcp.transports.http_server.event_store import EventStore, InMemoryEventStore
+
+if TYPE_CHECKING:
+    from trimcp.auth.resource import ProtectedResource
 
 #: Host names a server accepts by default (with any port): it is meant to be bound to
 #: loopback, and any other name in ``Host`` is a DNS-rebinding attempt.
@@ -69,6 +72,9 @@ class HttpServerConfig:
       any port) or ``"*"``. None means: an origin whose host is an allowed host. A request
       without ``Origin`` is allowed; a bad one gets 403.
       ``authenticate``: see :data:`Authenticate`; sessions are bound to its principal.
+      ``auth``: OAuth 2.1 protection (a :class:`~trimcp.auth.ProtectedResource`): bearer
+      tokens verified, protected-resource metadata served, scopes enforced, the principal
+      on ``ctx.auth`` (docs/authorization.md). Not together with ``authenticate``.
     Limits:
       ``max_body_bytes`` (413 past it, checked while reading), ``body_timeout`` (408 when
       the body is not complete in time), ``max_sessions`` (503 past it, nothing
@@ -98,6 +104,7 @@ class HttpServerConfig:
     allowed_hosts: tuple[str, ...] | None = attrs.field(default=None, converter=_names)
     allowed_origins: tuple[str, ...] | None = attrs.field(default=None, converter=_names)
     authenticate: Authenticate | None = None
+    auth: ProtectedResource | None = None
     max_body_bytes: int = attrs.field(default=4 * 1024 * 1024, validator=_positive)
     body_timeout: float = attrs.field(default=30.0, validator=_positive)
     max_sessions: int = attrs.field(default=1000, validator=_positive)
@@ -117,6 +124,10 @@ class HttpServerConfig:
     legacy_sse: bool = True
     legacy_sse_path: str = attrs.field(default="/sse", validator=_path)
     legacy_messages_path: str = attrs.field(default="/messages", validator=_path)
+
+    def __attrs_post_init__(self) -> None:
+        if self.auth is not None and self.authenticate is not None:
+            raise ValueError("give either auth= (OAuth) or authenticate= (your own hook), not both")
 
     @property
     def hosts(self) -> tuple[str, ...]:

@@ -21,6 +21,7 @@ from typing import Any
 
 import trio
 
+from trimcp.auth.principal import FixedAuth, current_auth_source
 from trimcp.errors import SessionClosed
 from trimcp.protocol.lifecycle import Role
 from trimcp.session import Session, SessionHandler
@@ -28,7 +29,7 @@ from trimcp.session.engine import resting_session
 from trimcp.transports.base import Transport
 from trimcp.transports.http_server.asgi import HttpRejection
 from trimcp.transports.http_server.config import HttpServerConfig
-from trimcp.transports.http_server.transport import current_transport
+from trimcp.transports.http_server.transport import HttpSessionTransport, current_transport
 
 logger = logging.getLogger("trimcp.http")
 
@@ -228,6 +229,10 @@ class SessionManager:
         session = entry.session
         assert session is not None
         current_transport.set(entry.transport)
+        transport = entry.transport
+        current_auth_source.set(
+            transport if isinstance(transport, HttpSessionTransport) else FixedAuth(entry.principal)
+        )
         rested = False
         try:
             rested = await session.run_awake(task_status=task_status)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from typing import Any
 
 import trio
 
@@ -151,10 +152,13 @@ class OutStream:
     one final message is kept in ``json_body`` instead of being written to a sink.
     """
 
-    __slots__ = ("_done", "_finished", "json_body", "json_mode", "pending", "sink", "stream_id")
+    __slots__ = ("_done", "_finished", "auth", "json_body", "json_mode", "pending", "sink",
+                 "stream_id")
 
     def __init__(self, stream_id: str | None, *, json_mode: bool = False) -> None:
         self.stream_id = stream_id
+        #: The principal of the POST whose requests this stream answers (``ctx.auth``).
+        self.auth: Any = None
         self.json_mode = json_mode
         self.pending: dict[RequestId, bytes] = {}
         self.sink: Sink | None = None

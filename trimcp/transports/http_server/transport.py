@@ -21,6 +21,7 @@ import logging
 from collections import deque
 from collections.abc import Iterable, Sequence
 from contextvars import ContextVar
+from typing import Any
 
 import trio
 
@@ -198,10 +199,12 @@ class HttpSessionTransport:
         json_mode: bool,
         sink: Sink | None,
         prime: bool,
+        auth: object = None,
     ) -> OutStream:
         """Register a stream for the answers to ``request_ids`` (before the body is fed).
 
-        With ``prime`` (and a store) the sink first gets the priming event.
+        With ``prime`` (and a store) the sink first gets the priming event. ``auth`` is the
+        principal of the POST (handlers see it through :meth:`auth_for`).
         """
         resumable = self._store is not None and not json_mode
         stream_id: str | None = None
@@ -209,6 +212,7 @@ class HttpSessionTransport:
             stream_id = str(self._next_stream)
             self._next_stream += 1
         stream = OutStream(stream_id, json_mode=json_mode)
+        stream.auth = auth
         for request_id in request_ids:
             stream.pending[request_id] = response_prefix(request_id)
             self._routes[request_id] = stream
@@ -219,6 +223,11 @@ class HttpSessionTransport:
                 await self._prime(stream_id, sink)
             stream.attach(sink)
         return stream
+
+    def auth_for(self, request_id: RequestId) -> Any:
+        """The principal of the POST that carried ``request_id`` (an ``AuthSource``)."""
+        stream = self._routes.get(request_id)
+        return stream.auth if stream is not None else None
 
     def abandon(self, stream: OutStream) -> None:
         """Forget a stream whose body never reached the engine."""

@@ -1,0 +1,168 @@
+"""Small bounded HTTP exchanges for OAuth: fetch a JSON document, POST a form.
+
+Built on the HTTP client's connection pool (h11 over Trio, TLS by the default context).
+Every exchange is bounded in time (``timeout``, for the whole exchange) and in size
+(``max_bytes``); a failure is one :class:`FetchError` whose message names the URL.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import ssl
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+import attrs
+import trio
+
+from trimcp.auth.errors import AuthError, UnsafeUrl
+from trimcp.transports.http_client.errors import HttpClientError
+from trimcp.transports.http_client.http11 import ConnectionPool
+from trimcp.transports.http_client.url import Endpoint, parse_url
+
+#: Default bound on a metadata document, key set or token answer.
+MAX_DOCUMENT_BYTES = 256 * 1024
+
+
+class FetchError(AuthError):
+    """An OAuth exchange failed: connect, timeout, size, or a body that is not JSON."""
+
+
+@attrs.frozen
+class JsonResponse:
+    """A response whose body was read: ``status``, lower-case ``headers``, ``body`` bytes."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        """The body as JSON; :class:`FetchError` when it is not."""
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            raise FetchError(
+                f"HTTP {self.status}: the body is not JSON: {self.body[:200]!r}"
+            ) from None
+
+    def json_object(self, what: str) -> dict[str, Any]:
+        """The body as a JSON object; :class:`FetchError` naming ``what`` otherwise."""
+        value = self.json()
+        if not isinstance(value, dict):
+            raise FetchError(f"{what} is not a JSON object")
+        return value
+
+
+def is_public_host(host: str) -> bool:
+    """False for a literal private, loopback, link-local, multicast or reserved address.
+
+    Host names are not resolved here (the connection is made to what DNS says at that
+    moment); a literal address is judged directly.
+    """
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return host.lower() not in ("localhost",) and not host.lower().endswith(".localhost")
+    return not (
+        address.is_private
+        or address.is_loopback
+        or address.is_link_local
+        or address.is_multicast
+        or address.is_reserved
+        or address.is_unspecified
+    )
+
+
+def check_url(url: str, *, allow_private: bool, require_https: bool = False) -> Endpoint:
+    """Parse ``url`` and refuse what an OAuth client must not fetch (SSRF guard).
+
+    Only ``http``/``https``; with ``require_https`` only ``https`` (loopback excepted);
+    unless ``allow_private``, no literal private, loopback or link-local address and no
+    ``localhost``. Raises :class:`UnsafeUrl`.
+    """
+    try:
+        endpoint = parse_url(url)
+    except ValueError as exc:
+        raise UnsafeUrl(f"refusing URL {url[:200]!r}: {exc}") from None
+    if not allow_private and not is_public_host(endpoint.host):
+        raise UnsafeUrl(
+            f"refusing URL {url[:200]!r}: {endpoint.host} is a private, loopback or "
+            "link-local address (allow_private_addresses=True permits it)"
+        )
+    if require_https and endpoint.scheme != "https" and is_public_host(endpoint.host):
+        raise UnsafeUrl(f"refusing URL {url[:200]!r}: authorization endpoints must use https")
+    return endpoint
+
+
+class Fetcher:
+    """Bounded JSON GETs and form POSTs, sharing one connection pool.
+
+    Cancellation: an exchange in progress is abandoned and its connection closed.
+    """
+
+    def __init__(
+        self,
+        *,
+        timeout: float = 10.0,
+        max_bytes: int = MAX_DOCUMENT_BYTES,
+        ssl_context: ssl.SSLContext | None = None,
+        allow_private: bool = True,
+    ) -> None:
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+        self.allow_private = allow_private
+        self._pool = ConnectionPool(
+            ssl_context=ssl_context, connect_timeout=timeout, max_idle=4
+        )
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+
+    def endpoint(self, url: str) -> Endpoint:
+        return check_url(url, allow_private=self.allow_private)
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        body: bytes = b"",
+    ) -> JsonResponse:
+        """One exchange, read whole. Raises :class:`FetchError` / :class:`UnsafeUrl`."""
+        endpoint = self.endpoint(url)
+        all_headers = {"accept": "application/json", **(headers or {})}
+        try:
+            with trio.fail_after(self.timeout):
+                async with self._pool.request(
+                    method, endpoint, all_headers, body, head_timeout=self.timeout
+                ) as response:
+                    data = await response.read_all(self.max_bytes, self.timeout)
+                    return JsonResponse(response.status, dict(response.headers), data)
+        except trio.TooSlowError:
+            raise FetchError(f"{method} {url} took longer than {self.timeout:g} s") from None
+        except HttpClientError as exc:
+            raise FetchError(f"{method} {url} failed: {exc.message}") from None
+
+    async def get(self, url: str, headers: Mapping[str, str] | None = None) -> JsonResponse:
+        return await self.request("GET", url, headers=headers)
+
+    async def post_form(
+        self,
+        url: str,
+        form: Mapping[str, str],
+        headers: Mapping[str, str] | None = None,
+    ) -> JsonResponse:
+        """POST ``application/x-www-form-urlencoded``."""
+        body = urlencode(form).encode("ascii")
+        all_headers = {"content-type": "application/x-www-form-urlencoded", **(headers or {})}
+        return await self.request("POST", url, headers=all_headers, body=body)
+
+    async def post_json(
+        self, url: str, value: Any, headers: Mapping[str, str] | None = None
+    ) -> JsonResponse:
+        body = json.dumps(value).encode("utf-8")
+        all_headers = {"content-type": "application/json", **(headers or {})}
+        return await self.request("POST", url, headers=all_headers, body=body)

@@ -1,0 +1,287 @@
+"""Protecting an MCP server: :class:`ProtectedResource` (OAuth 2.1 resource server side).
+
+Give one to ``HttpServerConfig(auth=...)``. The HTTP app then:
+
+- serves the protected-resource metadata (RFC 9728) at
+  ``/.well-known/oauth-protected-resource`` plus the resource's path, and at the bare
+  well-known path;
+- verifies the bearer token of every request to the MCP endpoint before anything else is
+  read (a missing or refused token: 401 with ``WWW-Authenticate: Bearer
+  resource_metadata=..., scope=...`` and, for a refused one, ``error="invalid_token"``);
+- checks the token's audience is this resource (RFC 8707) and that it grants the
+  server-wide ``required_scopes``, then, per request in the body, the scopes a tool,
+  prompt or resource needs (403 ``insufficient_scope`` with the scopes to ask for: the
+  client can step up). Nothing runs for a refused request;
+- binds each session to the principal that created it (another principal: 404), and
+  hands the principal to handlers as ``ctx.auth``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any, cast
+from urllib.parse import urlsplit
+
+import trio
+
+from trimcp.auth.errors import InvalidToken
+from trimcp.auth.principal import AuthInfo
+from trimcp.auth.verifiers import CallableVerifier, TokenVerifier, VerifyFunction
+from trimcp.protocol.jsonrpc import Request, dump_json
+from trimcp.transports.http_server.asgi import HttpRejection
+
+logger = logging.getLogger("trimcp.auth")
+
+WELL_KNOWN = "/.well-known/oauth-protected-resource"
+_TOKEN68 = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+#: Methods whose target needs per-item scopes, and the param that names the target.
+_TARGETS = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "resources/subscribe": "uri",
+}
+_KIND = {"tools/call": "tool", "prompts/get": "prompt", "resources/read": "resource",
+         "resources/subscribe": "resource"}
+
+
+def _quoted(text: str) -> str:
+    # A quoted-string of RFC 9110 holding only visible ASCII and spaces (no " or \).
+    clean = "".join(c for c in text if 0x20 <= ord(c) < 0x7F and c not in '"\\')
+    return f'"{clean[:300]}"'
+
+
+def canonical_resource(url: str) -> str:
+    """The canonical form of a resource URI (RFC 8707 / the MCP spec): lower-case scheme
+    and host, no fragment; the path is kept as given (no trailing slash added)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"the resource must be an absolute http(s) URL, got {url!r}")
+    if parts.fragment:
+        raise ValueError(f"the resource URI must not have a fragment: {url!r}")
+    netloc = parts.netloc.lower()
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{parts.scheme.lower()}://{netloc}{parts.path}{query}"
+
+
+def _scope_map(value: Mapping[str, Iterable[str] | str] | None) -> dict[str, frozenset[str]]:
+    out: dict[str, frozenset[str]] = {}
+    for key, scopes in (value or {}).items():
+        out[key] = frozenset(scopes.split()) if isinstance(scopes, str) else frozenset(scopes)
+    return out
+
+
+class ProtectedResource:
+    """This MCP server as an OAuth 2.1 protected resource (see the module docstring).
+
+    ``resource``: the server's canonical URI, the MCP endpoint's full URL as clients
+    reach it (``https://mcp.example.com/mcp``); tokens must name it in ``aud``.
+    ``authorization_servers``: issuer URLs of the servers that issue tokens for it.
+    ``verifier``: a :class:`TokenVerifier` (or an ``async def (token) -> AuthInfo |
+    None``). ``required_scopes``: needed for every request. ``tool_scopes`` /
+    ``prompt_scopes``: extra scopes per tool / prompt name; ``resource_scopes``: per
+    resource URI, or URI prefix ending in ``*``. ``hide_unauthorized``: lists leave out
+    the tools, prompts and resources the caller's scopes do not reach.
+    ``scopes_supported``: advertised in the metadata (default: every scope named here).
+    ``extra_audiences``: other ``aud`` values accepted (e.g. an old URL);
+    ``verify_audience=False`` leaves the audience to the verifier (e.g. a custom one).
+    ``resource_name`` / ``resource_documentation``: shown to users by clients.
+    """
+
+    def __init__(
+        self,
+        *,
+        resource: str,
+        authorization_servers: Sequence[str],
+        verifier: TokenVerifier | VerifyFunction,
+        required_scopes: Iterable[str] = (),
+        tool_scopes: Mapping[str, Iterable[str] | str] | None = None,
+        prompt_scopes: Mapping[str, Iterable[str] | str] | None = None,
+        resource_scopes: Mapping[str, Iterable[str] | str] | None = None,
+        hide_unauthorized: bool = False,
+        scopes_supported: Iterable[str] | None = None,
+        extra_audiences: Iterable[str] = (),
+        verify_audience: bool = True,
+        resource_name: str | None = None,
+        resource_documentation: str | None = None,
+    ) -> None:
+        if not authorization_servers:
+            raise ValueError("name at least one authorization server (its issuer URL)")
+        self.resource = canonical_resource(resource)
+        self.authorization_servers = tuple(authorization_servers)
+        self.verifier: TokenVerifier = (
+            cast(TokenVerifier, verifier) if hasattr(verifier, "verify")
+            else CallableVerifier(verifier)
+        )
+        self.required_scopes = frozenset(required_scopes)
+        self.tool_scopes = _scope_map(tool_scopes)
+        self.prompt_scopes = _scope_map(prompt_scopes)
+        self._exact_resources = {
+            k: v for k, v in _scope_map(resource_scopes).items() if not k.endswith("*")
+        }
+        self._prefix_resources = sorted(
+            ((k[:-1], v) for k, v in _scope_map(resource_scopes).items() if k.endswith("*")),
+            key=lambda kv: -len(kv[0]),
+        )
+        self.hide_unauthorized = hide_unauthorized
+        if scopes_supported is None:
+            every: set[str] = set(self.required_scopes)
+            for table in (self.tool_scopes, self.prompt_scopes, self._exact_resources):
+                for scopes in table.values():
+                    every |= scopes
+            for _, scopes in self._prefix_resources:
+                every |= scopes
+            scopes_supported = sorted(every)
+        self.scopes_supported = tuple(scopes_supported)
+        self.audiences = frozenset({self.resource, *map(canonical_resource, extra_audiences)})
+        self.verify_audience = verify_audience
+        self.resource_name = resource_name
+        self.resource_documentation = resource_documentation
+        parts = urlsplit(self.resource)
+        path = parts.path.rstrip("/")
+        self.metadata_url = f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{path}"
+        self.metadata_paths = frozenset({f"{WELL_KNOWN}{path}", WELL_KNOWN})
+        self._metadata_body = dump_json(self.metadata())
+
+    # --- metadata (RFC 9728) ------------------------------------------------------------
+
+    def metadata(self) -> dict[str, Any]:
+        """The protected-resource metadata document."""
+        document: dict[str, Any] = {
+            "resource": self.resource,
+            "authorization_servers": list(self.authorization_servers),
+            "bearer_methods_supported": ["header"],
+        }
+        if self.scopes_supported:
+            document["scopes_supported"] = list(self.scopes_supported)
+        if self.resource_name is not None:
+            document["resource_name"] = self.resource_name
+        if self.resource_documentation is not None:
+            document["resource_documentation"] = self.resource_documentation
+        return document
+
+    @property
+    def metadata_body(self) -> bytes:
+        return self._metadata_body
+
+    # --- challenges ---------------------------------------------------------------------
+
+    def challenge(
+        self,
+        status: int,
+        message: str,
+        *,
+        error: str | None = None,
+        scopes: Collection[str] | None = None,
+    ) -> HttpRejection:
+        """An :class:`HttpRejection` carrying ``WWW-Authenticate: Bearer ...``."""
+        params = []
+        if error is not None:
+            params.append(f"error={_quoted(error)}")
+            params.append(f"error_description={_quoted(message)}")
+        wanted = self.required_scopes if scopes is None else scopes
+        if wanted:
+            params.append(f"scope={_quoted(' '.join(sorted(wanted)))}")
+        params.append(f"resource_metadata={_quoted(self.metadata_url)}")
+        value = "Bearer " + ", ".join(params)
+        return HttpRejection(
+            status, message, headers=[(b"www-authenticate", value.encode("ascii"))]
+        )
+
+    # --- the gate -----------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The verifier's background work (key refresh...). The HTTP app runs it in its
+        nursery. Cancellation: stops."""
+        await self.verifier.run(task_status=task_status)
+
+    async def authenticate(self, scope: Mapping[str, Any]) -> AuthInfo:
+        """The principal of an ASGI request, or :class:`HttpRejection` (400/401/403)."""
+        values = [v for k, v in scope["headers"] if k.lower() == b"authorization"]
+        if not values:
+            raise self.challenge(401, "Authorization required: send a bearer token")
+        if len(values) > 1:
+            raise HttpRejection(400, "Repeated Authorization header")
+        kind, _, token = values[0].decode("latin-1").strip().partition(" ")
+        token = token.strip()
+        if kind.lower() != "bearer" or not token:
+            raise self.challenge(401, "Authorization required: send a bearer token")
+        if not _TOKEN68.fullmatch(token):
+            raise self.challenge(401, "the token is malformed", error="invalid_token")
+        try:
+            info = await self.verifier.verify(token)
+        except InvalidToken as exc:
+            logger.info("refused a token: %s", exc)
+            raise self.challenge(401, str(exc), error="invalid_token") from None
+        if self.verify_audience and not self.audiences.intersection(
+            _canonical_all(info.audience)
+        ):
+            logger.info("refused a token for audience %s", list(info.audience)[:4])
+            raise self.challenge(
+                401, "the token was issued for another audience", error="invalid_token"
+            )
+        if not info.has_scopes(self.required_scopes):
+            raise self.challenge(
+                403,
+                "the token lacks scopes this server requires",
+                error="insufficient_scope",
+                scopes=self.required_scopes | info.scopes,
+            )
+        return _with_rules(info, self)
+
+    def scopes_for(self, method: str, name: str) -> frozenset[str]:
+        """Scopes a ``method`` request on ``name`` needs beyond ``required_scopes``."""
+        if method == "tools/call":
+            return self.tool_scopes.get(name, frozenset())
+        if method == "prompts/get":
+            return self.prompt_scopes.get(name, frozenset())
+        if method in ("resources/read", "resources/subscribe"):
+            exact = self._exact_resources.get(name)
+            if exact is not None:
+                return exact
+            for prefix, scopes in self._prefix_resources:
+                if name.startswith(prefix):
+                    return scopes
+        return frozenset()
+
+    def authorize(self, requests: Iterable[Request], auth: AuthInfo | None) -> None:
+        """Refuse (403 ``insufficient_scope``) a body holding a request whose target needs
+        scopes ``auth`` lacks. Called before the body reaches the session."""
+        if auth is None:
+            return
+        for request in requests:
+            key = _TARGETS.get(request.method)
+            if key is None or request.params is None:
+                continue
+            name = request.params.get(key)
+            if not isinstance(name, str):
+                continue
+            needed = self.scopes_for(request.method, name)
+            if needed and not auth.has_scopes(needed):
+                missing = " ".join(sorted(needed - auth.scopes))
+                raise self.challenge(
+                    403,
+                    f"the {_KIND[request.method]} {name[:100]!r} needs scope {missing}",
+                    error="insufficient_scope",
+                    scopes=self.required_scopes | auth.scopes | needed,
+                )
+
+
+def _canonical_all(values: Iterable[str]) -> set[str]:
+    out = set()
+    for value in values:
+        try:
+            out.add(canonical_resource(value))
+        except ValueError:
+            out.add(value)
+    return out
+
+
+def _with_rules(info: AuthInfo, resource: ProtectedResource) -> AuthInfo:
+    import attrs
+
+    return attrs.evolve(
+        info, rules=resource.scopes_for, hide_unauthorized=resource.hide_unauthorized
+    )
