@@ -41,10 +41,12 @@ class InMemoryEventStore:
     At most ``max_events`` events and ``max_bytes`` bytes of messages (whichever is hit
     first; the newest event is always kept). Event ids are ``<stream>_<sequence>``, so a
     stream is known even after its events were evicted; replaying across evicted events
-    returns what is left and logs how many were lost.
+    of that stream returns what is left and logs a warning (evictions of other streams'
+    events, or of events the client already had, are not a loss and log nothing).
     """
 
-    __slots__ = ("_bytes", "_events", "_head", "_next", "evicted", "max_bytes", "max_events")
+    __slots__ = ("_bytes", "_events", "_head", "_lost", "_lost_floor", "_next", "evicted",
+                 "max_bytes", "max_events")
 
     def __init__(self, *, max_events: int = 512, max_bytes: int = 4 * 1024 * 1024) -> None:
         if max_events < 1 or max_bytes < 1:
@@ -58,6 +60,11 @@ class InMemoryEventStore:
         self._bytes = 0
         self._next = 1
         self.evicted = 0
+        #: The newest evicted event of each stream that lost some (made at the first
+        #: eviction; at most ``max_events`` streams, oldest forgotten first).
+        self._lost: dict[str, int] | None = None
+        #: The newest evicted event of a stream forgotten from ``_lost``.
+        self._lost_floor = 0
 
     @property
     def size(self) -> tuple[int, int]:
@@ -86,10 +93,31 @@ class InMemoryEventStore:
             held -= 1
             self._bytes -= len(oldest[2])
             self.evicted += 1
+            self._note_lost(oldest[1], oldest[0])
         if self._head > 32 and self._head * 2 > len(events):  # amortized O(1) compaction
             del events[: self._head]
             self._head = 0
         return f"{stream_id}_{seq}"
+
+    def _note_lost(self, stream_id: str, seq: int) -> None:
+        lost = self._lost
+        if lost is None:
+            lost = self._lost = {}
+        lost.pop(stream_id, None)
+        lost[stream_id] = seq
+        if len(lost) > self.max_events:
+            forgotten = next(iter(lost))
+            self._lost_floor = max(self._lost_floor, lost.pop(forgotten))
+
+    def _lost_after(self, stream_id: str, after: int) -> bool:
+        """Whether an event of ``stream_id`` later than ``after`` may have been evicted."""
+        lost = self._lost
+        if lost is None:
+            return False
+        newest = lost.get(stream_id)
+        if newest is not None:
+            return newest > after
+        return self._lost_floor > after  # forgotten: assume the worst
 
     async def replay_after(self, event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
         stream_id, _, raw_seq = event_id.rpartition("_")
@@ -99,7 +127,7 @@ class InMemoryEventStore:
         if after >= self._next:
             return None  # never issued
         events = self._held()
-        if events and after < events[0][0] - 1:
+        if self._lost_after(stream_id, after):
             logger.warning(
                 "replaying stream %s after event %s: older events were evicted, some may be lost",
                 stream_id,

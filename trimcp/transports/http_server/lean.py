@@ -161,10 +161,12 @@ class _Exchange:
     __slots__ = (
         "_chunked",
         "_connection",
+        "_head_write",
         "_no_body",
         "_remaining",
         "_start",
         "body_done",
+        "body_length",
         "client_gone",
         "complete",
         "error_status",
@@ -182,6 +184,8 @@ class _Exchange:
         self.keep_alive = keep_alive
         self.expect_continue = expect_continue
         self.body_done = False
+        #: The request body's declared length (0 without one; None when chunked).
+        self.body_length: int | None = 0
         self.client_gone = False
         #: h11's status hint when the request body was malformed.
         self.error_status: int | None = None
@@ -192,16 +196,39 @@ class _Exchange:
         self._no_body = False
         #: Body bytes still owed under the app's own Content-Length (streamed bodies).
         self._remaining: int | None = None
+        #: Set while the head is written ahead of the body (see :meth:`receive`).
+        self._head_write: trio.Event | None = None
 
     # --- receive ---------------------------------------------------------------------------
 
     async def receive(self) -> Message:
         if not self.body_done:
             return await self._receive_body()
-        if not self.client_gone and not self.complete:
-            await self._connection.wait_for_eof()
-        self.client_gone = True
+        if self.complete:
+            # The response is over: nothing more to wait for, and no client is leaving
+            # (the connection stays reusable).
+            return {"type": "http.disconnect"}
+        if not self.client_gone:
+            if self._start is not None and not self.started:
+                # The app waits for the client to leave with its response begun: a
+                # long-lived stream (a GET with nothing to send yet). The client gets the
+                # head now, not with the first event, which may come much later.
+                await self._send_head_now()
+            if not self.client_gone and not self.complete:
+                await self._connection.wait_for_eof()
+                self.client_gone = True
         return {"type": "http.disconnect"}
+
+    async def _send_head_now(self) -> None:
+        assert self._start is not None
+        out = self._head(self._start, b"", True)
+        self._head_write = written = trio.Event()
+        try:
+            if not await self._connection.write(out):
+                self.client_gone = True
+        finally:
+            self._head_write = None
+            written.set()
 
     async def _receive_body(self) -> Message:
         connection = self._connection
@@ -250,6 +277,8 @@ class _Exchange:
             raise ValueError(f"unexpected ASGI message {kind!r} on an HTTP connection")
         if self._start is None:
             raise RuntimeError("http.response.body before http.response.start")
+        if self._head_write is not None:
+            await self._head_write.wait()  # one write at a time on the stream
         if self.client_gone or self.complete:
             return
         body: bytes = message.get("body", b"")
@@ -296,6 +325,12 @@ class _Exchange:
         connection = self._connection
         if connection.state.terminating:
             keep_alive = False
+        elif keep_alive and not self.body_done and connection.conn.their_state is h11.SEND_BODY:
+            # Answered before the app read the body: the connection can serve another
+            # request only if the rest of this one is already here; else say it closes.
+            owed = self.body_length
+            if owed is None or len(connection.conn.trailing_data[0]) < owed:
+                keep_alive = False
         self._no_body = no_body = self.method == b"HEAD" or status in (204, 304)
         if length is not None:
             if not no_body:
@@ -477,11 +512,17 @@ class _Connection:
         self.http11 = http11 = version == "1.1"
         keep_alive = http11
         headers: list[tuple[bytes, bytes]] = []
+        body_length: int | None = 0
         for raw, value in request.headers.raw_items():
             name = raw.lower()
             headers.append((name, value))
-            if name == b"connection" and b"close" in _tokens(value):
-                keep_alive = False
+            if name == b"connection":
+                if b"close" in _tokens(value):
+                    keep_alive = False
+            elif name == b"content-length":
+                body_length = int(value)  # h11 checked it: digits
+            elif name == b"transfer-encoding":
+                body_length = None
         limit = self.limits.max_header_bytes
         # The head's size on the wire, counted only when it may be over the limit.
         fed = self._fed
@@ -512,6 +553,7 @@ class _Connection:
             "server": self.server,
         }
         exchange = _Exchange(self, method, keep_alive, self.conn.they_are_waiting_for_100_continue)
+        exchange.body_length = body_length
         try:
             await self.app(scope, exchange.receive, exchange.send)
         except Exception:
