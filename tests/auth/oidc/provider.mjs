@@ -1,0 +1,103 @@
+// oidc-provider on 127.0.0.1 as the authorization server of the authorization tests.
+//
+//   node provider.mjs            # listens on a free port; prints one JSON line:
+//                                # {"issuer": "http://127.0.0.1:PORT", "port": PORT}
+//
+// Resource indicators (RFC 8707) are on: a resource whose path ends in "/opaque" gets
+// opaque access tokens (for introspection), any other resource gets JWT access tokens
+// (RFC 9068) with "aud" = the resource. Access tokens live ACCESS_TTL seconds (env, default
+// 300). Clients: "machine" (client_credentials, secret "machine-secret"), "rs" (introspection,
+// secret "rs-secret"), and dynamic registration is open. The login step is scripted: the
+// interaction page is a form; POST /interaction/:uid/login with login=<name> signs that
+// user in and grants what was asked.
+import { createServer } from 'node:http';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+// OIDC_MODULES: the node_modules folder setup.sh installed (ES modules ignore NODE_PATH).
+const modules = process.env.OIDC_MODULES;
+const { default: Provider } = await import(
+  pathToFileURL(join(modules, 'oidc-provider', 'lib', 'index.js')).href);
+
+const ACCESS_TTL = Number(process.env.ACCESS_TTL || 300);
+const SCOPES = ['mcp', 'files:write', 'offline_access'];
+
+const server = createServer();
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+const { port } = server.address();
+const issuer = `http://127.0.0.1:${port}`;
+
+const configuration = {
+  clients: [
+    { client_id: 'machine', client_secret: 'machine-secret', grant_types: ['client_credentials'],
+      redirect_uris: [], response_types: [], scope: 'mcp files:write' },
+    { client_id: 'rs', client_secret: 'rs-secret', grant_types: [], redirect_uris: [],
+      response_types: [] },
+  ],
+  scopes: ['openid', ...SCOPES],
+  claims: { openid: ['sub'] },
+  pkce: { required: () => true },
+  features: {
+    devInteractions: { enabled: false },
+    registration: { enabled: true },
+    clientCredentials: { enabled: true },
+    introspection: { enabled: true, allowedPolicy: async () => true },
+    revocation: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: async (ctx, client, oneOf) => oneOf,
+      useGrantedResource: async () => true,
+      getResourceServerInfo: async (ctx, resource) => ({
+        scope: 'mcp files:write',
+        audience: resource,
+        accessTokenTTL: ACCESS_TTL,
+        accessTokenFormat: new URL(resource).pathname.endsWith('/opaque') ? 'opaque' : 'jwt',
+      }),
+    },
+  },
+  issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
+  loadExistingGrant: async () => undefined,
+  ttl: { AccessToken: ACCESS_TTL, ClientCredentials: ACCESS_TTL, RefreshToken: 3600,
+         Interaction: 600, Session: 3600, Grant: 3600, AuthorizationCode: 60 },
+  interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
+  findAccount: async (ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
+  cookies: { keys: ['test-cookie-key'] },
+};
+
+const provider = new Provider(issuer, configuration);
+provider.proxy = false;
+
+provider.use(async (ctx, next) => {
+  const match = /^\/interaction\/([^/]+)(\/login)?$/.exec(ctx.path);
+  if (!match) return next();
+  const details = await provider.interactionDetails(ctx.req, ctx.res);
+  if (!match[2]) {
+    ctx.type = 'html';
+    ctx.body = `<form method="post" action="/interaction/${details.uid}/login">` +
+      '<input name="login"><button>Sign in</button></form>';
+    return undefined;
+  }
+  const body = await new Promise((resolve) => {
+    let data = '';
+    ctx.req.on('data', (chunk) => { data += chunk; });
+    ctx.req.on('end', () => resolve(new URLSearchParams(data)));
+  });
+  const accountId = body.get('login') || 'alice';
+  const { params } = details;
+  const grant = new provider.Grant({ accountId, clientId: params.client_id });
+  const scope = String(params.scope || '');
+  const oidc = scope.split(' ').filter((s) => s === 'openid' || s === 'offline_access');
+  if (oidc.length) grant.addOIDCScope(oidc.join(' '));
+  const resources = [].concat(params.resource || []);
+  const wanted = scope.split(' ').filter((s) => s && s !== 'openid' && s !== 'offline_access');
+  for (const resource of resources) grant.addResourceScope(resource, wanted.join(' '));
+  const grantId = await grant.save();
+  await provider.interactionFinished(ctx.req, ctx.res, {
+    login: { accountId }, consent: { grantId },
+  }, { mergeWithLastSubmission: false });
+  return undefined;
+});
+
+server.on('request', provider.callback());
+process.stdout.write(`${JSON.stringify({ issuer, port })}\n`);
+process.on('SIGTERM', () => process.exit(0));
