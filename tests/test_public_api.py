@@ -35,6 +35,9 @@ EXPECTED = {
     "serve_stdio": "trimcp.transports.stdio",
     "serve_websocket": "trimcp.transports.websocket",
     "memory_transport_pair": "trimcp.transports.memory",
+    "MemoryStore": "trimcp.stores",
+    "RedisStore": "trimcp.stores",
+    "StoreUnavailable": "trimcp.stores",
 }
 
 

@@ -57,6 +57,9 @@ _EXPORTS: dict[str, str] = {
     "open_http_client_transport": "trimcp.transports.http_client",
     "open_websocket_client_transport": "trimcp.transports.websocket",
     "serve_websocket": "trimcp.transports.websocket",
+    "MemoryStore": "trimcp.stores",
+    "RedisStore": "trimcp.stores",
+    "StoreUnavailable": "trimcp.stores",
 }
 
 if TYPE_CHECKING:
@@ -94,6 +97,9 @@ if TYPE_CHECKING:
     from trimcp.session import SessionOptions as SessionOptions
     from trimcp.session import open_session as open_session
     from trimcp.session import serve_session as serve_session
+    from trimcp.stores import MemoryStore as MemoryStore
+    from trimcp.stores import RedisStore as RedisStore
+    from trimcp.stores import StoreUnavailable as StoreUnavailable
     from trimcp.transports.http_client import (
         open_http_client_transport as open_http_client_transport,
     )

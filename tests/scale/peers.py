@@ -1,0 +1,170 @@
+"""Real peers for the replica tests: redis-server, nginx and trimcp replicas, each a child
+process on a loopback port, started and stopped by the tests (every wait bounded).
+
+``tests/scale/setup.sh`` installs redis-server and nginx when missing (apt-get; CI runs as
+root). Without them the tests skip, except under ``CI=true``, where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SETUP = Path(__file__).with_name("setup.sh")
+START_TIMEOUT = 20.0
+STOP_TIMEOUT = 20.0
+
+
+def tools() -> dict[str, str]:
+    """Paths of redis-server and nginx (installing them when missing and allowed)."""
+    done = subprocess.run(
+        [str(SETUP), "--quiet"], capture_output=True, text=True, timeout=600, check=False
+    )
+    if done.returncode != 0:
+        message = f"tests/scale/setup.sh failed: {done.stderr.strip()}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return dict(line.split("=", 1) for line in done.stdout.split())
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], what: str) -> None:
+    """Bounded wait until something accepts on ``port`` (or ``process`` died)."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with {process.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.02)  # an external process starting: nothing to wait on but the port
+    raise RuntimeError(f"{what} did not listen on port {port} within {START_TIMEOUT}s")
+
+
+def stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    if process.poll() is None:
+        process.send_signal(sig)
+        try:
+            process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(STOP_TIMEOUT)
+
+
+class RedisServer:
+    """A throwaway redis-server (no persistence) that can be stopped and started again."""
+
+    def __init__(self, binary: str, workdir: Path) -> None:
+        self.binary = binary
+        self.workdir = workdir
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(self.workdir), "--loglevel", "warning"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for_port(self.port, self.process, "redis-server")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop(self.process)
+            self.process = None
+
+
+NGINX_CONF = """\
+worker_processes 1;
+daemon off;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path {dir}/body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+{include}
+    server {{
+        listen 127.0.0.1:{port};
+        include {site};
+    }}
+}}
+"""
+
+
+class Nginx:
+    """nginx in the foreground, balancing round-robin over ``upstreams`` (no stickiness),
+    with the site settings shipped in examples/deploy/nginx-mcp.conf."""
+
+    def __init__(self, binary: str, workdir: Path, upstreams: list[int]) -> None:
+        self.port = free_port()
+        servers = "".join(f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=2s;\n"
+                          for p in upstreams)
+        include = f"    upstream trimcp {{\n{servers}        keepalive 16;\n    }}\n"
+        conf = workdir / "nginx.conf"
+        conf.write_text(NGINX_CONF.format(
+            dir=workdir, port=self.port, include=include,
+            site=ROOT / "examples" / "deploy" / "nginx-mcp-location.conf",
+        ))
+        self.process = subprocess.Popen(
+            [binary, "-c", str(conf), "-p", str(workdir), "-e", str(workdir / "error.log")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        wait_for_port(self.port, self.process, "nginx")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def stop(self) -> None:
+        stop(self.process, signal.SIGQUIT)
+
+
+class Replica:
+    """One trimcp server process (examples/everything_server.py) on its own port."""
+
+    def __init__(self, store_url: str | None, *extra: str) -> None:
+        self.port = free_port()
+        args = [sys.executable, str(ROOT / "examples" / "everything_server.py"),
+                "--transport", "http", "--port", str(self.port), *extra]
+        if store_url is not None:
+            args += ["--store", store_url]
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.PIPE, env=env)
+        wait_for_port(self.port, self.process, "trimcp replica")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def kill(self) -> None:
+        stop(self.process, signal.SIGKILL)
+
+    def stop(self) -> None:
+        stop(self.process)

@@ -1,0 +1,146 @@
+"""The Redis client and the Redis event store against a real redis-server (loopback)."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+import trio
+
+from tests.scale.peers import RedisServer
+from trimcp.stores import RedisStore, StoreUnavailable, store_from_url
+from trimcp.stores.redis_client import RedisAddress, RedisClient, RedisReplyError
+from trimcp.transports.http_server import InMemoryEventStore
+
+
+def test_redis_urls_parse_and_bad_ones_say_what_is_wrong() -> None:
+    address = RedisAddress.from_url("redis://u:p%40ss@10.0.0.1:7000/3")
+    assert (address.host, address.port, address.db) == ("10.0.0.1", 7000, 3)
+    assert (address.username, address.password) == ("u", "p@ss")
+    assert str(address) == "redis://10.0.0.1:7000/3"  # no secrets in logs
+    assert RedisAddress.from_url("redis://h") == RedisAddress(host="h")
+    with pytest.raises(ValueError, match="redis://"):
+        RedisAddress.from_url("http://h:1/0")
+    with pytest.raises(ValueError, match="database"):
+        RedisAddress.from_url("redis://h:1/x")
+    with pytest.raises(ValueError, match="unknown store"):
+        store_from_url("mongodb://h")
+
+
+async def test_commands_pipelines_and_error_replies(redis_server: RedisServer) -> None:
+    client = RedisClient(redis_server.url)
+    try:
+        assert await client.execute("SET", "t:a", b"\x00\xff") == b"OK"
+        assert await client.execute("GET", "t:a") == b"\x00\xff"
+        replies = await client.pipeline([("INCR", "t:n"), ("INCR", "t:n"), ("LPUSH", "t:a", 1)])
+        assert replies[:2] == [1, 2]
+        with pytest.raises(RedisReplyError, match="WRONGTYPE"):
+            await client.execute("LPUSH", "t:a", 1)
+        assert await client.execute("GET", "t:a") == b"\x00\xff"  # the connection goes on
+    finally:
+        await client.aclose()
+
+
+async def test_an_unreachable_store_is_a_clear_bounded_error() -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = RedisClient(f"redis://127.0.0.1:{port}/0", timeout=1.0)
+    with pytest.raises(StoreUnavailable, match=rf"redis://127.0.0.1:{port}/0.*check that Redis"):
+        await client.execute("PING")
+    await client.aclose()
+
+
+async def test_a_silent_store_times_out_within_its_bound(autojump_clock: object) -> None:
+    # A listener that accepts and never answers: the call ends at its timeout.
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    client = RedisClient(f"redis://127.0.0.1:{port}/0", timeout=2.0)
+
+    async def never_answer(stream: trio.SocketStream) -> None:
+        await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(trio.serve_listeners, never_answer, listeners)
+        start = trio.current_time()
+        with pytest.raises(StoreUnavailable, match="no answer within 2s"):
+            await client.execute("PING")
+        assert trio.current_time() - start == pytest.approx(2.0)
+        nursery.cancel_scope.cancel()
+    await client.aclose()
+
+
+async def test_calls_fail_while_redis_is_down_and_recover_after(
+    redis_server: RedisServer,
+) -> None:
+    client = RedisClient(redis_server.url, timeout=1.0)
+    try:
+        await client.execute("SET", "t:r", 1)
+        redis_server.stop()
+        with pytest.raises(StoreUnavailable, match="unavailable"):
+            await client.execute("GET", "t:r")
+        redis_server.start()
+        assert await client.execute("PING") == b"PONG"
+    finally:
+        await client.aclose()
+
+
+async def test_events_replay_on_another_replica(redis_server: RedisServer) -> None:
+    # Two stores on one Redis stand for two replicas serving the same session.
+    a, b = RedisStore(redis_server.url, prefix="t1:"), RedisStore(redis_server.url, prefix="t1:")
+    try:
+        on_a, on_b = a.event_store("S"), b.event_store("S")
+        prime = await on_a.store("post_1", b"")
+        first = await on_a.store("post_1", b"one")
+        await on_a.store("_GET_stream", b"other stream")
+        second = await on_b.store("post_1", b"two")
+        assert await on_b.replay_after(prime) == ("post_1", [(first, b"one"), (second, b"two")])
+        assert await on_a.replay_after(first) == ("post_1", [(second, b"two")])
+        assert await on_a.replay_after(second) == ("post_1", [])
+        # Unknown ids: never issued, malformed, or another session's.
+        assert await on_a.replay_after("post_1_99999999999999-0") is None
+        assert await on_a.replay_after("garbage") is None
+        assert await a.event_store("T").replay_after(first) is None
+    finally:
+        await a.aclose()
+        await b.aclose()
+
+
+async def test_event_streams_are_bounded_and_expire(redis_server: RedisServer) -> None:
+    store = RedisStore(redis_server.url, prefix="t2:", max_events=100, event_ttl=60)
+    try:
+        events = store.event_store("S")
+        ids = [await events.store("s", b"x%d" % i) for i in range(1000)]
+        length = await store.client.execute("XLEN", "t2:ev:S")
+        assert isinstance(length, int)
+        assert 100 <= length < 300  # MAXLEN ~ trims in whole blocks
+        ttl = await store.client.execute("PTTL", "t2:ev:S")
+        assert isinstance(ttl, int)
+        assert 0 < ttl <= 60_000
+        found = await events.replay_after(ids[-3])
+        assert found == ("s", [(ids[-2], b"x998"), (ids[-1], b"x999")])
+    finally:
+        await store.aclose()
+
+
+async def test_the_event_store_keeps_streams_going_while_redis_is_down(
+    redis_server: RedisServer,
+) -> None:
+    store = RedisStore(redis_server.url, prefix="t3:", timeout=1.0)
+    try:
+        events = store.event_store("S")
+        first = await events.store("s", b"one")
+        redis_server.stop()
+        unstored = await events.store("s", b"lost")  # an id, no exception: the stream goes on
+        assert unstored.startswith("s_0-")
+        with pytest.raises(StoreUnavailable):
+            await events.replay_after(first)
+        redis_server.start()  # a fresh, empty Redis
+        later = await events.store("s", b"after")
+        assert await events.replay_after(unstored) == ("s", [(later, b"after")])
+    finally:
+        await store.aclose()
+
+
+async def test_the_memory_store_is_the_in_memory_event_store() -> None:
+    assert isinstance(store_from_url("memory://").event_store("S"), InMemoryEventStore)

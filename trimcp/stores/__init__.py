@@ -1,0 +1,27 @@
+"""Stores: where an HTTP server keeps the state a second process would need.
+
+:class:`MemoryStore` (the default) keeps it in this process; :class:`RedisStore` in Redis,
+so several replicas behind a load balancer serve the same sessions. :func:`store_from_url`
+turns ``memory://`` or ``redis://host:port/db`` into one.
+"""
+
+from __future__ import annotations
+
+from trimcp.stores.base import MemoryStore as MemoryStore
+from trimcp.stores.base import Store as Store
+from trimcp.stores.base import StoreUnavailable as StoreUnavailable
+from trimcp.stores.redis import RedisStore as RedisStore
+
+
+def store_from_url(url: str) -> Store:
+    """A store for ``url``: ``memory://`` (this process) or ``redis://host:port/db``.
+
+    ValueError names an unknown scheme."""
+    if url in ("memory", "memory://"):
+        return MemoryStore()
+    if url.startswith("redis://"):
+        return RedisStore(url)
+    raise ValueError(f"unknown store {url!r}: use memory:// or redis://host:port/db")
+
+
+__all__ = ["MemoryStore", "RedisStore", "Store", "StoreUnavailable", "store_from_url"]
