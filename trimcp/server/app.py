@@ -79,6 +79,15 @@ RequestHandler = Callable[[RequestContext], Any]
 NotificationHandler = Callable[[Session, Any], Any]
 
 
+def _check_name(what: str, name: object) -> None:
+    """``@app.tool(...)``/``@app.prompt(...)`` take a name (str) or nothing before keywords."""
+    if name is not None and not isinstance(name, str):
+        raise TypeError(
+            f"@app.{what}() takes the {what}'s name as a str (or no argument), got {name!r}; "
+            f"decorate with @app.{what} or @app.{what}(\"name\")"
+        )
+
+
 class Server:
     """An MCP server built from decorated functions.
 
@@ -185,6 +194,7 @@ class Server:
         """
         if callable(name):
             return self.add_tool(name)
+        _check_name("tool", name)
 
         def register(fn: Callable[P, R]) -> RegisteredTool[P, R]:
             return self.add_tool(fn, name=name, **options)
@@ -222,7 +232,18 @@ class Server:
         meta: Mapping[str, Any] | None = None,
     ) -> Callable[[Callable[..., Any]], RegisteredResource | RegisteredTemplate]:
         """Register the decorated function as the resource ``uri``, or as a template when
-        ``uri`` holds ``{variables}`` (see :mod:`trimcp.server.resources`)."""
+        ``uri`` holds ``{variables}`` (see :mod:`trimcp.server.resources`).
+
+        The URI is required: a bare ``@app.resource`` (no parentheses) raises ``TypeError``
+        at once, naming the function.
+        """
+        if not isinstance(uri, str):
+            what = getattr(uri, "__name__", None)
+            shown = f"above {what!r}" if callable(uri) and what else f"got {uri!r}"
+            raise TypeError(
+                f"@app.resource needs the resource's URI ({shown}): write "
+                '@app.resource("scheme://path") or @app.resource("scheme://{variable}")'
+            )
 
         def register(fn: Callable[..., Any]) -> RegisteredResource | RegisteredTemplate:
             return self.add_resource(
@@ -236,6 +257,8 @@ class Server:
         self, fn: Callable[..., Any], uri: str, *, size: int | None = None, **options: Any
     ) -> RegisteredResource | RegisteredTemplate:
         """Register ``fn`` for ``uri`` now; the options are those of :meth:`resource`."""
+        if not isinstance(uri, str):
+            raise TypeError(f"add_resource: the URI must be a str, got {uri!r}")
         if "{" in uri:
             if size is not None:
                 raise TypeError("A resource template has no size")
@@ -268,6 +291,7 @@ class Server:
         """Register the decorated function as a prompt (see :mod:`trimcp.server.prompts`)."""
         if callable(name):
             return self.add_prompt(name)
+        _check_name("prompt", name)
 
         def register(fn: Callable[..., Any]) -> RegisteredPrompt:
             return self.add_prompt(fn, name=name, **options)

@@ -25,7 +25,7 @@ from trimcp.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError
 from trimcp.server.context import Context
 from trimcp.server.convert import ValidationError
 from trimcp.server.registry import FunctionHandle
-from trimcp.server.signature import call, inspect_function
+from trimcp.server.signature import call, inspect_function, param_error
 from trimcp.server.textargs import choices_of, text_converter
 from trimcp.server.tools import icon_list
 from trimcp.types import (
@@ -77,7 +77,14 @@ class RegisteredPrompt(FunctionHandle[..., Any]):
         self.fn = fn
         self.info = inspect_function(fn, what="prompt")
         self.name = name or self.info.name
-        self._converters = {p.name: text_converter(p.annotation) for p in self.info.params}
+        self._converters = {}
+        for param in self.info.params:
+            try:
+                # A prompt argument is one string: list[str] fits only template variables.
+                convert = text_converter(param.annotation, allow_list=False)
+            except TypeError as exc:
+                raise param_error(f"Prompt {self.name!r}", param.name, exc) from None
+            self._converters[param.name] = convert
         self._choices = {p.name: choices_of(p.annotation) for p in self.info.params}
         self._prompt = Prompt(
             name=self.name,

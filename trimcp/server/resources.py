@@ -30,7 +30,7 @@ from trimcp.errors import INTERNAL_ERROR, RESOURCE_NOT_FOUND, McpError
 from trimcp.server.context import Context
 from trimcp.server.convert import ValidationError, to_json
 from trimcp.server.registry import FunctionHandle
-from trimcp.server.signature import FunctionInfo, call, inspect_function
+from trimcp.server.signature import FunctionInfo, call, inspect_function, param_error
 from trimcp.server.textargs import TextConvert, choices_of, text_converter
 from trimcp.server.tools import icon_list
 from trimcp.server.uri_template import UriTemplate
@@ -167,9 +167,12 @@ class RegisteredTemplate(_ResourceBase):
                 f"Resource template {uri_template!r}: parameters {', '.join(extra)} are not "
                 "template variables and have no default"
             )
-        self._converters: dict[str, TextConvert] = {
-            name: text_converter(params[name].annotation) for name in self.template.variables
-        }
+        self._converters: dict[str, TextConvert] = {}
+        for name in self.template.variables:
+            try:
+                self._converters[name] = text_converter(params[name].annotation)
+            except TypeError as exc:
+                raise param_error(f"Resource template {uri_template!r}", name, exc) from None
         self._required = {name for name in self.template.variables if params[name].required}
         self._choices = {name: choices_of(params[name].annotation) for name in variables}
 

@@ -165,7 +165,11 @@ class SchemaBuilder:
             return _array(self.schema(args[0]) if args else None)
         if container in _SETS:
             return {**_array(self.schema(args[0]) if args else None), "uniqueItems": True}
-        raise TypeError(f"Cannot make a JSON Schema for {tp!r}")
+        raise TypeError(
+            f"Cannot make a JSON Schema for {tp!r}; use str, int, float, bool, None, a "
+            "list/tuple/set/dict of those, a Literal, an Enum, or an attrs class, dataclass "
+            "or TypedDict"
+        )
 
     def _define(self, cls: type) -> str:
         name = self._names.get(cls)

@@ -66,13 +66,20 @@ def is_context_type(annotation: Any) -> bool:
 
 def inspect_function(fn: Callable[..., Any], *, what: str = "function") -> FunctionInfo:
     """Read ``fn``'s signature. Raises ``TypeError`` for what a client cannot call:
-    ``*args``/``**kwargs``, positional-only parameters, or unresolvable annotations.
+    ``*args``/``**kwargs``, positional-only parameters, unresolvable annotations, a class
+    or a generator function (each message names the function and, when one is at fault,
+    the parameter).
     """
     if not callable(fn):
-        raise TypeError(f"A {what} must be callable, not {fn!r}")
+        raise TypeError(f"A {what} must be a function, not {fn!r}")
+    _check_kind(fn, what)
     signature = inspect.signature(fn)
     target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn).__call__
-    hints = type_hints(target)
+    try:
+        hints = type_hints(target)
+    except TypeError as exc:
+        raise TypeError(f"{what.capitalize()} {_name(fn)!r}{_unresolved(fn, exc)}: {exc}") \
+            from exc.__cause__
     docs = parse_docstring(inspect.getdoc(fn))
     params: list[Param] = []
     context_param: str | None = None
@@ -108,26 +115,71 @@ def _label(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__qualname__", repr(fn))
 
 
+def _name(fn: Callable[..., Any]) -> str:
+    return str(getattr(fn, "__name__", type(fn).__name__))
+
+
+def _check_kind(fn: Callable[..., Any], what: str) -> None:
+    """Refuse at registration what would only fail when a client calls it."""
+    label = _name(fn)
+    if inspect.isclass(fn):
+        raise TypeError(
+            f"{what.capitalize()} {label!r} is a class; register a function (or an instance "
+            "of a class with a __call__ method) instead"
+        )
+    call_method = getattr(fn, "__call__", None)  # noqa: B004 - callable objects
+    for candidate in (fn, call_method):
+        if inspect.isasyncgenfunction(candidate) or inspect.isgeneratorfunction(candidate):
+            raise TypeError(
+                f"{what.capitalize()} {label!r} is a generator function (it uses yield); a "
+                f"{what} returns its result once: collect the items in a list and return it"
+            )
+
+
+def _unresolved(fn: Callable[..., Any], exc: TypeError) -> str:
+    """``, parameter 'x'`` for the parameter whose annotation names what failed to resolve."""
+    cause = exc.__cause__
+    missing = getattr(cause, "name", None) if isinstance(cause, NameError) else None
+    if not missing:
+        return ""
+    raw = getattr(fn, "__annotations__", None) or {}
+    for name, annotation in raw.items():
+        text = annotation if isinstance(annotation, str) else repr(annotation)
+        if missing in text:
+            return ", return type" if name == "return" else f", parameter {name!r}"
+    return ""
+
+
+def param_error(label: str, param: str, exc: TypeError) -> TypeError:
+    """The registration error for a parameter whose type cannot be used."""
+    return TypeError(f"{label}, parameter {param!r}: {exc}")
+
+
 class ArgumentBinder:
     """Validates a client's arguments against the input schema and converts them.
 
     Built once per tool; :meth:`bind` is the per-call work.
     """
 
-    def __init__(self, info: FunctionInfo) -> None:
+    def __init__(self, info: FunctionInfo, label: str | None = None) -> None:
+        label = label or f"Function {info.name!r}"
         builder = SchemaBuilder()
         properties: dict[str, Any] = {}
         required: list[str] = []
         converters: list[tuple[str, bool, Convert]] = []
         for param in info.params:
-            prop = builder.schema(param.annotation)
+            try:
+                prop = builder.schema(param.annotation)
+                convert = converter_for(param.annotation)
+            except TypeError as exc:
+                raise param_error(label, param.name, exc) from None
             if param.description and "description" not in prop:
                 prop["description"] = param.description
             add_default(prop, param.default)
             properties[param.name] = prop
             if param.required:
                 required.append(param.name)
-            converters.append((param.name, param.required, converter_for(param.annotation)))
+            converters.append((param.name, param.required, convert))
         schema: dict[str, Any] = {"type": "object", "properties": properties}
         if required:
             schema["required"] = required

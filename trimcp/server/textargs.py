@@ -24,9 +24,11 @@ _INT: Final = re.compile(r"[+-]?\d{1,64}")
 _FLOAT_MAX_CHARS: Final = 100
 
 
-def text_converter(tp: Any) -> TextConvert:
+def text_converter(tp: Any, *, allow_list: bool = True) -> TextConvert:
     """Compile ``tp`` into ``convert(str_or_list) -> value``; raises ``TypeError`` when the
-    type cannot come from a string. ``convert`` raises :class:`ValidationError`.
+    type cannot come from a string (``list[str]`` only with ``allow_list``: an exploded
+    template variable is a list, a prompt argument never is). ``convert`` raises
+    :class:`ValidationError`.
     """
     base, _ = unwrap(tp)
     if base is Any or base is str:
@@ -34,7 +36,7 @@ def text_converter(tp: Any) -> TextConvert:
     if get_origin(base) in (typing.Union, types.UnionType):
         members = [m for m in get_args(base) if m is not type(None)]
         if len(members) == 1:
-            return text_converter(members[0])
+            return text_converter(members[0], allow_list=allow_list)
         raise TypeError(f"A string argument cannot be a union: {tp!r}")
     if base is int:
         return _int
@@ -44,12 +46,18 @@ def text_converter(tp: Any) -> TextConvert:
         return _bool
     if get_origin(base) is Literal or is_enum(base):
         return _choice(base)
-    if get_origin(base) is list and unwrap(get_args(base)[0])[0] is str:
+    is_list = get_origin(base) is list and unwrap(get_args(base)[0])[0] is str
+    if is_list and allow_list:
         return _list
-    raise TypeError(
-        f"Cannot take {tp!r} from a string; use str, int, float, bool, a Literal or Enum of "
-        "strings, or list[str]"
+    if is_list:
+        raise TypeError(
+            f"{tp!r} cannot be a prompt argument: each one arrives as a single string; take "
+            "a str (and split it yourself) or use a tool for a list"
+        )
+    kinds = "str, int, float, bool, a Literal or Enum of strings" + (
+        ", or list[str]" if allow_list else ""
     )
+    raise TypeError(f"Cannot take {tp!r} from a string; use {kinds}")
 
 
 def _text(value: Any) -> Any:

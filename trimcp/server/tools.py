@@ -104,15 +104,18 @@ class RegisteredTool(FunctionHandle[P, R]):
         if run_sync_in_thread and info.is_async:
             raise TypeError(f"Tool {self.name!r}: run_sync_in_thread is for sync functions")
         self.info = info
-        self.binder = ArgumentBinder(info)
+        self.binder = ArgumentBinder(info, f"Tool {self.name!r}")
         # A hand-written schema is only advertised (e.g. to keep "$schema", "$defs" names or
         # "additionalProperties": false verbatim); arguments are still checked and
         # converted by the signature, so the two must agree.
         if input_schema is not None and input_schema.get("type") != "object":
             raise ValueError(f"Tool {self.name!r}: input_schema must have \"type\": \"object\"")
-        self.output: OutputSpec = output_spec(
-            info.return_annotation, output_schema, auto=output_schema is AUTO
-        )
+        try:
+            self.output: OutputSpec = output_spec(
+                info.return_annotation, output_schema, auto=output_schema is AUTO
+            )
+        except TypeError as exc:
+            raise TypeError(f"Tool {self.name!r}, return type: {exc}") from None
         self.run_sync_in_thread = run_sync_in_thread
         if isinstance(annotations, Mapping):
             annotations = serde.structure(dict(annotations), ToolAnnotations)
