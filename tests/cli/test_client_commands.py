@@ -128,7 +128,8 @@ def test_a_missing_command_and_a_dead_server_exit_1() -> None:
     dead = cli("ping", "--", sys.executable, "-c", "import sys; sys.exit('I am not MCP')")
     assert dead.returncode == 1
     assert "I am not MCP" in dead.stderr  # the server's last stderr lines are shown
-    assert "the server closed the connection" in dead.stderr
+    assert "the server process exited with code 1 before it answered" in dead.stderr
+    assert "is it an MCP server" not in dead.stderr  # it crashed: the question misleads
     refused = cli("ping", "--url", "http://127.0.0.1:1/mcp")
     assert refused.returncode == 1
     assert refused.stderr.startswith("trimcp: cannot connect to http://127.0.0.1:1/mcp")

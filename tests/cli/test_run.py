@@ -78,11 +78,13 @@ def test_run_over_the_network_then_stop_with_a_signal(
                 stream.close()
 
 
-def test_a_public_address_needs_allowed_hosts_for_http() -> None:
-    completed = cli("run", APP, "--transport", "http", "--host", "0.0.0.0", "--port", "0")
-    assert completed.returncode == 1
-    assert "reachable from other machines" in completed.stderr
-    assert "needs config.allowed_hosts" in completed.stderr
+@pytest.mark.parametrize("transport", ["http", "ws"])
+def test_a_public_address_names_the_allow_host_flag(transport: str) -> None:
+    completed = cli("run", APP, "--transport", transport, "--host", "0.0.0.0", "--port", "0")
+    assert completed.returncode == 2
+    assert completed.stderr.startswith("trimcp: --host 0.0.0.0 is not a loopback address")
+    assert "add --allow-host NAME" in completed.stderr
+    assert "config.allowed_hosts" not in completed.stderr  # the library's name, not the flag's
 
 
 def test_a_print_while_importing_the_target_does_not_corrupt_stdio(tmp_path: Path) -> None:

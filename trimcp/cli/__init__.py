@@ -26,7 +26,13 @@ from trimcp.cli.errors import (
     CliError,
     UsageError,
 )
-from trimcp.errors import CONNECTION_CLOSED, McpError, RequestTimeout, SessionClosed
+from trimcp.errors import (
+    CONNECTION_CLOSED,
+    LocalProtocolError,
+    McpError,
+    RequestTimeout,
+    SessionClosed,
+)
 
 __all__ = ["CliError", "UsageError", "main"]
 
@@ -116,10 +122,10 @@ def describe_error(exc: BaseException) -> tuple[str, int]:
     if isinstance(exc, RequestTimeout):
         return f"no answer in time ({exc.message}); try --timeout", EXIT_FAILURE
     if isinstance(exc, SessionClosed):
-        return (
-            f"the server closed the connection ({exc.message}); is it an MCP server?",
-            EXIT_FAILURE,
-        )
+        return _closed(exc), EXIT_FAILURE
+    if isinstance(exc, LocalProtocolError):
+        # Refused here, before anything was sent: not an answer from the server.
+        return f"not sent: {exc.message}", EXIT_FAILURE
     if isinstance(exc, McpError):
         if exc.code == CONNECTION_CLOSED or type(exc).__module__.startswith("trimcp.transports"):
             # The transport failed (connect, TLS, HTTP status): no JSON-RPC error came back.
@@ -132,8 +138,35 @@ def describe_error(exc: BaseException) -> tuple[str, int]:
         # trio-websocket raises a bare HandshakeError from the real cause.
         text, _ = describe_error(exc.__cause__)
     if type(exc).__module__.split(".")[0] == "trio_websocket":
+        status = getattr(exc, "status_code", None)
+        if isinstance(status, int):  # ConnectionRejected: the server answered the handshake
+            body = getattr(exc, "body", None) or b""
+            reason = body[:200].decode("utf-8", "replace").strip()
+            return (
+                f"the server refused the WebSocket connection: HTTP {status}"
+                + (f" {reason}" if reason else ""),
+                EXIT_FAILURE,
+            )
         return f"WebSocket {type(exc).__name__}: {text}", EXIT_FAILURE
     return f"{type(exc).__name__}: {text}", EXIT_FAILURE
+
+
+def _closed(exc: SessionClosed) -> str:
+    data = exc.data if isinstance(exc.data, dict) else {}
+    if "returncode" not in data:  # a network server went away
+        return f"the server closed the connection ({exc.message})"
+    # A stdio child: its last stderr lines were shown just before this line.
+    code = data["returncode"]
+    if isinstance(code, int) and code < 0:
+        return f"the server process was killed by signal {-code} before it answered"
+    if code:
+        return f"the server process exited with code {code} before it answered"
+    if data.get("stderr"):
+        return "the server process closed the connection before it answered"
+    return (
+        "the server process closed the connection before it answered, saying nothing on "
+        "stderr; is it an MCP server over stdio?"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -158,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         message, code = describe_error(leaf)
         if verbose and not isinstance(leaf, CliError):
             traceback.print_exception(leaf)
+        elif verbose and leaf.__cause__ is not None:  # e.g. the error importing a target
+            traceback.print_exception(leaf.__cause__)
         _say(message)
         if isinstance(leaf, CliError) and leaf.hint:
             _say(leaf.hint)

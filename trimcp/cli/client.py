@@ -266,8 +266,8 @@ async def cmd_ping(client: Client, args: argparse.Namespace) -> int:
             f'"protocolVersion": "{client.protocol_version}"}}'
         )
     else:
-        _emit(f"pong from {server.name} {server.version} in {elapsed_ms:.1f} ms "
-              f"(protocol {client.protocol_version})")
+        who = f"{server.name} {server.version}" if server.version else server.name
+        _emit(f"pong from {who} in {elapsed_ms:.1f} ms (protocol {client.protocol_version})")
     return EXIT_OK
 
 
@@ -287,7 +287,9 @@ async def run_client_command(args: argparse.Namespace, stderr: ServerStderr) -> 
     try:
         async with open_client(args, stderr) as client:
             code: int = await COMMANDS[args.command](client, args)
-            return code
+        if code != EXIT_OK:  # e.g. a tool that failed: its server may have said why
+            stderr.dump()
+        return code
     except BaseExceptionGroup as group:
         # The stdio transport's stderr drain runs in a nursery, which wraps what we raise.
         only = single_exception(group)

@@ -12,6 +12,7 @@ import importlib.util
 import inspect
 import os
 import sys
+import traceback
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -68,7 +69,9 @@ def import_target(target: Target) -> ModuleType:
         except ModuleNotFoundError as exc:
             if exc.name is not None and target.module.startswith(exc.name):
                 raise CliError(f"no module named {target.module!r}") from None
-            raise
+            raise import_failed(target, exc, None) from exc
+        except Exception as exc:
+            raise import_failed(target, exc, None) from exc
     path = target.file
     if not path.is_file():
         raise CliError(f"no such file: {path}")
@@ -85,8 +88,41 @@ def import_target(target: Target) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     # Registered before running so attrs/dataclasses can resolve the module's annotations.
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise import_failed(target, exc, path.parent) from exc
     return module
+
+
+def import_failed(target: Target, exc: Exception, directory: Path | None) -> CliError:
+    """One line for an error raised while importing the target: what, and where (the
+    file and line in the user's code, not in the import machinery)."""
+    where = _location(exc, directory)
+    text = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+    return CliError(
+        f"cannot import {target.display}: {type(exc).__name__}: {text}"
+        + (f" ({where})" if where else ""),
+        hint="add -v to see the whole traceback",
+    )
+
+
+def _location(exc: BaseException, directory: Path | None) -> str | None:
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{exc.filename}, line {exc.lineno}"
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith("<") and "importlib" not in frame.filename
+    ]
+    if directory is not None:
+        # Prefer the deepest line in the user's own files over one inside a library.
+        mine = [f for f in frames if Path(f.filename).resolve().is_relative_to(directory)]
+        frames = mine or frames
+    if not frames:
+        return None
+    return f"{frames[-1].filename}, line {frames[-1].lineno}"
 
 
 def is_handler(obj: Any) -> bool:

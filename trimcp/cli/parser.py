@@ -31,6 +31,19 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message, hint=f"see: {self.prog} --help")
 
 
+def port_number(text: str) -> int:
+    """``--port``: an integer from 0 to 65535 (0 picks a free port)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"{value} is not a port number: use 0-65535 (0 picks a free port)"
+        )
+    return value
+
+
 def _client_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", help="the server's URL (http(s):// or ws(s)://)")
     parser.add_argument(
@@ -60,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("target", help="path/to/server.py[:app] or package.module[:app]")
     run.add_argument("--transport", choices=("stdio", "http", "ws"), default="stdio")
     run.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    run.add_argument("--port", type=int, default=None,
+    run.add_argument("--port", type=port_number, default=None,
                      help="port (default 8000 for http, 8765 for ws; 0 picks a free one)")
     run.add_argument(
         "--allow-host", action="append", default=[], metavar="NAME",

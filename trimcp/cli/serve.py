@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import functools
 import signal
+import socket
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import trio
 
-from trimcp.cli.errors import EXIT_OK, CliError
+from trimcp._groups import single_exception
+from trimcp.cli.errors import EXIT_OK, CliError, UsageError
 from trimcp.cli.loader import load_server, server_label
 from trimcp.cli.signals import run_until_interrupted
 from trimcp.cli.wiretap import WireTap
@@ -60,12 +64,13 @@ async def serve_http(
 
     async with trio.open_nursery() as nursery:
         try:
-            bound: int = await nursery.start(
-                functools.partial(
-                    serve_http, server, host=host, port=port, config=config,
-                    shutdown_trigger=stop.wait,
+            with _listen_errors(host, port):
+                bound: int = await nursery.start(
+                    functools.partial(
+                        serve_http, server, host=host, port=port, config=config,
+                        shutdown_trigger=stop.wait,
+                    )
                 )
-            )
         except ValueError as exc:  # e.g. a public address without --allow-host
             raise CliError(str(exc)) from None
         _say(f"serving {label} at http://{_netloc(host, bound)}{config.path} (Ctrl-C to stop)")
@@ -79,10 +84,40 @@ async def serve_ws(
     allowed = frozenset(allow) if allow else LOCAL_HOSTS
 
     async with trio.open_nursery() as nursery:
-        bound: int = await nursery.start(
-            functools.partial(serve_websocket, server, host=host, port=port, allowed_hosts=allowed)
-        )
+        with _listen_errors(host, port):
+            bound: int = await nursery.start(
+                functools.partial(
+                    serve_websocket, server, host=host, port=port, allowed_hosts=allowed
+                )
+            )
         _say(f"serving {label} at ws://{_netloc(host, bound)}/mcp (Ctrl-C to stop)")
+
+
+@contextlib.contextmanager
+def _listen_errors(host: str, port: int) -> Iterator[None]:
+    """A failure to bind becomes one line naming the address (and what to do)."""
+    try:
+        yield
+    except (OSError, BaseExceptionGroup) as exc:
+        leaf = exc if isinstance(exc, OSError) else single_exception(exc)
+        if not isinstance(leaf, OSError):
+            raise
+        hint = None
+        if leaf.errno == errno.EADDRINUSE:
+            hint = "another process listens there: stop it, or pick another --port (0: any free)"
+        elif leaf.errno == errno.EACCES:
+            hint = "ports below 1024 need privileges: pick another --port"
+        elif leaf.errno == errno.EADDRNOTAVAIL or isinstance(leaf, socket.gaierror):
+            hint = "--host must be an address of this machine (default 127.0.0.1)"
+        raise CliError(
+            f"cannot listen on {_netloc(host, port)}: {leaf.strerror or leaf}", hint=hint
+        ) from None
+
+
+def _is_loopback(host: str) -> bool:
+    from trimcp.transports.http_server.serve import is_loopback
+
+    return is_loopback(host)
 
 
 def _netloc(host: str, port: int) -> str:
@@ -98,6 +133,18 @@ def run_server(args: argparse.Namespace) -> int:
     a second Ctrl-C exits at once. A stop by signal is a normal stop: exit code 0.
     """
     transport: str = args.transport
+    host: str = args.host
+    port: int = DEFAULT_PORTS.get(transport, 0) if args.port is None else args.port
+    allow: list[str] = args.allow_host
+    if transport != "stdio" and not _is_loopback(host):
+        if not allow:
+            raise UsageError(
+                f"--host {host} is not a loopback address: clients will reach this server by "
+                "some name, and it answers only the names given with --allow-host",
+                hint="add --allow-host NAME for each name or address clients use (e.g. "
+                "--allow-host myhost.example), or --allow-host '*' to accept any Host header",
+            )
+        _say(f"warning: listening on {host} makes the server reachable from other machines")
     if transport == "stdio":
         # Under stdio, stdout carries the protocol: a print() while the module is
         # imported must not reach it.
@@ -106,11 +153,6 @@ def run_server(args: argparse.Namespace) -> int:
     else:
         server, _ = load_server(args.target)
     label = server_label(server)
-    host: str = args.host
-    port: int = DEFAULT_PORTS.get(transport, 0) if args.port is None else args.port
-    allow: list[str] = args.allow_host
-    if transport != "stdio" and host not in ("127.0.0.1", "localhost", "::1", "[::1]"):
-        _say(f"warning: listening on {host} makes the server reachable from other machines")
     stop = trio.Event()
 
     async def work() -> int:

@@ -11,6 +11,7 @@ close its stdin, wait; SIGTERM, wait; SIGKILL, wait.
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import subprocess
@@ -21,6 +22,8 @@ from contextlib import asynccontextmanager, suppress
 import attrs
 import trio
 
+from trimcp._groups import single_exception
+from trimcp.errors import SessionClosed
 from trimcp.protocol.framing import DEFAULT_MAX_LINE_BYTES
 from trimcp.session import Session, SessionHandler, SessionOptions, serve_session
 from trimcp.transports.ndjson import NdjsonTransport
@@ -30,6 +33,10 @@ child_stderr_logger = logging.getLogger("trimcp.stdio.stderr")
 
 #: A stderr line longer than this is cut (the rest of it is dropped), so memory stays bounded.
 MAX_STDERR_LINE = 64 * 1024
+#: The child's last stderr lines kept to explain a session that ended under a request.
+STDERR_TAIL_LINES = 20
+#: After the child exits, how long its remaining stderr may take to be read.
+STDERR_DRAIN_GRACE = 1.0
 
 
 @asynccontextmanager
@@ -119,7 +126,11 @@ async def open_stdio_client_transport(
     ``env`` replaces the child's environment when given (merge ``os.environ`` yourself to
     extend it). Each stderr line goes to ``on_stderr`` (default: the
     ``trimcp.stdio.stderr`` logger). If the child exits, reading ends and the session
-    closes, failing pending requests at once with ``SessionClosed``.
+    closes, failing pending requests at once with ``SessionClosed``; when that error
+    leaves the block, it is raised again (one exception, not a group) with the child's exit
+    code and its last ``STDERR_TAIL_LINES`` stderr lines in the message and in ``data``
+    (``{"returncode": ..., "stderr": [...]}``), so a crash (a ``SyntaxError``, a missing
+    module) is told, not just "the peer closed the connection".
 
     Leaving the block runs the shutdown ladder: close the child's stdin and wait up to
     ``shutdown.after_stdin_close``; then SIGTERM and wait ``after_sigterm``; then SIGKILL and
@@ -136,21 +147,74 @@ async def open_stdio_client_transport(
     )
     assert process.stderr is not None
     transport = ChildProcessTransport(process, max_message_bytes)
+    tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+    forward = on_stderr or _log_stderr_line
+
+    def on_line(line: str) -> None:
+        tail.append(line)
+        forward(line)
+
+    drained = trio.Event()
+    exited_by_itself = False
     try:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_drain_stderr, process.stderr, on_stderr or _log_stderr_line)
+            nursery.start_soon(_drain_stderr, process.stderr, on_line, drained)
             try:
                 yield transport
             finally:
+                exited_by_itself = process.poll() is not None
                 with trio.CancelScope(shield=True):
                     await _stop_child(process, transport, shutdown)
+                    # The child's last words are in the pipe: read them (bounded) first.
+                    with trio.move_on_after(STDERR_DRAIN_GRACE):
+                        await drained.wait()
                 nursery.cancel_scope.cancel()
+    except BaseException as exc:
+        closed = _session_closed(exc)
+        if closed is None:
+            raise
+        raise child_exited(closed, process, exited_by_itself, list(tail)) from closed
     finally:
         if process.returncode is None:  # only if the ladder itself was cut short
             process.kill()
 
 
-async def _drain_stderr(stream: trio.abc.ReceiveStream, on_line: Callable[[str], None]) -> None:
+def _session_closed(exc: BaseException) -> SessionClosed | None:
+    leaf = single_exception(exc) if isinstance(exc, BaseExceptionGroup) else exc
+    return leaf if isinstance(leaf, SessionClosed) else None
+
+
+def child_exited(
+    closed: SessionClosed, process: trio.Process, by_itself: bool, tail: list[str]
+) -> SessionClosed:
+    """``closed`` (the session ended under a request) told with what the child left: how
+    it exited and its last stderr lines, in the message and in ``data`` (``returncode``,
+    ``stderr``)."""
+    code = process.returncode
+    if code is None:
+        how = "the server process is still running"
+    elif code < 0:
+        how = f"the server process was killed by signal {-code}"
+    elif by_itself or code != 0:
+        how = f"the server process exited with code {code}"
+    else:
+        how = "the server process exited"
+    lines = "".join(f"\n  {line}" for line in tail)
+    where = f"; its last stderr lines:{lines}" if tail else "; it wrote nothing on stderr"
+    data = {"returncode": code, "stderr": tail}
+    return SessionClosed(f"{closed.message}; {how}{where}", data)
+
+
+async def _drain_stderr(
+    stream: trio.abc.ReceiveStream, on_line: Callable[[str], None], done: trio.Event
+) -> None:
+    try:
+        await _drain_lines(stream, on_line)
+    finally:
+        done.set()
+
+
+async def _drain_lines(stream: trio.abc.ReceiveStream, on_line: Callable[[str], None]) -> None:
     pending = bytearray()
     truncated = False
     while True:
