@@ -12,6 +12,7 @@ import trio
 from trimcp.protocol.lifecycle import Role
 from trimcp.server.lowlevel import LowLevelServer
 from trimcp.session import Session, SessionOptions, open_session
+from trimcp.transports.base import Outgoing
 from trimcp.transports.memory import MemoryTransport, memory_transport_pair
 from trimcp.types import (
     ClientCapabilities,
@@ -91,7 +92,7 @@ class RawPeer:
         self.transport = transport
 
     async def send_bytes(self, data: bytes) -> None:
-        await self.transport.send([(data, None)])
+        await self.transport.send([Outgoing(data)])
 
     async def send(self, message: Any) -> None:
         await self.send_bytes(json.dumps(message).encode())

@@ -16,6 +16,7 @@ from trimcp.cli.loader import find_server, import_target, parse_target
 from trimcp.cli.output import format_progress, format_tools
 from trimcp.cli.parser import parse
 from trimcp.cli.wiretap import WireTap, describe
+from trimcp.transports.base import Outgoing
 from trimcp.transports.memory import memory_transport_pair
 from trimcp.types import Tool
 
@@ -101,7 +102,7 @@ async def test_the_wire_tap_shows_both_directions_and_moves_the_bytes() -> None:
     shown: list[str] = []
     left, right = memory_transport_pair()
     tap = WireTap(left, shown.append)
-    await tap.send([(b'{"ping": 1}', None)])
+    await tap.send([Outgoing(b'{"ping": 1}')])
     assert await right.receive() == b'{"ping": 1}'
     right.send_raw_nowait(b'{"pong": 1}')
     assert await tap.receive() == b'{"pong": 1}'

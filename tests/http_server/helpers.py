@@ -310,7 +310,8 @@ class ServerLog:
 def make_server(log: ServerLog | None = None) -> LowLevelServer:
     """A server with tools: echo, slow (waits for log.release), notify (n unrelated
     notifications), progress (n related progress notifications), sample (asks the client),
-    poll (closes its SSE response before answering), boom (raises)."""
+    poll (closes its SSE response before answering), boom (raises), exit (raises
+    SystemExit), surrogate (answers with a lone surrogate)."""
     log = log or ServerLog()
     server = LowLevelServer(
         Implementation(name="http-test", version="1.0.0"),
@@ -363,6 +364,10 @@ def make_server(log: ServerLog | None = None) -> LowLevelServer:
             return text("polled")
         if name == "boom":
             raise RuntimeError("boom")
+        if name == "exit":  # what argparse does with bad arguments
+            raise SystemExit(2)
+        if name == "surrogate":  # an answer our encoder must escape (no UTF-8 form)
+            return text("\ud800" + str(args.get("text", "")))
         raise McpError(INVALID_PARAMS, f"no tool {name}")
 
     return server

@@ -97,13 +97,16 @@ async def test_disconnect_mid_request_keeps_the_handler_and_the_server_going(
         post = await client.post(tool_call(5, "slow"), session_id=session_id, wait=False)
         priming = await post.next_event()
         post.disconnect()
+        # The POST is released at once (its task and connection), the handler goes on.
+        await post.wait_returned()
         await trio.testing.wait_all_tasks_blocked()
         assert log.started == [5]
         assert log.cancelled == []
+        assert log.finished == []
         # the server keeps serving this session and others
         assert (await client.call(session_id, 6, "echo", {"text": "x"}))["result"]
         log.release.set()
-        await post.wait_returned()
+        await trio.testing.wait_all_tasks_blocked()
         assert log.finished == [5]
         # the answer was kept: the client can pick it up by resuming
         resume = await client.request(

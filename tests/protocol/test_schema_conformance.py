@@ -66,7 +66,7 @@ class Recorder:
         return await self.inner.receive()
 
     async def send(self, messages: list[tuple[bytes, Any]]) -> None:
-        self.sent.extend(json.loads(data) for data, _ in messages)
+        self.sent.extend(json.loads(message.data) for message in messages)
         await self.inner.send(messages)
 
     async def aclose(self) -> None:

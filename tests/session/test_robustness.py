@@ -144,12 +144,20 @@ async def test_duplicate_in_flight_id_is_rejected_and_first_completes(autojump_c
         assert (await peer.receive()) == {"jsonrpc": "2.0", "id": "a", "result": {"first": True}}
 
 
-async def test_lone_surrogates_are_echoed_as_valid_json(autojump_clock: Any) -> None:
+async def test_lone_surrogates_are_refused_with_the_requests_id(autojump_clock: Any) -> None:
+    # Policy (docs/input-limits.md): an unpaired surrogate escape has no UTF-8 form, so it
+    # is refused, as the official SDK does; the sender still gets an answer for its id.
     async with raw_client(echo_server()) as (peer, _session):
         await peer.send_bytes(b'{"jsonrpc":"2.0","id":1,"method":"echo","params":{"s":"\\ud800"}}')
-        raw = await peer.transport.receive()
-        raw.decode("utf-8")  # valid UTF-8 on the wire
-        assert json.loads(raw)["result"]["params"]["s"] == "\ud800"
+        reply = json.loads(await peer.transport.receive())
+        assert reply["id"] == 1
+        assert reply["error"]["code"] == INVALID_REQUEST
+        assert "surrogate" in reply["error"]["message"]
+        # a paired escape (an emoji) is fine
+        await peer.send_bytes(
+            b'{"jsonrpc":"2.0","id":2,"method":"echo","params":{"s":"\\ud83d\\ude00"}}'
+        )
+        assert json.loads(await peer.transport.receive())["result"]["params"]["s"] == "\U0001f600"
 
 
 async def test_batches_work_in_2025_03_26(autojump_clock: Any) -> None:

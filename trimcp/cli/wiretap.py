@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from trimcp.transports.base import Outgoing, Transport
+from trimcp.protocol.jsonrpc import dump_json
+from trimcp.transports.base import Decoded, Outgoing, Transport
 
 #: Characters of one message shown; the rest is summarised so a huge result stays readable.
 MAX_SHOWN = 4000
@@ -29,14 +30,14 @@ class WireTap:
         self.inner = inner
         self._show = show
 
-    async def receive(self) -> bytes:
+    async def receive(self) -> bytes | Decoded:
         data = await self.inner.receive()
-        self._show(f"<- {describe(data)}")
+        self._show(f"<- {describe(data if isinstance(data, bytes) else dump_json(data.value))}")
         return data
 
     async def send(self, messages: Sequence[Outgoing]) -> None:
-        for data, _ in messages:
-            self._show(f"-> {describe(data)}")
+        for message in messages:
+            self._show(f"-> {describe(message.data)}")
         await self.inner.send(list(messages))
 
     async def aclose(self) -> None:

@@ -206,15 +206,18 @@ class Connection:
                     INVALID_REQUEST,
                     f"Invalid request: batches are not allowed in protocol version "
                     f"{self.protocol_version or '(not negotiated)'}",
-                )
+                ),
+                _request_ids(items),
             )
         if not items:
             return self._rejected(InvalidMessage(INVALID_REQUEST, "Invalid request: empty batch"))
         if len(items) > self.max_batch:
+            # Refused whole, with one error (id null): it settles every request in it.
             return self._rejected(
                 InvalidMessage(
                     INVALID_REQUEST, f"Invalid request: batch larger than {self.max_batch}"
-                )
+                ),
+                _request_ids(items),
             )
         events: list[Event] = []
         for item in items:
@@ -237,12 +240,18 @@ class Connection:
             events.append(self._dispatch(message))
         return BatchReceived(events=tuple(events))
 
-    def _rejected(self, error: RemoteProtocolError) -> MessageRejected:
+    def _rejected(
+        self, error: RemoteProtocolError, answers: tuple[RequestId, ...] | None = None
+    ) -> MessageRejected:
         if isinstance(error, InvalidMessage):
-            reply = encode_error(error.request_id, error) if error.replyable else None
+            if not error.replyable:
+                return MessageRejected(error=error, reply=None)
+            reply = encode_error(error.request_id, error)
+            if answers is None:
+                answers = () if error.request_id is None else (error.request_id,)
         else:
             reply = encode_error(None, error)
-        return MessageRejected(error=error, reply=reply)
+        return MessageRejected(error=error, reply=reply, answers=answers or ())
 
     def _reject_request(
         self, request_id: RequestId, code: int, message: str, data: Any = None
@@ -252,8 +261,15 @@ class Connection:
     def _on_request(self, request: Request) -> Event:
         request_id, method = request.id, request.method
         if request_id in self._inbound:
-            return self._reject_request(
-                request_id, INVALID_REQUEST, f"Invalid request: id {request_id!r} is already in use"
+            # The refusal settles nothing: the request that holds the id is still to be
+            # answered, and a transport must keep waiting for that answer.
+            return self._rejected(
+                InvalidMessage(
+                    INVALID_REQUEST,
+                    f"Invalid request: id {request_id!r} is already in use",
+                    request_id=request_id,
+                ),
+                (),
             )
         if not request_allowed(INBOUND_REQUESTS, self.role, self.state, method):
             return self._reject_request(request_id, INVALID_REQUEST, self._state_refusal(method))
@@ -609,6 +625,17 @@ def _capability_dict(capabilities: object) -> dict[str, Any]:
     wire: dict[str, Any] = serde.unstructure(capabilities)
     _last_caps = (capabilities, wire)
     return wire
+
+
+def _request_ids(items: list[Any]) -> tuple[RequestId, ...]:
+    """The ids of the members of a batch that look like requests (for a refusal of it all)."""
+    ids: list[RequestId] = []
+    for item in items:
+        if type(item) is dict and "method" in item:
+            request_id = item.get("id")
+            if type(request_id) is int or type(request_id) is str:
+                ids.append(request_id)
+    return tuple(ids)
 
 
 def _progress_token(request: Request) -> ProgressToken | None:

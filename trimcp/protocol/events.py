@@ -77,10 +77,17 @@ class ErrorReceived:
 
 @attrs.frozen(kw_only=True)
 class MessageRejected:
-    """The peer sent something invalid. Send ``reply`` (when not None) and carry on."""
+    """The peer sent something invalid. Send ``reply`` (when not None) and carry on.
+
+    ``answers``: the peer's requests the reply settles for good (the refused request, or
+    every request of a batch refused whole), so a transport that waits for their answers
+    can stop waiting. Empty when it settles none, e.g. for a request refused because its
+    id is already in use (the request holding that id is still to be answered).
+    """
 
     error: RemoteProtocolError
     reply: bytes | None
+    answers: tuple[RequestId, ...] = ()
 
 
 @attrs.frozen(kw_only=True)

@@ -11,6 +11,7 @@ is the id to answer with (``None`` when the id itself is unusable or absent).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -96,29 +97,97 @@ class InvalidMessage(RemoteProtocolError):
         self.replyable = replyable
 
 
+#: A run of 19+ digits may be an integer outside the signed 64-bit range, which orjson
+#: reads as a float (2**64 would arrive as 1.8446744073709552e+19): such texts go to the
+#: stdlib, which keeps every integer exact. Digits inside strings trip it too (harmless).
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+_LONG_DIGITS_TEXT = re.compile(r"[0-9]{19}")
+
+
 def parse_json(data: bytes | str) -> Any:
     """Decode one JSON text. Raises :class:`InvalidMessage` (``-32700``) on anything bad.
 
-    Invalid UTF-8, syntax errors and nesting too deep for the decoder all become a parse
-    error; nothing else escapes (in particular no ``RecursionError``).
+    What is accepted is RFC 8259 JSON in UTF-8, and nothing looser (the official SDK
+    refuses the same things):
 
-    orjson parses when installed (3-5x faster); what it refuses (lone surrogate escapes,
-    nesting over 1024, integers over 64 bits, NaN) is handed to the stdlib, whose verdict
-    stands, so the accepted language is the stdlib's either way.
+    - integers of any size stay exact Python ints (a request id of ``2**64`` is an id);
+    - invalid UTF-8, other encodings (UTF-16/32) and a byte order mark are parse errors;
+    - a string with an unpaired UTF-16 surrogate escape (``"\\ud800"``) is refused
+      (``-32600``, with the request's id when it has one): it has no UTF-8 form, so no
+      handler could pass it on;
+    - nesting deeper than about 1,000 levels is a parse error (never a ``RecursionError``).
+
+    orjson parses when it can (3-5x faster); what it refuses or would read inexactly goes
+    to the stdlib, with the same checks, so the accepted language is the same either way.
     """
     if _orjson_loads is not None:
+        pattern = _LONG_DIGITS if isinstance(data, bytes) else _LONG_DIGITS_TEXT
+        if pattern.search(data) is None:  # type: ignore[arg-type]
+            try:
+                return _orjson_loads(data)
+            except ValueError:
+                pass
+    return _parse_strictly(data)
+
+
+def _parse_strictly(data: bytes | str) -> Any:
+    if isinstance(data, bytes):
         try:
-            return _orjson_loads(data)
-        except ValueError:
-            pass
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidMessage(
+                PARSE_ERROR, "Parse error: invalid UTF-8 (JSON messages must be UTF-8)"
+            ) from None
+    else:
+        text = data
+    if text.startswith("\ufeff"):
+        raise InvalidMessage(
+            PARSE_ERROR, "Parse error: the message starts with a byte order mark; send UTF-8 "
+            "without a BOM",
+        )
     try:
-        return json.loads(data)
+        value = json.loads(text)
     except RecursionError:
         raise InvalidMessage(PARSE_ERROR, "Parse error: JSON nested too deeply") from None
-    except UnicodeDecodeError:
-        raise InvalidMessage(PARSE_ERROR, "Parse error: invalid UTF-8") from None
     except ValueError as exc:
         raise InvalidMessage(PARSE_ERROR, f"Parse error: {exc}") from None
+    if _holds_lone_surrogate(value):
+        # Parsed fine, so the refusal can name the request: its sender gets an answer.
+        raw_id = value.get("id") if type(value) is dict else None
+        raise InvalidMessage(
+            INVALID_REQUEST,
+            "Invalid request: a string holds an unpaired UTF-16 surrogate escape "
+            "(\\ud800-\\udfff), which has no UTF-8 form",
+            request_id=raw_id if _is_valid_id(raw_id) and "method" in value else None,
+        )
+    return value
+
+
+def _holds_lone_surrogate(value: Any) -> bool:
+    """Whether any string (key or value) in a decoded JSON value has a lone surrogate."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if not item.isascii() and _unencodable(item):
+                return True
+        elif kind is dict:
+            for key in item:
+                if not key.isascii() and _unencodable(key):
+                    return True
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+    return False
+
+
+def _unencodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _is_valid_id(value: object) -> bool:

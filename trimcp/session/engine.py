@@ -83,11 +83,13 @@ class SessionHandler(Protocol):
 class _Batch:
     """Collects the replies of one inbound batch so they go out as one JSON array."""
 
-    __slots__ = ("pending", "replies")
+    __slots__ = ("answered", "pending", "replies")
 
     def __init__(self) -> None:
         self.pending: set[RequestId] = set()
         self.replies: list[bytes] = []
+        #: The requests the replies collected so far answer (the transport's routing).
+        self.answered: list[RequestId] = []
 
 
 #: A session's phases: running its tasks, letting them end to rest, resting (no tasks).
@@ -348,7 +350,7 @@ class Session:
         self._run.reader_wakeup.set()  # a reader paused at max_in_flight must read our answer
         queued = False
         try:
-            await self._run.outbox_send.send((data, related_request_id))
+            await self._run.outbox_send.send(Outgoing(data, related_request_id))
             queued = True
             with trio.CancelScope(deadline=start + timeout) as deadline:
                 waiter.deadline_scope = deadline
@@ -378,7 +380,7 @@ class Session:
         data = self.connection.cancel_outbound(request_id, reason)
         if data is None:
             return
-        item = (data, related)
+        item = Outgoing(data, related)
         try:
             self._run.outbox_send.send_nowait(item)
             return
@@ -403,7 +405,7 @@ class Session:
         if self._phase:
             self.wake()
         try:
-            await self._run.outbox_send.send((data, related_request_id))
+            await self._run.outbox_send.send(Outgoing(data, related_request_id))
         except _PEER_GONE:
             raise SessionClosed(f"Cannot send {method}: the session is closed") from None
 
@@ -443,9 +445,13 @@ class Session:
                             continue
                 except MessageTooLarge as exc:
                     logger.warning("dropped an oversized message: %s", exc)
-                    await self._queue(encode_error(None, exc), None)
+                    await self._queue(Outgoing(encode_error(None, exc)))
                     continue
-                await self._on_event(self.connection.receive(data))
+                if isinstance(data, bytes):
+                    event = self.connection.receive(data)
+                else:  # parsed once already, by the transport
+                    event = self.connection.receive_object(data.value)
+                await self._on_event(event)
         except _PEER_GONE:
             self.request_close("the peer closed the connection")
 
@@ -528,10 +534,14 @@ class Session:
             if event.reply is not None:
                 if batch is not None:
                     batch.replies.append(event.reply)
+                    batch.answered.extend(event.answers)
                 else:
-                    # Tie the reply to the refused request when its id is known, so a
-                    # transport can route it without parsing it.
-                    await self._queue(event.reply, getattr(event.error, "request_id", None))
+                    # Say which requests the refusal settles (all of a batch refused
+                    # whole), so a transport waiting for their answers stops waiting.
+                    answers = event.answers
+                    await self._queue(
+                        Outgoing(event.reply, answers[0] if answers else None, answers)
+                    )
         elif kind is BatchReceived:
             assert isinstance(event, BatchReceived)
             await self._on_batch(event)
@@ -589,6 +599,7 @@ class Session:
 
     # --- handler tasks --------------------------------------------------------------------
 
+    @trio.lowlevel.enable_ki_protection
     async def _run_handler(self, ctx: RequestContext) -> None:
         request_id = ctx.request_id
         scope = ctx.cancel_scope
@@ -613,6 +624,21 @@ class Session:
                 error = exc
             except Exception:
                 logger.exception("handler for %s (id %r) failed", ctx.method, request_id)
+                error = McpError(INTERNAL_ERROR, "Internal error")
+            except BaseException as exc:
+                if _is_cancellation(exc):
+                    raise
+                # SystemExit, KeyboardInterrupt, GeneratorExit... raised by handler code
+                # (argparse on the caller's arguments raises SystemExit): they answer this
+                # call, never end the session or the process. A real Ctrl-C does not land
+                # here: handler tasks are KI-protected, so Trio delivers it to the main task.
+                logger.error(
+                    "handler for %s (id %r) raised %s; answered as an internal error",
+                    ctx.method,
+                    request_id,
+                    type(exc).__name__,
+                    exc_info=exc,
+                )
                 error = McpError(INTERNAL_ERROR, "Internal error")
             if ctx.cancelled_by_peer or (scope.cancel_called and self.closing):
                 # Cancelled: the spec says no response. (Also when it returned anyway.)
@@ -646,29 +672,32 @@ class Session:
 
     async def _reply(self, request_id: RequestId, data: bytes, batch: _Batch | None) -> None:
         if batch is None:
-            if not await self._write_reply_directly(data, request_id):
-                await self._queue(data, request_id)
+            message = Outgoing(data, request_id, (request_id,))
+            if not await self._write_reply_directly(message):
+                await self._queue(message)
             return
         batch.pending.discard(request_id)
         batch.replies.append(data)
+        batch.answered.append(request_id)
         await self._maybe_flush_batch(batch)
 
     async def _maybe_flush_batch(self, batch: _Batch) -> None:
         if not batch.pending and batch.replies:
             replies, batch.replies = batch.replies, []
-            await self._queue(encode_batch(replies), None)
+            answered, batch.answered = tuple(batch.answered), []
+            await self._queue(Outgoing(encode_batch(replies), None, answered))
 
     # --- the writer and the notifier ----------------------------------------------------------
 
-    async def _queue(self, data: bytes, related: RequestId | None) -> None:
-        """Queue bytes for the writer; drops them quietly once the peer is gone."""
+    async def _queue(self, message: Outgoing) -> None:
+        """Queue a message for the writer; drops it quietly once the peer is gone."""
         try:
             # No scheduler pass when there is room (the common case): only a full outbox
             # makes us wait.
-            self._run.outbox_send.send_nowait((data, related))
+            self._run.outbox_send.send_nowait(message)
         except trio.WouldBlock:
             try:
-                await self._run.outbox_send.send((data, related))
+                await self._run.outbox_send.send(message)
             except _PEER_GONE:
                 logger.debug("dropped an outgoing message: the session is closed")
         except _PEER_GONE:
@@ -705,7 +734,7 @@ class Session:
         self._run.write_free.set()
         self._run.write_free = trio.Event()
 
-    async def _write_reply_directly(self, data: bytes, related: RequestId) -> bool:
+    async def _write_reply_directly(self, message: Outgoing) -> bool:
         """Fast path for a final reply: write it from this task when nothing is queued.
 
         Saves the hop to the writer task (a quarter of the scheduling work of a sequential
@@ -722,7 +751,7 @@ class Session:
             return False
         self._run.write_busy = True
         try:
-            await self._transport.send([(data, related)])
+            await self._transport.send([message])
         except _PEER_GONE:
             self.request_close("the peer stopped reading")
         finally:
@@ -883,6 +912,15 @@ class Session:
         # Reader, writer, notifier and keepalive go now; handler stragglers are cancelled
         # by open_session when its body is done.
         self._run.services.cancel()
+
+
+def _is_cancellation(exc: BaseException) -> bool:
+    """Whether ``exc`` is Trio's cancellation (or a group of nothing else): it must propagate."""
+    if isinstance(exc, trio.Cancelled):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(trio.Cancelled)[1] is None
+    return False
 
 
 @asynccontextmanager

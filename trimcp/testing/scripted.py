@@ -26,10 +26,11 @@ import trio
 
 from trimcp._groups import open_nursery_unwrapped
 from trimcp.client import Client, ClientKwargs, connect_transport
+from trimcp.protocol.jsonrpc import dump_json
 from trimcp.protocol.versions import LATEST_VERSION, SUPPORTED_VERSIONS
 from trimcp.serde import unstructure
 from trimcp.session import SessionOptions
-from trimcp.transports.base import Transport
+from trimcp.transports.base import Outgoing, Transport
 from trimcp.transports.memory import MemoryTransport, memory_transport_pair
 
 Message = dict[str, Any]
@@ -314,7 +315,7 @@ class ScriptedServer:
                     data = await transport.receive()
                 except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
                     break
-                self._dispatch(data, nursery)
+                self._dispatch(data if isinstance(data, bytes) else dump_json(data.value), nursery)
             nursery.cancel_scope.cancel()
 
     @asynccontextmanager
@@ -367,7 +368,7 @@ class ScriptedServer:
         assert self._transport is not None
         data = message if isinstance(message, bytes) else json.dumps(message).encode()
         try:
-            await self._transport.send([(data, None)])
+            await self._transport.send([Outgoing(data)])
             self.sent.append(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             # Leaving the block while an action still sends is the test's choice, not a

@@ -7,13 +7,35 @@ engine calls :meth:`Transport.receive` from exactly one task (its reader) and
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, NamedTuple, Protocol
 
 from trimcp.errors import INVALID_REQUEST, RemoteProtocolError
+from trimcp.protocol.jsonrpc import RequestId
 
-#: One outgoing message: its bytes (one JSON text, no framing) and the id of the inbound
-#: request it belongs to, if any (Streamable HTTP routes it onto that request's stream).
-Outgoing = tuple[bytes, "int | str | None"]
+
+class Outgoing(NamedTuple):
+    """One outgoing message, as the engine hands it to a transport: bytes plus meaning.
+
+    Transports route by these fields, never by looking at the bytes (matching our own
+    encoder's output broke on ids the encoder escapes). Most transports only write
+    ``data``; Streamable HTTP uses the rest to pick the HTTP response each message goes to.
+    """
+
+    #: One JSON text (a message or a batch reply), no framing.
+    data: bytes
+    #: The inbound request this message was sent on behalf of (a progress notification, a
+    #: log record or a server request made while handling it), or None.
+    related: RequestId | None = None
+    #: The inbound requests this message answers for good: the result or error of one
+    #: request, every request a batch reply settles, or every request of a batch refused
+    #: whole. After it, nothing more will be sent for them.
+    answers: tuple[RequestId, ...] = ()
+
+
+class Decoded(NamedTuple):
+    """An inbound JSON text the transport already parsed (one message, or a batch array)."""
+
+    value: Any
 
 
 class MessageTooLarge(RemoteProtocolError):
@@ -29,8 +51,9 @@ class MessageTooLarge(RemoteProtocolError):
 class Transport(Protocol):
     """A bidirectional message pipe to one peer."""
 
-    async def receive(self) -> bytes:
-        """The next complete message from the peer.
+    async def receive(self) -> bytes | Decoded:
+        """The next complete message from the peer: its bytes, or its already decoded JSON
+        value when the transport had to parse it anyway (it is then not parsed twice).
 
         Raises ``trio.EndOfChannel`` when the peer has closed its side, and
         :class:`MessageTooLarge` for a message that was dropped (reading can go on after it).

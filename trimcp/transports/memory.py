@@ -29,8 +29,8 @@ class MemoryTransport:
 
     async def send(self, messages: Sequence[Outgoing]) -> None:
         """Hand messages to the peer; waits while its buffer is full (backpressure)."""
-        for data, _ in messages:
-            await self._send_channel.send(data)
+        for message in messages:
+            await self._send_channel.send(message.data)
 
     async def aclose(self) -> None:
         """Close both directions; the peer's ``receive`` then ends with ``EndOfChannel``."""

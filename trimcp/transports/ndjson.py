@@ -51,9 +51,9 @@ class NdjsonTransport:
     async def send(self, messages: Sequence[Outgoing]) -> None:
         """Write the messages as lines with one ``send_all``."""
         if len(messages) == 1:
-            payload = messages[0][0] + b"\n"
+            payload = messages[0].data + b"\n"
         else:
-            payload = b"\n".join([data for data, _ in messages]) + b"\n"
+            payload = b"\n".join([message.data for message in messages]) + b"\n"
         await self._send_stream.send_all(payload)
 
     async def aclose(self) -> None:

@@ -48,8 +48,8 @@ class WebSocketTransport:
     async def send(self, messages: Sequence[Outgoing]) -> None:
         """Send each message as one text frame."""
         try:
-            for data, _ in messages:
-                await self._connection.send_message(data.decode("utf-8"))
+            for message in messages:
+                await self._connection.send_message(message.data.decode("utf-8"))
         except trio_websocket.ConnectionClosed:
             raise trio.BrokenResourceError("the WebSocket is closed") from None
 

@@ -155,8 +155,8 @@ class Recorder:
 
     async def send(self, messages: list[Outgoing]) -> None:
         await self.inner.send(messages)
-        for data, _ in messages:
-            decoded = json.loads(data)
+        for outgoing in messages:
+            decoded = json.loads(outgoing.data)
             for message in decoded if isinstance(decoded, list) else [decoded]:
                 self.sent.append(message)
 

@@ -110,7 +110,8 @@ class HttpClientTransport:
         ``trio.ClosedResourceError`` once the transport is closed. Cancellation: messages
         not yet handed over are not sent.
         """
-        for data, _ in messages:
+        for message in messages:
+            data = message.data
             if self._closed:
                 raise trio.ClosedResourceError("the HTTP client transport is closed")
             if self._streamable is not None:

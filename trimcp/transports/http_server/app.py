@@ -22,7 +22,8 @@ from trimcp.protocol.jsonrpc import (
     Notification,
     Request,
     RequestId,
-    dump_json,
+    notification_object,
+    parse_json,
     request_object,
 )
 from trimcp.protocol.lifecycle import Role
@@ -34,6 +35,7 @@ from trimcp.protocol.versions import (
 )
 from trimcp.session import SessionHandler, open_session
 from trimcp.session.lifespan import open_handler_lifespan
+from trimcp.transports.base import Decoded
 from trimcp.transports.http_server import legacy
 from trimcp.transports.http_server.asgi import (
     JSON_TYPE,
@@ -50,6 +52,7 @@ from trimcp.transports.http_server.asgi import (
     reject,
     respond,
     session_gone,
+    wait_for_disconnect,
 )
 from trimcp.transports.http_server.config import HttpServerConfig
 from trimcp.transports.http_server.manager import SessionEntry, SessionManager
@@ -73,7 +76,6 @@ SESSION_HEADER = b"mcp-session-id"
 #: Scheduler passes a POST stream's priming event waits to share a write with the answer.
 PRIMING_PASSES = 8
 _STATELESS_INIT_ID = "trimcp-stateless-initialize"
-_INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
 
 
 def handler_factory(
@@ -261,7 +263,10 @@ class McpHttpApp:
             body = await read_body(
                 receive, config.max_body_bytes, config.body_timeout, headers.get(b"content-length")
             )
-            messages, batch = parse_body(body)
+            parsed = parse_body(body)
+            messages, batch = parsed.messages, parsed.batch
+            # The engine gets the value parsed here: a body is decoded once.
+            inbound = Decoded(parsed.value)
             requests = [m for m in messages if type(m) is Request]
             if config.auth is not None:
                 config.auth.authorize(requests, cast("AuthInfo | None", principal))
@@ -269,7 +274,9 @@ class McpHttpApp:
             if initialize is not None and batch:
                 raise HttpRejection(400, "initialize must not be part of a batch")
             if config.stateless:
-                await self._post_stateless(send, body, messages, requests, headers, principal)
+                await self._post_stateless(
+                    send, receive, inbound, messages, requests, headers, principal
+                )
                 return
             created = False
             if entry is None:
@@ -280,7 +287,7 @@ class McpHttpApp:
                 created = True
             try:
                 await self._post_in_session(
-                    send, entry, body, messages, requests, batch, principal
+                    send, receive, entry, inbound, messages, requests, batch, principal
                 )
             finally:
                 if created and not _negotiated(entry):
@@ -308,8 +315,9 @@ class McpHttpApp:
     async def _post_in_session(
         self,
         send: Send,
+        receive: Receive,
         entry: SessionEntry,
-        body: bytes,
+        body: Decoded,
         messages: list[Message],
         requests: list[Request],
         batch: bool,
@@ -337,28 +345,34 @@ class McpHttpApp:
             await respond(send, 202, headers=extra)
             return
         version = session.connection.protocol_version or _requested_version(requests)
-        await self._answer(send, transport, body, messages, ids, version, extra, principal)
+        await self._answer(send, receive, transport, body, messages, ids, version, extra, principal)
 
     async def _answer(
         self,
         send: Send,
+        receive: Receive,
         transport: HttpSessionTransport,
-        body: bytes,
+        body: Decoded,
         messages: list[Message],
         ids: list[RequestId],
         version: str | None,
         extra: Headers,
         principal: Hashable | None = None,
     ) -> None:
-        """Feed the body and write the answers: one JSON body, or an SSE stream."""
+        """Feed the body and write the answers: one JSON body, or an SSE stream.
+
+        A client that goes away releases this request at once (its connection, its task);
+        the handlers it started go on, as the session era says (a disconnect is not a
+        cancel), and their answers go to the event store, if any.
+        """
         config = self.config
         if config.json_response:
             stream = await transport.open_post_stream(
                 ids, json_mode=True, sink=None, prime=False, auth=principal
             )
             await self._feed(transport, stream, body, messages)
-            await stream.done.wait()
-            await _send_json(send, stream, ids, extra)
+            if await _answered_before_disconnect(stream, receive):
+                await _send_json(send, stream, ids, extra)
             return
         sink = Sink(config.stream_max_bytes, config.stream_max_messages)
         prime = version is not None and version >= V2025_11_25
@@ -377,13 +391,19 @@ class McpHttpApp:
                 if sink.queued > 1 or sink.finished:
                     break
                 await trio.lowlevel.checkpoint()
-        await pump(send, sink)
+        if sink.finished:
+            await pump(send, sink)  # answered already: nothing to wait for
+            return
+        try:
+            await pump_until_disconnect(send, receive, sink)
+        finally:
+            stream.detach(sink)
 
     async def _feed(
         self,
         transport: HttpSessionTransport,
         stream: OutStream,
-        body: bytes,
+        body: Decoded,
         messages: list[Message],
     ) -> None:
         try:
@@ -396,7 +416,8 @@ class McpHttpApp:
     async def _post_stateless(
         self,
         send: Send,
-        body: bytes,
+        receive: Receive,
+        body: Decoded,
         messages: list[Message],
         requests: list[Request],
         headers: RequestHeaders,
@@ -427,8 +448,10 @@ class McpHttpApp:
                 if version is None:
                     version = headers.get(b"mcp-protocol-version") or HTTP_DEFAULT_VERSION
                     await _initialize_implicitly(transport, version, config.enqueue_timeout)
-                await self._answer(send, transport, body, messages, [r.id for r in requests],
-                                   version, [], principal)
+                await self._answer(
+                    send, receive, transport, body, messages, [r.id for r in requests], version,
+                    [], principal,
+                )
         finally:
             manager.release()
 
@@ -527,12 +550,37 @@ async def _initialize_implicitly(
     stream = await transport.open_post_stream(
         [_STATELESS_INIT_ID], json_mode=True, sink=None, prime=False
     )
-    await transport.feed(dump_json(request_object(_STATELESS_INIT_ID, "initialize", params)),
-                         timeout)
-    await stream.done.wait()
-    if stream.json_body is None or b'"result"' not in stream.json_body:
+    await transport.feed(
+        Decoded(request_object(_STATELESS_INIT_ID, "initialize", params)), timeout
+    )
+    await stream.done.wait()  # the engine answers initialize itself (bounded by its options)
+    answer = parse_json(stream.json_body) if stream.json_body is not None else None
+    if type(answer) is not dict or "result" not in answer:
         raise HttpRejection(400, "The server refused the implicit initialization")
-    await transport.feed(_INITIALIZED, timeout)
+    await transport.feed(Decoded(notification_object("notifications/initialized", None)), timeout)
+
+
+async def _answered_before_disconnect(stream: OutStream, receive: Receive) -> bool:
+    """Wait for a JSON-mode stream's answer; False when the client went away first."""
+    done = stream.done
+    # Most answers come within a few scheduler passes: wait for them without a watcher task.
+    for _ in range(PRIMING_PASSES):
+        if done.is_set():
+            return True
+        await trio.lowlevel.checkpoint()
+    gone = False
+    async with trio.open_nursery() as nursery:
+
+        async def watch() -> None:
+            nonlocal gone
+            await wait_for_disconnect(receive)
+            gone = True
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(watch)
+        await done.wait()
+        nursery.cancel_scope.cancel()
+    return not gone
 
 
 async def _send_json(send: Send, stream: OutStream, ids: list[RequestId], extra: Headers) -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 import trio
 
 from trimcp.errors import CONNECTION_CLOSED, INVALID_REQUEST, McpError
 from trimcp.protocol import jsonrpc
+from trimcp.protocol.connection import DEFAULT_MAX_BATCH
 from trimcp.protocol.jsonrpc import (
     InvalidMessage,
     classify,
@@ -46,6 +47,8 @@ SSE_HEADERS: Headers = [
     (b"x-accel-buffering", b"no"),
 ]
 JSON_TYPE = (b"content-type", b"application/json")
+
+_T = TypeVar("_T")
 
 
 class HttpRejection(Exception):
@@ -172,7 +175,7 @@ def session_gone() -> HttpRejection:
     return HttpRejection(404, "Session not found", code=CONNECTION_CLOSED)
 
 
-async def feed_bounded(channel: trio.MemorySendChannel[bytes], body: bytes, timeout: float) -> None:
+async def feed_bounded(channel: trio.MemorySendChannel[_T], body: _T, timeout: float) -> None:
     """Hand a POSTed message to a session's engine, waiting at most ``timeout`` for room.
 
     Raises :class:`HttpRejection`: 404 when the session is closed, 503 when the engine did
@@ -203,14 +206,31 @@ async def wait_for_disconnect(receive: Receive) -> None:
             return
 
 
-def parse_body(body: bytes) -> tuple[list[jsonrpc.Message], bool]:
-    """Parse a POST body into messages (and whether it was a batch); 400 if invalid."""
+class ParsedBody(NamedTuple):
+    """A POST body parsed once: the decoded JSON value (handed to the engine as is), its
+    messages, and whether it was a batch."""
+
+    value: Any
+    messages: list[jsonrpc.Message]
+    batch: bool
+
+
+def parse_body(body: bytes, max_batch: int = DEFAULT_MAX_BATCH) -> ParsedBody:
+    """Parse a POST body into messages; 400 if invalid.
+
+    A batch over ``max_batch`` members is refused before any member is looked at, so the
+    work one body costs stays bounded by its size and the batch limit.
+    """
     try:
         parsed = parse_json(body)
-        if isinstance(parsed, list):
+        if type(parsed) is list:
             if not parsed:
                 raise InvalidMessage(INVALID_REQUEST, "Invalid request: empty batch")
-            return [classify(item) for item in parsed], True
-        return [classify(parsed)], False
+            if len(parsed) > max_batch:
+                raise InvalidMessage(
+                    INVALID_REQUEST, f"Invalid request: batch larger than {max_batch}"
+                )
+            return ParsedBody(parsed, [classify(item) for item in parsed], True)
+        return ParsedBody(parsed, [classify(parsed)], False)
     except InvalidMessage as exc:
         raise HttpRejection(400, exc.message, code=exc.code, request_id=exc.request_id) from None

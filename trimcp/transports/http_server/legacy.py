@@ -17,7 +17,7 @@ from urllib.parse import parse_qs
 
 import trio
 
-from trimcp.transports.base import Outgoing
+from trimcp.transports.base import Decoded, Outgoing
 from trimcp.transports.http_server.asgi import (
     SSE_HEADERS,
     HttpRejection,
@@ -46,10 +46,11 @@ class LegacySseTransport:
 
     def __init__(self, sink: Sink, inbound_queue: int) -> None:
         self.sink = sink
-        self._in_send, self._in_recv = trio.open_memory_channel[bytes](inbound_queue)
+        self._in_send, self._in_recv = trio.open_memory_channel[Decoded](inbound_queue)
 
-    async def receive(self) -> bytes:
-        """The next POSTed message; ``EndOfChannel`` once closed. Cancellation: safe."""
+    async def receive(self) -> Decoded:
+        """The next POSTed message (parsed by the endpoint already); ``EndOfChannel`` once
+        closed. Cancellation: safe."""
         try:
             return await self._in_recv.receive()
         except trio.ClosedResourceError:
@@ -57,8 +58,8 @@ class LegacySseTransport:
 
     async def send(self, messages: Sequence[Outgoing]) -> None:
         """Queue the messages on the SSE stream; a client too slow to read loses the session."""
-        for data, _ in messages:
-            if not self.sink.put(sse_message(data, None)):
+        for message in messages:
+            if not self.sink.put(sse_message(message.data, None)):
                 raise trio.BrokenResourceError("the client is not reading its SSE stream")
 
     async def aclose(self) -> None:
@@ -67,7 +68,7 @@ class LegacySseTransport:
         self._in_recv.close()
         self.sink.finish()
 
-    async def feed(self, body: bytes, timeout: float) -> None:
+    async def feed(self, body: Decoded, timeout: float) -> None:
         """Hand a POSTed message to the engine (404 if closed, 503 if not taken in time)."""
         await feed_bounded(self._in_send, body, timeout)
 
@@ -142,8 +143,8 @@ async def _post(
         body = await read_body(
             receive, config.max_body_bytes, config.body_timeout, headers.get(b"content-length")
         )
-        parse_body(body)
-        await entry.transport.feed(body, config.enqueue_timeout)
+        parsed = parse_body(body)
+        await entry.transport.feed(Decoded(parsed.value), config.enqueue_timeout)
         await respond(send, 202, b"Accepted", content_type=b"text/plain")
     finally:
         entry.active -= 1

@@ -19,30 +19,11 @@ from typing import Any
 
 import trio
 
-from trimcp.protocol.jsonrpc import RequestId, dump_json
+from trimcp.protocol.jsonrpc import RequestId
 from trimcp.protocol.sse import encode_event
 from trimcp.transports.http_server.asgi import Receive, Send, wait_for_disconnect
 
 logger = logging.getLogger("trimcp.http")
-
-_RESPONSE_PREFIX = b'{"jsonrpc":"2.0","id":'
-
-
-def response_prefix(request_id: RequestId) -> bytes:
-    """The bytes every answer to ``request_id`` starts with (trimcp's encoder is compact)."""
-    if type(request_id) is int:
-        return _RESPONSE_PREFIX + str(request_id).encode("ascii")
-    return _RESPONSE_PREFIX + dump_json(request_id)
-
-
-def is_answer(data: bytes, prefix: bytes) -> bool:
-    """Whether ``data`` is the result or error answering the request of ``prefix``."""
-    if not data.startswith(prefix):
-        return False
-    n = len(prefix)
-    tail = data[n : n + 8]
-    return tail == b',"result' or tail == b',"error"'
-
 
 def sse_message(data: bytes, event_id: str | None) -> bytes:
     """One ``message`` event carrying one JSON-RPC message (or batch)."""
@@ -146,8 +127,8 @@ class Sink:
 class OutStream:
     """A logical stream of one session: a POST's answers, or the standalone stream.
 
-    ``pending`` maps each request still to be answered on it to its answer prefix (see
-    :func:`response_prefix`); the stream is done when the last one is answered.
+    ``pending`` holds the requests still to be answered on it; the stream is done when the
+    last one is answered.
     ``stream_id`` is its name in the event store (None: not resumable). In JSON mode the
     one final message is kept in ``json_body`` instead of being written to a sink.
     """
@@ -160,7 +141,7 @@ class OutStream:
         #: The principal of the POST whose requests this stream answers (``ctx.auth``).
         self.auth: Any = None
         self.json_mode = json_mode
-        self.pending: dict[RequestId, bytes] = {}
+        self.pending: set[RequestId] = set()
         self.sink: Sink | None = None
         self.json_body: bytes | None = None
         self._finished = False

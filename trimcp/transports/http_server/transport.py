@@ -4,19 +4,20 @@ The session engine sees an ordinary :class:`~trimcp.transports.base.Transport`. 
 each POST body is one message (or batch) put on a bounded channel. Outbound, :meth:`send`
 routes every message to exactly one stream and never waits for a client:
 
-- the answer to request X, and anything sent with ``related_request_id`` X, goes on the
-  stream of the POST that carried X (in JSON-response mode only the answer does; the rest
-  goes to the standalone stream);
+- the answer to request X (the engine marks it: :attr:`Outgoing.answers`), and anything
+  sent with ``related_request_id`` X, goes on the stream of the POST that carried X (in
+  JSON-response mode only the answer does; the rest goes to the standalone stream);
 - everything else goes on the standalone GET stream; while none is open the newest
   ``backlog_size`` such messages are kept for the next GET and older ones are dropped
   (logged).
 
 A POST stream ends once every request on it is answered (or cancelled by the client).
+Routing reads only the engine's :class:`~trimcp.transports.base.Outgoing` record, never the
+bytes, so any id (non-ASCII, escaped) routes alike.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -27,14 +28,12 @@ import trio
 
 from trimcp.protocol.jsonrpc import RequestId
 from trimcp.session import RequestContext
-from trimcp.transports.base import Outgoing
+from trimcp.transports.base import Decoded, Outgoing
 from trimcp.transports.http_server.asgi import feed_bounded
 from trimcp.transports.http_server.event_store import EventStore
 from trimcp.transports.http_server.streams import (
     OutStream,
     Sink,
-    is_answer,
-    response_prefix,
     sse_message,
     sse_priming,
     sse_retry,
@@ -42,7 +41,6 @@ from trimcp.transports.http_server.streams import (
 
 logger = logging.getLogger("trimcp.http")
 
-_NOTIFICATION_PREFIX = b'{"jsonrpc":"2.0","method"'
 STANDALONE_STREAM = "0"
 
 #: The transport of the session whose tasks are running (set by the task that runs the
@@ -52,6 +50,11 @@ current_transport: ContextVar[HttpSessionTransport | None] = ContextVar(
 )
 
 _CLOSED = (trio.ClosedResourceError, trio.BrokenResourceError)
+
+#: One POSTed message as the engine reads it: raw bytes, or the value the app already parsed.
+Inbound = bytes | Decoded
+InboundSend = trio.MemorySendChannel[Inbound]
+InboundReceive = trio.MemoryReceiveChannel[Inbound]
 
 
 class HttpSessionTransport:
@@ -91,8 +94,8 @@ class HttpSessionTransport:
         # The inbound queue, the lock, the backlog and the closed event are made when
         # first needed and dropped while the session rests (most sessions are idle).
         self._inbound_queue = inbound_queue
-        self._in_send: trio.MemorySendChannel[bytes] | None = None
-        self._in_recv: trio.MemoryReceiveChannel[bytes] | None = None
+        self._in_send: trio.MemorySendChannel[Inbound] | None = None
+        self._in_recv: trio.MemoryReceiveChannel[Inbound] | None = None
         self._routes: dict[RequestId, OutStream] = {}
         self._live: dict[str, OutStream] = {}
         self._next_stream = 1
@@ -112,9 +115,10 @@ class HttpSessionTransport:
 
     # --- the engine's side (Transport protocol) -------------------------------------------
 
-    def _inbound(self) -> tuple[trio.MemorySendChannel[bytes], trio.MemoryReceiveChannel[bytes]]:
+    def _inbound(self) -> tuple[InboundSend, InboundReceive]:
         if self._in_send is None or self._in_recv is None:
-            self._in_send, self._in_recv = trio.open_memory_channel[bytes](self._inbound_queue)
+            channels = trio.open_memory_channel[Inbound](self._inbound_queue)
+            self._in_send, self._in_recv = channels
             if self.closed:
                 self._in_send.close()
                 self._in_recv.close()
@@ -127,7 +131,7 @@ class HttpSessionTransport:
             lock = self._lock_ = trio.Lock()
         return lock
 
-    async def receive(self) -> bytes:
+    async def receive(self) -> Inbound:
         """The next POSTed message; ``EndOfChannel`` once closed. Cancellation: safe."""
         try:
             return await self._inbound()[1].receive()
@@ -158,8 +162,8 @@ class HttpSessionTransport:
         except trio.WouldBlock:
             await lock.acquire()
         try:
-            for data, related in messages:
-                await self._route(data, related)
+            for message in messages:
+                await self._route(message)
         finally:
             lock.release()
 
@@ -214,7 +218,7 @@ class HttpSessionTransport:
         stream = OutStream(stream_id, json_mode=json_mode)
         stream.auth = auth
         for request_id in request_ids:
-            stream.pending[request_id] = response_prefix(request_id)
+            stream.pending.add(request_id)
             self._routes[request_id] = stream
         if stream_id is not None:
             self._live[stream_id] = stream
@@ -237,8 +241,9 @@ class HttpSessionTransport:
         stream.pending.clear()
         self._end(stream)
 
-    async def feed(self, body: bytes, timeout: float) -> None:
-        """Hand a POST body to the engine, waiting at most ``timeout`` for room.
+    async def feed(self, body: Inbound, timeout: float) -> None:
+        """Hand a POST body (as bytes, or already parsed) to the engine, waiting at most
+        ``timeout`` for room.
 
         Raises :class:`HttpRejection`: 404 when the session is closed, 503 when the engine
         did not take the message in time. Cancellation: atomic, fed whole or not at all.
@@ -255,7 +260,7 @@ class HttpSessionTransport:
         """The client cancelled ``request_id``: no answer will come, so stop waiting for one."""
         stream = self._routes.pop(request_id, None)
         if stream is not None:
-            stream.pending.pop(request_id, None)
+            stream.pending.discard(request_id)
             if not stream.pending:
                 self._end(stream)
 
@@ -336,52 +341,28 @@ class HttpSessionTransport:
         if stream.stream_id is not None:
             self._live.pop(stream.stream_id, None)
 
-    async def _route(self, data: bytes, related: RequestId | None) -> None:
+    async def _route(self, message: Outgoing) -> None:
+        # By meaning only (what the engine says the message answers or belongs to): the
+        # bytes are never inspected, so any id the encoder may escape routes the same way.
+        data = message.data
+        answers = message.answers
+        if answers:
+            routes = self._routes
+            for request_id in answers:
+                stream = routes.get(request_id)
+                if stream is not None:
+                    await self._deliver(stream, data, answers)
+                    return
+            # Every request it answers was cancelled by the client: nobody waits for it.
+            logger.debug("dropped the answer to %r: the client cancelled it", answers[0])
+            return
+        related = message.related
         if related is not None:
             stream = self._routes.get(related)
-            if stream is not None:
-                if is_answer(data, stream.pending[related]):
-                    await self._deliver(stream, data, (related,))
-                    return
-                if not stream.json_mode:
-                    await self._deliver(stream, data, ())
-                    return
-            elif is_answer(data, response_prefix(related)):
-                logger.debug("dropped the answer to %r: the client cancelled it", related)
+            if stream is not None and not stream.json_mode:
+                await self._deliver(stream, data, ())
                 return
-            await self._deliver(self.standalone, data, ())
-            return
-        if data.startswith(_NOTIFICATION_PREFIX):
-            await self._deliver(self.standalone, data, ())
-            return
-        await self._route_unrelated(data)
-
-    async def _route_unrelated(self, data: bytes) -> None:
-        # Rare: batch replies, server requests, and errors the engine sent without a
-        # related id (e.g. a request it refused). Only these are parsed.
-        try:
-            parsed = json.loads(data)
-        except ValueError:
-            logger.error("the engine sent a message that is not JSON; dropped")
-            return
-        items = parsed if isinstance(parsed, list) else [parsed]
-        answered: list[RequestId] = []
-        stream: OutStream | None = None
-        for item in items:
-            if not isinstance(item, dict) or "method" in item:
-                continue
-            request_id = item.get("id")
-            if type(request_id) is int or type(request_id) is str:
-                found = self._routes.get(request_id)
-                if found is not None:
-                    stream = found
-                    answered.append(request_id)
-        if stream is not None:
-            await self._deliver(stream, data, [i for i in answered if i in stream.pending])
-        elif isinstance(parsed, dict) and "method" in parsed:
-            await self._deliver(self.standalone, data, ())
-        else:
-            logger.debug("dropped an answer nobody waits for: %.200r", data)
+        await self._deliver(self.standalone, data, ())
 
     async def _deliver(self, stream: OutStream, data: bytes, answered: Sequence[RequestId]) -> None:
         if stream.json_mode:
@@ -408,10 +389,13 @@ class HttpSessionTransport:
                 backlog.append(chunk)
         if answered:
             routes = self._routes
+            pending = stream.pending
             for request_id in answered:
-                stream.pending.pop(request_id, None)
-                routes.pop(request_id, None)
-            if not stream.pending:
+                if request_id in pending:
+                    pending.discard(request_id)
+                    if routes.get(request_id) is stream:
+                        del routes[request_id]
+            if not pending:
                 self._end(stream)
 
 
