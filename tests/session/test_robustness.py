@@ -241,3 +241,58 @@ async def test_other_sessions_are_unaffected_by_a_broken_one(autojump_clock: Any
         await bad_peer.send_bytes(b"{{{{")
         await bad_peer.receive()
         assert await good_client.send_request("echo", {"ok": 1}) == {"params": {"ok": 1}}
+
+
+class _Custom(BaseException):
+    """A BaseException a library might raise (not an Exception)."""
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [SystemExit(2), KeyboardInterrupt(), GeneratorExit(), _Custom("x"),
+     BaseExceptionGroup("g", [KeyboardInterrupt(), ValueError()])],
+    ids=["SystemExit", "KeyboardInterrupt", "GeneratorExit", "custom", "group"],
+)
+async def test_a_handler_raising_a_base_exception_answers_that_call_only(
+    autojump_clock: Any, raised: BaseException
+) -> None:
+    # ROBUSTNESS.md 25. Was: the exception left the handler task and ended the session's
+    # nursery, and with it the process (argparse raises SystemExit on bad arguments).
+    server = echo_server()
+
+    @server.request_handler("die")
+    async def die(ctx: RequestContext) -> dict[str, Any]:
+        raise raised
+
+    async with raw_client(server) as (peer, session):
+        reply = await peer.request(1, "die")
+        assert reply["error"] == {"code": INTERNAL_ERROR, "message": "Internal error"}
+        assert (await peer.request(2, "echo", {"still": "here"}))["result"] == {
+            "params": {"still": "here"}
+        }
+        assert not session.closing
+
+
+async def test_integers_of_any_size_stay_exact(autojump_clock: Any) -> None:
+    # Was: orjson read integers over 64 bits as floats: an id of 2**64 was refused and big
+    # arguments lost precision.
+    async with raw_client(echo_server()) as (peer, _session):
+        big = 2**64
+        await peer.send_bytes(
+            b'{"jsonrpc":"2.0","id":%d,"method":"echo","params":{"n":%d,"m":-%d}}'
+            % (big, 2**70 + 1, 2**80)
+        )
+        reply = json.loads(await peer.transport.receive())
+        assert reply["id"] == big
+        assert reply["result"]["params"] == {"n": 2**70 + 1, "m": -(2**80)}
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [b"\xef\xbb\xbf" + b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
+     '{"jsonrpc":"2.0","id":1,"method":"ping"}'.encode("utf-16")],
+    ids=["utf-8 BOM", "UTF-16"],
+)
+async def test_only_utf8_without_a_bom_is_json(autojump_clock: Any, bad: bytes) -> None:
+    async with raw_client(echo_server()) as (peer, _session):
+        await expect_error_then_recover(peer, bad, PARSE_ERROR)
