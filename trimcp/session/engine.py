@@ -16,6 +16,7 @@ outlives it.
 
 from __future__ import annotations
 
+import enum
 import logging
 import math
 from collections.abc import AsyncIterator, Callable
@@ -50,6 +51,7 @@ from trimcp.protocol.jsonrpc import RequestId, encode_batch, encode_error
 from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.session.context import RequestContext
+from trimcp.session.hooks import RestingHandler, RestingTransport, SessionAttendant
 from trimcp.session.options import SessionOptions
 from trimcp.session.outbound import ProgressCallback, Waiter
 from trimcp.transports.base import MessageTooLarge, Outgoing, Transport
@@ -73,11 +75,8 @@ class SessionHandler(Protocol):
         """React to a notification. Runs in the session's notifier task, one at a time."""
         ...
 
-    # Optional: ``async def attend_session(self, session, *, task_status)``. When the
-    # handler has it, every session starts it among its service tasks (after calling
-    # ``task_status.started()`` it may run until the session closes; it is cancelled as the
-    # close sequence ends). The server framework delivers list_changed notifications this
-    # way, whatever transport created the session.
+    # Optional hooks, each a named interface in trimcp.session.hooks: SessionAttendant
+    # (a task per session, started among its service tasks) and RestingHandler.
 
 
 class _Batch:
@@ -92,8 +91,15 @@ class _Batch:
         self.answered: list[RequestId] = []
 
 
-#: A session's phases: running its tasks, letting them end to rest, resting (no tasks).
-_AWAKE, _WINDING_DOWN, _RESTING = 0, 1, 2
+class _Phase(enum.IntEnum):
+    """A session's phases (AWAKE is 0, so ``if self._phase:`` means "not awake")."""
+
+    AWAKE = 0  # running its tasks
+    WINDING_DOWN = 1  # letting them end, to rest
+    RESTING = 2  # no tasks, only state
+
+
+_AWAKE, _WINDING_DOWN, _RESTING = _Phase.AWAKE, _Phase.WINDING_DOWN, _Phase.RESTING
 
 
 class _Run:
@@ -214,7 +220,7 @@ class Session:
         self._phase = _AWAKE
         self._wake_pending = False
         self._waker = waker
-        transport_can_rest: Callable[[], bool] | None = getattr(transport, "can_rest", None)
+        transport_can_rest = transport.can_rest if isinstance(transport, RestingTransport) else None
         self._transport_can_rest = transport_can_rest
         # Resting needs an owner to wake it, a transport that can tell it holds nothing,
         # no keepalive pings, and a handler whose own session task (if any) can pause.
@@ -222,7 +228,7 @@ class Session:
             waker is None
             or transport_can_rest is None
             or options.keepalive_interval is not None
-            or (hasattr(handler, "attend_session") and not hasattr(handler, "can_rest"))
+            or (isinstance(handler, SessionAttendant) and not isinstance(handler, RestingHandler))
         ):
             rest_after = None
         self._rest_after = rest_after
@@ -480,10 +486,8 @@ class Session:
         transport_can_rest = self._transport_can_rest
         if transport_can_rest is None or not transport_can_rest():
             return False
-        handler_can_rest: Callable[[Session], bool] | None = getattr(
-            self._handler, "can_rest", None
-        )
-        if handler_can_rest is not None and not handler_can_rest(self):
+        handler = self._handler
+        if isinstance(handler, RestingHandler) and not handler.can_rest(self):
             return False
         self._phase = _WINDING_DOWN
         run.services.cancel()
@@ -794,9 +798,9 @@ class Session:
                     services.start_soon(self._notify_loop)
                     if self.options.keepalive_interval is not None:
                         services.start_soon(self._keepalive_loop, self.options.keepalive_interval)
-                    attend = getattr(self._handler, "attend_session", None)
-                    if attend is not None:
-                        await services.start(attend, self)
+                    handler = self._handler
+                    if isinstance(handler, SessionAttendant):
+                        await services.start(handler.attend_session, self)
                     task_status.started()
         finally:
             run.services_done.set()
@@ -864,9 +868,9 @@ class Session:
         closed_event = self._closed_event
         if closed_event is not None and not closed_event.statistics().tasks_waiting:
             self._closed_event = None  # a later waiter makes a new one
-        rest: Callable[[], None] | None = getattr(self._transport, "rest", None)
-        if rest is not None:
-            rest()
+        transport = self._transport
+        if isinstance(transport, RestingTransport):
+            transport.rest()
 
     async def _close_quietly(self, reason: str) -> None:
         """Close a session that has nothing under way and no tasks (bounded)."""

@@ -1,0 +1,50 @@
+"""Optional hooks the session engine looks for, each a named interface.
+
+A transport or handler opts in by having the methods; the engine checks once, when a
+session is made (``isinstance`` against these runtime-checkable protocols), and keeps the
+bound methods. Nothing here is required: an ordinary transport and handler work without.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import trio
+
+if TYPE_CHECKING:
+    from trimcp.session.engine import Session
+
+
+@runtime_checkable
+class RestingTransport(Protocol):
+    """A transport whose session may rest (see ``resting_session``)."""
+
+    def can_rest(self) -> bool:
+        """True when the transport holds no input for the session (it may rest now)."""
+        ...
+
+    def rest(self) -> None:
+        """The session is resting: drop what only an awake session needs."""
+        ...
+
+
+@runtime_checkable
+class SessionAttendant(Protocol):
+    """A handler with a task of its own per session (the server framework delivers list
+    changes this way, whatever transport made the session)."""
+
+    async def attend_session(
+        self, session: Session, *, task_status: trio.TaskStatus[None] = ...
+    ) -> None:
+        """Started among the session's service tasks; after ``task_status.started()`` it may
+        run until the session closes (it is cancelled as the close sequence ends)."""
+        ...
+
+
+@runtime_checkable
+class RestingHandler(Protocol):
+    """A handler whose per-session state can say whether the session may rest."""
+
+    def can_rest(self, session: Session) -> bool:
+        """True when nothing of the handler's is under way for ``session``."""
+        ...
