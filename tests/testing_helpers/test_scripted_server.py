@@ -11,6 +11,7 @@ import trio
 from trimcp import McpError
 from trimcp.errors import INVALID_PARAMS
 from trimcp.testing import ScriptedServer, ScriptError
+from trimcp.transports.base import Outgoing
 from trimcp.types import CallToolResult, ListToolsResult, Root, TextContent, Tool
 
 
@@ -184,8 +185,8 @@ async def test_the_raw_transport_for_clients_that_are_not_trimcp_clients() -> No
     server.expect("anything/custom", {"x": 1}).reply({"y": 2})
     async with server.open_transport() as transport:
         await transport.send(
-            [(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "anything/custom",
-                          "params": {"x": 1}}).encode(), None)]
+            [Outgoing(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "anything/custom",
+                                  "params": {"x": 1}}).encode())]
         )
         with trio.fail_after(5):
             answer = json.loads(await transport.receive())
