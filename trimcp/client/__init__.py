@@ -24,6 +24,10 @@ from trimcp.client.handlers import NotificationCallback as NotificationCallback
 from trimcp.client.handlers import Progress as Progress
 from trimcp.client.handlers import RootsProvider as RootsProvider
 from trimcp.client.handlers import SamplingHandler as SamplingHandler
+from trimcp.client.mrtr import InputRoundsExceeded as InputRoundsExceeded
+from trimcp.client.mrtr import MalformedInputRequest as MalformedInputRequest
 from trimcp.client.pagination import PageIterator as PageIterator
 from trimcp.client.schema import SchemaUnsupported as SchemaUnsupported
 from trimcp.client.schema import SchemaViolation as SchemaViolation
+from trimcp.client.stateless import Era as Era
+from trimcp.client.stateless import NoCommonVersion as NoCommonVersion

@@ -23,6 +23,8 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar, Unpack
 
+import attrs
+
 from trimcp._version import __version__
 from trimcp.client.errors import ToolOutputError
 from trimcp.client.handlers import (
@@ -32,10 +34,19 @@ from trimcp.client.handlers import (
     RootsProvider,
     call_maybe_async,
 )
+from trimcp.client.mrtr import (
+    DEFAULT_MAX_INPUT_ROUNDS,
+    InputRoundsExceeded,
+    answer_input_requests,
+    check_input_required,
+)
+from trimcp.client.negotiate import connect
 from trimcp.client.pagination import PageIterator
 from trimcp.client.schema import SchemaUnsupported, SchemaViolation, validate
+from trimcp.client.stateless import Era, Mode, plan_for, request_meta, with_meta
 from trimcp.errors import LocalProtocolError
 from trimcp.protocol.lifecycle import Role
+from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import LATEST_VERSION, SUPPORTED_VERSIONS
 from trimcp.session import ProgressCallback, RequestContext, Session
 from trimcp.types import (
@@ -46,11 +57,12 @@ from trimcp.types import (
     CompletionArgument,
     CompletionContext,
     CompletionReference,
+    DiscoverResult,
     GetPromptRequestParams,
     GetPromptResult,
     Implementation,
-    InitializeRequestParams,
     InitializeResult,
+    InputRequiredResult,
     ListPromptsResult,
     ListResourcesResult,
     ListResourceTemplatesResult,
@@ -60,6 +72,7 @@ from trimcp.types import (
     Prompt,
     ReadResourceRequestParams,
     ReadResourceResult,
+    RequestParams,
     Resource,
     ResourceTemplate,
     Root,
@@ -80,6 +93,9 @@ _DEFAULT: Any = object()
 DEFAULT_MAX_PAGES = 100
 #: Tool definitions remembered for output validation; the oldest are forgotten past this.
 MAX_CACHED_TOOLS = 10_000
+#: How long ``mode="auto"`` waits for an answer to ``server/discover`` before it decides
+#: the server is a 2025 one that ignores unknown requests.
+DEFAULT_DISCOVER_TIMEOUT = 10.0
 
 
 def _typed(result: Any, cls: type[R]) -> R:
@@ -94,6 +110,10 @@ class ClientKwargs(HandlerKwargs, total=False):
 
     client_info: Implementation
     protocol_version: str
+    mode: Mode
+    log_level: LoggingLevel | None
+    max_input_rounds: int
+    discover_timeout: float
     max_pages: int
     validate_output: bool
 
@@ -104,8 +124,16 @@ class Client:
     Use an opener (:func:`~trimcp.client.connect_stdio`, :func:`~trimcp.client.connect_memory`,
     :func:`~trimcp.client.connect_transport`); they take the keyword arguments below.
 
-    ``client_info`` names this client (default ``trimcp`` and the package version);
-    ``protocol_version`` is the revision offered in ``initialize`` (default the latest);
+    ``client_info`` names this client (default ``trimcp`` and the package version).
+    ``mode`` picks the protocol era (see :mod:`trimcp.client.stateless` and
+    ``docs/eras.md``): ``"auto"`` (default) asks ``server/discover`` and speaks 2026-07-28
+    with a server that answers it, else falls back to ``initialize``; ``"legacy"`` always
+    sends ``initialize``; a version string pins that version. ``protocol_version`` is the
+    revision offered in ``initialize`` (default the latest session revision).
+    ``log_level`` asks for the server's log messages at that level and above (2026: in
+    every request's ``_meta``; 2025: one ``logging/setLevel`` after connecting).
+    ``max_input_rounds`` bounds the retries of one request that the server keeps
+    answering with ``InputRequiredResult``; ``discover_timeout`` bounds the probe.
     ``max_pages`` bounds the ``iter_*`` listings; with ``validate_output`` (default on), a
     tool's ``structuredContent`` is checked against the ``outputSchema`` of its last listing
     (see :mod:`trimcp.client.schema` for the JSON Schema subset). The remaining keywords
@@ -117,6 +145,10 @@ class Client:
         *,
         client_info: Implementation | None = None,
         protocol_version: str = LATEST_VERSION,
+        mode: Mode = "auto",
+        log_level: LoggingLevel | None = None,
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        discover_timeout: float = DEFAULT_DISCOVER_TIMEOUT,
         max_pages: int = DEFAULT_MAX_PAGES,
         validate_output: bool = True,
         **handlers: Unpack[HandlerKwargs],
@@ -127,41 +159,64 @@ class Client:
             )
         if max_pages < 1:
             raise ValueError(f"max_pages must be >= 1, got {max_pages!r}")
+        if max_input_rounds < 1:
+            raise ValueError(f"max_input_rounds must be >= 1, got {max_input_rounds!r}")
+        if not discover_timeout > 0:
+            raise ValueError(f"discover_timeout must be > 0, got {discover_timeout!r}")
         self.client_info = client_info or Implementation(name="trimcp", version=__version__)
         self.requested_version = protocol_version
+        self.mode = mode
+        self._plan = plan_for(mode, protocol_version)
+        self.log_level: LoggingLevel | None = log_level
+        self.max_input_rounds = max_input_rounds
+        self.discover_timeout = discover_timeout
         self.max_pages = max_pages
         self.validate_output = validate_output
         self.handlers = ClientHandlers(**handlers)
         self._session: Session | None = None
-        self._init_result: InitializeResult | None = None
+        self._era: Era | None = None
+        self._negotiated: Negotiated | None = None
+        self._answer: InitializeResult | DiscoverResult | None = None
         self._tools: dict[str, Tool] = {}
 
     # --- the handshake and the session ----------------------------------------------------
 
-    async def attach(self, session: Session) -> InitializeResult:
-        """Run the handshake over ``session``, which must have been opened with this client
-        as its handler (role client). Sends ``initialize`` (declaring the capabilities the
-        registered handlers imply) and then ``notifications/initialized``.
+    async def attach(self, session: Session) -> Negotiated:
+        """Connect over ``session``, which must have been opened with this client as its
+        handler (role client): decide the era as ``mode`` says (``server/discover``, then
+        ``initialize`` if the server is a 2025 one), declaring the capabilities the
+        registered handlers imply. Returns what was agreed (also :attr:`negotiated`).
 
-        Raises what the handshake raised: the server's :class:`McpError`,
+        Raises what connecting raised: the server's :class:`McpError`,
         :class:`RequestTimeout`, :class:`SessionClosed` (the server went away), or
-        :class:`McpError` with code ``-32022`` when the server chose a version we do not
-        speak. ``initialize`` cannot be cancelled on the wire; cancelling the caller
-        leaves the session unusable, so close it.
+        :class:`McpError` with code ``-32022`` when the server speaks no version we do.
+        ``initialize`` cannot be cancelled on the wire; cancelling the caller leaves the
+        session unusable, so close it.
         """
         if self._session is not None:
             raise LocalProtocolError("This client is already attached to a session")
         if session.role is not Role.CLIENT:
             raise LocalProtocolError("A Client needs a session opened with role=Role.CLIENT")
         self._session = session
-        params = InitializeRequestParams(
-            protocol_version=self.requested_version,
-            capabilities=self.handlers.capabilities(),
-            client_info=self.client_info,
+        connected = await connect(
+            session,
+            self._plan,
+            self.client_info,
+            self.handlers.capabilities(),
+            self.discover_timeout,
         )
-        result = _typed(await session.initialize(params), InitializeResult)
-        self._init_result = result
-        return result
+        self._era, self._negotiated, self._answer = (
+            connected.era,
+            connected.negotiated,
+            connected.answer,
+        )
+        if (
+            connected.era is Era.LEGACY
+            and self.log_level is not None
+            and connected.negotiated.server_capabilities.logging is not None
+        ):
+            await self._request("logging/setLevel", SetLevelRequestParams(level=self.log_level))
+        return connected.negotiated
 
     @property
     def session(self) -> Session:
@@ -171,31 +226,57 @@ class Client:
         return self._session
 
     @property
+    def negotiated(self) -> Negotiated:
+        """What was agreed when connecting: version, both sides' identity and capabilities."""
+        if self._negotiated is None:
+            raise LocalProtocolError("This client has not completed initialize or discover yet")
+        return self._negotiated
+
+    @property
+    def era(self) -> Era:
+        """``Era.MODERN`` (2026-07-28, stateless) or ``Era.LEGACY`` (initialize + session)."""
+        if self._era is None:
+            raise LocalProtocolError("This client has not completed initialize or discover yet")
+        return self._era
+
+    @property
     def initialize_result(self) -> InitializeResult:
-        """The server's whole answer to ``initialize``."""
-        if self._init_result is None:
+        """The server's whole answer to ``initialize`` (legacy era only)."""
+        if not isinstance(self._answer, InitializeResult):
+            if isinstance(self._answer, DiscoverResult):
+                raise LocalProtocolError(
+                    "This client speaks 2026-07-28, which has no initialize; see "
+                    "discover_result or negotiated"
+                )
             raise LocalProtocolError("This client has not completed initialize")
-        return self._init_result
+        return self._answer
+
+    @property
+    def discover_result(self) -> DiscoverResult:
+        """The server's whole answer to ``server/discover`` (modern era only)."""
+        if not isinstance(self._answer, DiscoverResult):
+            raise LocalProtocolError("This client did not connect with server/discover")
+        return self._answer
 
     @property
     def server_info(self) -> Implementation:
         """The server's name and version."""
-        return self.initialize_result.server_info
+        return self.negotiated.server_info
 
     @property
     def server_capabilities(self) -> ServerCapabilities:
         """What the server declared it supports."""
-        return self.initialize_result.capabilities
+        return self.negotiated.server_capabilities
 
     @property
     def instructions(self) -> str | None:
         """The server's instructions for the model, if it sent any."""
-        return self.initialize_result.instructions
+        return self.negotiated.instructions
 
     @property
     def protocol_version(self) -> str:
-        """The negotiated protocol revision."""
-        return self.initialize_result.protocol_version
+        """The negotiated protocol revision (``2026-07-28`` in the modern era)."""
+        return self.negotiated.protocol_version
 
     async def aclose(self) -> None:
         """Close the session with the engine's bounded close sequence.
@@ -233,6 +314,8 @@ class Client:
         kwargs: dict[str, Any] = {}
         if timeout is not _DEFAULT:
             kwargs["timeout"] = timeout
+        if self._era is Era.MODERN:
+            params = with_meta(params, self._envelope())
         return await self.session.send_request(
             method,
             params,
@@ -240,6 +323,55 @@ class Client:
             reset_timeout_on_progress=reset_timeout_on_progress,
             **kwargs,
         )
+
+    def _envelope(self) -> dict[str, Any]:
+        """The 2026 ``_meta`` every request carries (version, capabilities, identity, and
+        the log level when one is set)."""
+        negotiated = self.negotiated
+        return request_meta(
+            negotiated.protocol_version,
+            self.client_info,
+            negotiated.client_capabilities,
+            self.log_level,
+        )
+
+    async def _request_with_input(
+        self,
+        method: str,
+        params: Any,
+        *,
+        target: str | None,
+        timeout: float | None = _DEFAULT,
+        on_progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool = False,
+    ) -> Any:
+        """A request that a 2026 server may answer with ``InputRequiredResult``: answer its
+        input requests with the registered handlers and retry (a new id each time, the
+        original params plus ``inputResponses`` and the echoed ``requestState``), at most
+        ``max_input_rounds`` times. Each attempt has its own ``timeout``."""
+        attempt = params
+        rounds = 0
+        while True:
+            result = await self._request(
+                method,
+                attempt,
+                timeout=timeout,
+                target=target,
+                on_progress=on_progress,
+                reset_timeout_on_progress=reset_timeout_on_progress,
+            )
+            if not isinstance(result, InputRequiredResult):
+                return result
+            if rounds >= self.max_input_rounds:
+                raise InputRoundsExceeded(method, target, rounds)
+            rounds += 1
+            requests = check_input_required(result)
+            responses = await answer_input_requests(self.handlers, self.session, requests)
+            attempt = attrs.evolve(
+                params,
+                input_responses=responses or None,
+                request_state=result.request_state,
+            )
 
     def _progress_callback(
         self, method: str, target: str | None, per_call: ProgressCallback | None
@@ -259,7 +391,11 @@ class Client:
         return both
 
     async def ping(self, *, timeout: float | None = _DEFAULT) -> None:
-        """Send ``ping`` and wait for the answer. Cancellation: see the module docstring."""
+        """Check the server answers: ``ping`` (2025), or ``server/discover`` in 2026-07-28,
+        which has no ``ping``. Cancellation: see the module docstring."""
+        if self._era is Era.MODERN:
+            await self._request("server/discover", RequestParams(), timeout=timeout)
+            return
         kwargs: dict[str, Any] = {} if timeout is _DEFAULT else {"timeout": timeout}
         await self.session.send_request("ping", **kwargs)
 
@@ -331,7 +467,7 @@ class Client:
             meta=dict(meta) if meta is not None else None,
         )
         result = _typed(
-            await self._request(
+            await self._request_with_input(
                 "tools/call",
                 params,
                 timeout=timeout,
@@ -400,18 +536,32 @@ class Client:
         """Read one resource. Cancellation: see the module docstring."""
         params = ReadResourceRequestParams(uri=uri)
         return _typed(
-            await self._request("resources/read", params, timeout=timeout, target=uri),
+            await self._request_with_input(
+                "resources/read", params, timeout=timeout, target=uri
+            ),
             ReadResourceResult,
         )
 
     async def subscribe_resource(self, uri: str) -> None:
         """Ask for ``notifications/resources/updated`` about ``uri`` (``on_resource_updated``).
-        Needs the server's ``resources.subscribe``. Cancellation: see the module docstring."""
+        Needs the server's ``resources.subscribe``. 2026-07-28 has no such request: use
+        :meth:`listen` with ``resource_subscriptions`` (raises :class:`LocalProtocolError`).
+        Cancellation: see the module docstring."""
+        self._no_session_request("resources/subscribe")
         await self._request("resources/subscribe", SubscribeRequestParams(uri=uri), target=uri)
 
     async def unsubscribe_resource(self, uri: str) -> None:
-        """Stop the updates about ``uri``. Cancellation: see the module docstring."""
+        """Stop the updates about ``uri`` (2025 only, as :meth:`subscribe_resource`).
+        Cancellation: see the module docstring."""
+        self._no_session_request("resources/unsubscribe")
         await self._request("resources/unsubscribe", UnsubscribeRequestParams(uri=uri), target=uri)
+
+    def _no_session_request(self, method: str) -> None:
+        if self._era is Era.MODERN:
+            raise LocalProtocolError(
+                f"{method} does not exist in 2026-07-28: open a subscription with "
+                "client.listen(resource_subscriptions=[...]) instead"
+            )
 
     # Prompts.
 
@@ -441,7 +591,7 @@ class Client:
             name=name, arguments=dict(arguments) if arguments is not None else None
         )
         return _typed(
-            await self._request("prompts/get", params, timeout=timeout, target=name),
+            await self._request_with_input("prompts/get", params, timeout=timeout, target=name),
             GetPromptResult,
         )
 
@@ -473,12 +623,22 @@ class Client:
 
     async def set_logging_level(self, level: LoggingLevel) -> None:
         """Ask the server to send log messages at ``level`` and above (``on_log_message``).
-        Cancellation: see the module docstring."""
+        2025: sends ``logging/setLevel``. 2026-07-28: every later request carries
+        ``level`` in its ``_meta`` (the server sends log messages only for requests that
+        ask); nothing is sent now. Cancellation: see the module docstring."""
+        if self._era is Era.MODERN:
+            self.log_level = level
+            return
         await self._request("logging/setLevel", SetLevelRequestParams(level=level))
+        self.log_level = level
 
     async def notify_roots_changed(self) -> None:
         """Send ``notifications/roots/list_changed`` (needs ``roots`` to be registered).
-        Cancellation: atomic; the notification is queued whole or not at all."""
+        2026-07-28 has no such notification (the server asks for the roots each time it
+        needs them), so nothing is sent there. Cancellation: atomic; the notification is
+        queued whole or not at all."""
+        if self._era is Era.MODERN:
+            return
         await self.session.send_notification("notifications/roots/list_changed")
 
     async def set_roots(self, roots: Sequence[Root] | RootsProvider) -> None:

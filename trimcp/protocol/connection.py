@@ -68,10 +68,15 @@ from trimcp.protocol.lifecycle import (
 from trimcp.protocol.methods import MethodSpec, lookup
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import SUPPORTED_VERSIONS, allows_batches
-from trimcp.types import InitializeRequestParams, InitializeResult
+from trimcp.types import InitializeRequestParams, InitializeResult, InputRequiredResult
 
 #: A batch larger than this is rejected whole: it would let one message start unbounded work.
 DEFAULT_MAX_BATCH = 100
+
+#: 2026-07-28: the requests a server may answer with an ``InputRequiredResult``.
+INPUT_REQUIRED_METHODS: frozenset[str] = frozenset({"tools/call", "prompts/get", "resources/read"})
+#: The ``resultType`` values the core protocol defines (absent means ``complete``).
+_RESULT_TYPES = (None, "complete", "input_required")
 
 
 @attrs.define(slots=True)
@@ -390,11 +395,20 @@ class Connection:
             )
         self._drop_progress(pending)
         method = pending.method
-        spec = lookup(method)
         result: Any = response.result
-        if spec is not None and spec.result_type is not None:
+        result_type = _result_type_of(method, result)
+        if result_type is None:
+            error = RemoteProtocolError(
+                INTERNAL_ERROR,
+                f"The peer sent a {method} result with resultType "
+                f"{result.get('resultType')!r}, which a {method} result cannot have",
+            )
+            if method == "initialize":
+                self._transition(Transition.RECEIVED_INITIALIZE_ERROR)
+            return ErrorReceived(id=response.id, method=method, error=error)
+        if result_type is not False:
             try:
-                result = serde.structure(result, spec.result_type)
+                result = serde.structure(result, result_type)
             except serde.ShapeError as exc:
                 error = RemoteProtocolError(
                     INTERNAL_ERROR, f"The peer sent an invalid {method} result: {exc}"
@@ -475,6 +489,23 @@ class Connection:
             )
             self._transition(Transition.SENT_INITIALIZE)
         return request_id, data
+
+    def adopt_stateless(self, negotiated: Negotiated) -> None:
+        """Client role, stateless revision (2026-07-28): start operating at the version in
+        ``negotiated`` without a handshake (it was chosen from ``server/discover`` or
+        pinned). Later requests are checked against that version and the server's
+        capabilities, as after ``initialize``. Raises :class:`LocalProtocolError` when
+        this connection is not a client that has not begun a handshake.
+        """
+        if self.role is not Role.CLIENT or self.state is not State.NEW:
+            raise LocalProtocolError(
+                "Only a client connection that has not begun a handshake can adopt a "
+                "stateless protocol version"
+            )
+        self.negotiated = negotiated
+        self._own_caps = serde.unstructure(negotiated.client_capabilities)
+        self._peer_caps = _capability_dict(negotiated.server_capabilities)
+        self._transition(Transition.ADOPTED_STATELESS)
 
     def _local_state_refusal(self, method: str) -> str:
         if self.state is State.CLOSED:
@@ -636,6 +667,24 @@ def _request_ids(items: list[Any]) -> tuple[RequestId, ...]:
             if type(request_id) is int or type(request_id) is str:
                 ids.append(request_id)
     return tuple(ids)
+
+
+def _result_type_of(method: str, result: Any) -> type | bool | None:
+    """The class to structure a result of ``method`` as; ``False`` when it is free-form.
+
+    ``None`` when the result claims a ``resultType`` it may not have: one the core
+    protocol does not define (the spec says to treat it as invalid), or
+    ``input_required`` on a request that cannot need input.
+    """
+    spec = lookup(method)
+    if spec is None:
+        return False
+    kind = result.get("resultType") if type(result) is dict else None
+    if kind not in _RESULT_TYPES:
+        return None
+    if kind == "input_required":
+        return InputRequiredResult if method in INPUT_REQUIRED_METHODS else None
+    return False if spec.result_type is None else spec.result_type
 
 
 def _progress_token(request: Request) -> ProgressToken | None:

@@ -5,6 +5,8 @@ scattered through the connection as ``if`` statements.
 
 Server: NEW --recv initialize--> INITIALIZING --send its result--> OPERATING.
 Client: NEW --send initialize--> INITIALIZING --recv its result--> OPERATING.
+Client, stateless revision (2026-07-28): NEW --adopt a version--> OPERATING (no handshake;
+``server/discover`` may be sent while NEW to choose it).
 Either: any --close--> CLOSED.
 """
 
@@ -43,6 +45,7 @@ class Transition(enum.Enum):
     SENT_INITIALIZE_ERROR = "sent initialize error"
     RECEIVED_INITIALIZE_RESULT = "received initialize result"
     RECEIVED_INITIALIZE_ERROR = "received initialize error"
+    ADOPTED_STATELESS = "adopted a stateless version"
     CLOSED = "closed"
 
 
@@ -53,6 +56,7 @@ TRANSITIONS: Final[dict[tuple[Role, State, Transition], State]] = {
     (C, NEW, Transition.SENT_INITIALIZE): INIT,
     (C, INIT, Transition.RECEIVED_INITIALIZE_RESULT): OPER,
     (C, INIT, Transition.RECEIVED_INITIALIZE_ERROR): NEW,
+    (C, NEW, Transition.ADOPTED_STATELESS): OPER,
     (S, NEW, Transition.RECEIVED_INITIALIZE): INIT,
     (S, INIT, Transition.SENT_INITIALIZE_RESULT): OPER,
     (S, INIT, Transition.SENT_INITIALIZE_ERROR): NEW,
@@ -75,7 +79,7 @@ INBOUND_REQUESTS: Final[dict[tuple[Role, State], frozenset[str] | None]] = {
 
 #: Requests this side may SEND in each state. Others are a local error.
 OUTBOUND_REQUESTS: Final[dict[tuple[Role, State], frozenset[str] | None]] = {
-    (C, NEW): frozenset({"initialize", "ping"}),
+    (C, NEW): frozenset({"initialize", "ping", "server/discover"}),
     (C, INIT): frozenset({"ping"}),
     (C, OPER): ANY,
     (C, CLOSED): frozenset(),

@@ -27,7 +27,7 @@ import trio
 from trimcp._groups import open_nursery_unwrapped
 from trimcp.client import Client, ClientKwargs, connect_transport
 from trimcp.protocol.jsonrpc import dump_json
-from trimcp.protocol.versions import LATEST_VERSION, SUPPORTED_VERSIONS
+from trimcp.protocol.versions import LATEST_VERSION, STATELESS_VERSIONS, SUPPORTED_VERSIONS
 from trimcp.serde import unstructure
 from trimcp.session import SessionOptions
 from trimcp.transports.base import Outgoing, Transport
@@ -208,8 +208,12 @@ class ScriptedServer:
     ``name``/``version`` and ``capabilities`` (a dict or ``ServerCapabilities``, default
     :data:`ALL_CAPABILITIES`) make the automatic ``initialize`` answer; ``protocol_version``
     forces the version it answers (default: the client's if supported, else the latest).
-    With ``auto_initialize=False`` the script must expect ``initialize`` and
-    ``notifications/initialized`` itself; ``auto_ping`` answers pings. ``ordered``: messages
+    ``server/discover`` is answered too: with a ``DiscoverResult`` when ``protocol_version``
+    is ``"2026-07-28"`` (the script then plays a stateless server: no ``initialize``
+    comes), else with ``-32601`` as a 2025 server would (the client falls back).
+    With ``auto_initialize=False`` the script must expect ``initialize`` (and
+    ``server/discover``) and ``notifications/initialized`` itself; ``auto_ping`` answers
+    pings. ``ordered``: messages
     must arrive in the order expected (else any unmet expectation that matches is taken).
     ``ignore``: methods that are recorded but never a failure. ``response_timeout`` bounds
     each wait for the client's answer to a scripted request.
@@ -347,8 +351,12 @@ class ScriptedServer:
         self, *, options: SessionOptions | None = None, **client_kwargs: Unpack[ClientKwargs]
     ) -> AsyncIterator[Client]:
         """A trimcp :class:`Client` connected to this script (initialized, unless
-        ``auto_initialize`` is off and the script does not answer). Same exit checks and
+        ``auto_initialize`` is off and the script does not answer). The client's ``mode``
+        defaults to ``"auto"`` for a 2026-07-28 script and to ``"legacy"`` for others, so
+        a session-era script sees ``initialize`` first, as before. Same exit checks and
         cancellation as :meth:`open_transport`."""
+        if "mode" not in client_kwargs and self.protocol_version not in STATELESS_VERSIONS:
+            client_kwargs["mode"] = "legacy"
         async with self.open_transport() as transport, connect_transport(
             transport, options=options, **client_kwargs
         ) as client:
@@ -402,6 +410,9 @@ class ScriptedServer:
                 scope.cancel()
         if self.auto_initialize and method == "initialize":
             nursery.start_soon(self._send, self._initialize_answer(message))
+            return
+        if self.auto_initialize and method == "server/discover" and "id" in message:
+            nursery.start_soon(self._send, self._discover_answer(message))
             return
         if self.auto_initialize and method == "notifications/initialized":
             return
@@ -461,6 +472,27 @@ class ScriptedServer:
             "protocolVersion": version,
             "capabilities": self.capabilities,
             "serverInfo": self.info,
+        }
+        if self.instructions is not None:
+            result["instructions"] = self.instructions
+        return {"jsonrpc": "2.0", "id": message["id"], "result": result}
+
+    def _discover_answer(self, message: Message) -> Message:
+        """A 2026 server's ``DiscoverResult`` when the script speaks 2026-07-28
+        (``protocol_version``); otherwise the error a 2025 server gives (``-32601``)."""
+        if self.protocol_version not in STATELESS_VERSIONS:
+            return {
+                "jsonrpc": "2.0",
+                "id": message["id"],
+                "error": {"code": -32601, "message": "Method not found: server/discover"},
+            }
+        result: Message = {
+            "resultType": "complete",
+            "supportedVersions": list(STATELESS_VERSIONS),
+            "capabilities": self.capabilities,
+            "ttlMs": 0,
+            "cacheScope": "private",
+            "_meta": {"io.modelcontextprotocol/serverInfo": self.info},
         }
         if self.instructions is not None:
             result["instructions"] = self.instructions

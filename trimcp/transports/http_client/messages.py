@@ -16,6 +16,8 @@ import attrs
 from trimcp.errors import McpError
 from trimcp.protocol.jsonrpc import RequestId, dump_json, encode_error, parse_json
 
+#: The ``_meta`` key of a 2026-07-28 request's protocol version.
+META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 INITIALIZE = "initialize"
 INITIALIZED = "notifications/initialized"
 CANCELLED = "notifications/cancelled"
@@ -33,10 +35,22 @@ class OutgoingInfo:
     request_ids: tuple[RequestId, ...] = ()
     method: str | None = None
     cancelled_id: RequestId | None = None
+    #: The params object of a single request or notification (None otherwise).
+    params: dict[str, Any] | None = None
 
     @property
     def is_initialize(self) -> bool:
         return self.method == INITIALIZE and len(self.request_ids) == 1
+
+    @property
+    def modern_version(self) -> str | None:
+        """The 2026 protocol version a single request names in its ``_meta``, if any
+        (such a request is stateless: it carries its own version header, no session)."""
+        if self.params is None or len(self.request_ids) != 1:
+            return None
+        meta = self.params.get("_meta")
+        version = meta.get(META_PROTOCOL_VERSION) if type(meta) is dict else None
+        return version if type(version) is str and _header_safe(version) else None
 
 
 def _is_id(value: object) -> bool:
@@ -61,11 +75,15 @@ def describe_outgoing(data: bytes) -> OutgoingInfo:
     if type(method) is not str:
         return OutgoingInfo(request_ids=ids)
     cancelled_id: RequestId | None = None
-    if method == CANCELLED:
-        params = value.get("params")
-        if type(params) is dict and _is_id(params.get("requestId")):
-            cancelled_id = params["requestId"]
-    return OutgoingInfo(request_ids=ids, method=method, cancelled_id=cancelled_id)
+    params = value.get("params")
+    if method == CANCELLED and type(params) is dict and _is_id(params.get("requestId")):
+        cancelled_id = params["requestId"]
+    return OutgoingInfo(
+        request_ids=ids,
+        method=method,
+        cancelled_id=cancelled_id,
+        params=params if type(params) is dict else None,
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -144,11 +162,10 @@ def protocol_version_of(result: dict[str, Any] | None) -> str | None:
     if result is None:
         return None
     version = result.get("protocolVersion")
-    if (
-        type(version) is str
-        and version.isascii()
-        and version.isprintable()
-        and 0 < len(version) <= 64
-    ):
+    if type(version) is str and _header_safe(version):
         return version
     return None
+
+
+def _header_safe(version: str) -> bool:
+    return version.isascii() and version.isprintable() and 0 < len(version) <= 64

@@ -46,6 +46,7 @@ from trimcp.transports.http_client.messages import (
 )
 from trimcp.transports.http_client.options import HttpClientOptions
 from trimcp.transports.http_client.sse_reader import SseReader
+from trimcp.transports.http_client.stateless import StatelessRequests
 from trimcp.transports.http_client.tasks import TaskSet
 from trimcp.transports.http_client.url import Endpoint
 
@@ -103,6 +104,8 @@ class StreamableHttpClient:
         self.legacy: LegacySseClient | None = None
         #: Re-initializations done after a 404 (for tests and statistics).
         self.reinitializations = 0
+        #: What 2026-07-28 (stateless) requests need: their headers, their streams.
+        self._stateless = StatelessRequests()
 
     # --- outgoing -----------------------------------------------------------------------
 
@@ -116,6 +119,10 @@ class StreamableHttpClient:
         info = describe_outgoing(data)
         if info.cancelled_id is not None and info.cancelled_id == self._init_id:
             self._cancel_post(info.cancelled_id)
+        if info.cancelled_id is not None and info.cancelled_id in self._stateless.in_flight:
+            # 2026-07-28: closing the request's stream is the cancellation; no notice.
+            self._cancel_post(info.cancelled_id)
+            return
         if self._mode_known is not None:
             await self._mode_known.wait()
         if self.legacy is not None:
@@ -135,6 +142,8 @@ class StreamableHttpClient:
 
     async def _start_request(self, data: bytes, info: OutgoingInfo) -> None:
         await self._slots.acquire()
+        if info.modern_version is not None:
+            self._stateless.in_flight.add(info.request_ids[0])
         if info.is_initialize:
             self._init_request = data
             self._init_id = info.request_ids[0]
@@ -166,6 +175,7 @@ class StreamableHttpClient:
             for request_id in info.request_ids:
                 if self._posts.get(request_id) is scope:
                     del self._posts[request_id]
+                self._stateless.in_flight.discard(request_id)
             self._slots.release()
             if info.is_initialize and self._mode_known is not None:
                 self._mode_known.set()
@@ -195,7 +205,12 @@ class StreamableHttpClient:
     ) -> StreamEnd | None:
         options = self._options
         session_id = None if info.is_initialize else self.session_id
-        headers = self._headers(ACCEPT_POST, body=True, session=not info.is_initialize)
+        modern = info.modern_version is not None
+        headers = self._headers(
+            ACCEPT_POST, body=True, session=not (info.is_initialize or modern)
+        )
+        if modern:
+            headers.update(self._stateless.headers(info))
         try:
             async with self._pool.request(
                 "POST", self._endpoint, headers, data, head_timeout=options.sse_read_timeout
@@ -295,6 +310,8 @@ class StreamableHttpClient:
     # --- incoming -----------------------------------------------------------------------
 
     def _sink_for(self, info: OutgoingInfo) -> Sink:
+        if info.method == "tools/list" and info.modern_version is not None:
+            return self._stateless.tools_list_sink(self._answers.deliver)
         if not info.is_initialize:
             return self._answers.deliver
 

@@ -1,0 +1,329 @@
+"""The client in the 2026-07-28 (stateless) era, against scripted servers: era choice and
+fallback, the ``_meta`` envelope, input_required rounds, and the bad answers a server may
+give (no common version, endless input_required, malformed input requests)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+
+from trimcp import McpError
+from trimcp.client import Client, Era
+from trimcp.client.mrtr import InputRoundsExceeded, MalformedInputRequest
+from trimcp.client.stateless import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    NoCommonVersion,
+)
+from trimcp.errors import INTERNAL_ERROR, UNSUPPORTED_PROTOCOL_VERSION, LocalProtocolError
+from trimcp.session import RequestContext
+from trimcp.testing import ScriptedServer
+from trimcp.types import (
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequestParams,
+    ElicitResult,
+    Implementation,
+    Root,
+    TextContent,
+)
+
+V2026 = "2026-07-28"
+
+
+def done(text: str) -> dict[str, Any]:
+    return {"resultType": "complete", "content": [{"type": "text", "text": text}]}
+
+
+def meta_of(message: dict[str, Any]) -> dict[str, Any]:
+    return dict(message["params"]["_meta"])
+
+
+async def accept(ctx: RequestContext, params: ElicitRequestParams) -> ElicitResult:
+    return ElicitResult(action="accept", content={"name": "octocat"})
+
+
+async def sample(ctx: RequestContext, params: CreateMessageRequestParams) -> CreateMessageResult:
+    return CreateMessageResult(
+        role="assistant", content=TextContent(text="Paris"), model="test-model"
+    )
+
+
+async def test_auto_speaks_2026_with_a_stateless_server_and_sends_the_envelope() -> None:
+    server = ScriptedServer(name="modern", protocol_version=V2026, instructions="be nice")
+    server.expect("tools/list").reply({"resultType": "complete", "tools": []})
+    server.expect("tools/call", {"name": "echo"}).reply(done("hi"))
+    async with server.open_client(client_info=Implementation(name="me", version="1")) as client:
+        assert client.era is Era.MODERN
+        assert client.protocol_version == V2026
+        assert client.server_info.name == "modern"
+        assert client.instructions == "be nice"
+        assert client.discover_result.supported_versions == [V2026]
+        with pytest.raises(LocalProtocolError, match="no initialize"):
+            client.initialize_result  # noqa: B018
+        await client.list_tools()
+        result = await client.call_tool("echo", {"text": "hi"})
+        assert result.content == [TextContent(text="hi")]
+    methods = [m["method"] for m in server.requests()]
+    assert methods == ["server/discover", "tools/list", "tools/call"]
+    assert server.notifications() == []  # no notifications/initialized in 2026
+    for request in server.requests():
+        meta = meta_of(request)
+        assert meta[META_PROTOCOL_VERSION] == V2026
+        assert meta[META_CLIENT_INFO] == {"name": "me", "version": "1"}
+        assert isinstance(meta[META_CLIENT_CAPABILITIES], dict)
+        assert META_LOG_LEVEL not in meta
+
+
+async def test_auto_falls_back_to_initialize_with_a_2025_server() -> None:
+    server = ScriptedServer(name="old")
+    server.expect("tools/call").reply({"content": []})
+    async with server.open_client(mode="auto") as client:
+        assert client.era is Era.LEGACY
+        assert client.protocol_version == "2025-11-25"
+        assert client.initialize_result.server_info.name == "old"
+        await client.call_tool("x")
+    methods = [m["method"] for m in server.requests()]
+    assert methods == ["server/discover", "initialize", "tools/call"]
+    assert "_meta" not in (server.requests("tools/call")[0].get("params") or {})
+
+
+async def test_legacy_mode_sends_initialize_first() -> None:
+    server = ScriptedServer(protocol_version=V2026)
+    server.expect("initialize").reply(
+        {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "d",
+                                                                           "version": "1"}}
+    )
+    server.auto_initialize = False
+    server.expect("notifications/initialized")
+    async with server.open_client(mode="legacy") as client:
+        assert client.era is Era.LEGACY
+    assert [m["method"] for m in server.requests()] == ["initialize"]
+
+
+async def test_a_version_list_with_nothing_in_common_is_a_clear_error() -> None:
+    server = ScriptedServer(auto_initialize=False)
+    server.expect("server/discover").reply(
+        {"supportedVersions": ["2099-01-01"], "capabilities": {}}
+    )
+    with pytest.raises(NoCommonVersion) as info:
+        async with server.open_client(mode="auto"):
+            pass
+    assert info.value.code == UNSUPPORTED_PROTOCOL_VERSION
+    assert "2099-01-01" in info.value.message
+    assert "2026-07-28" in info.value.message
+
+
+async def test_unsupported_version_error_is_retried_once_with_a_listed_version() -> None:
+    server = ScriptedServer(auto_initialize=False)
+    server.expect("server/discover").error(
+        UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
+        {"supported": [V2026], "requested": V2026},
+    )
+    server.expect("server/discover").reply(
+        {"supportedVersions": [V2026], "capabilities": {"tools": {}}}
+    )
+    async with server.open_client(mode="auto") as client:
+        assert client.era is Era.MODERN
+        assert client.server_info.name == "unknown"  # it did not say
+    first, second = server.requests("server/discover")
+    assert first["id"] != second["id"]
+
+
+async def test_a_refusal_repeated_after_the_retry_is_not_retried_forever() -> None:
+    server = ScriptedServer(auto_initialize=False)
+    for _ in range(2):
+        server.expect("server/discover").error(
+            UNSUPPORTED_PROTOCOL_VERSION, "no", {"supported": [V2026]}
+        )
+    with pytest.raises(NoCommonVersion):
+        async with server.open_client(mode="auto"):
+            pass
+    assert len(server.requests("server/discover")) == 2
+
+
+async def test_pinned_2026_does_not_fall_back() -> None:
+    server = ScriptedServer()  # a 2025 server: discover gets -32601
+    with pytest.raises(McpError, match="server/discover"):
+        async with server.open_client(mode=V2026):
+            pass
+    assert [m["method"] for m in server.requests()] == ["server/discover"]
+
+
+async def test_a_silent_server_is_taken_for_a_2025_one(autojump_clock: Any) -> None:
+    server = ScriptedServer(auto_initialize=False)
+    server.expect("server/discover")  # no answer: some 2025 servers ignore it
+    server.expect("notifications/cancelled")
+    server.expect("initialize").reply({
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "serverInfo": {"name": "quiet", "version": "1"},
+    })
+    server.expect("notifications/initialized")
+    async with server.open_client(mode="auto", discover_timeout=3) as client:
+        assert client.era is Era.LEGACY
+
+
+def test_mode_is_checked() -> None:
+    with pytest.raises(ValueError, match="mode"):
+        Client(mode="2020-01-01")
+    with pytest.raises(ValueError, match="max_input_rounds"):
+        Client(max_input_rounds=0)
+
+
+async def test_input_required_is_answered_and_retried_with_the_echoed_state() -> None:
+    server = ScriptedServer(protocol_version=V2026)
+    state = '{"nonce": "n1",  "x": 1}'  # odd spacing: must come back byte for byte
+    server.expect("tools/call", {"name": "login"}).reply({
+        "resultType": "input_required",
+        "inputRequests": {
+            "who": {"method": "elicitation/create", "params": {
+                "message": "GitHub login?",
+                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+            }},
+            "llm": {"method": "sampling/createMessage", "params": {
+                "messages": [{"role": "user", "content": {"type": "text", "text": "capital?"}}],
+                "maxTokens": 10,
+            }},
+            "dirs": {"method": "roots/list", "params": {}},
+        },
+        "requestState": state,
+    })
+    server.expect("tools/call", {"name": "login"}).reply(done("welcome"))
+    async with server.open_client(
+        elicitation_handler=accept,
+        sampling_handler=sample,
+        roots=[Root(uri="file:///w")],
+    ) as client:
+        result = await client.call_tool("login", {"a": 1})
+        assert result.content == [TextContent(text="welcome")]
+    first, retry = server.requests("tools/call")
+    assert first["id"] != retry["id"]
+    assert retry["params"]["arguments"] == {"a": 1}
+    assert retry["params"]["requestState"] == state
+    responses = retry["params"]["inputResponses"]
+    assert responses["who"] == {"action": "accept", "content": {"name": "octocat"}}
+    assert responses["llm"]["content"] == {"type": "text", "text": "Paris"}
+    assert responses["dirs"] == {"roots": [{"uri": "file:///w"}]}
+    caps = meta_of(first)[META_CLIENT_CAPABILITIES]
+    assert {"elicitation", "sampling", "roots"} <= set(caps)
+
+
+async def test_no_request_state_means_none_in_the_retry() -> None:
+    server = ScriptedServer(protocol_version=V2026)
+    server.expect("prompts/get").reply({
+        "resultType": "input_required",
+        "inputRequests": {"c": {"method": "elicitation/create", "params": {
+            "message": "ok?", "requestedSchema": {"type": "object", "properties": {}}}}},
+    })
+    server.expect("prompts/get").reply({"resultType": "complete", "messages": []})
+    async with server.open_client(elicitation_handler=accept) as client:
+        await client.get_prompt("p")
+    retry = server.requests("prompts/get")[1]
+    assert "requestState" not in retry["params"]
+    assert "c" in retry["params"]["inputResponses"]
+
+
+async def test_endless_input_required_stops_after_max_rounds() -> None:
+    server = ScriptedServer(protocol_version=V2026, ordered=False)
+    forever = {"resultType": "input_required", "requestState": "again"}
+    for _ in range(4):
+        server.expect("resources/read").reply(forever)
+    async with server.open_client(max_input_rounds=3) as client:
+        with pytest.raises(InputRoundsExceeded) as info:
+            await client.read_resource("file:///x")
+    assert info.value.code == INTERNAL_ERROR
+    assert info.value.data == {"method": "resources/read", "target": "file:///x", "rounds": 3}
+    assert "max_input_rounds" in info.value.message
+    assert len(server.requests("resources/read")) == 4  # the first try and three retries
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ({"resultType": "input_required"}, "neither inputRequests nor requestState"),
+        ({"resultType": "input_required", "inputRequests": {"k": {"method": "tools/call"}}},
+         "not one of"),
+        ({"resultType": "input_required", "inputRequests": {"k": 5}}, "has no method"),
+        ({"resultType": "input_required", "inputRequests": {
+            "k": {"method": "elicitation/create", "params": {"message": 3}}}}, "invalid params"),
+    ],
+)
+async def test_malformed_input_required_results_are_refused(
+    answer: dict[str, Any], message: str
+) -> None:
+    server = ScriptedServer(protocol_version=V2026)
+    server.expect("tools/call").reply(answer)
+    async with server.open_client(elicitation_handler=accept) as client:
+        with pytest.raises(MalformedInputRequest, match=message):
+            await client.call_tool("t")
+    assert len(server.requests("tools/call")) == 1
+
+
+async def test_input_for_a_handler_the_client_lacks_names_it() -> None:
+    server = ScriptedServer(protocol_version=V2026)
+    server.expect("tools/call").reply({
+        "resultType": "input_required",
+        "inputRequests": {"llm": {"method": "sampling/createMessage", "params": {
+            "messages": [], "maxTokens": 1}}},
+    })
+    async with server.open_client() as client:
+        with pytest.raises(McpError, match="no sampling handler"):
+            await client.call_tool("t")
+
+
+async def test_an_unknown_result_type_is_an_error() -> None:
+    server = ScriptedServer(protocol_version=V2026)
+    server.expect("tools/call").reply({"resultType": "task", "content": []})
+    server.expect("tools/list").reply({"resultType": "input_required", "requestState": "s"})
+    async with server.open_client() as client:
+        with pytest.raises(McpError, match="resultType 'task'"):
+            await client.call_tool("t")
+        with pytest.raises(McpError, match="cannot have"):
+            await client.list_tools()
+
+
+async def test_an_absent_result_type_is_complete() -> None:
+    server = ScriptedServer(protocol_version=V2026)
+    server.expect("tools/call").reply({"content": []})
+    async with server.open_client() as client:
+        assert (await client.call_tool("t")).content == []
+    assert len(server.requests("tools/call")) == 1
+
+
+async def test_log_level_travels_in_meta_and_ping_is_discover() -> None:
+    server = ScriptedServer(protocol_version=V2026)
+    server.expect("tools/call").reply(done("a"))
+    server.expect("tools/call").reply(done("b"))
+    async with server.open_client(log_level="warning") as client:
+        await client.call_tool("t")
+        await client.set_logging_level("debug")
+        await client.call_tool("t")
+        await client.ping()
+        await client.notify_roots_changed()  # nothing to send in 2026
+        with pytest.raises(LocalProtocolError, match="listen"):
+            await client.subscribe_resource("file:///a")
+    first, second = server.requests("tools/call")
+    assert meta_of(first)[META_LOG_LEVEL] == "warning"
+    assert meta_of(second)[META_LOG_LEVEL] == "debug"
+    assert [m["method"] for m in server.requests()][-1] == "server/discover"
+    assert server.notifications() == []
+
+
+async def test_cancelling_a_2026_request_over_a_shared_channel_sends_the_cancel(
+    autojump_clock: Any,
+) -> None:
+    server = ScriptedServer(protocol_version=V2026)
+    release = trio.Event()
+    server.expect("tools/call").hold(release)
+    server.expect("notifications/cancelled")
+    async with server.open_client() as client:
+        with trio.move_on_after(1):
+            await client.call_tool("slow")
+        await server.wait_done()
+        release.set()
+    cancel = server.notifications("notifications/cancelled")[0]
+    assert cancel["params"]["requestId"] == server.requests("tools/call")[0]["id"]
