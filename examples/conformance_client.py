@@ -7,17 +7,24 @@ starts itself (see ``tests/conformance/SCENARIOS.md``, section 3)::
     tests/conformance/run.sh client --command "python examples/conformance_client.py" \\
         --scenario initialize
 
-Scenarios: ``initialize``, ``tools_call``, ``elicitation-sep1034-client-defaults`` and
-``sse-retry``. Each one connects over Streamable HTTP (``connect_transport`` on
-``open_http_client_transport``), does what the scenario asks, prints one line per step
-on stdout and exits 0; any failure prints the error on stderr and exits 1 (2 for bad
-usage). The whole run is bounded by ``--deadline`` seconds (default 20, below the suite's
-30 s kill).
+Scenarios of suite 0.1.16 (2025 revisions): ``initialize``, ``tools_call``,
+``elicitation-sep1034-client-defaults`` and ``sse-retry``. Scenarios of suite
+0.2.0-alpha.12 at ``--spec-version 2026-07-28`` (the client then speaks 2026-07-28 with
+``mode="auto"``): ``request-metadata``, ``sep-2322-client-request-state``,
+``http-standard-headers``, ``http-custom-headers``, ``http-invalid-tool-headers``,
+``json-schema-ref-no-deref`` and ``json-schema-2020-12-preservation`` (``tools_call`` runs
+at both). The suite names the revision in ``MCP_CONFORMANCE_PROTOCOL_VERSION`` and passes
+scenario data in ``MCP_CONFORMANCE_CONTEXT``. Each scenario connects over Streamable HTTP
+(``connect_transport`` on ``open_http_client_transport``), does what the scenario asks,
+prints one line per step on stdout and exits 0; any failure prints the error on stderr
+and exits 1 (2 for bad usage). The whole run is bounded by ``--deadline`` seconds
+(default 20, below the suite's 30 s kill).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Awaitable, Callable
@@ -83,11 +90,96 @@ async def run_sse_retry(client: Client) -> None:
     print(f"test_reconnection: {texts(result.content)}")
 
 
+# --- 2026-07-28 scenarios (suite 0.2.0-alpha.12) ----------------------------------------
+
+
+def context() -> dict[str, Any]:
+    """The scenario data the suite passes in ``MCP_CONFORMANCE_CONTEXT`` (may be absent)."""
+    raw = os.environ.get("MCP_CONFORMANCE_CONTEXT")
+    value = json.loads(raw) if raw else {}
+    return value if isinstance(value, dict) else {}
+
+
+async def run_request_metadata(client: Client) -> None:
+    # The server refuses the first request with -32022; the client retried with a
+    # version it listed. Every request carries the _meta envelope and header.
+    print(f"protocol version {client.protocol_version} ({client.era.value})")
+    await client.ping()  # server/discover again: the mock declares no capabilities
+    print("ping: ok")
+
+
+async def run_request_state(client: Client) -> None:
+    for name in ("test_mrtr_echo_state", "test_mrtr_unrelated", "test_mrtr_no_state",
+                 "test_mrtr_no_result_type"):
+        result = await client.call_tool(name, {})
+        print(f"{name}: {texts(result.content)}")
+
+
+async def run_standard_headers(client: Client) -> None:
+    async for tool in client.iter_tools():
+        result = await client.call_tool(tool.name, {})
+        print(f"{tool.name}: {texts(result.content)}")
+    async for resource in client.iter_resources():
+        await client.read_resource(resource.uri)
+        print(f"read {resource.uri}")
+    async for prompt in client.iter_prompts():
+        await client.get_prompt(prompt.name)
+        print(f"prompt {prompt.name}")
+
+
+async def run_custom_headers(client: Client) -> None:
+    await client.list_tools()
+    for call in context().get("toolCalls", []):
+        result = await client.call_tool(call["name"], call.get("arguments") or {})
+        print(f"{call['name']}: {texts(result.content)}")
+
+
+async def run_invalid_tool_headers(client: Client) -> None:
+    # Tools whose x-mcp-header annotations are invalid never reach the listing.
+    names = [tool.name async for tool in client.iter_tools()]
+    print(f"usable tools: {names}")
+    for name in names:
+        await client.call_tool(name, {"region": "us-west1"})
+
+
+async def run_ref_no_deref(client: Client) -> None:
+    tools = [tool.name async for tool in client.iter_tools()]
+    print(f"tools (schemas kept as sent, no $ref fetched): {tools}")
+
+
+async def run_schema_preservation(client: Client) -> None:
+    tools = {tool.name: tool async for tool in client.iter_tools()}
+    schema = tools["json_schema_2020_12_tool"].input_schema
+    result = await client.call_tool("json_schema_echo", {"schema": schema})
+    print(f"json_schema_echo: {texts(result.content)}")
+
+
+async def confirm(ctx: RequestContext, params: ElicitRequestParams) -> ElicitResult:
+    """Accept every elicitation: form defaults where given, ``confirmed`` for booleans."""
+    if not isinstance(params, ElicitRequestFormParams):
+        return ElicitResult(action="decline")
+    content: dict[str, Any] = {}
+    for name, field in params.requested_schema.properties.items():
+        if field.default is not None:
+            content[name] = field.default
+        elif getattr(field, "type", None) == "boolean":
+            content[name] = True
+    print(f"elicitation: {params.message!r} -> accept {content}")
+    return ElicitResult(action="accept", content=content)
+
+
 SCENARIOS: dict[str, Callable[[Client], Awaitable[None]]] = {
     "initialize": run_initialize,
     "tools_call": run_tools_call,
     "elicitation-sep1034-client-defaults": run_elicitation_defaults,
     "sse-retry": run_sse_retry,
+    "request-metadata": run_request_metadata,
+    "sep-2322-client-request-state": run_request_state,
+    "http-standard-headers": run_standard_headers,
+    "http-custom-headers": run_custom_headers,
+    "http-invalid-tool-headers": run_invalid_tool_headers,
+    "json-schema-ref-no-deref": run_ref_no_deref,
+    "json-schema-2020-12-preservation": run_schema_preservation,
 }
 
 
@@ -95,10 +187,13 @@ async def run(scenario: str, url: str, deadline: float) -> None:
     """Connect to ``url``, run ``scenario``, close (DELETE, bounded), all within
     ``deadline`` seconds (``trio.TooSlowError`` past it)."""
     with trio.fail_after(deadline):
+        modern = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION") == "2026-07-28"
         async with open_http_client_transport(url, timeout=10.0) as transport, connect_transport(
             transport,
             client_info=CLIENT_INFO,
-            elicitation_handler=accept_with_defaults,
+            elicitation_handler=confirm if modern else accept_with_defaults,
+            # The 2025 mock servers expect initialize first; at 2026 the client probes.
+            mode="auto" if modern else "legacy",
         ) as client:
             await SCENARIOS[scenario](client)
 

@@ -34,6 +34,20 @@ EXPECTED_FAILURES = HERE / "expected-failures.yml"
 
 SERVER_SCENARIOS = 32
 CLIENT_SCENARIOS = ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"]
+#: Suite 0.2.0-alpha.12 (CONFORMANCE_SUITE_VERSION) at --spec-version 2026-07-28: every
+#: client scenario that needs no authorization (`run.sh list --client --spec-version
+#: 2026-07-28` lists the rest, all auth/*, which belong to the authorization work).
+SUITE_2026 = "0.2.0-alpha.12"
+CLIENT_SCENARIOS_2026 = [
+    "tools_call",
+    "request-metadata",
+    "sep-2322-client-request-state",
+    "http-standard-headers",
+    "http-custom-headers",
+    "http-invalid-tool-headers",
+    "json-schema-ref-no-deref",
+    "json-schema-2020-12-preservation",
+]
 
 SETUP_TIMEOUT = 600.0  # a cold install downloads Node and the suite
 SERVER_START_TIMEOUT = 30.0
@@ -92,26 +106,49 @@ def bad_checks(checks: dict[str, list[dict[str, object]]], allowed: list[str]) -
     ]
 
 
-@pytest.fixture(scope="module")
-def suite() -> None:
-    """Install (or check) the pinned suite; fails if npm cannot install it."""
+def suite_env(version: str | None) -> dict[str, str]:
+    """The environment that selects suite ``version`` (None: setup.sh's default)."""
+    env = dict(os.environ)
+    env.pop("CONFORMANCE_SUITE_VERSION", None)
+    if version is not None:
+        env["CONFORMANCE_SUITE_VERSION"] = version
+    return env
+
+
+def install_suite(version: str | None) -> None:
     done = subprocess.run(
         [str(HERE / "setup.sh"), "--quiet"],
         capture_output=True,
         text=True,
         timeout=SETUP_TIMEOUT,
+        env=suite_env(version),
         check=False,
     )
     assert done.returncode == 0, f"setup.sh failed:\n{done.stderr}"
 
 
-def run_suite(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+@pytest.fixture(scope="module")
+def suite() -> None:
+    """Install (or check) the pinned suite; fails if npm cannot install it."""
+    install_suite(None)
+
+
+@pytest.fixture(scope="module")
+def suite_2026() -> None:
+    """Install (or check) suite 0.2.0-alpha.12, which knows 2026-07-28."""
+    install_suite(SUITE_2026)
+
+
+def run_suite(
+    *args: str, timeout: float, version: str | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(HERE / "run.sh"), *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         cwd=ROOT,
+        env=suite_env(version),
         check=False,
     )
 
@@ -202,6 +239,30 @@ def test_conformance_client_passes(scenario: str, suite: None, tmp_path: Path) -
     assert bad_checks(checks, []) == [], report
     assert any(check.get("status") == "SUCCESS" for check in items), report
     # The client itself ran to its end (its stdout is kept next to the checks).
+    [stdout] = list(out.glob("*/stdout.txt"))
+    assert f"{scenario}: done" in stdout.read_text(encoding="utf-8"), report
+
+
+@pytest.mark.parametrize("scenario", CLIENT_SCENARIOS_2026)
+def test_conformance_client_passes_at_2026(scenario: str, suite_2026: None, tmp_path: Path) -> None:
+    """examples/conformance_client.py in mode auto against the 2026-07-28 mock servers."""
+    if " " in sys.executable or " " in str(CLIENT):
+        pytest.fail("the suite splits --command on spaces; run from a path without any")
+    out = tmp_path / "results"
+    done = run_suite(
+        "client", "--command", f"{sys.executable} {CLIENT}", "--scenario", scenario,
+        "--spec-version", "2026-07-28", "-o", str(out),
+        timeout=CLIENT_SCENARIO_TIMEOUT, version=SUITE_2026,
+    )
+    text = ANSI.sub("", done.stderr)
+    report = f"exit {done.returncode}\n{text[-6000:]}\n{done.stdout[-2000:]}"
+    assert done.returncode == 0, report
+    assert "OVERALL: PASSED" in text, report
+    checks = checks_of(out)
+    assert len(checks) == 1, report
+    [items] = checks.values()
+    assert bad_checks(checks, []) == [], report
+    assert any(check.get("status") == "SUCCESS" for check in items), report
     [stdout] = list(out.glob("*/stdout.txt"))
     assert f"{scenario}: done" in stdout.read_text(encoding="utf-8"), report
 

@@ -25,6 +25,8 @@ from trimcp.cli.arguments import merge_arguments
 from trimcp.cli.errors import EXIT_FAILURE, EXIT_OK, CliError, UsageError
 from trimcp.cli.wiretap import WireTap
 from trimcp.client import Client, connect_transport
+from trimcp.client.stateless import plan_for
+from trimcp.protocol.versions import LATEST_VERSION
 from trimcp.session import SessionOptions
 from trimcp.transports.base import Transport
 from trimcp.transports.stdio import ShutdownTimeouts, open_stdio_client_transport
@@ -159,6 +161,10 @@ async def open_client(args: argparse.Namespace, stderr: ServerStderr) -> AsyncIt
             data = params.data if isinstance(params.data, str) else repr(params.data)
             err(f"[server {params.level}{source}] {data}")
 
+    try:
+        plan_for(args.mode, LATEST_VERSION)
+    except ValueError as exc:
+        raise UsageError(str(exc), hint="see: trimcp --help") from None
     async with open_transport(args, stderr) as transport:
         wire: Transport = WireTap(transport, err) if args.verbose else transport
         async with connect_transport(
@@ -166,7 +172,12 @@ async def open_client(args: argparse.Namespace, stderr: ServerStderr) -> AsyncIt
             options=session_options(args.timeout),
             client_info=Implementation(name="trimcp-cli", version=_version()),
             on_log_message=on_log,
+            mode=args.mode,
         ) as client:
+            if args.verbose:
+                server = client.server_info
+                err(f"connected to {server.name} {server.version}: protocol "
+                    f"{client.protocol_version} ({client.era.value})")
             yield client
 
 
@@ -263,11 +274,12 @@ async def cmd_ping(client: Client, args: argparse.Namespace) -> int:
     if args.json:
         _emit(
             f'{{"ok": true, "ms": {elapsed_ms:.3f}, "server": {output.to_json(server)}, '
-            f'"protocolVersion": "{client.protocol_version}"}}'
+            f'"protocolVersion": "{client.protocol_version}", "era": "{client.era.value}"}}'
         )
     else:
         who = f"{server.name} {server.version}" if server.version else server.name
-        _emit(f"pong from {who} in {elapsed_ms:.1f} ms (protocol {client.protocol_version})")
+        _emit(f"pong from {who} in {elapsed_ms:.1f} ms "
+              f"(protocol {client.protocol_version}, {client.era.value})")
     return EXIT_OK
 
 

@@ -54,6 +54,11 @@ def _client_options(parser: argparse.ArgumentParser) -> None:
         "--timeout", type=float, default=60.0, metavar="SECONDS",
         help="per request, also bounds the handshake (0: no limit; default 60)",
     )
+    parser.add_argument(
+        "--mode", default="auto", metavar="MODE",
+        help="protocol era: auto (server/discover, else initialize; default), legacy, "
+             "or a version such as 2026-07-28 or 2025-11-25",
+    )
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress or server log lines on stderr")
     parser.add_argument("-v", "--verbose", action="store_true",
