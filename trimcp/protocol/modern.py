@@ -51,6 +51,8 @@ from trimcp.errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     RemoteProtocolError,
 )
+from trimcp.protocol.connection import has_capability
+from trimcp.protocol.methods import DRAFT_REVISION, lookup
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import STATELESS_VERSIONS
 from trimcp.types import (
@@ -287,6 +289,63 @@ def request_meta(
 
 def _plain(value: Any) -> Any:
     return dict(value) if isinstance(value, Mapping) else serde.unstructure(value)
+
+
+def structure_params(method: str, params: Any, capabilities: Mapping[str, Any] | None) -> Any:
+    """The typed params of a 2026 request to a server whose capabilities (wire form) are
+    ``capabilities``.
+
+    Raises :class:`RemoteProtocolError`: ``-32601`` for a removed method, one a client
+    may not send, or one whose capability the server did not declare; ``-32602`` (with
+    ``data.path``) when the params do not fit the method. Methods MCP does not define
+    (extensions) keep their raw params, for the handler to judge.
+    """
+    if method in REMOVED_METHODS:
+        raise removed_method(method)
+    spec = lookup(method)
+    if spec is None:
+        return params
+    if (
+        spec.kind != "request"
+        or spec.sender not in ("client", "both")
+        or DRAFT_REVISION not in spec.revisions
+    ):
+        raise RemoteProtocolError(
+            METHOD_NOT_FOUND, f"Method not found: {method} is not a 2026-07-28 client request"
+        )
+    if spec.capability is not None and not has_capability(dict(capabilities or {}),
+                                                          spec.capability):
+        raise RemoteProtocolError(
+            METHOD_NOT_FOUND,
+            f"Method not found: {method} (this server does not offer "
+            f"{'.'.join(spec.capability)})",
+        )
+    if method in INPUT_METHODS and type(params) is dict and "inputResponses" in params:
+        _check_input_responses(params["inputResponses"])
+    if spec.params_type is None:
+        return params
+    try:
+        return serde.structure(params if params is not None else {}, spec.params_type)
+    except serde.ShapeError as exc:
+        raise RemoteProtocolError(
+            INVALID_PARAMS,
+            f"Invalid params for {method}: {exc}",
+            {"path": exc.path, "reason": exc.reason},
+        ) from None
+
+
+def _check_input_responses(value: Any) -> None:
+    if type(value) is not dict:
+        raise _invalid(
+            "Invalid params: inputResponses must be an object mapping input keys to responses",
+            "params.inputResponses",
+        )
+    for key, answer in value.items():
+        if type(answer) is not dict:
+            raise _invalid(
+                f"Invalid params: inputResponses[{key[:100]!r}] must be a response object",
+                f"params.inputResponses.{key[:100]}",
+            )
 
 
 # --- errors -------------------------------------------------------------------------------

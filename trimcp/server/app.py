@@ -28,18 +28,22 @@ from typing import Any, Literal, ParamSpec, TypeVar, overload
 import trio
 
 from trimcp.auth.principal import AuthInfo, request_auth
-from trimcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
+from trimcp.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, McpError
+from trimcp.protocol import modern
 from trimcp.protocol.lifecycle import Role
+from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import SUPPORTED_VERSIONS, negotiate_version
 from trimcp.server.completion import Completions
 from trimcp.server.context import Context
 from trimcp.server.lifespan import Lifespan, LifespanRunner
+from trimcp.server.listen import ListenHub
 from trimcp.server.logging import DEFAULT_LOG_BUFFER, LogBuffer, StdlibBridge, check_level
 from trimcp.server.pagination import paginate
 from trimcp.server.prompts import RegisteredPrompt
 from trimcp.server.registry import Registry
 from trimcp.server.resources import RegisteredResource, RegisteredTemplate, not_found
 from trimcp.server.sessions import SessionTable
+from trimcp.server.stateless import CacheHint, StatelessOptions, StatelessServing
 from trimcp.server.tools import AUTO, RegisteredTool, TaskSupport, icon_list
 from trimcp.session import RequestContext, Session, SessionOptions, open_session
 from trimcp.transports.base import Transport
@@ -101,7 +105,10 @@ class Server:
     model can react; the traceback goes to the ``trimcp.server`` log either way).
     ``lifespan``: ``lifespan(server)`` returns an async context manager entered once while
     the server serves, whatever the transport or the number of sessions; what it yields
-    is ``ctx.lifespan`` (see :mod:`trimcp.server.lifespan`).
+    is ``ctx.lifespan`` (see :mod:`trimcp.server.lifespan`). ``stateless``: how
+    2026-07-28 requests are served (``requestState`` keys, input rounds, cache hints,
+    listen streams; see :class:`~trimcp.server.stateless.StatelessOptions`). The same
+    server answers both eras, each request in its own.
     """
 
     def __init__(
@@ -122,6 +129,7 @@ class Server:
         cursor_secret: str | None = None,
         mask_error_details: bool = False,
         lifespan: Lifespan | None = None,
+        stateless: StatelessOptions | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be at least 1 (or None for one page)")
@@ -148,6 +156,7 @@ class Server:
         self._log_buffer = LogBuffer(log_buffer)
         self._sessions = SessionTable(self._log_buffer, notify_timeout=notify_timeout)
         self._notification_handlers: dict[str, NotificationHandler] = {}
+        self._stateless = StatelessServing(self, stateless or StatelessOptions())
         self._requests: dict[str, RequestHandler] = {
             "tools/list": self._list_tools,
             "tools/call": self._call_tool,
@@ -183,6 +192,7 @@ class Server:
         output_schema: Mapping[str, Any] | None = AUTO,
         input_schema: Mapping[str, Any] | None = None,
         run_sync_in_thread: bool = False,
+        cache: CacheHint | None = None,
     ) -> Callable[[Callable[P, R]], RegisteredTool[P, R]]: ...
     def tool(self, name: Any = None, **options: Any) -> Any:
         """Register the decorated function as a tool (``@app.tool`` or ``@app.tool(...)``).
@@ -204,13 +214,27 @@ class Server:
     def add_tool(
         self, fn: Callable[P, R], name: str | None = None, **options: Any
     ) -> RegisteredTool[P, R]:
-        """Register ``fn`` as a tool now; the options are those of :meth:`tool`."""
+        """Register ``fn`` as a tool now; the options are those of :meth:`tool`.
+
+        ``cache``: the cache hint of ``tools/list`` pages listing it (2026-07-28).
+        """
+        cache = options.pop("cache", None)
         tool = RegisteredTool(fn, name=name, **options)
-        return self.tools.add(tool.name, tool)
+        added = self.tools.add(tool.name, tool)
+        self._hint("tools", tool.name, cache)
+        return added
 
     def remove_tool(self, name: str) -> RegisteredTool[Any, Any]:
         """Unregister the tool ``name`` (``KeyError`` if there is none)."""
-        return self.tools.remove(name)
+        removed = self.tools.remove(name)
+        self._stateless.hints.pop(("tools", name), None)
+        return removed
+
+    def _hint(self, kind: str, key: str, hint: CacheHint | None) -> None:
+        if hint is not None:
+            if not isinstance(hint, CacheHint):
+                raise TypeError(f"cache must be a CacheHint, not {hint!r}")
+            self._stateless.hints[(kind, key)] = hint
 
     def get_tool(self, name: str) -> RegisteredTool[Any, Any] | None:
         """The tool ``name`` (enabled or not), or None."""
@@ -230,9 +254,12 @@ class Server:
         annotations: Annotations | Mapping[str, Any] | None = None,
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
         meta: Mapping[str, Any] | None = None,
+        cache: CacheHint | None = None,
     ) -> Callable[[Callable[..., Any]], RegisteredResource | RegisteredTemplate]:
         """Register the decorated function as the resource ``uri``, or as a template when
-        ``uri`` holds ``{variables}`` (see :mod:`trimcp.server.resources`).
+        ``uri`` holds ``{variables}`` (see :mod:`trimcp.server.resources`). ``cache``: the
+        cache hint of its ``resources/read`` results and of list pages naming it
+        (2026-07-28).
 
         The URI is required: a bare ``@app.resource`` (no parentheses) raises ``TypeError``
         at once, naming the function.
@@ -249,12 +276,19 @@ class Server:
             return self.add_resource(
                 fn, uri, name=name, title=title, description=description,
                 mime_type=mime_type, size=size, annotations=annotations, icons=icons, meta=meta,
+                cache=cache,
             )
 
         return register
 
     def add_resource(
-        self, fn: Callable[..., Any], uri: str, *, size: int | None = None, **options: Any
+        self,
+        fn: Callable[..., Any],
+        uri: str,
+        *,
+        size: int | None = None,
+        cache: CacheHint | None = None,
+        **options: Any,
     ) -> RegisteredResource | RegisteredTemplate:
         """Register ``fn`` for ``uri`` now; the options are those of :meth:`resource`."""
         if not isinstance(uri, str):
@@ -263,12 +297,17 @@ class Server:
             if size is not None:
                 raise TypeError("A resource template has no size")
             template = RegisteredTemplate(uri, fn, **options)
-            return self.templates.add(template.uri_template, template)
+            added_template = self.templates.add(template.uri_template, template)
+            self._hint("resources", template.uri_template, cache)
+            return added_template
         resource = RegisteredResource(uri, fn, size=size, **options)
-        return self.resources.add(resource.uri, resource)
+        added = self.resources.add(resource.uri, resource)
+        self._hint("resources", resource.uri, cache)
+        return added
 
     def remove_resource(self, uri: str) -> RegisteredResource | RegisteredTemplate:
         """Unregister the resource or template registered for ``uri`` (``KeyError`` if none)."""
+        self._stateless.hints.pop(("resources", uri), None)
         if uri in self.templates:
             return self.templates.remove(uri)
         return self.resources.remove(uri)
@@ -286,6 +325,7 @@ class Server:
         description: str | None = None,
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
         meta: Mapping[str, Any] | None = None,
+        cache: CacheHint | None = None,
     ) -> Callable[[Callable[..., Any]], RegisteredPrompt]: ...
     def prompt(self, name: Any = None, **options: Any) -> Any:
         """Register the decorated function as a prompt (see :mod:`trimcp.server.prompts`)."""
@@ -301,11 +341,16 @@ class Server:
     def add_prompt(
         self, fn: Callable[..., Any], name: str | None = None, **options: Any
     ) -> RegisteredPrompt:
-        """Register ``fn`` as a prompt now; the options are those of :meth:`prompt`."""
+        """Register ``fn`` as a prompt now; the options are those of :meth:`prompt`
+        (``cache``: the cache hint of ``prompts/list`` pages listing it, 2026-07-28)."""
+        cache = options.pop("cache", None)
         prompt = RegisteredPrompt(fn, name=name, **options)
-        return self.prompts.add(prompt.name, prompt)
+        added = self.prompts.add(prompt.name, prompt)
+        self._hint("prompts", prompt.name, cache)
+        return added
 
     def remove_prompt(self, name: str) -> RegisteredPrompt:
+        self._stateless.hints.pop(("prompts", name), None)
         return self.prompts.remove(name)
 
     # --- completion ---------------------------------------------------------------------
@@ -374,6 +419,7 @@ class Server:
         Sessions are sent to concurrently, each within ``notify_timeout``; closed or slow
         ones are skipped. Cancellation: stops sending; some sessions may have been told.
         """
+        self._stateless.hub.resource_updated(uri)
         targets = [s for s, state in self._sessions.live() if state.subscribed(uri)]
         await self._sessions.broadcast(
             targets, "notifications/resources/updated", ResourceUpdatedNotificationParams(uri=uri)
@@ -403,7 +449,9 @@ class Server:
         )
 
     def _changed(self, kind: str) -> None:
-        self._sessions.mark_changed("resources" if kind == "templates" else kind)
+        kind = "resources" if kind == "templates" else kind
+        self._sessions.mark_changed(kind)
+        self._stateless.hub.list_changed(kind)
 
     # --- the handshake ------------------------------------------------------------------
 
@@ -431,21 +479,70 @@ class Server:
 
     # --- SessionHandler -----------------------------------------------------------------
 
+    # --- 2026-07-28 (stateless) ---------------------------------------------------------
+
+    @property
+    def advertised_versions(self) -> tuple[str, ...]:
+        """Every protocol version this server speaks, 2026-07-28 first (``server/discover``
+        and ``UnsupportedProtocolVersionError`` name them)."""
+        return self._stateless.advertised_versions
+
+    def negotiate_request(self, meta: modern.RequestMeta) -> Negotiated:
+        """The agreement of one 2026-07-28 request (see :mod:`trimcp.session.stateless`)."""
+        return modern.negotiated(
+            meta,
+            server_info=self.info,
+            server_capabilities=self.capabilities(),
+            instructions=self.instructions,
+        )
+
+    @property
+    def listen_hub(self) -> ListenHub:
+        """The open ``subscriptions/listen`` streams (a transport closes them at shutdown)."""
+        return self._stateless.hub
+
+    def resource_exists(self, uri: str) -> bool:
+        """Whether ``uri`` is a resource of this server (static, or matching a template)."""
+        return self._exists(uri)
+
+    def resource_key(self, uri: str) -> str | None:
+        """The registration serving ``uri``: its URI, or its template; None if none."""
+        if self.resources.get(uri) is not None:
+            return uri
+        for template in self.templates.enabled():
+            if template.match(uri) is not None:
+                return template.uri_template
+        return None
+
+    # --- SessionHandler -----------------------------------------------------------------
+
     async def handle_request(self, ctx: RequestContext) -> Any:
-        """Answer one request (the engine calls this in the request's task and scope)."""
+        """Answer one request (the engine calls this in the request's task and scope;
+        a 2026-07-28 request comes without a session, see :mod:`trimcp.server.stateless`)."""
+        session = ctx.session
+        if session is None:
+            return await self._stateless.handle(ctx, self._requests.get(ctx.method))
         if ctx.method == "initialize":
-            self._sessions.state(ctx.session)
+            self._sessions.state(session)
             return self.initialize_result(ctx.params)
+        meta = getattr(ctx.params, "meta", None)
+        if meta and modern.META_PROTOCOL_VERSION in meta:
+            raise McpError(
+                INVALID_REQUEST,
+                "Invalid request: a 2026-07-28 request (its _meta names a protocol version) "
+                "on a session opened with initialize; send it without the session (no "
+                "Mcp-Session-Id), or without the 2026 _meta envelope",
+            )
         handler = self._requests.get(ctx.method)
         if handler is None:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {ctx.method}")
-        state = self._sessions.state(ctx.session)
+        state = self._sessions.state(session)
         if not state.delivered_by_task:
-            await self._sessions.flush_if_pending(ctx.session, state)
+            await self._sessions.flush_if_pending(session, state)
         result = await handler(ctx)
         # Records logged while the request ran go out before its answer (the delivery
         # task may get there first; each record is sent once either way).
-        await self._sessions.flush_if_pending(ctx.session, state)
+        await self._sessions.flush_if_pending(session, state)
         return result
 
     async def handle_notification(self, session: Session, method: str, params: Any) -> None:
@@ -515,7 +612,7 @@ class Server:
         uri = ctx.params.uri
         if not self._exists(uri):
             raise not_found(uri)
-        state = self._sessions.state(ctx.session)
+        state = self._sessions.state(_session(ctx))
         subscriptions = state.subscriptions
         if subscriptions is None:
             subscriptions = state.subscriptions = set()
@@ -527,7 +624,7 @@ class Server:
         return EmptyResult()
 
     async def _unsubscribe(self, ctx: RequestContext) -> EmptyResult:
-        subscriptions = self._sessions.state(ctx.session).subscriptions
+        subscriptions = self._sessions.state(_session(ctx)).subscriptions
         if subscriptions is not None:
             subscriptions.discard(ctx.params.uri)
         return EmptyResult()
@@ -556,7 +653,7 @@ class Server:
         return CompleteResult(completion=completion)
 
     async def _set_level(self, ctx: RequestContext) -> EmptyResult:
-        self._sessions.state(ctx.session).log_level = ctx.params.level
+        self._sessions.state(_session(ctx)).log_level = ctx.params.level
         return EmptyResult()
 
     def sampling_tools(self, tools: Sequence[Tool | str]) -> list[Tool]:
@@ -668,6 +765,14 @@ def _visible(items: Iterable[T], ctx: RequestContext, method: str, key: str) -> 
     if not isinstance(auth, AuthInfo) or not auth.hide_unauthorized:
         return list(items)
     return [item for item in items if auth.allows(method, getattr(item, key))]
+
+
+def _session(ctx: RequestContext) -> Session:
+    """The session of a session-era request (the methods asking for it exist only there)."""
+    session = ctx.session
+    if session is None:
+        raise McpError(METHOD_NOT_FOUND, f"Method not found: {ctx.method} (removed in 2026-07-28)")
+    return session
 
 
 def _by_name(item: Any) -> str:

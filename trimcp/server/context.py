@@ -9,6 +9,14 @@ so on Streamable HTTP it travels on that request's stream.
 Cancellation: the handler runs inside the request's cancel scope. When the client cancels
 the request (or the session closes), every ``await`` here raises ``trio.Cancelled``; a
 request to the client that was in flight is cancelled at the client too.
+
+Both eras, one body. In a session (2025-11-25 and earlier) ``ctx.elicit``, ``ctx.sample``
+and ``ctx.list_roots`` send requests to the client and wait. A 2026-07-28 request has no
+session: there the first question whose answer the client's retry does not carry yet ends
+the attempt with ``input_required`` (``trio.Cancelled`` inside the handler), and the retry
+runs the handler again, this time with the answer (see
+:mod:`trimcp.server.input_required`). Log messages of a 2026 request go to that request's
+stream only, at the level its ``_meta`` asks for (none when it asks for none).
 """
 
 from __future__ import annotations
@@ -19,11 +27,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 from trimcp import serde
 from trimcp.auth.principal import AuthInfo, request_auth
 from trimcp.errors import INVALID_PARAMS, LocalProtocolError, RemoteProtocolError
+from trimcp.protocol import modern
 from trimcp.protocol.connection import has_capability
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import V2025_06_18, V2025_11_25
 from trimcp.server.convert import ValidationError
 from trimcp.server.elicitation import ElicitationOutcome, build_form
+from trimcp.server.input_required import ask
+from trimcp.server.logging import check_level, json_data, level_enabled
 from trimcp.session.context import RequestContext
 from trimcp.types import (
     ClientCapabilities,
@@ -35,6 +46,7 @@ from trimcp.types import (
     Implementation,
     ListRootsResult,
     LoggingLevel,
+    LoggingMessageNotificationParams,
     ModelHint,
     ModelPreferences,
     ResourceContents,
@@ -58,11 +70,12 @@ IncludeContext = Literal["none", "thisServer", "allServers"]
 class Context:
     """The request being answered, and what a handler may do while answering it."""
 
-    __slots__ = ("_request", "_server")
+    __slots__ = ("_request", "_server", "_values")
 
     def __init__(self, server: Server, request: RequestContext) -> None:
         self._server = server
         self._request = request
+        self._values: dict[str, Any] | None = None
 
     # --- what this request is --------------------------------------------------------
 
@@ -81,8 +94,20 @@ class Context:
         return self._request.request_id
 
     @property
-    def session(self) -> Session:
+    def session(self) -> Session | None:
+        """The session of a session-era request; None for a 2026-07-28 request."""
         return self._request.session
+
+    @property
+    def stateless(self) -> bool:
+        """Whether this is a 2026-07-28 request (no session; see the module docstring)."""
+        return self._request.session is None
+
+    @property
+    def trace(self) -> modern.TraceContext | None:
+        """W3C trace context (``traceparent``, ``tracestate``, ``baggage``) from the
+        request's ``_meta``, when the client sent it."""
+        return self._request.trace
 
     @property
     def negotiated(self) -> Negotiated | None:
@@ -120,7 +145,12 @@ class Context:
         session only. A 2026-07-28 stateless request has no session: its dict lives for
         the request alone.
         """
-        return self._server.session_values(self.session)
+        session = self._request.session
+        if session is None:
+            if self._values is None:
+                self._values = {}
+            return self._values
+        return self._server.session_values(session)
 
     @property
     def cancel_requested(self) -> bool:
@@ -153,9 +183,21 @@ class Context:
         ``data`` is any JSON value (a string, or an object with details). Levels are
         RFC 5424's (``debug`` < ``info`` < ``notice`` < ``warning`` < ``error`` <
         ``critical`` < ``alert`` < ``emergency``); the client picks its threshold with
-        ``logging/setLevel``. Cancellation: atomic, as for :meth:`report_progress`.
+        ``logging/setLevel`` (2026-07-28: with the request's ``_meta`` log level; a
+        request without one gets no log messages). Cancellation: atomic, as for
+        :meth:`report_progress`.
         """
-        await self._server.send_log(self.session, level, data, logger, self.request_id)
+        session = self._request.session
+        if session is not None:
+            await self._server.send_log(session, level, data, logger, self.request_id)
+            return
+        negotiated = self.negotiated
+        wanted = negotiated.log_level if negotiated is not None else None
+        level = check_level(level)
+        if wanted is None or not level_enabled(wanted, level):
+            return
+        params = LoggingMessageNotificationParams(level=level, data=json_data(data), logger=logger)
+        await self._request.send_notification("notifications/message", params)
 
     async def debug(self, data: Any, *, logger: str | None = None) -> None:
         await self.log("debug", data, logger=logger)
@@ -179,6 +221,13 @@ class Context:
         # carries its client's capabilities itself.
         caps = self.client_capabilities
         if caps is None or not has_capability(serde.unstructure(caps), path):
+            if self.stateless:
+                required: dict[str, Any] = {}
+                node = required
+                for name in path:
+                    node[name] = {}
+                    node = node[name]
+                raise modern.missing_capabilities(required)
             client = self.client_info.name if self.client_info else "The client"
             raise LocalProtocolError(
                 f"{client} does not support {feature}: it did not declare the "
@@ -207,6 +256,7 @@ class Context:
         tool_choice: ToolChoice | Literal["auto", "required", "none"] | None = None,
         metadata: Mapping[str, Any] | None = None,
         timeout: float | None = _DEFAULT,
+        key: str | None = None,
     ) -> CreateMessageResult:
         """Ask the client's LLM for a message (``sampling/createMessage``).
 
@@ -214,9 +264,12 @@ class Context:
         ``model_preferences``: a :class:`ModelPreferences`, or model name hints.
         ``tools``: tool definitions the model may call, or names of this server's tools.
         ``timeout``: seconds to wait (default: the session's request timeout).
+        ``key``: 2026-07-28 only, the key of this question in ``inputRequests`` (default:
+        ``sampling-1``, ``sampling-2``... in the order asked).
 
         Raises :class:`LocalProtocolError` when the client did not declare sampling (or
-        ``sampling.tools`` for ``tools``, ``sampling.context`` for ``include_context``),
+        ``sampling.tools`` for ``tools``, ``sampling.context`` for ``include_context``;
+        2026-07-28: ``McpError`` ``-32021`` naming the missing capability),
         :class:`RequestTimeout`, or the client's error as :class:`McpError`.
         Cancellation: the request is cancelled at the client too, then ``Cancelled``
         propagates.
@@ -239,19 +292,24 @@ class Context:
             else tool_choice,
             metadata=dict(metadata) if metadata is not None else None,
         )
-        result: CreateMessageResult = await self._send("sampling/createMessage", params, timeout)
+        result: CreateMessageResult = await self._send(
+            "sampling/createMessage", params, timeout, key, CreateMessageResult
+        )
         return result
 
     @overload
     async def elicit(
-        self, message: str, schema: type[T], *, timeout: float | None = ...
+        self, message: str, schema: type[T], *, timeout: float | None = ...,
+        key: str | None = ...,
     ) -> ElicitationOutcome[T]: ...
     @overload
     async def elicit(
-        self, message: str, schema: Mapping[str, Any], *, timeout: float | None = ...
+        self, message: str, schema: Mapping[str, Any], *, timeout: float | None = ...,
+        key: str | None = ...,
     ) -> ElicitationOutcome[dict[str, Any]]: ...
     async def elicit(
-        self, message: str, schema: Any, *, timeout: float | None = _DEFAULT
+        self, message: str, schema: Any, *, timeout: float | None = _DEFAULT,
+        key: str | None = None,
     ) -> ElicitationOutcome[Any]:
         """Ask the user to fill in a form (``elicitation/create``, form mode).
 
@@ -263,7 +321,8 @@ class Context:
         ``ValueError`` for a type that cannot be a form, and :class:`RemoteProtocolError`
         when the client accepts with answers that do not fit the form. Waits as long as
         the user takes, up to ``timeout`` (default: the session's request timeout).
-        Cancellation: as for :meth:`sample`.
+        ``key``: as for :meth:`sample` (default ``elicitation-1``...). Cancellation: as
+        for :meth:`sample`.
         """
         self._require_version("Elicitation", V2025_06_18)
         self._require("elicitation", "elicitation")
@@ -280,7 +339,9 @@ class Context:
         params = ElicitRequestFormParams(
             message=message, requested_schema=form.schema, mode=mode
         )
-        result: ElicitResult = await self._send("elicitation/create", params, timeout)
+        result: ElicitResult = await self._send(
+            "elicitation/create", params, timeout, key, ElicitResult
+        )
         if result.action != "accept":
             return ElicitationOutcome(result.action)
         content = dict(result.content or {})
@@ -301,18 +362,24 @@ class Context:
         elicitation_id: str,
         *,
         timeout: float | None = _DEFAULT,
+        key: str | None = None,
     ) -> ElicitationOutcome[None]:
         """Ask the user to visit ``url`` (``elicitation/create``, URL mode; 2025-11-25).
 
         ``accept`` means the user agreed to open the URL, not that the interaction there
         is done: call :meth:`notify_elicitation_complete` when it is. Raises
         :class:`LocalProtocolError` when the client did not declare ``elicitation.url``.
-        Cancellation: as for :meth:`sample`.
+        2026-07-28 has no completion notification (the client retries once the user is
+        done) and no elicitation id on the wire. Cancellation: as for :meth:`sample`.
         """
         self._require_version("URL-mode elicitation", V2025_11_25)
         self._require("URL-mode elicitation", "elicitation", "url")
-        params = ElicitRequestURLParams(message=message, url=url, elicitation_id=elicitation_id)
-        result: ElicitResult = await self._send("elicitation/create", params, timeout)
+        params = ElicitRequestURLParams(
+            message=message, url=url, elicitation_id=None if self.stateless else elicitation_id
+        )
+        result: ElicitResult = await self._send(
+            "elicitation/create", params, timeout, key, ElicitResult
+        )
         return ElicitationOutcome(result.action)
 
     async def notify_elicitation_complete(self, elicitation_id: str) -> None:
@@ -321,18 +388,28 @@ class Context:
         Cancellation: atomic (sent whole or not at all).
         """
         self._require_version("URL-mode elicitation", V2025_11_25)
+        if self.stateless:
+            raise LocalProtocolError(
+                "2026-07-28 has no notifications/elicitation/complete: the client retries "
+                "the request once the user is done"
+            )
         await self._request.send_notification(
             "notifications/elicitation/complete", {"elicitationId": elicitation_id}
         )
 
-    async def list_roots(self, *, timeout: float | None = _DEFAULT) -> list[Root]:
+    async def list_roots(
+        self, *, timeout: float | None = _DEFAULT, key: str | None = None
+    ) -> list[Root]:
         """The client's roots (``roots/list``).
 
-        Raises :class:`LocalProtocolError` when the client did not declare ``roots``.
-        Cancellation: as for :meth:`sample`.
+        Raises :class:`LocalProtocolError` when the client did not declare ``roots``
+        (2026-07-28: ``McpError`` ``-32021``). ``key``: as for :meth:`sample` (default
+        ``roots-1``...). Cancellation: as for :meth:`sample`.
         """
         self._require("roots", "roots")
-        result: ListRootsResult = await self._send("roots/list", None, timeout)
+        result: ListRootsResult = await self._send(
+            "roots/list", None, timeout, key, ListRootsResult
+        )
         return result.roots
 
     async def read_resource(self, uri: str) -> list[ResourceContents]:
@@ -343,7 +420,14 @@ class Context:
         """
         return await self._server.read_resource_contents(uri, self)
 
-    async def _send(self, method: str, params: Any, timeout: float | None) -> Any:
+    async def _send(
+        self, method: str, params: Any, timeout: float | None, key: str | None,
+        result_type: type[Any],
+    ) -> Any:
+        if self.stateless:
+            # 2026-07-28: the answer comes with the client's retry (input_required).
+            wire = serde.unstructure(params) if params is not None else None
+            return await ask(method, wire, result_type, key)
         if timeout is _DEFAULT:
             return await self._request.send_request(method, params)
         return await self._request.send_request(method, params, timeout=timeout)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -13,9 +14,19 @@ from trimcp.protocol.negotiated import Negotiated
 from trimcp.session.outbound import ProgressCallback
 
 if TYPE_CHECKING:
+    from trimcp.protocol.modern import TraceContext
     from trimcp.session.engine import Session
 
 _DEFAULT: Any = object()
+
+
+class Outlet(Protocol):
+    """Where the notifications tied to a request go: its session, or (a stateless
+    2026-07-28 request) that request's own response stream."""
+
+    async def send_notification(
+        self, method: str, params: Any = None, *, related_request_id: RequestId | None = None
+    ) -> None: ...
 
 
 class RequestContext:
@@ -26,27 +37,40 @@ class RequestContext:
     ``trio.Cancelled`` at its next checkpoint. Whatever it returns after that is not sent.
     Messages sent through the context are tied to this request (Streamable HTTP puts them on
     the request's own stream).
+
+    A stateless (2026-07-28) request has no session (``session`` is None): it brings its
+    own ``negotiated`` value, its notifications go to ``outlet``, and it cannot send
+    requests to the client (see :mod:`trimcp.session.stateless`).
     """
 
     __slots__ = (
         "_last_progress",
+        "_negotiated",
         "cancel_scope",
         "cancelled_by_peer",
         "method",
+        "outlet",
         "params",
+        "principal",
         "progress_token",
         "request_id",
         "session",
+        "trace",
     )
 
     def __init__(
         self,
-        session: Session,
+        session: Session | None,
         request_id: RequestId,
         method: str,
         params: Any,
         progress_token: ProgressToken | None,
         cancel_scope: trio.CancelScope,
+        *,
+        negotiated: Negotiated | None = None,
+        outlet: Outlet | None = None,
+        principal: Hashable | None = None,
+        trace: TraceContext | None = None,
     ) -> None:
         self.session = session
         self.request_id = request_id
@@ -57,11 +81,29 @@ class RequestContext:
         #: True once the peer sent ``notifications/cancelled`` for this request.
         self.cancelled_by_peer = False
         self._last_progress: float | None = None
+        self._negotiated = negotiated
+        if outlet is None:
+            if session is None:
+                raise TypeError("a request without a session needs an outlet")
+            outlet = session
+        #: Where notifications tied to this request go.
+        self.outlet: Outlet = outlet
+        #: Who the request acts for, as the transport authenticated it (None: anonymous).
+        self.principal = principal
+        #: W3C trace context from the request's ``_meta`` (2026-07-28), if any.
+        self.trace = trace
 
     @property
     def negotiated(self) -> Negotiated | None:
         """The version and capabilities in force for this request."""
-        return self.session.negotiated
+        if self._negotiated is not None:
+            return self._negotiated
+        return self.session.negotiated if self.session is not None else None
+
+    @property
+    def stateless(self) -> bool:
+        """Whether this is a stateless (2026-07-28) request, served without a session."""
+        return self.session is None
 
     @property
     def cancel_requested(self) -> bool:
@@ -89,13 +131,13 @@ class RequestContext:
             params["total"] = total
         if message is not None:
             params["message"] = message
-        await self.session.send_notification(
+        await self.outlet.send_notification(
             "notifications/progress", params, related_request_id=self.request_id
         )
 
     async def send_notification(self, method: str, params: Any = None) -> None:
         """Send a notification tied to this request. Cancellation: atomic, as above."""
-        await self.session.send_notification(method, params, related_request_id=self.request_id)
+        await self.outlet.send_notification(method, params, related_request_id=self.request_id)
 
     async def send_request(
         self,
@@ -106,7 +148,17 @@ class RequestContext:
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
     ) -> Any:
-        """Send a request to the peer, tied to this request; see :meth:`Session.send_request`."""
+        """Send a request to the peer, tied to this request; see :meth:`Session.send_request`.
+
+        Raises :class:`LocalProtocolError` for a stateless request: 2026-07-28 servers send
+        no requests (the server framework asks through ``input_required`` instead).
+        """
+        if self.session is None:
+            raise LocalProtocolError(
+                f"Cannot send {method} to the client: a 2026-07-28 request has no session, "
+                "so a server asks for input by answering input_required (ctx.elicit, "
+                "ctx.sample and ctx.list_roots do this)"
+            )
         kwargs: dict[str, Any] = {}
         if timeout is not _DEFAULT:
             kwargs["timeout"] = timeout

@@ -1,0 +1,135 @@
+"""Sealing ``requestState``: AES-256-GCM with a keyring that replicas share and rotate.
+
+In 2026-07-28 a server that needs input answers ``input_required`` with an opaque
+``requestState`` that the client echoes on its retry. The spec says to treat it as
+attacker-controlled: trimcp seals it with an AEAD (AES-GCM from ``cryptography``), so a
+client can neither read nor change it, and binds it to the request it was issued for
+(the additional authenticated data names the method, the tool/prompt/resource, a digest
+of the arguments and the principal): a state replayed on another request fails to open.
+The sealed payload carries its own expiry.
+
+A token is ``v1.<key id>.<base64url(nonce | ciphertext | tag)>``. The keyring seals with
+its *current* key and opens with any key it holds, so rotating is: add the new key as
+current on every replica, keep the old one until the longest state TTL has passed, then
+drop it. Replicas behind a load balancer share the same keys (give them the same
+``secret``, or the same key bytes), so any of them can open a state another issued.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import re
+from collections.abc import Mapping
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+_VERSION = "v1"
+_NONCE = 12
+_KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,32}\Z")
+#: Tokens longer than this are refused unread (a client cannot make us decrypt megabytes).
+MAX_TOKEN = 256 * 1024
+
+
+class InvalidRequestState(ValueError):
+    """A ``requestState`` that cannot be opened: malformed, sealed with an unknown key,
+    altered, or presented on another request than the one it was issued for."""
+
+
+def derive_key(secret: str | bytes, key_id: str = "k1") -> bytes:
+    """A 256-bit key from a shared secret (HKDF-SHA256, the key id as context)."""
+    raw = secret.encode("utf-8") if isinstance(secret, str) else secret
+    if len(raw) < 16:
+        raise ValueError("a requestState secret needs at least 16 bytes")
+    return HKDF(
+        algorithm=hashes.SHA256(),
+        length=32,
+        salt=None,
+        info=b"trimcp requestState " + key_id.encode("ascii"),
+    ).derive(raw)
+
+
+class RequestStateKeyring:
+    """AES-256-GCM keys by id: seals with ``current``, opens with any.
+
+    ``keys`` maps key ids (letters, digits, ``_``, ``-``; up to 32) to 32-byte keys.
+    Without keys, one random key is made: fine for one process, but states then do not
+    survive a restart or reach another replica; give shared keys (or
+    :meth:`from_secret`) when several processes serve the same clients.
+    """
+
+    def __init__(self, keys: Mapping[str, bytes] | None = None, current: str | None = None) -> None:
+        if not keys:
+            keys = {"local": AESGCM.generate_key(bit_length=256)}
+        self._ciphers: dict[str, AESGCM] = {}
+        for key_id, key in keys.items():
+            if not _KEY_ID.match(key_id):
+                raise ValueError(f"bad requestState key id {key_id!r}")
+            if len(key) != 32:
+                raise ValueError(f"requestState key {key_id!r} must be 32 bytes (AES-256)")
+            self._ciphers[key_id] = AESGCM(key)
+        self.current = current if current is not None else next(iter(keys))
+        if self.current not in self._ciphers:
+            raise ValueError(f"the current key {self.current!r} is not in the keyring")
+
+    @classmethod
+    def from_secret(cls, secret: str | bytes, *older: str | bytes) -> RequestStateKeyring:
+        """A keyring from shared secrets: ``secret`` seals, ``older`` ones still open.
+
+        Key ids are derived from the secrets, so replicas given the same list agree.
+        """
+        keys: dict[str, bytes] = {}
+        for index, value in enumerate((secret, *older)):
+            key_id = f"s{index}"
+            keys[key_id] = derive_key(value, key_id)
+        return cls(keys, current="s0")
+
+    @property
+    def key_ids(self) -> tuple[str, ...]:
+        return tuple(self._ciphers)
+
+    def rotated(self, key_id: str, key: bytes) -> RequestStateKeyring:
+        """A new keyring sealing with ``key`` and still opening with every key held now."""
+        keys = {key_id: key}
+        keyring = RequestStateKeyring(keys, current=key_id)
+        for old_id, cipher in self._ciphers.items():
+            if old_id != key_id:
+                keyring._ciphers[old_id] = cipher
+        return keyring
+
+    def seal(self, payload: bytes, bound_to: bytes) -> str:
+        """Encrypt and authenticate ``payload``; ``bound_to`` must be given again to open."""
+        nonce = os.urandom(_NONCE)
+        sealed = self._ciphers[self.current].encrypt(nonce, payload, bound_to)
+        body = base64.urlsafe_b64encode(nonce + sealed).rstrip(b"=").decode("ascii")
+        return f"{_VERSION}.{self.current}.{body}"
+
+    def open(self, token: str, bound_to: bytes) -> bytes:
+        """The payload of ``token``. Raises :class:`InvalidRequestState`."""
+        if len(token) > MAX_TOKEN:
+            raise InvalidRequestState("requestState is too long")
+        parts = token.split(".")
+        if len(parts) != 3 or parts[0] != _VERSION:
+            raise InvalidRequestState("requestState is not one this server issued")
+        cipher = self._ciphers.get(parts[1])
+        if cipher is None:
+            raise InvalidRequestState(
+                "requestState was sealed with a key this server no longer holds"
+            )
+        body = parts[2]
+        try:
+            raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+        except (binascii.Error, ValueError):
+            raise InvalidRequestState("requestState is not valid base64url") from None
+        if len(raw) < _NONCE + 16:
+            raise InvalidRequestState("requestState is truncated")
+        try:
+            return cipher.decrypt(raw[:_NONCE], raw[_NONCE:], bound_to)
+        except InvalidTag:
+            raise InvalidRequestState(
+                "requestState was altered, or issued for another request"
+            ) from None

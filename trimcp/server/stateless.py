@@ -1,0 +1,171 @@
+"""How a :class:`~trimcp.Server` answers 2026-07-28 requests: the same handlers, per request.
+
+A 2026 request reaches :meth:`Server.handle_request <trimcp.server.app.Server.handle_request>`
+with no session (``ctx.session`` is None) and its own ``ctx.negotiated``. It goes through
+the same method table as a session-era request; what differs is around it:
+
+- ``server/discover`` answers the versions, capabilities and instructions;
+  ``subscriptions/listen`` opens a change stream (:mod:`trimcp.server.listen`).
+- ``tools/call``, ``prompts/get`` and ``resources/read`` run as one *attempt*: a
+  question the handler asks (``ctx.elicit``, ``ctx.sample``, ``ctx.list_roots``) that the
+  retry does not answer yet ends it with ``input_required``
+  (:mod:`trimcp.server.input_required`).
+- Cacheable results get ``ttlMs``/``cacheScope`` (:class:`CacheHint`: per registration,
+  else the server's defaults); a list page takes the shortest TTL of its items and is
+  ``private`` when any item is.
+- Resource-not-found is ``-32602`` (with the URI) instead of 2025's ``-32002``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+
+from trimcp import serde
+from trimcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, McpError
+from trimcp.protocol import modern
+from trimcp.protocol.versions import STATELESS_VERSIONS
+from trimcp.server.input_required import InputOptions, run_attempt
+from trimcp.server.listen import ListenHub
+from trimcp.session.context import RequestContext
+from trimcp.types import (
+    DiscoverResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    ReadResourceResult,
+)
+
+if TYPE_CHECKING:
+    from trimcp.server.app import Server
+
+
+def _ttl(instance: object, attribute: attrs.Attribute[Any], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"ttl_ms must be an integer >= 0, got {value!r}")
+
+
+@attrs.frozen
+class CacheHint:
+    """How long a client may consider a result fresh (``ttl_ms``) and who may share it
+    (``scope``: ``"public"``: any user, any shared cache; ``"private"``: only the same
+    authorization context)."""
+
+    ttl_ms: int = attrs.field(default=0, validator=_ttl)
+    scope: Literal["public", "private"] = "public"
+
+
+def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{attribute.name} must be > 0, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class StatelessOptions:
+    """How a server serves 2026-07-28 requests.
+
+    ``inputs``: ``requestState`` sealing and input round limits (:class:`InputOptions`).
+    ``list_cache`` / ``read_cache`` / ``discover_cache``: default cache hints of list
+    results, ``resources/read`` results and ``server/discover``. ``listen_max_streams``,
+    ``listen_idle_timeout`` (a stream quiet this long ends gracefully) and
+    ``listen_keepalive`` (a comment this often on a quiet HTTP stream; None: never):
+    bounds of ``subscriptions/listen``.
+    """
+
+    inputs: InputOptions = attrs.field(factory=InputOptions)
+    list_cache: CacheHint = CacheHint(0, "public")
+    read_cache: CacheHint = CacheHint(0, "private")
+    discover_cache: CacheHint = CacheHint(0, "public")
+    listen_max_streams: int = attrs.field(default=1000, validator=_positive)
+    listen_idle_timeout: float = attrs.field(default=3600.0, validator=_positive)
+    listen_keepalive: float | None = 15.0
+
+
+class StatelessServing:
+    """The 2026-07-28 side of one :class:`~trimcp.Server`."""
+
+    def __init__(self, server: Server, options: StatelessOptions) -> None:
+        self.server = server
+        self.options = options
+        self.hub = ListenHub(
+            max_streams=options.listen_max_streams,
+            idle_timeout=options.listen_idle_timeout,
+            keepalive=options.listen_keepalive,
+        )
+        #: Cache hints given at registration: (kind, name or URI) -> hint.
+        self.hints: dict[tuple[str, str], CacheHint] = {}
+
+    @property
+    def advertised_versions(self) -> tuple[str, ...]:
+        """Every version the server speaks, the stateless ones first."""
+        return (*STATELESS_VERSIONS, *self.server.supported_versions)
+
+    def discover(self) -> DiscoverResult:
+        hint = self.options.discover_cache
+        return DiscoverResult(
+            supported_versions=list(self.advertised_versions),
+            capabilities=self.server.capabilities(),
+            instructions=self.server.instructions,
+            ttl_ms=hint.ttl_ms,
+            cache_scope=hint.scope,
+        )
+
+    async def handle(self, ctx: RequestContext, handler: Any) -> Any:
+        """Answer a 2026 request with the server's ``handler`` for its method (None: none)."""
+        method = ctx.method
+        if method == "server/discover":
+            return self.discover()
+        if method == "subscriptions/listen":
+            server = self.server
+            return await self.hub.serve(
+                ctx, serde.unstructure(server.capabilities()), server.resource_exists
+            )
+        if handler is None:
+            raise McpError(METHOD_NOT_FOUND, f"Method not found: {method[:100]}")
+        try:
+            if method in modern.INPUT_METHODS:
+                result = await run_attempt(self.options.inputs, ctx, lambda: handler(ctx))
+            else:
+                result = await handler(ctx)
+        except McpError as exc:
+            if exc.code == RESOURCE_NOT_FOUND:  # 2026 forbids -32002
+                raise McpError(INVALID_PARAMS, exc.message, exc.data) from None
+            raise
+        return self._with_cache(method, ctx, result)
+
+    # --- cache hints ---------------------------------------------------------------------
+
+    def _page_hint(self, kind: str, names: Iterable[str]) -> CacheHint:
+        default = self.options.list_cache
+        hints = [self.hints.get((kind, name), default) for name in names]
+        if not hints:
+            return default
+        ttl = min(hint.ttl_ms for hint in hints)
+        scope: Literal["public", "private"] = (
+            "private" if any(hint.scope == "private" for hint in hints) else "public"
+        )
+        return CacheHint(ttl, scope)
+
+    def _with_cache(self, method: str, ctx: RequestContext, result: Any) -> Any:
+        hint: CacheHint | None = None
+        if isinstance(result, ListToolsResult):
+            hint = self._page_hint("tools", (t.name for t in result.tools))
+        elif isinstance(result, ListPromptsResult):
+            hint = self._page_hint("prompts", (p.name for p in result.prompts))
+        elif isinstance(result, ListResourcesResult):
+            hint = self._page_hint("resources", (r.uri for r in result.resources))
+        elif isinstance(result, ListResourceTemplatesResult):
+            hint = self._page_hint(
+                "resources", (t.uri_template for t in result.resource_templates)
+            )
+        elif isinstance(result, ReadResourceResult):
+            uri = ctx.params.uri
+            key = self.server.resource_key(uri)
+            hint = self.hints.get(("resources", key), self.options.read_cache) \
+                if key is not None else self.options.read_cache
+        if hint is None:
+            return result
+        return attrs.evolve(result, ttl_ms=hint.ttl_ms, cache_scope=hint.scope)
