@@ -157,6 +157,8 @@ class Server:
         self._sessions = SessionTable(self._log_buffer, notify_timeout=notify_timeout)
         self._notification_handlers: dict[str, NotificationHandler] = {}
         self._stateless = StatelessServing(self, stateless or StatelessOptions())
+        #: Tools whose input schema marks parameters with ``x-mcp-header`` (2026-07-28).
+        self._header_params: dict[str, dict[str, tuple[str, ...]]] = {}
         self._requests: dict[str, RequestHandler] = {
             "tools/list": self._list_tools,
             "tools/call": self._call_tool,
@@ -220,14 +222,21 @@ class Server:
         """
         cache = options.pop("cache", None)
         tool = RegisteredTool(fn, name=name, **options)
+        try:
+            headers = modern.header_parameters(tool.definition().input_schema)
+        except ValueError as exc:
+            raise ValueError(f"tool {tool.name!r}: {exc}") from None
         added = self.tools.add(tool.name, tool)
         self._hint("tools", tool.name, cache)
+        if headers:
+            self._header_params[tool.name] = headers
         return added
 
     def remove_tool(self, name: str) -> RegisteredTool[Any, Any]:
         """Unregister the tool ``name`` (``KeyError`` if there is none)."""
         removed = self.tools.remove(name)
         self._stateless.hints.pop(("tools", name), None)
+        self._header_params.pop(name, None)
         return removed
 
     def _hint(self, kind: str, key: str, hint: CacheHint | None) -> None:
@@ -495,6 +504,11 @@ class Server:
             server_capabilities=self.capabilities(),
             instructions=self.instructions,
         )
+
+    def header_parameters(self, tool: str) -> dict[str, tuple[str, ...]]:
+        """The ``x-mcp-header`` parameters of ``tool``: header name (lower case) -> property
+        path (empty for most tools). The HTTP transport checks ``Mcp-Param-*`` with it."""
+        return self._header_params.get(tool, {})
 
     @property
     def listen_hub(self) -> ListenHub:

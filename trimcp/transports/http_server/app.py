@@ -35,8 +35,10 @@ from trimcp.protocol.versions import (
 )
 from trimcp.session import SessionHandler, open_session
 from trimcp.session.lifespan import open_handler_lifespan
+from trimcp.session.stateless import StatelessHandler
 from trimcp.transports.base import Decoded
 from trimcp.transports.http_server import legacy
+from trimcp.transports.http_server import modern as modern_http
 from trimcp.transports.http_server.asgi import (
     JSON_TYPE,
     SSE_HEADERS,
@@ -56,6 +58,7 @@ from trimcp.transports.http_server.asgi import (
 )
 from trimcp.transports.http_server.config import HttpServerConfig
 from trimcp.transports.http_server.manager import SessionEntry, SessionManager
+from trimcp.transports.http_server.modern import ModernEndpoint
 from trimcp.transports.http_server.security import (
     accepts,
     host_allowed,
@@ -110,6 +113,12 @@ class McpHttpApp:
         self._factory = factory
         # A shared handler with a lifespan (trimcp.Server): entered with the manager.
         self._lifespan_of = lifespan_of
+        # A shared handler that serves 2026-07-28 requests too (trimcp.Server).
+        self._modern = (
+            ModernEndpoint(lifespan_of, config, self.manager)
+            if isinstance(lifespan_of, StatelessHandler)
+            else None
+        )
 
     # --- lifetime ---------------------------------------------------------------------------
 
@@ -132,8 +141,11 @@ class McpHttpApp:
     async def shutdown(self) -> None:
         """Close every session (bounded by ``config.shutdown_bound``), then stop :meth:`run`.
 
-        Streams end as their sessions close, so the HTTP server can then stop at once.
+        Streams end as their sessions close, so the HTTP server can then stop at once;
+        2026-07-28 listen streams end with their result.
         """
+        if self._modern is not None:
+            self._modern.close()
         await self.manager.shutdown()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -221,9 +233,24 @@ class McpHttpApp:
         principal: Hashable | None,
     ) -> None:
         version = headers.get(b"mcp-protocol-version")
+        method = scope["method"]
+        if (
+            self._modern is not None
+            and version is not None
+            and (modern_http.claims(version) or version not in SUPPORTED_VERSIONS)
+        ):
+            # 2026-07-28 (by its header, or maybe by its body: an unknown version in the
+            # header of a 2026 request is answered with the versions we speak).
+            if method == "POST":
+                await self._post_modern(receive, send, headers, principal, version)
+                return
+            if modern_http.claims(version):
+                raise HttpRejection(
+                    405, "2026-07-28 has no GET or DELETE: send each request as a POST",
+                    headers=[(b"allow", b"POST")],
+                )
         if version is not None and version not in SUPPORTED_VERSIONS:
             raise HttpRejection(400, f"Unsupported MCP-Protocol-Version: {version[:40]}")
-        method = scope["method"]
         if method == "POST":
             await self._post(receive, send, headers, principal)
         elif method == "GET" and not self.config.stateless:
@@ -244,6 +271,37 @@ class McpHttpApp:
         return entry
 
     # --- POST -------------------------------------------------------------------------------
+
+    async def _post_modern(
+        self,
+        receive: Receive,
+        send: Send,
+        headers: RequestHeaders,
+        principal: Hashable | None,
+        version: str,
+    ) -> None:
+        assert self._modern is not None
+        self._check_post_headers(headers)
+        config = self.config
+        body = await read_body(
+            receive, config.max_body_bytes, config.body_timeout, headers.get(b"content-length")
+        )
+        parsed = parse_body(body)
+        if not modern_http.claims(version) and not modern_http.is_modern_body(parsed):
+            raise HttpRejection(400, f"Unsupported MCP-Protocol-Version: {version[:40]}")
+        await self._modern.post(receive, send, headers, parsed, principal)
+
+    def _check_post_headers(self, headers: RequestHeaders) -> None:
+        config = self.config
+        if not is_json_content_type(headers.get(b"content-type")):
+            raise HttpRejection(415, "Content-Type must be application/json")
+        accept = headers.get(b"accept")
+        if not accepts(accept, "application/json") or (
+            not config.json_response and not accepts(accept, "text/event-stream")
+        ):
+            raise HttpRejection(
+                406, "Accept must allow application/json and text/event-stream"
+            )
 
     async def _post(
         self, receive: Receive, send: Send, headers: RequestHeaders, principal: Hashable | None
@@ -267,6 +325,14 @@ class McpHttpApp:
                 receive, config.max_body_bytes, config.body_timeout, headers.get(b"content-length")
             )
             parsed = parse_body(body)
+            if (
+                self._modern is not None
+                and entry is None
+                and modern_http.is_modern_body(parsed)
+            ):
+                # A 2026 request without MCP-Protocol-Version: answered as 2026 (-32020).
+                await self._modern.post(receive, send, headers, parsed, principal)
+                return
             messages, batch = parsed.messages, parsed.batch
             # The engine gets the value parsed here: a body is decoded once.
             inbound = Decoded(parsed.value)

@@ -35,8 +35,12 @@ WANTED = frozenset(
         b"mcp-session-id",
         b"mcp-protocol-version",
         b"last-event-id",
+        b"mcp-method",
+        b"mcp-name",
     }
 )
+#: 2026-07-28 ``Mcp-Param-{Name}`` headers (read too; repeating one is refused the same way).
+PARAM_PREFIX = b"mcp-param-"
 #: Of :data:`WANTED`, the list-valued headers (RFC 9110, section 5.3): repeated lines are
 #: one value, joined with commas, as HTTP allows.
 LIST_HEADERS = frozenset({b"accept"})
@@ -87,7 +91,7 @@ class RequestHeaders:
         duplicate: bytes | None = None
         for name, value in raw:
             name = name.lower()
-            if name in WANTED:
+            if name in WANTED or name.startswith(PARAM_PREFIX):
                 text = value.decode("latin-1").strip()
                 if name in values:
                     if name in LIST_HEADERS:
