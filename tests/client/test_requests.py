@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -10,7 +11,8 @@ import trio.testing
 
 import trimcp
 from tests.client.helpers import RecordingServer, client_and_server
-from trimcp.client import connect_memory
+from trimcp.cli.wiretap import WireTap
+from trimcp.client import connect_memory, connect_transport
 from trimcp.errors import (
     INVALID_PARAMS,
     LocalProtocolError,
@@ -18,7 +20,8 @@ from trimcp.errors import (
     RequestTimeout,
     SessionClosed,
 )
-from trimcp.session import RequestContext, SessionOptions
+from trimcp.session import RequestContext, SessionOptions, serve_session
+from trimcp.transports.memory import memory_transport_pair
 from trimcp.types import (
     CallToolRequestParams,
     CallToolResult,
@@ -67,9 +70,22 @@ def test_unsupported_version_is_refused_before_connecting() -> None:
 
 
 async def test_ping() -> None:
-    async with connect_memory(RecordingServer()) as client:
-        await client.ping()
-        await client.ping(timeout=5)
+    # A no-op ping() would pass a bare `await client.ping()`: check the wire both ways.
+    client_end, server_end = memory_transport_pair()
+    wire: list[str] = []
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve_session, server_end, RecordingServer())
+        async with connect_transport(WireTap(client_end, wire.append)) as client:
+            wire.clear()
+            await client.ping()
+            await client.ping(timeout=5)
+        nursery.cancel_scope.cancel()
+    sent = [json.loads(line[3:]) for line in wire if line.startswith("-> ")]
+    received = [json.loads(line[3:]) for line in wire if line.startswith("<- ")]
+    pings = [message for message in sent if message.get("method") == "ping"]
+    assert len(pings) == 2
+    for ping in pings:
+        assert {"id": ping["id"], "jsonrpc": "2.0", "result": {}} in received
 
 
 async def test_call_tool_sends_name_arguments_and_meta() -> None:

@@ -44,7 +44,7 @@ from trimcp.client.negotiate import connect
 from trimcp.client.pagination import PageIterator
 from trimcp.client.schema import SchemaUnsupported, SchemaViolation, validate
 from trimcp.client.stateless import Era, Mode, plan_for, request_meta, with_meta
-from trimcp.errors import LocalProtocolError
+from trimcp.errors import LocalProtocolError, RequestTimeout
 from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import LATEST_VERSION, SUPPORTED_VERSIONS
@@ -103,6 +103,53 @@ def _typed(result: Any, cls: type[R]) -> R:
     if not isinstance(result, cls):
         raise TypeError(f"expected {cls.__name__}, got {type(result).__name__}")
     return result
+
+
+def _timed_out(
+    exc: RequestTimeout, method: str, target: str | None, *, default: bool
+) -> RequestTimeout:
+    """The engine's timeout, told with what timed out and how to wait longer."""
+    what = f"{method} {target!r}" if target else method
+    message = exc.message.replace(method, what, 1) if target else exc.message
+    how = (
+        "the default request timeout; pass timeout=SECONDS to this call, or connect with "
+        "options=SessionOptions(request_timeout=SECONDS)"
+        if default
+        else "the timeout given to this call"
+    )
+    return RequestTimeout(f"{message} ({how}); the server was told to cancel it", exc.data)
+
+
+def _check_str(call: str, name: str, value: object) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{call}: {name} must be a str, not {type(value).__name__} {value!r:.80}")
+
+
+def _object(call: str, name: str, value: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A JSON object from ``value`` (a mapping with str keys), or a TypeError naming it."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            f"{call}: {name} must be a mapping of names to values, e.g. {{'a': 1}}; "
+            f"got {type(value).__name__} {value!r:.80}"
+        )
+    for key in value:
+        if not isinstance(key, str):
+            raise TypeError(f"{call}: the keys of {name} must be str, got {key!r:.80}")
+    return dict(value)
+
+
+def _strings(call: str, name: str, value: Mapping[str, str] | None) -> dict[str, str] | None:
+    """Like :func:`_object`, and every value must be a str (prompt/completion arguments)."""
+    checked = _object(call, name, value)
+    for key, item in (checked or {}).items():
+        if not isinstance(item, str):
+            raise TypeError(
+                f"{call}: {name}[{key!r}] must be a str (these arguments are strings), "
+                f"got {type(item).__name__} {item!r:.80}"
+            )
+    return checked
 
 
 class ClientKwargs(HandlerKwargs, total=False):
@@ -198,13 +245,21 @@ class Client:
         if session.role is not Role.CLIENT:
             raise LocalProtocolError("A Client needs a session opened with role=Role.CLIENT")
         self._session = session
-        connected = await connect(
-            session,
-            self._plan,
-            self.client_info,
-            self.handlers.capabilities(),
-            self.discover_timeout,
-        )
+        try:
+            connected = await connect(
+                session,
+                self._plan,
+                self.client_info,
+                self.handlers.capabilities(),
+                self.discover_timeout,
+            )
+        except RequestTimeout as exc:
+            raise RequestTimeout(
+                f"{exc.message}: the server did not answer the handshake (is it an MCP server, "
+                "and does it speak this transport?); to wait longer, connect with "
+                "options=SessionOptions(request_timeout=...)",
+                exc.data,
+            ) from None
         self._era, self._negotiated, self._answer = (
             connected.era,
             connected.negotiated,
@@ -316,13 +371,16 @@ class Client:
             kwargs["timeout"] = timeout
         if self._era is Era.MODERN:
             params = with_meta(params, self._envelope())
-        return await self.session.send_request(
-            method,
-            params,
-            on_progress=self._progress_callback(method, target, on_progress),
-            reset_timeout_on_progress=reset_timeout_on_progress,
-            **kwargs,
-        )
+        try:
+            return await self.session.send_request(
+                method,
+                params,
+                on_progress=self._progress_callback(method, target, on_progress),
+                reset_timeout_on_progress=reset_timeout_on_progress,
+                **kwargs,
+            )
+        except RequestTimeout as exc:
+            raise _timed_out(exc, method, target, default=timeout is _DEFAULT) from None
 
     def _envelope(self) -> dict[str, Any]:
         """The 2026 ``_meta`` every request carries (version, capabilities, identity, and
@@ -392,12 +450,13 @@ class Client:
 
     async def ping(self, *, timeout: float | None = _DEFAULT) -> None:
         """Check the server answers: ``ping`` (2025), or ``server/discover`` in 2026-07-28,
-        which has no ``ping``. Cancellation: see the module docstring."""
+        which has no ``ping``. Raises :class:`RequestTimeout` when no answer comes within
+        ``timeout`` (default ``SessionOptions.request_timeout``). Cancellation: see the
+        module docstring."""
         if self._era is Era.MODERN:
             await self._request("server/discover", RequestParams(), timeout=timeout)
             return
-        kwargs: dict[str, Any] = {} if timeout is _DEFAULT else {"timeout": timeout}
-        await self.session.send_request("ping", **kwargs)
+        await self._request("ping", None, timeout=timeout)
 
     # Tools.
 
@@ -461,10 +520,11 @@ class Client:
         :class:`ToolOutputError` (which holds the result). Cancellation: cancelling the
         caller sends ``notifications/cancelled`` (see the module docstring).
         """
+        _check_str("call_tool", "name", name)
         params = CallToolRequestParams(
             name=name,
-            arguments=dict(arguments) if arguments is not None else None,
-            meta=dict(meta) if meta is not None else None,
+            arguments=_object(f"call_tool({name!r})", "arguments", arguments),
+            meta=_object(f"call_tool({name!r})", "meta", meta),
         )
         result = _typed(
             await self._request_with_input(
@@ -534,6 +594,7 @@ class Client:
         self, uri: str, *, timeout: float | None = _DEFAULT
     ) -> ReadResourceResult:
         """Read one resource. Cancellation: see the module docstring."""
+        _check_str("read_resource", "uri", uri)
         params = ReadResourceRequestParams(uri=uri)
         return _typed(
             await self._request_with_input(
@@ -587,8 +648,9 @@ class Client:
         timeout: float | None = _DEFAULT,
     ) -> GetPromptResult:
         """Render a prompt with ``arguments``. Cancellation: see the module docstring."""
+        _check_str("get_prompt", "name", name)
         params = GetPromptRequestParams(
-            name=name, arguments=dict(arguments) if arguments is not None else None
+            name=name, arguments=_strings(f"get_prompt({name!r})", "arguments", arguments)
         )
         return _typed(
             await self._request_with_input("prompts/get", params, timeout=timeout, target=name),
@@ -613,7 +675,9 @@ class Client:
         params = CompleteRequestParams(
             ref=ref,
             argument=CompletionArgument(name=argument_name, value=value),
-            context=CompletionContext(arguments=dict(context_arguments))
+            context=CompletionContext(
+                arguments=_strings("complete", "context_arguments", context_arguments)
+            )
             if context_arguments is not None
             else None,
         )
