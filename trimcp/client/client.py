@@ -26,6 +26,7 @@ from typing import Any, TypeVar, Unpack
 import attrs
 
 from trimcp._version import __version__
+from trimcp.client.checks import check_str, json_object, string_map, timed_out
 from trimcp.client.errors import ToolOutputError
 from trimcp.client.handlers import (
     ClientHandlers,
@@ -103,53 +104,6 @@ def _typed(result: Any, cls: type[R]) -> R:
     if not isinstance(result, cls):
         raise TypeError(f"expected {cls.__name__}, got {type(result).__name__}")
     return result
-
-
-def _timed_out(
-    exc: RequestTimeout, method: str, target: str | None, *, default: bool
-) -> RequestTimeout:
-    """The engine's timeout, told with what timed out and how to wait longer."""
-    what = f"{method} {target!r}" if target else method
-    message = exc.message.replace(method, what, 1) if target else exc.message
-    how = (
-        "the default request timeout; pass timeout=SECONDS to this call, or connect with "
-        "options=SessionOptions(request_timeout=SECONDS)"
-        if default
-        else "the timeout given to this call"
-    )
-    return RequestTimeout(f"{message} ({how}); the server was told to cancel it", exc.data)
-
-
-def _check_str(call: str, name: str, value: object) -> None:
-    if not isinstance(value, str):
-        raise TypeError(f"{call}: {name} must be a str, not {type(value).__name__} {value!r:.80}")
-
-
-def _object(call: str, name: str, value: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A JSON object from ``value`` (a mapping with str keys), or a TypeError naming it."""
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        raise TypeError(
-            f"{call}: {name} must be a mapping of names to values, e.g. {{'a': 1}}; "
-            f"got {type(value).__name__} {value!r:.80}"
-        )
-    for key in value:
-        if not isinstance(key, str):
-            raise TypeError(f"{call}: the keys of {name} must be str, got {key!r:.80}")
-    return dict(value)
-
-
-def _strings(call: str, name: str, value: Mapping[str, str] | None) -> dict[str, str] | None:
-    """Like :func:`_object`, and every value must be a str (prompt/completion arguments)."""
-    checked = _object(call, name, value)
-    for key, item in (checked or {}).items():
-        if not isinstance(item, str):
-            raise TypeError(
-                f"{call}: {name}[{key!r}] must be a str (these arguments are strings), "
-                f"got {type(item).__name__} {item!r:.80}"
-            )
-    return checked
 
 
 class ClientKwargs(HandlerKwargs, total=False):
@@ -380,7 +334,7 @@ class Client:
                 **kwargs,
             )
         except RequestTimeout as exc:
-            raise _timed_out(exc, method, target, default=timeout is _DEFAULT) from None
+            raise timed_out(exc, method, target, default=timeout is _DEFAULT) from None
 
     def _envelope(self) -> dict[str, Any]:
         """The 2026 ``_meta`` every request carries (version, capabilities, identity, and
@@ -520,11 +474,11 @@ class Client:
         :class:`ToolOutputError` (which holds the result). Cancellation: cancelling the
         caller sends ``notifications/cancelled`` (see the module docstring).
         """
-        _check_str("call_tool", "name", name)
+        check_str("call_tool", "name", name)
         params = CallToolRequestParams(
             name=name,
-            arguments=_object(f"call_tool({name!r})", "arguments", arguments),
-            meta=_object(f"call_tool({name!r})", "meta", meta),
+            arguments=json_object(f"call_tool({name!r})", "arguments", arguments),
+            meta=json_object(f"call_tool({name!r})", "meta", meta),
         )
         result = _typed(
             await self._request_with_input(
@@ -594,7 +548,7 @@ class Client:
         self, uri: str, *, timeout: float | None = _DEFAULT
     ) -> ReadResourceResult:
         """Read one resource. Cancellation: see the module docstring."""
-        _check_str("read_resource", "uri", uri)
+        check_str("read_resource", "uri", uri)
         params = ReadResourceRequestParams(uri=uri)
         return _typed(
             await self._request_with_input(
@@ -648,9 +602,9 @@ class Client:
         timeout: float | None = _DEFAULT,
     ) -> GetPromptResult:
         """Render a prompt with ``arguments``. Cancellation: see the module docstring."""
-        _check_str("get_prompt", "name", name)
+        check_str("get_prompt", "name", name)
         params = GetPromptRequestParams(
-            name=name, arguments=_strings(f"get_prompt({name!r})", "arguments", arguments)
+            name=name, arguments=string_map(f"get_prompt({name!r})", "arguments", arguments)
         )
         return _typed(
             await self._request_with_input("prompts/get", params, timeout=timeout, target=name),
@@ -676,7 +630,7 @@ class Client:
             ref=ref,
             argument=CompletionArgument(name=argument_name, value=value),
             context=CompletionContext(
-                arguments=_strings("complete", "context_arguments", context_arguments)
+                arguments=string_map("complete", "context_arguments", context_arguments)
             )
             if context_arguments is not None
             else None,
