@@ -46,7 +46,10 @@ async def test_trimcp_client_drives_the_sdk_server(tmp_path: Path) -> None:
     env = {**os.environ, "TRIMCP_PEER_LOG": str(log)}
     stderr: list[str] = []
     with trio.fail_after(TEST_BOUND):
-        async with connect_stdio(SERVER, env=env, on_stderr=stderr.append) as client:
+        # The session era (this SDK also speaks 2026-07-28: see test_client_vs_sdk_2026.py).
+        async with connect_stdio(
+            SERVER, env=env, on_stderr=stderr.append, mode="legacy"
+        ) as client:
             assert client.server_info.name == "sdk-stdio-peer"
             assert client.protocol_version == "2025-11-25"
             assert client.server_capabilities.tools is not None
@@ -108,7 +111,7 @@ async def test_trimcp_client_drives_the_sdk_server(tmp_path: Path) -> None:
 async def test_an_error_in_the_body_is_not_wrapped_in_a_group() -> None:
     async def body() -> None:
         with trio.fail_after(TEST_BOUND):
-            async with connect_stdio(SERVER) as client:
+            async with connect_stdio(SERVER, mode="legacy") as client:
                 await client.ping()
                 raise KeyError("mine")
 

@@ -75,6 +75,8 @@ class Inbox:
 @asynccontextmanager
 async def connect(**kwargs: Unpack[ClientKwargs]) -> AsyncIterator[Client]:
     stderr: list[str] = []
+    # The session era; the same server in 2026-07-28 is test_client_vs_sdk_2026.py's.
+    kwargs.setdefault("mode", "legacy")
     with trio.fail_after(TEST_BOUND):
         async with connect_stdio(SERVER, on_stderr=stderr.append, **kwargs) as client:
             yield client

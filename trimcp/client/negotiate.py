@@ -5,8 +5,10 @@
 - A ``DiscoverResult``: the server is modern; take our newest version it lists.
 - ``UnsupportedProtocolVersionError`` (-32022): modern too; retry once with a version from
   its ``supported`` list (or fall back to ``initialize`` if it only lists session versions).
-- Any other error, or no answer in time: a 2025 (or older) server; send ``initialize``.
-  Only a dead connection (``-32000``) is raised as it is.
+- Any other error, or no answer in time: a 2025 (or older) server; send ``initialize``
+  (codes say little here: the TypeScript SDK answers ``-32000`` "Server not initialized";
+  a server that cannot be reached fails ``initialize`` the same way). Only a session
+  that closed is raised as it is.
 
 The decision is made once per client; nothing is re-probed later.
 """
@@ -22,7 +24,6 @@ from trimcp.client.stateless import (
     ModePlan,
     NoCommonVersion,
     choose_version,
-    is_fatal_probe_error,
     is_modern_error,
     negotiated_from_discover,
     request_meta,
@@ -134,7 +135,7 @@ def _after_error(
             logger.info("no answer to server/discover; assuming a 2025 (session) server")
             raise _Legacy(plan.legacy_version) from None
         raise exc
-    if isinstance(exc, SessionClosed) or is_fatal_probe_error(exc):
+    if isinstance(exc, SessionClosed):
         raise exc
     supported = supported_of(exc)
     if supported is not None:

@@ -23,7 +23,6 @@ import attrs
 
 from trimcp import serde
 from trimcp.errors import (
-    CONNECTION_CLOSED,
     HEADER_MISMATCH,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
@@ -123,11 +122,6 @@ def with_meta(params: Any, envelope: Mapping[str, Any]) -> Any:
 def is_modern_error(error: McpError) -> bool:
     """Whether ``error`` could only come from a 2026 server."""
     return error.code in MODERN_ERROR_CODES
-
-
-def is_fatal_probe_error(error: McpError) -> bool:
-    """Whether a failed probe means "cannot talk at all" rather than "legacy server"."""
-    return error.code == CONNECTION_CLOSED
 
 
 def supported_of(error: McpError) -> list[str] | None:
