@@ -72,6 +72,7 @@ def test_no_private_names_are_exported() -> None:
         "types",
         "serde",
         "_groups",
+        "_signals",
         "_version",
         "_EXPORTS",
     }

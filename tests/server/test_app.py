@@ -177,9 +177,9 @@ async def test_cancelling_serve_session_closes_the_session(autojump_clock: Any) 
     assert session.closed
 
 
-def test_run_knows_only_stdio() -> None:
-    with pytest.raises(ValueError, match="stdio"):
-        full_app().run("http")  # type: ignore[arg-type]
+def test_run_refuses_an_unknown_transport_in_one_line() -> None:
+    with pytest.raises(SystemExit, match="unknown transport 'pigeon': use one of stdio, http"):
+        full_app().run("pigeon")  # type: ignore[arg-type]
 
 
 def test_bad_page_size() -> None:

@@ -13,6 +13,7 @@ import inspect
 import os
 import sys
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,6 +23,7 @@ import attrs
 from trimcp.cli.errors import CliError
 from trimcp.server.app import Server
 from trimcp.server.lowlevel import LowLevelServer
+from trimcp.server.serving import RunCall
 
 
 @attrs.frozen
@@ -132,11 +134,15 @@ def is_handler(obj: Any) -> bool:
     )
 
 
-def find_server(module: ModuleType, target: Target) -> Any:
+def find_server(
+    module: ModuleType, target: Target, run_calls: Sequence[RunCall] = ()
+) -> Any:
     """The server ``target`` names in ``module``.
 
-    With ``:attr``: that object (a plain function is called once, as a factory). Without: the
-    first ``trimcp.Server`` defined at module level, else the first ``LowLevelServer``.
+    With ``:attr``: that object (a plain function is called once, as a factory). Without:
+    the one ``trimcp.Server`` defined at module level (else the one ``LowLevelServer``).
+    Several are an error naming them all, unless exactly one of them called ``run()``
+    while the module was imported (``run_calls``), or one mounts all the others.
     """
     if target.attr is not None:
         try:
@@ -152,21 +158,51 @@ def find_server(module: ModuleType, target: Target) -> Any:
                 "LowLevelServer (or a factory returning one)"
             )
         return obj
-    values = list(vars(module).values())
     for kind in (Server, LowLevelServer):
-        for value in values:
-            if isinstance(value, kind):
-                return value
+        found: dict[int, tuple[str, Any]] = {}
+        for name, value in vars(module).items():
+            if isinstance(value, kind) and id(value) not in found:
+                found[id(value)] = (name, value)
+        if len(found) == 1:
+            return next(iter(found.values()))[1]
+        if found:
+            return _choose(list(found.values()), target, run_calls)
     raise CliError(
         f"no trimcp.Server or LowLevelServer found in {target.display}",
         hint="name it explicitly: trimcp run path/to/server.py:app",
     )
 
 
-def load_server(text: str) -> tuple[Any, Target]:
-    """Parse, import and find: the server object and the parsed target."""
+def _choose(found: list[tuple[str, Any]], target: Target, run_calls: Sequence[RunCall]) -> Any:
+    servers = [value for _, value in found]
+    ran = [call.server for call in run_calls if any(call.server is s for s in servers)]
+    if len({id(server) for server in ran}) == 1:
+        return ran[0]
+    parents = [s for s in servers if all(o is s or _mounts(s, o) for o in servers)]
+    if len(parents) == 1:
+        return parents[0]
+    names = ", ".join(name for name, _ in found)
+    first = found[0][0]
+    raise CliError(
+        f"{target.display} defines {len(found)} servers ({names}): which one should run?",
+        hint=f"name it: trimcp run {target.display}:{first}",
+    )
+
+
+def _mounts(parent: Any, child: Any) -> bool:
+    mounted = getattr(parent, "mounted_servers", None)
+    return callable(mounted) and any(server is child for server in mounted())
+
+
+def load_server(text: str, *, run_calls: Sequence[RunCall] = ()) -> tuple[Any, Target]:
+    """Parse, import and find: the server object and the parsed target.
+
+    ``run_calls``: the list :func:`~trimcp.server.serving.capturing_run_calls` fills while
+    the file is imported (pass it to let a file that calls ``app.run()`` pick its server).
+    """
     target = parse_target(text)
-    return find_server(import_target(target), target), target
+    module = import_target(target)
+    return find_server(module, target, run_calls), target
 
 
 def server_label(server: Any) -> str:

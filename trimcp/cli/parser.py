@@ -76,13 +76,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="serve a trimcp.Server over stdio, HTTP or WebSocket")
     run.add_argument("target", help="path/to/server.py[:app] or package.module[:app]")
-    run.add_argument("--transport", choices=("stdio", "http", "ws"), default="stdio")
-    run.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    run.add_argument("--transport", choices=("stdio", "http", "websocket", "ws"), default=None,
+                     help="default stdio (env TRIMCP_TRANSPORT)")
+    run.add_argument("--host", default=None,
+                     help="address to bind (default 127.0.0.1; env TRIMCP_HOST)")
     run.add_argument("--port", type=port_number, default=None,
-                     help="port (default 8000 for http, 8765 for ws; 0 picks a free one)")
+                     help="port (default 8000 for http, 8765 for ws; 0 picks a free one; "
+                          "env TRIMCP_PORT)")
+    run.add_argument("--path", default=None,
+                     help="the endpoint path for http and ws (default /mcp; env TRIMCP_PATH)")
+    run.add_argument("--stateless", action="store_true", default=None,
+                     help="http: no sessions, each POST stands alone (env TRIMCP_STATELESS)")
+    run.add_argument("--json-response", action="store_true", default=None,
+                     help="http: answer POSTs with JSON, not SSE (env TRIMCP_JSON_RESPONSE)")
+    run.add_argument("--log-level", default=None,
+                     choices=("debug", "info", "warning", "error", "critical"),
+                     help="log Python logging records on stderr (env TRIMCP_LOG_LEVEL)")
     run.add_argument(
-        "--allow-host", action="append", default=[], metavar="NAME",
-        help="a Host name clients may use (repeatable; needed when --host is not loopback)",
+        "--allow-host", action="append", default=None, metavar="NAME",
+        help="a Host name clients may use (repeatable; needed when --host is not loopback; "
+             "env TRIMCP_ALLOWED_HOSTS, comma-separated)",
+    )
+    run.add_argument(
+        "--allow-origin", action="append", default=None, metavar="ORIGIN",
+        help="an Origin browsers may send, e.g. https://app.example (repeatable; env "
+             "TRIMCP_ALLOWED_ORIGINS)",
     )
     run.add_argument("-v", "--verbose", action="store_true",
                      help="show every message on the wire (stdio)")

@@ -19,7 +19,6 @@ kind before clients connect if you mean to add more of that kind later.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -761,16 +760,51 @@ class Server:
         async with open_stdio_server_transport() as transport:
             await self.serve_session(transport, options=options, task_status=task_status)
 
-    def run(self, transport: Literal["stdio"] = "stdio", **options: Any) -> None:
-        """Run the server until the client disconnects (blocking; starts ``trio.run``).
+    def run(
+        self,
+        transport: Literal["stdio", "http", "websocket", "ws"] | None = None,
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        path: str | None = None,
+        stateless: bool | None = None,
+        json_response: bool | None = None,
+        log_level: str | None = None,
+        allowed_hosts: Sequence[str] | None = None,
+        allowed_origins: Sequence[str] | None = None,
+        options: SessionOptions | None = None,
+    ) -> None:
+        """Serve until the client leaves (stdio) or Ctrl-C / SIGTERM (blocking; starts Trio).
 
-        Only ``"stdio"`` for now; ``options`` go to :meth:`serve_stdio`. Ctrl+C stops it
-        quietly.
+        ``transport``: ``"stdio"`` (the default), ``"http"`` (Streamable HTTP, with the
+        legacy HTTP+SSE endpoints) or ``"websocket"``. ``host``/``port`` (default
+        127.0.0.1 and 8000 or 8765; ``port=0`` picks a free one), ``path`` (default
+        ``/mcp``), ``stateless`` and ``json_response`` (HTTP modes), ``allowed_hosts`` /
+        ``allowed_origins`` (needed to bind beyond loopback), ``log_level`` (configure
+        Python logging on stderr). Arguments left out come from ``TRIMCP_*`` environment
+        variables (see :mod:`trimcp.server.serving`), then the defaults. ``options``: the
+        engine's bounds for each session.
+
+        A line on stderr names the URL actually bound. The lifespan is entered once before
+        serving; when it (or a setting) fails, one line says why and the process exits with
+        status 1. Ctrl-C or SIGTERM stops gracefully and returns (a second one exits at
+        once). Under ``trimcp run`` this call does not serve: the command does, with its
+        own flags (these arguments become its defaults).
         """
-        if transport != "stdio":
-            raise ValueError(f"Unknown transport {transport!r}; this build serves 'stdio'")
-        with contextlib.suppress(KeyboardInterrupt):
-            trio.run(functools.partial(self.serve_stdio, **options))
+        from trimcp.server import serving
+
+        arguments: dict[str, Any] = {
+            "transport": transport, "host": host, "port": port, "path": path,
+            "stateless": stateless, "json_response": json_response, "log_level": log_level,
+            "allowed_hosts": allowed_hosts, "allowed_origins": allowed_origins,
+        }
+        if serving.capture_run(self, arguments):
+            return
+        try:
+            settings = serving.ServeSettings.from_env(**arguments)
+        except serving.SettingsError as exc:
+            raise SystemExit(f"trimcp: {exc}") from None
+        serving.run_server(self, settings, options=options)
 
 
 def _visible(items: Iterable[T], ctx: RequestContext, method: str, key: str) -> list[T]:

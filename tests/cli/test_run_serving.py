@@ -1,0 +1,176 @@
+"""Serving for real: `trimcp run` flags and TRIMCP_* settings, files that call app.run()
+themselves, several servers in one file, and Server.run(transport=...) with its startup
+line, signals and lifespan failures."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli.support import RUN_TIMEOUT, cli, read_line, stop
+
+TOOL = (
+    "from trimcp import Server\n"
+    "app = Server('selfrun', version='2.0')\n"
+    "@app.tool()\n"
+    "def hello() -> str:\n"
+    "    return 'hi'\n"
+)
+
+
+def _write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def _spawn(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    import os
+
+    return subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        text=True, env={**os.environ, **(env or {})},
+    )
+
+
+def _url(process: subprocess.Popen[str], scheme: str = "http") -> str:
+    line = read_line(process.stderr)
+    found = re.search(rf"at ({scheme}://127\.0\.0\.1:\d+/\S*) \(Ctrl-C to stop\)", line)
+    assert found, line
+    return found.group(1)
+
+
+def _finish(process: subprocess.Popen[str]) -> str:
+    try:
+        assert stop(process) == 0
+        assert process.stderr is not None
+        return process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def test_run_serves_a_file_that_ends_in_a_bare_app_run(tmp_path: Path) -> None:
+    target = _write(tmp_path, "selfrun.py", TOOL + "app.run()\n")
+    completed = cli("call", "hello", "--", sys.executable, "-m", "trimcp", "run", target)
+    assert (completed.returncode, completed.stdout) == (0, "hi\n"), completed.stderr
+
+
+def test_the_files_own_run_arguments_are_defaults_flags_win(tmp_path: Path) -> None:
+    target = _write(tmp_path, "selfhttp.py", TOOL + "app.run(transport='http', port=0)\n")
+    server = _spawn([sys.executable, "-m", "trimcp", "run", target, "--path", "/api"])
+    url = _url(server)
+    assert url.endswith("/api")
+    called = cli("call", "hello", "--url", url)
+    assert (called.returncode, called.stdout) == (0, "hi\n"), called.stderr
+    server.send_signal(signal.SIGINT)
+    rest = _finish(server)
+    assert "Traceback" not in rest
+
+
+def test_two_servers_in_one_file_is_an_error_naming_both(tmp_path: Path) -> None:
+    target = _write(
+        tmp_path, "two.py",
+        "from trimcp import Server\napp = Server('a')\nadmin = Server('b')\n",
+    )
+    completed = cli("run", target)
+    assert completed.returncode == 1
+    assert "defines 2 servers (app, admin)" in completed.stderr
+    assert f"trimcp run {target}:app" in completed.stderr
+    # The one that runs itself is the one meant.
+    chosen = _write(tmp_path, "two_run.py", TOOL + "other = Server('other')\napp.run()\n")
+    completed = cli("call", "hello", "--", sys.executable, "-m", "trimcp", "run", chosen)
+    assert (completed.returncode, completed.stdout) == (0, "hi\n"), completed.stderr
+
+
+def test_settings_from_the_environment(tmp_path: Path) -> None:
+    target = _write(tmp_path, "envapp.py", TOOL)
+    env = {
+        "TRIMCP_TRANSPORT": "http", "TRIMCP_PORT": "0", "TRIMCP_PATH": "/env",
+        "TRIMCP_JSON_RESPONSE": "true", "TRIMCP_STATELESS": "1", "TRIMCP_LOG_LEVEL": "info",
+    }
+    server = _spawn([sys.executable, "-m", "trimcp", "run", target], env)
+    url = _url(server)
+    assert url.endswith("/env")
+    called = cli("call", "hello", "--url", url)
+    assert (called.returncode, called.stdout) == (0, "hi\n"), called.stderr
+    server.send_signal(signal.SIGTERM)
+    _finish(server)
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"TRIMCP_PORT": "eighty"}, "TRIMCP_PORT must be a port number, got 'eighty'"),
+        ({"TRIMCP_TRANSPORT": "carrier-pigeon"}, "unknown transport 'carrier-pigeon'"),
+        ({"TRIMCP_STATELESS": "maybe"}, "TRIMCP_STATELESS must be true or false"),
+    ],
+)
+def test_a_bad_setting_is_one_clear_line(tmp_path: Path, env: dict[str, str], message: str) -> None:
+    target = _write(tmp_path, "bad.py", TOOL)
+    completed = cli("run", target, env=env)
+    assert completed.returncode == 1
+    assert message in completed.stderr
+    assert "Traceback" not in completed.stderr
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
+def test_server_run_http_names_the_bound_url_and_stops_cleanly(
+    tmp_path: Path, stop_signal: signal.Signals
+) -> None:
+    script = _write(tmp_path, "serve_http.py", TOOL + "app.run(transport='http', port=0)\n")
+    server = _spawn([sys.executable, script])
+    url = _url(server)
+    called = cli("call", "hello", "--url", url)
+    assert (called.returncode, called.stdout) == (0, "hi\n"), called.stderr
+    server.send_signal(stop_signal)
+    rest = _finish(server)
+    assert f"{stop_signal.name}: stopping" in rest
+    assert "Traceback" not in rest
+
+
+def test_server_run_websocket(tmp_path: Path) -> None:
+    script = _write(tmp_path, "serve_ws.py", TOOL + "app.run(transport='websocket', port=0)\n")
+    server = _spawn([sys.executable, script])
+    url = _url(server, "ws")
+    called = cli("call", "hello", "--url", url)
+    assert (called.returncode, called.stdout) == (0, "hi\n"), called.stderr
+    server.send_signal(signal.SIGINT)
+    assert "Traceback" not in _finish(server)
+
+
+@pytest.mark.parametrize("how", ["script", "trimcp run"])
+def test_a_failing_lifespan_is_one_line_and_exit_1(tmp_path: Path, how: str) -> None:
+    script = _write(
+        tmp_path, "broken.py",
+        "from contextlib import asynccontextmanager\n"
+        "from trimcp import Server\n"
+        "@asynccontextmanager\n"
+        "async def lifespan(app):\n"
+        "    raise ConnectionRefusedError('database at 127.0.0.1:5432 refused')\n"
+        "    yield\n"
+        "app = Server('broken', lifespan=lifespan)\n"
+        "if __name__ == '__main__':\n"
+        "    app.run(transport='http', port=0)\n",
+    )
+    argv = [sys.executable, script] if how == "script" else [
+        sys.executable, "-m", "trimcp", "run", script, "--transport", "http", "--port", "0"
+    ]
+    completed = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                               check=False, stdin=subprocess.DEVNULL)
+    assert completed.returncode == 1
+    assert (
+        "trimcp: the lifespan of server 'broken' failed while starting: "
+        "ConnectionRefusedError: database at 127.0.0.1:5432 refused"
+    ) in completed.stderr
+    assert "Traceback" not in completed.stderr
+    assert "serving" not in completed.stderr  # nothing was bound

@@ -1,0 +1,407 @@
+"""Serving a server until it is stopped: ``Server.run`` and ``trimcp run`` share this.
+
+:class:`ServeSettings` holds what a deployment chooses (transport, address, HTTP modes,
+allowlists, log level), from arguments or from ``TRIMCP_*`` environment variables.
+:func:`serve` runs one server with them inside a Trio run; :func:`run_blocking` starts
+that Trio run, stops cleanly on Ctrl-C or SIGTERM and turns the outcome into an exit code.
+
+Stopping: the first SIGINT/SIGTERM stops gracefully (HTTP closes every session with its
+bounded sequence; stdio and WebSocket cancel, which closes sessions the same way), within
+``STOP_BOUND`` seconds; a second one exits at once. A stop by signal is a normal stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Final
+
+import attrs
+import trio
+
+from trimcp._groups import raise_alone, single_exception
+from trimcp.server.lifespan import LifespanFailed
+from trimcp.session.lifespan import open_handler_lifespan
+
+#: Transport names, and the spellings accepted for them.
+TRANSPORTS: Final = ("stdio", "http", "websocket")
+_ALIASES: Final = {"ws": "websocket", "streamable-http": "http", "streamable_http": "http"}
+DEFAULT_PORTS: Final = {"http": 8000, "websocket": 8765}
+LOG_LEVELS: Final = ("debug", "info", "warning", "error", "critical")
+#: After a signal, the longest a graceful stop may take before everything is cancelled.
+STOP_BOUND: Final = 15.0
+EXIT_OK, EXIT_FAILURE = 0, 1
+
+#: Environment variable -> ServeSettings field. Lists are comma-separated.
+ENV: Final = {
+    "TRIMCP_TRANSPORT": "transport",
+    "TRIMCP_HOST": "host",
+    "TRIMCP_PORT": "port",
+    "TRIMCP_PATH": "path",
+    "TRIMCP_STATELESS": "stateless",
+    "TRIMCP_JSON_RESPONSE": "json_response",
+    "TRIMCP_LOG_LEVEL": "log_level",
+    "TRIMCP_ALLOWED_HOSTS": "allowed_hosts",
+    "TRIMCP_ALLOWED_ORIGINS": "allowed_origins",
+}
+_TRUE: Final = ("1", "true", "yes", "on")
+_FALSE: Final = ("0", "false", "no", "off", "")
+
+
+class SettingsError(ValueError):
+    """A serving setting (argument or environment variable) has a value that cannot work."""
+
+
+def _transport(value: str) -> str:
+    name = _ALIASES.get(value, value)
+    if name not in TRANSPORTS:
+        raise SettingsError(
+            f"unknown transport {value!r}: use one of {', '.join(TRANSPORTS)}"
+        )
+    return name
+
+
+def _log_level(value: str | None) -> str | None:
+    if value is None:
+        return None
+    level = value.lower()
+    if level not in LOG_LEVELS:
+        raise SettingsError(f"unknown log level {value!r}: use one of {', '.join(LOG_LEVELS)}")
+    return level
+
+
+def _path(value: str) -> str:
+    if not value.startswith("/"):
+        raise SettingsError(f"the endpoint path must start with '/', got {value!r}")
+    return value
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return tuple(value)
+
+
+@attrs.frozen(kw_only=True)
+class ServeSettings:
+    """How to serve: every field has a default, and a ``TRIMCP_*`` variable (see :data:`ENV`).
+
+    ``port`` None means the transport's default (8000 HTTP, 8765 WebSocket); 0 picks a
+    free port (the startup line names it). ``path`` is the endpoint of HTTP and
+    WebSocket. ``stateless`` / ``json_response``: the Streamable HTTP modes. Empty
+    ``allowed_hosts`` / ``allowed_origins`` keep the transports' defaults (localhost
+    names); binding a non-loopback ``host`` needs ``allowed_hosts`` (``*`` for any).
+    ``log_level``: configure Python logging on stderr at that level (None: leave it).
+    """
+
+    transport: str = attrs.field(default="stdio", converter=_transport)
+    host: str = "127.0.0.1"
+    port: int | None = None
+    path: str = attrs.field(default="/mcp", converter=_path)
+    stateless: bool = False
+    json_response: bool = False
+    log_level: str | None = attrs.field(default=None, converter=_log_level)
+    allowed_hosts: tuple[str, ...] = attrs.field(default=(), converter=_names)
+    allowed_origins: tuple[str, ...] = attrs.field(default=(), converter=_names)
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, **overrides: Any
+    ) -> ServeSettings:
+        """Settings from ``TRIMCP_*`` variables, then ``overrides`` (None values ignored).
+
+        Raises :class:`SettingsError` naming the variable or argument that is wrong.
+        """
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for variable, field in ENV.items():
+            text = environ.get(variable)
+            if text is not None:
+                values[field] = _from_text(variable, field, text)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls(**values)
+        except SettingsError:
+            raise
+        except (TypeError, ValueError) as exc:
+            raise SettingsError(str(exc)) from None
+
+    @property
+    def bound_port(self) -> int:
+        """The port to bind: ``port``, or the transport's default."""
+        return DEFAULT_PORTS.get(self.transport, 0) if self.port is None else self.port
+
+
+def _from_text(variable: str, field: str, text: str) -> Any:
+    if field == "port":
+        try:
+            return int(text)
+        except ValueError:
+            raise SettingsError(f"{variable} must be a port number, got {text!r}") from None
+    if field in ("stateless", "json_response"):
+        lowered = text.strip().lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+        raise SettingsError(f"{variable} must be true or false, got {text!r}")
+    return text
+
+
+def is_loopback_host(host: str) -> bool:
+    return host.strip("[]") in ("127.0.0.1", "localhost", "::1")
+
+
+def url_of(scheme: str, host: str, port: int, path: str) -> str:
+    netloc = f"[{host.strip('[]')}]:{port}" if ":" in host else f"{host}:{port}"
+    return f"{scheme}://{netloc}{path}"
+
+
+def label_of(server: Any) -> str:
+    """``'name' version`` of a server, for the startup line."""
+    info = getattr(server, "info", None)
+    name, version = getattr(info, "name", None), getattr(info, "version", None)
+    if name is None:
+        return type(server).__name__
+    return f"{name!r} {version}" if version else repr(name)
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(f"trimcp: {line}\n")
+    sys.stderr.flush()
+
+
+Wrap = Callable[[Any], Any]
+
+
+async def serve(
+    server: Any,
+    settings: ServeSettings,
+    *,
+    stop: trio.Event | None = None,
+    announce: Callable[[str], None] = _say,
+    wrap_stdio: Wrap | None = None,
+    options: Any = None,
+) -> None:
+    """Serve ``server`` as ``settings`` say until the client leaves (stdio), ``stop`` is set
+    (HTTP: graceful) or this is cancelled.
+
+    The server's lifespan is entered once first, so a failing lifespan stops here, before
+    anything is bound (:class:`LifespanFailed`). ``announce`` gets the startup line naming
+    the URL actually bound. ``options``: the engine's :class:`SessionOptions` per session.
+    Cancellation: every session closes with the engine's bounded close sequence.
+    """
+    async with open_handler_lifespan(server):
+        if settings.transport == "stdio":
+            await _serve_stdio(server, announce, wrap_stdio, options)
+        elif settings.transport == "http":
+            await _serve_http(server, settings, announce, stop, options)
+        else:
+            await _serve_websocket(server, settings, announce, options)
+
+
+async def _serve_stdio(
+    server: Any, announce: Callable[[str], None], wrap: Wrap | None, options: Any
+) -> None:
+    from trimcp.protocol.lifecycle import Role
+    from trimcp.session import serve_session
+    from trimcp.transports.stdio import open_stdio_server_transport
+
+    announce(f"serving {label_of(server)} over stdio")
+    async with open_stdio_server_transport() as transport:
+        wire = wrap(transport) if wrap is not None else transport
+        own = getattr(server, "serve_session", None)
+        if callable(own):
+            await own(wire, options=options)
+        else:
+            await serve_session(wire, server, role=Role.SERVER, options=options)
+
+
+async def _serve_http(
+    server: Any,
+    settings: ServeSettings,
+    announce: Callable[[str], None],
+    stop: trio.Event | None,
+    options: Any,
+) -> None:
+    from trimcp.transports.http_server import HttpServerConfig, serve_http
+
+    fields: dict[str, Any] = {
+        "path": settings.path,
+        "stateless": settings.stateless,
+        "json_response": settings.json_response,
+    }
+    if settings.allowed_hosts:
+        fields["allowed_hosts"] = settings.allowed_hosts
+    if settings.allowed_origins:
+        fields["allowed_origins"] = settings.allowed_origins
+    if options is not None:
+        fields["session_options"] = options
+    config = HttpServerConfig(**fields)
+    trigger = stop.wait if stop is not None else None
+    async with trio.open_nursery() as nursery:
+        try:
+            bound: int = await nursery.start(
+                functools.partial(
+                    serve_http, server, host=settings.host, port=settings.bound_port,
+                    config=config, shutdown_trigger=trigger,
+                )
+            )
+        except ValueError as exc:  # e.g. a public address without allowed hosts
+            raise SettingsError(str(exc)) from None
+        announce(
+            f"serving {label_of(server)} at "
+            f"{url_of('http', settings.host, bound, config.path)} (Ctrl-C to stop)"
+        )
+
+
+async def _serve_websocket(
+    server: Any, settings: ServeSettings, announce: Callable[[str], None], options: Any
+) -> None:
+    from trimcp.transports.websocket import LOCAL_HOSTS, serve_websocket
+
+    if not is_loopback_host(settings.host) and not settings.allowed_hosts:
+        raise SettingsError(
+            f"binding to {settings.host!r} (not loopback) needs allowed hosts: the names "
+            "clients use to reach this server (--allow-host / TRIMCP_ALLOWED_HOSTS; '*' "
+            "accepts any)"
+        )
+    allowed = frozenset(settings.allowed_hosts) if settings.allowed_hosts else LOCAL_HOSTS
+    async with trio.open_nursery() as nursery:
+        bound: int = await nursery.start(
+            functools.partial(
+                serve_websocket, server, host=settings.host, port=settings.bound_port,
+                path=settings.path, allowed_hosts=allowed, options=options,
+            )
+        )
+        announce(
+            f"serving {label_of(server)} at "
+            f"{url_of('ws', settings.host, bound, settings.path)} (Ctrl-C to stop)"
+        )
+
+
+def configure_logging(level: str | None) -> None:
+    """Python logging on stderr at ``level`` (stdout may carry the protocol)."""
+    if level is None:
+        return
+    logging.basicConfig(
+        level=level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def leaf_exception(exc: BaseException) -> BaseException:
+    """``exc`` out of any single-exception groups around it."""
+    while isinstance(exc, BaseExceptionGroup):
+        only = single_exception(exc)
+        if only is None:
+            return exc
+        exc = only
+    return exc
+
+
+def run_blocking(
+    server: Any,
+    settings: ServeSettings,
+    *,
+    announce: Callable[[str], None] = _say,
+    wrap_stdio: Wrap | None = None,
+    options: Any = None,
+) -> tuple[int, int | None]:
+    """Start Trio and :func:`serve` until the client leaves or a signal arrives.
+
+    Returns ``(exit code, the signal that stopped serving or None)``: 0 when serving ended
+    normally or by SIGINT/SIGTERM. Raises :class:`LifespanFailed` or
+    :class:`SettingsError` alone (never in an exception group); other errors propagate,
+    unwrapped from single-exception groups.
+    """
+    from trimcp._signals import run_until_interrupted
+
+    configure_logging(settings.log_level)
+    stop = trio.Event()
+
+    async def work() -> int:
+        await serve(server, settings, stop=stop, announce=announce, wrap_stdio=wrap_stdio,
+                    options=options)
+        return EXIT_OK
+
+    def on_signal(signum: int) -> None:
+        announce(f"{signal.Signals(signum).name}: stopping")
+
+    signals = [signal.SIGINT] + ([signal.SIGTERM] if hasattr(signal, "SIGTERM") else [])
+    try:
+        code, received = trio.run(
+            functools.partial(
+                run_until_interrupted,
+                work,
+                signals=signals,
+                on_interrupt=on_signal,
+                graceful=stop.set if settings.transport == "http" else None,
+                hard_bound=STOP_BOUND,
+            )
+        )
+    except BaseExceptionGroup as group:
+        leaf = leaf_exception(group)
+        if leaf is group:
+            raise
+        raise_alone(leaf)
+    if received is not None:
+        announce("stopped")
+        return EXIT_OK, received
+    return code, None
+
+
+def run_server(server: Any, settings: ServeSettings, *, options: Any = None) -> None:
+    """``Server.run``: serve, and exit the process with one line when serving cannot start.
+
+    A failing lifespan or a bad setting prints ``trimcp: <what and why>`` on stderr and
+    raises ``SystemExit(1)``; a stop by signal returns normally.
+    """
+    try:
+        run_blocking(server, settings, options=options)
+    except (LifespanFailed, SettingsError) as exc:
+        _say(str(exc))
+        raise SystemExit(EXIT_FAILURE) from None
+
+
+# --- `trimcp run` on a file that calls app.run() itself ---------------------------------
+
+@attrs.define
+class RunCall:
+    """A ``Server.run(...)`` made while ``trimcp run`` imported the file: the server and
+    the arguments it passed (they become defaults for ``trimcp run``)."""
+
+    server: Any
+    arguments: dict[str, Any]
+
+
+_captured: list[RunCall] | None = None
+
+
+@contextlib.contextmanager
+def capturing_run_calls() -> Iterator[list[RunCall]]:
+    """While the body runs, ``Server.run()`` records its call here and returns at once.
+
+    ``trimcp run`` imports the target under this: a file ending in a bare ``app.run()``
+    must not start serving (with stdout taken) in the middle of the import.
+    """
+    global _captured
+    previous, _captured = _captured, []
+    try:
+        yield _captured
+    finally:
+        _captured = previous
+
+
+def capture_run(server: Any, arguments: dict[str, Any]) -> bool:
+    """Record a ``run()`` call when ``trimcp run`` is importing; True if recorded."""
+    if _captured is None:
+        return False
+    _captured.append(RunCall(server, {k: v for k, v in arguments.items() if v is not None}))
+    return True
