@@ -10,11 +10,14 @@ import sys
 from pathlib import Path
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "multi_server_client.py"
+#: The deadline covers starting the SDK peer too (importing the SDK takes seconds on a
+#: loaded machine: with 2 s the stdio server sometimes never listed its tools).
+DEADLINE = 8
 
 
 def test_multi_server_example_runs_and_cancels_on_the_deadline() -> None:
     completed = subprocess.run(
-        [sys.executable, str(EXAMPLE), "--deadline", "2"],
+        [sys.executable, str(EXAMPLE), "--deadline", str(DEADLINE)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -30,6 +33,6 @@ def test_multi_server_example_runs_and_cancels_on_the_deadline() -> None:
         "[memory] weather -> sunny in Paris",
         "[memory] crunch cancelled",
         "  [local server] crunch handler stopped",
-        "deadline of 2s reached: both calls cancelled, both sessions closed",
+        f"deadline of {DEADLINE}s reached: both calls cancelled, both sessions closed",
     ]:
         assert expected in lines, completed.stdout
