@@ -7,7 +7,7 @@ what it now sees through a log message.
 
 Tools: ``roots()`` (the directories the server may use), ``list_files(pattern, limit)``
 (files under every root, as paths relative to their root), ``read_file(root, path)``
-(a text file, refused outside the roots).
+(a regular text file, at most 64 KiB, refused outside the roots).
 
     python examples/roots_server.py          # serve over stdio
     python examples/roots_server.py --demo   # a client in memory with two temporary roots
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 import sys
 import tempfile
 import weakref
@@ -38,6 +39,8 @@ from trimcp.types import ListRootsResult, LoggingMessageNotificationParams, Root
 ROOTS_TIMEOUT = 10.0
 #: Bytes read_file returns at most.
 MAX_READ = 64 * 1024
+#: Seconds read_file waits for its worker thread.
+READ_TIMEOUT = 5.0
 
 app = Server("roots-explorer", version="1.0.0",
              instructions="Lists and reads files inside the client's roots only.")
@@ -121,11 +124,20 @@ async def list_files(
 
 
 def _read_inside(top: str, relative: str) -> str:
+    # Runs in a worker thread. Only regular files: a FIFO would block the thread until a
+    # writer came, a device could stream forever. The type is checked before opening (which
+    # blocks on a FIFO without O_NONBLOCK) and again on what was opened (the path may have
+    # been swapped in between); the read is bounded by MAX_READ.
     path = os.path.realpath(os.path.join(top, relative))
     if os.path.commonpath([path, top]) != top:
         raise ToolError(f"{relative!r} is outside the root")
     try:
-        with open(path, "rb") as file:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise ToolError(f"{relative!r} is not a regular file")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with open(fd, "rb") as file:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ToolError(f"{relative!r} is not a regular file")
             data = file.read(MAX_READ)
     except OSError as exc:
         raise ToolError(f"Cannot read {relative!r}: {exc.strerror}") from None
@@ -138,10 +150,16 @@ async def read_file(
     root: Annotated[str, "The root's URI, as listed by roots()"],
     path: Annotated[str, "The file's path relative to that root"],
 ) -> str:
-    """Read a text file inside one of the roots (at most 64 KiB)."""
+    """Read a text file inside one of the roots (at most 64 KiB; regular files only)."""
     for folder in await _current_roots(ctx):
         if folder.uri == root:
-            return await trio.to_thread.run_sync(_read_inside, folder.path, path)
+            # A read that hangs (a stalled network filesystem) is abandoned after
+            # READ_TIMEOUT: the call answers, the thread finishes on its own.
+            with trio.move_on_after(READ_TIMEOUT):
+                return await trio.to_thread.run_sync(
+                    _read_inside, folder.path, path, abandon_on_cancel=True
+                )
+            raise ToolError(f"Reading {path!r} took longer than {READ_TIMEOUT:g} s")
     raise ToolError(f"{root!r} is not one of the client's roots; call roots() first")
 
 

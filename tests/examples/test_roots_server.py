@@ -5,6 +5,8 @@ bounded."""
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +131,54 @@ def test_demo_transcript(argv: list[str]) -> None:
         "server log: now using ['second']",
         "second: ['notes.txt']",
     ]
+
+
+async def test_read_file_refuses_a_fifo_and_devices_without_blocking(tmp_path: Path) -> None:
+    # Issue 16: read_file on a FIFO inside a root blocked a worker thread forever (opening
+    # a FIFO for reading waits for a writer).
+    one, _ = tree(tmp_path)
+    os.mkfifo(one / "pipe")
+    (one / "tty").symlink_to("/dev/zero")  # resolves outside the root: refused as such
+    with trio.fail_after(BOUND):
+        async with connect_memory(roots_server.app, roots=[Root(uri=one.as_uri())]) as client:
+            fifo = await client.call_tool("read_file", {"root": one.as_uri(), "path": "pipe"})
+            assert fifo.is_error
+            assert text(fifo) == "'pipe' is not a regular file"
+            device = await client.call_tool("read_file", {"root": one.as_uri(), "path": "tty"})
+            assert device.is_error
+            assert text(device) == "'tty' is outside the root"
+            folder = await client.call_tool("read_file", {"root": one.as_uri(), "path": "pkg"})
+            assert folder.is_error
+            assert text(folder) == "'pkg' is not a regular file"
+
+
+async def test_read_file_returns_at_most_max_read_bytes(tmp_path: Path) -> None:
+    one, _ = tree(tmp_path)
+    (one / "big.txt").write_text("x" * (roots_server.MAX_READ * 3))
+    with trio.fail_after(BOUND):
+        async with connect_memory(roots_server.app, roots=[Root(uri=one.as_uri())]) as client:
+            big = await client.call_tool("read_file", {"root": one.as_uri(), "path": "big.txt"})
+    assert not big.is_error
+    assert len(text(big)) == roots_server.MAX_READ
+
+
+async def test_a_read_that_hangs_is_abandoned_after_the_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one, _ = tree(tmp_path)
+    release = threading.Event()
+
+    def stalled(top: str, relative: str) -> str:
+        release.wait(BOUND)  # a stalled filesystem
+        return ""
+
+    monkeypatch.setattr(roots_server, "_read_inside", stalled)
+    monkeypatch.setattr(roots_server, "READ_TIMEOUT", 0.2)
+    try:
+        with trio.fail_after(BOUND):
+            async with connect_memory(roots_server.app, roots=[Root(uri=one.as_uri())]) as c:
+                hung = await c.call_tool("read_file", {"root": one.as_uri(), "path": "a.py"})
+    finally:
+        release.set()
+    assert hung.is_error
+    assert text(hung) == "Reading 'a.py' took longer than 0.2 s"
