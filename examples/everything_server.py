@@ -1,6 +1,8 @@
 """The everything server: one ``trimcp.Server`` with every fixture the official MCP
 conformance suite calls (tools, resources, a template, prompts, completion, logging,
-progress, sampling, elicitation, SSE polling).
+progress, sampling, elicitation, SSE polling), in both eras: 2025-11-25 and earlier
+(sessions) and 2026-07-28 (stateless: the same handlers, with input_required, listen
+streams and the diagnostic tools of the 2026 scenarios).
 
 Run it::
 
@@ -129,11 +131,22 @@ JSON_SCHEMA_2020_12: dict[str, Any] = {
     "type": "object",
     "$defs": {
         "address": {
+            "$anchor": "addressDef",
             "type": "object",
             "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
         }
     },
-    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
     "additionalProperties": False,
 }
 
@@ -275,7 +288,13 @@ class Address:
 @app.tool(
     description="Tool with JSON Schema 2020-12 features", input_schema=JSON_SCHEMA_2020_12
 )
-def json_schema_2020_12_tool(name: str | None = None, address: Address | None = None) -> str:
+def json_schema_2020_12_tool(
+    name: str | None = None,
+    address: Address | None = None,
+    contactMethod: str | None = None,  # the schema's property name
+    phone: str | None = None,
+    email: str | None = None,
+) -> str:
     where = f" from {address.city}" if address is not None and address.city else ""
     return f"Hello {name or 'anonymous'}{where}"
 
@@ -370,6 +389,187 @@ def test_prompt_with_image() -> list[PromptMessage]:
         user_message(ImageContent(data=PNG_BASE64, mime_type="image/png")),
         user_message("Please analyze the image above."),
     ]
+
+
+# --- 2026-07-28 diagnostics (the same handler bodies serve sessions too) --------------------
+
+NAME_FORM: dict[str, Any] = {
+    "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]
+}
+
+
+def _form(field: str) -> dict[str, Any]:
+    return {"type": "object", "properties": {field: {"type": "string"}}, "required": [field]}
+
+
+@app.tool()
+async def test_missing_capability(ctx: Context) -> str:
+    """Needs the client's sampling capability (2026: -32021 naming it when undeclared)."""
+    await ctx.sample("Say hello", max_tokens=10)
+    return "Success"
+
+
+@app.tool()
+async def test_input_required_result_elicitation(ctx: Context) -> str:
+    """Ask the user's name (2026: one input_required round, key user_name)."""
+    outcome = await ctx.elicit("What is your name?", NAME_FORM, key="user_name")
+    name = outcome.data["name"] if outcome.data else "stranger"
+    return f"Hello, {name}!"
+
+
+@app.tool()
+async def test_input_required_result_sampling(ctx: Context) -> str:
+    """Ask the client's LLM a question (key capital_question)."""
+    result = await ctx.sample(
+        "What is the capital of France?", max_tokens=100, key="capital_question"
+    )
+    return f"Sampling result: {_text_of(result.content)}"
+
+
+@app.tool()
+async def test_input_required_result_list_roots(ctx: Context) -> str:
+    """Ask for the client's roots (key client_roots)."""
+    roots = await ctx.list_roots(key="client_roots")
+    return f"Found {len(roots)} root(s)"
+
+
+@app.tool()
+async def test_input_required_result_request_state(ctx: Context) -> str:
+    """One confirmation; the retry's sealed requestState is checked before this runs."""
+    await ctx.elicit("Please confirm", _form("confirm"), key="confirm")
+    return "state-ok: requestState validated"
+
+
+@app.tool()
+async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+    """Three questions asked at once (one round in 2026, three requests in a session)."""
+    answers: dict[str, Any] = {}
+
+    async def name() -> None:
+        answers["name"] = await ctx.elicit("What is your name?", NAME_FORM, key="user_name")
+
+    async def greeting() -> None:
+        answers["greeting"] = await ctx.sample("Generate a greeting", max_tokens=50,
+                                               key="greeting")
+
+    async def roots() -> None:
+        answers["roots"] = await ctx.list_roots(key="client_roots")
+
+    async with trio.open_nursery() as nursery:
+        for ask in (name, greeting, roots):
+            nursery.start_soon(ask)
+    who = answers["name"].data["name"] if answers["name"].data else "stranger"
+    return (f"Name: {who}; Greeting: {_text_of(answers['greeting'].content)}; "
+            f"Roots: {len(answers['roots'])}")
+
+
+@app.tool()
+async def test_input_required_result_multi_round(ctx: Context) -> str:
+    """Two questions in a row (two rounds in 2026)."""
+    first = await ctx.elicit("Step 1: What is your name?", NAME_FORM, key="step1")
+    second = await ctx.elicit("Step 2: What is your favorite color?", _form("color"),
+                              key="step2")
+    name = first.data["name"] if first.data else "friend"
+    color = second.data["color"] if second.data else "no color"
+    return f"Multi-round complete for {name} who likes {color}"
+
+
+@app.tool()
+async def test_input_required_result_tampered_state(ctx: Context) -> str:
+    """One confirmation; a tampered requestState is refused before this runs again."""
+    await ctx.elicit("Please confirm", _form("confirm"), key="confirm")
+    return "integrity-ok: state verified"
+
+
+@app.tool()
+async def test_input_required_result_capabilities(ctx: Context) -> str:
+    """Ask only through what the client declared (elicitation, sampling)."""
+    caps = ctx.client_capabilities
+    asked: list[str] = []
+
+    async def elicit() -> None:
+        await ctx.elicit("Elicitation input", _form("value"), key="elicitation_input")
+        asked.append("elicitation_input")
+
+    async def sample() -> None:
+        await ctx.sample("Sample request", max_tokens=20, key="sampling_input")
+        asked.append("sampling_input")
+
+    async with trio.open_nursery() as nursery:
+        if caps is not None and caps.elicitation is not None:
+            nursery.start_soon(elicit)
+        if caps is not None and caps.sampling is not None:
+            nursery.start_soon(sample)
+    if not asked:
+        return "No supported capabilities declared"
+    return f"capabilities-ok: received {','.join(sorted(asked))}"
+
+
+@app.tool()
+async def test_streaming_elicitation(ctx: Context) -> str:
+    """Report progress, then answer: the stream carries notifications, never requests."""
+    await ctx.report_progress(1, 1, "streaming")
+    return "Streaming complete"
+
+
+@app.tool()
+async def test_logging_tool(ctx: Context) -> str:
+    """Log at info: sent only when the request asked for a log level (2026)."""
+    await ctx.info("Diagnostic trace logging activated")
+    return "Logging evaluated"
+
+
+def _dynamic_tool() -> str:
+    """Comes and goes with test_trigger_tool_change."""
+    return "dynamic"
+
+
+def _dynamic_prompt() -> str:
+    """Comes and goes with test_trigger_prompt_change."""
+    return "dynamic"
+
+
+@app.tool()
+def test_trigger_tool_change() -> str:
+    """Add or remove test_dynamic_tool (a tools list change)."""
+    if app.get_tool("test_dynamic_tool") is None:
+        app.add_tool(_dynamic_tool, name="test_dynamic_tool")
+    else:
+        app.remove_tool("test_dynamic_tool")
+    return "Mutation triggered"
+
+
+@app.tool()
+def test_trigger_prompt_change() -> str:
+    """Add or remove test_dynamic_prompt (a prompts list change)."""
+    if "test_dynamic_prompt" in app.prompts:
+        app.remove_prompt("test_dynamic_prompt")
+    else:
+        app.add_prompt(_dynamic_prompt, name="test_dynamic_prompt")
+    return "Mutation triggered"
+
+
+@app.tool("test_custom_headers", input_schema={
+    "type": "object",
+    "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "priority": {"type": "integer", "x-mcp-header": "Priority"},
+        "query": {"type": "string"},
+    },
+    "required": ["region"],
+})
+def custom_headers(region: str, priority: int | None = None, query: str = "") -> str:
+    """Region and priority travel in Mcp-Param-* headers too (2026, HTTP)."""
+    return f"region={region} priority={priority} query={query}"
+
+
+@app.prompt()
+async def test_input_required_result_prompt(ctx: Context) -> list[PromptMessage]:
+    """A prompt that asks the user for context first."""
+    outcome = await ctx.elicit("What context should the prompt use?", _form("context"),
+                               key="user_context")
+    context = outcome.data["context"] if outcome.data else "none"
+    return [user_message(f"Prompt with context: {context}")]
 
 
 # --- running --------------------------------------------------------------------------------
