@@ -31,6 +31,7 @@ from trimcp.types import (
     ElicitResult,
     LoggingMessageNotificationParams,
     PromptReference,
+    Root,
     TextContent,
 )
 
@@ -119,7 +120,7 @@ async def test_capabilities_and_listings(autojump_clock: trio.abc.Clock) -> None
         assert {"tools", "resources", "prompts", "logging", "completions"} <= set(caps)
 
         tools = {tool.name: serde.unstructure(tool) async for tool in client.iter_tools()}
-        assert len(tools) == 15
+        assert len(tools) == 29  # 15 of the 2025 scenarios, 14 diagnostics of the 2026 ones
         for tool in tools.values():
             assert tool["description"], tool
             assert tool["inputSchema"]["type"] == "object"
@@ -142,7 +143,8 @@ async def test_capabilities_and_listings(autojump_clock: trio.abc.Clock) -> None
 
         prompts = {p.name: p async for p in client.iter_prompts()}
         assert set(prompts) == {"test_simple_prompt", "test_prompt_with_arguments",
-                                "test_prompt_with_embedded_resource", "test_prompt_with_image"}
+                                "test_prompt_with_embedded_resource", "test_prompt_with_image",
+                                "test_input_required_result_prompt"}
         assert all(p.description for p in prompts.values())
         args = prompts["test_prompt_with_arguments"].arguments or []
         assert [(a.name, a.required) for a in args] == [("arg1", True), ("arg2", True)]
@@ -393,3 +395,26 @@ async def test_http_transport_serves_polling_progress_and_sampling(tmp_path: Pat
     log = stderr.read_text(errors="replace")
     assert "Traceback" not in log, log
 
+
+
+async def test_the_2026_diagnostics_serve_sessions_too(autojump_clock: trio.abc.Clock) -> None:
+    """The same handler bodies as the 2026 input_required scenarios, in a 2025 session:
+    their questions are requests to the client, answered by its handlers."""
+    peer = Peer()
+
+    async with connect_memory(
+        everything.app, sampling_handler=peer.sample, elicitation_handler=peer.elicit,
+        roots=[Root(uri="file:///work", name="work")],
+    ) as client:
+        several = await client.call_tool("test_input_required_result_multiple_inputs")
+        assert only_text(several) == (
+            "Name: x; Greeting: This is a test response from the client; Roots: 1"
+        )
+        rounds = await client.call_tool("test_input_required_result_multi_round")
+        assert only_text(rounds) == "Multi-round complete for x who likes x"
+        prompt = await client.get_prompt("test_input_required_result_prompt")
+        assert serde.unstructure(prompt.messages[0].content)["text"] == "Prompt with context: x"
+        assert [e["message"] for e in peer.elicitations] == [
+            "What is your name?", "Step 1: What is your name?",
+            "Step 2: What is your favorite color?", "What context should the prompt use?",
+        ]
