@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from trimcp import McpError
-from trimcp.client import Client, Era
+from trimcp.client import Client, Era, Subscription, SubscriptionLost
 from trimcp.client.mrtr import InputRoundsExceeded, MalformedInputRequest
 from trimcp.client.stateless import (
     META_CLIENT_CAPABILITIES,
@@ -327,3 +327,88 @@ async def test_cancelling_a_2026_request_over_a_shared_channel_sends_the_cancel(
         release.set()
     cancel = server.notifications("notifications/cancelled")[0]
     assert cancel["params"]["requestId"] == server.requests("tools/call")[0]["id"]
+
+
+SUB = "io.modelcontextprotocol/subscriptionId"
+
+
+async def test_listen_yields_the_opted_in_changes_and_ends_gracefully() -> None:
+    server = ScriptedServer(protocol_version=V2026)
+    # Ids are the client's own: server/discover was 1, so this listen request is 2.
+    server.expect("subscriptions/listen", {"notifications": {
+        "toolsListChanged": True, "resourceSubscriptions": ["file:///a"]}}).notify(
+        "notifications/subscriptions/acknowledged",
+        {"_meta": {SUB: 2}, "notifications": {"toolsListChanged": True}},
+    ).notify("notifications/tools/list_changed", {"_meta": {SUB: 2}}).notify(
+        "notifications/resources/updated", {"_meta": {SUB: 2}, "uri": "file:///a"}
+    ).notify(
+        "notifications/tools/list_changed", {"_meta": {SUB: 99}}  # another subscription
+    ).reply({"resultType": "complete", "_meta": {SUB: 2}})
+    changed: list[str] = []
+    async with (
+        server.open_client(on_tools_list_changed=lambda: changed.append("tools")) as c,
+        c.listen(tools_list_changed=True, resource_subscriptions=["file:///a"]) as sub,
+    ):
+        assert sub.id == 2
+        assert sub.acknowledged is not None
+        assert sub.acknowledged.tools_list_changed is True
+        assert sub.acknowledged.resource_subscriptions is None  # not honoured
+        events = [(event.method, event.uri) async for event in sub]
+    assert events == [
+        ("notifications/tools/list_changed", None),
+        ("notifications/resources/updated", "file:///a"),
+    ]
+    assert changed == ["tools", "tools"]  # the callback hears every list change
+    meta = meta_of(server.requests("subscriptions/listen")[0])
+    assert meta[META_PROTOCOL_VERSION] == V2026
+
+
+async def test_leaving_listen_cancels_it_on_the_wire() -> None:
+    server = ScriptedServer(protocol_version=V2026)
+    hold = trio.Event()
+    server.expect("subscriptions/listen").notify(
+        "notifications/subscriptions/acknowledged", {"_meta": {SUB: 2}, "notifications": {
+            "promptsListChanged": True}},
+    ).hold(hold)
+    server.expect("notifications/cancelled", {"requestId": 2})
+    async with server.open_client() as client:
+        async with client.listen(prompts_list_changed=True) as sub:
+            assert sub.id == 2
+        await server.wait_done()
+        hold.set()
+
+
+async def test_a_dropped_listen_stream_raises_subscription_lost(autojump_clock: Any) -> None:
+    server = ScriptedServer(protocol_version=V2026)
+    server.expect("subscriptions/listen").notify(
+        "notifications/subscriptions/acknowledged", {"_meta": {SUB: 2}, "notifications": {
+            "toolsListChanged": True}},
+    ).notify("notifications/tools/list_changed", {"_meta": {SUB: 2}}).send(
+        {"jsonrpc": "2.0", "id": 2, "error": {"code": -32000, "message": "stream dropped"}}
+    )
+    seen: list[str] = []
+
+    async def read_all(sub: Subscription) -> None:
+        async for event in sub:
+            seen.append(event.method)
+
+    async with server.open_client() as client, client.listen(tools_list_changed=True) as sub:
+        with pytest.raises(SubscriptionLost, match="stream dropped"):
+            await read_all(sub)
+    assert seen == ["notifications/tools/list_changed"]
+
+
+async def test_listen_refusals() -> None:
+    server = ScriptedServer(protocol_version=V2026)
+    server.expect("subscriptions/listen").error(-32602, "no such kind")
+    async with server.open_client() as client:
+        with pytest.raises(LocalProtocolError, match="at least one"):
+            async with client.listen():
+                pass
+        with pytest.raises(McpError, match="no such kind"):
+            async with client.listen(tools_list_changed=True):
+                pass
+    legacy = ScriptedServer()
+    async with legacy.open_client() as client:
+        with pytest.raises(LocalProtocolError, match="needs 2026-07-28"):
+            client.listen(tools_list_changed=True)

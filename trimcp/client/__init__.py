@@ -24,6 +24,9 @@ from trimcp.client.handlers import NotificationCallback as NotificationCallback
 from trimcp.client.handlers import Progress as Progress
 from trimcp.client.handlers import RootsProvider as RootsProvider
 from trimcp.client.handlers import SamplingHandler as SamplingHandler
+from trimcp.client.listen import ListenEvent as ListenEvent
+from trimcp.client.listen import Subscription as Subscription
+from trimcp.client.listen import SubscriptionLost as SubscriptionLost
 from trimcp.client.mrtr import InputRoundsExceeded as InputRoundsExceeded
 from trimcp.client.mrtr import MalformedInputRequest as MalformedInputRequest
 from trimcp.client.pagination import PageIterator as PageIterator

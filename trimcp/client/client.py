@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar, Unpack
 
 import attrs
+import trio
 
 from trimcp._version import __version__
 from trimcp.client.checks import check_str, json_object, string_map, timed_out
@@ -34,6 +36,13 @@ from trimcp.client.handlers import (
     Progress,
     RootsProvider,
     call_maybe_async,
+)
+from trimcp.client.listen import (
+    ACKNOWLEDGED,
+    DEFAULT_MAX_BUFFERED,
+    ListenRouter,
+    Subscription,
+    open_subscription,
 )
 from trimcp.client.mrtr import (
     DEFAULT_MAX_INPUT_ROUNDS,
@@ -80,6 +89,8 @@ from trimcp.types import (
     ServerCapabilities,
     SetLevelRequestParams,
     SubscribeRequestParams,
+    SubscriptionFilter,
+    SubscriptionsListenRequestParams,
     Tool,
     UnsubscribeRequestParams,
 )
@@ -179,6 +190,8 @@ class Client:
         self._negotiated: Negotiated | None = None
         self._answer: InitializeResult | DiscoverResult | None = None
         self._tools: dict[str, Tool] = {}
+        self._listeners = ListenRouter()
+        self._listen_lock = trio.Lock()
 
     # --- the handshake and the session ----------------------------------------------------
 
@@ -306,6 +319,9 @@ class Client:
         if method == "notifications/tools/list_changed":
             # Output schemas may have changed; validate again only after a fresh listing.
             self._tools.clear()
+        self._listeners.route(method, params)
+        if method == ACKNOWLEDGED:
+            return
         await self.handlers.handle_notification(session, method, params)
 
     # --- requests -------------------------------------------------------------------------
@@ -609,6 +625,56 @@ class Client:
         return _typed(
             await self._request_with_input("prompts/get", params, timeout=timeout, target=name),
             GetPromptResult,
+        )
+
+    # Subscriptions (2026-07-28).
+
+    def listen(
+        self,
+        *,
+        tools_list_changed: bool = False,
+        prompts_list_changed: bool = False,
+        resources_list_changed: bool = False,
+        resource_subscriptions: Sequence[str] = (),
+        max_buffered: int = DEFAULT_MAX_BUFFERED,
+        ack_timeout: float = DEFAULT_DISCOVER_TIMEOUT,
+    ) -> AbstractAsyncContextManager[Subscription]:
+        """Open a ``subscriptions/listen`` stream for the kinds of change asked for (at
+        least one), as ``async with client.listen(...) as sub: async for event in sub``.
+
+        Each :class:`~trimcp.client.listen.ListenEvent` also runs the matching
+        ``on_*_list_changed`` / ``on_resource_updated`` callback. 2026-07-28 only (raises
+        :class:`LocalProtocolError` in a 2025 session: use those callbacks and
+        :meth:`subscribe_resource` there). Raises the server's :class:`McpError` if it
+        refuses, ``trio.TooSlowError`` if it does not acknowledge within ``ack_timeout``.
+        Cancellation: leaving the block ends the subscription on the wire (stdio:
+        ``notifications/cancelled``; HTTP: the stream is closed).
+        """
+        if self.era is not Era.MODERN:
+            raise LocalProtocolError(
+                "subscriptions/listen needs 2026-07-28; this session speaks "
+                f"{self.protocol_version}: use the on_*_list_changed callbacks and "
+                "subscribe_resource() instead"
+            )
+        wanted = SubscriptionFilter(
+            tools_list_changed=tools_list_changed or None,
+            prompts_list_changed=prompts_list_changed or None,
+            resources_list_changed=resources_list_changed or None,
+            resource_subscriptions=list(resource_subscriptions) or None,
+        )
+        if wanted == SubscriptionFilter():
+            raise LocalProtocolError("listen() needs at least one kind of change to listen for")
+
+        async def send(params: SubscriptionsListenRequestParams) -> Any:
+            return await self._request("subscriptions/listen", params, timeout=None)
+
+        return open_subscription(
+            send,
+            self._listeners,
+            self._listen_lock,
+            wanted,
+            max_buffered=max_buffered,
+            ack_timeout=ack_timeout,
         )
 
     # Completion, logging, roots.
