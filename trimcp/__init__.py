@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "connect_websocket": "trimcp.client",
     "connect_stdio": "trimcp.client",
     "connect_transport": "trimcp.client",
+    "TaskHandle": "trimcp.client",
     "LocalProtocolError": "trimcp.errors",
     "McpError": "trimcp.errors",
     "RemoteProtocolError": "trimcp.errors",
@@ -45,6 +46,10 @@ _EXPORTS: dict[str, str] = {
     "LowLevelServer": "trimcp.server.lowlevel",
     "LifespanFailed": "trimcp.server.lifespan",
     "LifespanNotRunning": "trimcp.server.lifespan",
+    "MemoryTaskStore": "trimcp.server.tasks",
+    "TaskContext": "trimcp.server.tasks",
+    "TaskOptions": "trimcp.server.tasks",
+    "TaskStore": "trimcp.server.tasks",
     "RequestContext": "trimcp.session",
     "Session": "trimcp.session",
     "SessionOptions": "trimcp.session",
@@ -68,6 +73,7 @@ if TYPE_CHECKING:
     from trimcp.auth import JwtVerifier as JwtVerifier
     from trimcp.auth import ProtectedResource as ProtectedResource
     from trimcp.client import Client as Client
+    from trimcp.client import TaskHandle as TaskHandle
     from trimcp.client import connect_http as connect_http
     from trimcp.client import connect_memory as connect_memory
     from trimcp.client import connect_stdio as connect_stdio
@@ -92,6 +98,10 @@ if TYPE_CHECKING:
     from trimcp.server.lifespan import LifespanFailed as LifespanFailed
     from trimcp.server.lifespan import LifespanNotRunning as LifespanNotRunning
     from trimcp.server.lowlevel import LowLevelServer as LowLevelServer
+    from trimcp.server.tasks import MemoryTaskStore as MemoryTaskStore
+    from trimcp.server.tasks import TaskContext as TaskContext
+    from trimcp.server.tasks import TaskOptions as TaskOptions
+    from trimcp.server.tasks import TaskStore as TaskStore
     from trimcp.session import RequestContext as RequestContext
     from trimcp.session import Session as Session
     from trimcp.session import SessionOptions as SessionOptions

@@ -32,6 +32,7 @@ EXPECTED = {
     "SchemaViolation",
     "Subscription",
     "SubscriptionLost",
+    "TaskHandle",
     "ToolOutputError",
     "connect_http",
     "connect_memory",

@@ -34,3 +34,4 @@ from trimcp.client.schema import SchemaUnsupported as SchemaUnsupported
 from trimcp.client.schema import SchemaViolation as SchemaViolation
 from trimcp.client.stateless import Era as Era
 from trimcp.client.stateless import NoCommonVersion as NoCommonVersion
+from trimcp.client.tasks import TaskHandle as TaskHandle

@@ -20,6 +20,7 @@ the server did not declare the capability it needs).
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar, Unpack
@@ -54,6 +55,7 @@ from trimcp.client.negotiate import connect
 from trimcp.client.pagination import PageIterator
 from trimcp.client.schema import SchemaUnsupported, SchemaViolation, validate
 from trimcp.client.stateless import Era, Mode, plan_for, request_meta, with_meta
+from trimcp.client.tasks import TaskHandle, as_task
 from trimcp.errors import LocalProtocolError, RequestTimeout
 from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.negotiated import Negotiated
@@ -67,15 +69,18 @@ from trimcp.types import (
     CompletionArgument,
     CompletionContext,
     CompletionReference,
+    CreateTaskResult,
     DiscoverResult,
     GetPromptRequestParams,
     GetPromptResult,
+    GetTaskRequestParams,
     Implementation,
     InitializeResult,
     InputRequiredResult,
     ListPromptsResult,
     ListResourcesResult,
     ListResourceTemplatesResult,
+    ListTasksResult,
     ListToolsResult,
     LoggingLevel,
     PaginatedRequestParams,
@@ -91,6 +96,7 @@ from trimcp.types import (
     SubscribeRequestParams,
     SubscriptionFilter,
     SubscriptionsListenRequestParams,
+    TaskMetadata,
     Tool,
     UnsubscribeRequestParams,
 )
@@ -192,6 +198,9 @@ class Client:
         self._tools: dict[str, Tool] = {}
         self._listeners = ListenRouter()
         self._listen_lock = trio.Lock()
+        self._task_handles: weakref.WeakValueDictionary[str, TaskHandle] = (
+            weakref.WeakValueDictionary()
+        )
 
     # --- the handshake and the session ----------------------------------------------------
 
@@ -319,6 +328,10 @@ class Client:
         if method == "notifications/tools/list_changed":
             # Output schemas may have changed; validate again only after a fresh listing.
             self._tools.clear()
+        elif method == "notifications/tasks/status":
+            handle = self._task_handles.get(getattr(params, "task_id", None) or "")
+            if handle is not None:
+                handle._notified(params)
         self._listeners.route(method, params)
         if method == ACKNOWLEDGED:
             return
@@ -510,6 +523,67 @@ class Client:
         if self.validate_output:
             self._check_output(name, result)
         return result
+
+    async def call_tool_as_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        ttl: float | None = None,
+        timeout: float | None = _DEFAULT,
+        meta: Mapping[str, Any] | None = None,
+    ) -> TaskHandle:
+        """Start a tool call as a task and return its :class:`TaskHandle` at once.
+
+        ``ttl``: seconds the server should keep the task (its deadline too; the server
+        may grant another value, see ``handle.status.ttl``). ``timeout`` bounds only the
+        creating request. Then ``await handle.result()``, ``handle.status``,
+        ``await handle.cancel()``, ``async for task in handle``; questions the task asks
+        (elicitation, sampling) are answered by this client's registered handlers.
+
+        Raises :class:`LocalProtocolError` when the server did not declare task-augmented
+        ``tools/call`` (capability ``tasks.requests.tools.call``), the server's
+        :class:`McpError` otherwise (``-32601`` for a tool that cannot run as a task).
+        Cancellation: as :meth:`call_tool`; a task already created keeps running.
+        """
+        caps = self.server_capabilities.tasks
+        requests = caps.requests if caps is not None else None
+        tools = requests.tools if requests is not None else None
+        if tools is None or tools.call is None:
+            raise LocalProtocolError(
+                f"{self.server_info.name} cannot run tools as tasks: it did not declare "
+                "the tasks.requests.tools.call capability; use call_tool() instead"
+            )
+        params = CallToolRequestParams(
+            name=name,
+            arguments=dict(arguments) if arguments is not None else None,
+            meta=dict(meta) if meta is not None else None,
+            task=TaskMetadata(ttl=round(ttl * 1000) if ttl is not None else None),
+        )
+        created = _typed(
+            await self._request("tools/call", params, timeout=timeout, target=name),
+            CreateTaskResult,
+        )
+        handle = TaskHandle(self, created.task)
+        self._task_handles[handle.task_id] = handle
+        return handle
+
+    async def get_task(self, task_id: str) -> TaskHandle:
+        """A :class:`TaskHandle` for a task created earlier (perhaps by another session or
+        before a restart: keep task ids to resume). Fetches its state (``tasks/get``);
+        raises :class:`McpError` ``-32602`` when the server does not know it (any more).
+        """
+        handle = self._task_handles.get(task_id)
+        if handle is None:
+            got = await self._request("tasks/get", GetTaskRequestParams(task_id=task_id))
+            handle = TaskHandle(self, as_task(got))
+            self._task_handles[task_id] = handle
+        return handle
+
+    async def list_tasks(self, cursor: str | None = None) -> ListTasksResult:
+        """One page of ``tasks/list`` (the tasks this client may see)."""
+        params = PaginatedRequestParams(cursor=cursor)
+        return _typed(await self._request("tasks/list", params), ListTasksResult)
 
     def _check_output(self, name: str, result: CallToolResult) -> None:
         tool = self._tools.get(name)

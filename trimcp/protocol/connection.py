@@ -68,7 +68,12 @@ from trimcp.protocol.lifecycle import (
 from trimcp.protocol.methods import MethodSpec, lookup
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import SUPPORTED_VERSIONS, allows_batches
-from trimcp.types import InitializeRequestParams, InitializeResult, InputRequiredResult
+from trimcp.types import (
+    CreateTaskResult,
+    InitializeRequestParams,
+    InitializeResult,
+    InputRequiredResult,
+)
 
 #: A batch larger than this is rejected whole: it would let one message start unbounded work.
 DEFAULT_MAX_BATCH = 100
@@ -83,6 +88,8 @@ _RESULT_TYPES = (None, "complete", "input_required")
 class _Outbound:
     method: str
     progress_token: ProgressToken | None
+    #: A task-augmented request (params with ``task``): answered with ``CreateTaskResult``.
+    task: bool = False
 
 
 def _is_token(value: object) -> bool:
@@ -396,7 +403,7 @@ class Connection:
         self._drop_progress(pending)
         method = pending.method
         result: Any = response.result
-        result_type = _result_type_of(method, result)
+        result_type = CreateTaskResult if pending.task else _result_type_of(method, result)
         if result_type is None:
             error = RemoteProtocolError(
                 INTERNAL_ERROR,
@@ -478,7 +485,8 @@ class Connection:
                 else {"progressToken": token}
             )
         data = _encode(request_object(request_id, method, raw))
-        self._outbound[request_id] = _Outbound(method, token)
+        task = isinstance(raw, dict) and raw.get("task") is not None
+        self._outbound[request_id] = _Outbound(method, token, task)
         if token is not None:
             self._progress[token] = request_id
         if method == "initialize":

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, ParamSpec, TypeVar, overload
 
 import trio
@@ -43,6 +43,9 @@ from trimcp.server.registry import Registry
 from trimcp.server.resources import RegisteredResource, RegisteredTemplate, not_found
 from trimcp.server.sessions import SessionTable
 from trimcp.server.stateless import CacheHint, StatelessOptions, StatelessServing
+from trimcp.server.tasks import methods as task_methods
+from trimcp.server.tasks.manager import TaskManager, TaskOptions
+from trimcp.server.tasks.store import TaskStore
 from trimcp.server.tools import AUTO, RegisteredTool, TaskSupport, icon_list
 from trimcp.session import RequestContext, Session, SessionOptions, open_session
 from trimcp.transports.base import Transport
@@ -107,7 +110,9 @@ class Server:
     is ``ctx.lifespan`` (see :mod:`trimcp.server.lifespan`). ``stateless``: how
     2026-07-28 requests are served (``requestState`` keys, input rounds, cache hints,
     listen streams; see :class:`~trimcp.server.stateless.StatelessOptions`). The same
-    server answers both eras, each request in its own.
+    server answers both eras, each request in its own. ``task_options``, ``task_store``,
+    ``task_owner``: limits of tools called as tasks, where their records live (in memory
+    by default) and who owns them (see :mod:`trimcp.server.tasks` and ``docs/tasks.md``).
     """
 
     def __init__(
@@ -129,6 +134,9 @@ class Server:
         mask_error_details: bool = False,
         lifespan: Lifespan | None = None,
         stateless: StatelessOptions | None = None,
+        task_options: TaskOptions | None = None,
+        task_store: TaskStore | None = None,
+        task_owner: task_methods.OwnerFunction | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be at least 1 (or None for one page)")
@@ -158,6 +166,9 @@ class Server:
         self._stateless = StatelessServing(self, stateless or StatelessOptions())
         #: Tools whose input schema marks parameters with ``x-mcp-header`` (2026-07-28).
         self._header_params: dict[str, dict[str, tuple[str, ...]]] = {}
+        #: Runs the tools called as tasks (see :mod:`trimcp.server.tasks`).
+        self.tasks = TaskManager(task_store, task_options)
+        self.task_owner: task_methods.OwnerFunction = task_owner or task_methods.default_owner
         self._requests: dict[str, RequestHandler] = {
             "tools/list": self._list_tools,
             "tools/call": self._call_tool,
@@ -170,6 +181,7 @@ class Server:
             "prompts/get": self._get_prompt,
             "completion/complete": self._complete,
             "logging/setLevel": self._set_level,
+            **task_methods.request_handlers(self),
         }
 
     def __repr__(self) -> str:
@@ -475,6 +487,12 @@ class Server:
             # Prompts and templates complete their Literal/Enum arguments by themselves.
             completions={} if self.completions or has_resources or len(self.prompts) else None,
             logging={},
+            tasks=task_methods.tasks_capability() if self._has_task_tools() else None,
+        )
+
+    def _has_task_tools(self) -> bool:
+        return any(
+            task_methods.task_support(tool) != "forbidden" for tool in self.tools.enabled()
         )
 
     def initialize_result(self, params: InitializeRequestParams) -> InitializeResult:
@@ -585,6 +603,8 @@ class Server:
         tool = self.tools.get(name)
         if tool is None:
             raise McpError(INVALID_PARAMS, f"Unknown tool: {name[:200]}", {"tool": name})
+        if task_methods.runs_as_task(tool, ctx):
+            return await task_methods.call_tool_as_task(self, tool, ctx)
         return await tool.run(ctx.params.arguments, Context(self, ctx))
 
     async def _list_resources(self, ctx: RequestContext) -> ListResourcesResult:
@@ -689,8 +709,16 @@ class Server:
         closes it. Yields the lifespan's value. Raises
         :class:`~trimcp.server.lifespan.LifespanFailed` when it fails to start.
         Cancellation: a lifespan being started is cancelled with the caller.
+
+        The task runner (:attr:`tasks`) runs inside it: tools called as tasks end (after
+        ``TaskOptions.shutdown_grace``) before the lifespan's own resources close.
         """
-        return self._lifespan.open()
+        return self._open_lifespan_and_tasks()
+
+    @contextlib.asynccontextmanager
+    async def _open_lifespan_and_tasks(self) -> AsyncIterator[Any]:
+        async with self._lifespan.open() as value, self.tasks.open():
+            yield value
 
     @property
     def lifespan_value(self) -> Any:

@@ -1,0 +1,519 @@
+"""The task runner: a nursery owned by the server in which every task runs.
+
+Lifetimes (see ``docs/tasks.md``):
+
+- :meth:`TaskManager.open` opens the nursery. Every serving function of ``trimcp.Server``
+  enters it (shared: the first entry owns it); a task therefore belongs to the server, not
+  to the session or the request that created it. A client that disconnects does not stop
+  its tasks.
+- Each task runs in its own :class:`trio.CancelScope` whose deadline is the task's expiry
+  (``created + ttl``): ``tasks/cancel`` cancels that scope, and the TTL ends the work.
+- When the nursery's owner leaves (server shutdown), no new task is accepted, running
+  tasks get ``TaskOptions.shutdown_grace`` seconds to finish, then they are cancelled and
+  their final status (``cancelled``, "the server shut down") is recorded in the store.
+
+A task is *durably created* before its handle is returned: its record is in the
+:class:`~trimcp.server.tasks.store.TaskStore` (so ``tasks/get`` finds it) before the work
+starts and before ``CreateTaskResult`` is sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Final
+
+import attrs
+import trio
+
+from trimcp import serde
+from trimcp._groups import open_nursery_unwrapped
+from trimcp.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    REQUEST_TIMEOUT,
+    McpError,
+    SessionClosed,
+)
+from trimcp.protocol.methods import lookup
+from trimcp.server.pagination import paginate
+from trimcp.server.tasks.inputs import InputQueue, PendingInput
+from trimcp.server.tasks.store import MemoryTaskStore, TaskRecord, TaskStore, TaskStoreFull
+from trimcp.types import RELATED_TASK_META_KEY, TaskStatus
+
+logger = logging.getLogger("trimcp.server.tasks")
+
+#: Seconds a store call made while recording a final status may take (it is shielded).
+STORE_TIMEOUT: Final = 5.0
+
+#: ``forward(method, params)`` sends one of a task's questions to the client and returns
+#: the typed answer (the ``tasks/result`` handler's session does it).
+Forward = Callable[[str, dict[str, Any]], Awaitable[Any]]
+#: Called with the record after each status change (status notifications).
+StatusListener = Callable[[TaskRecord], Awaitable[None]]
+
+
+@attrs.frozen(kw_only=True)
+class TaskOptions:
+    """Limits and hints for a server's tasks (seconds unless said otherwise).
+
+    ``default_ttl``: the TTL of a task whose client asked none. ``min_ttl``/``max_ttl``:
+    a requested TTL is clamped into this range (a TTL of 0 becomes ``min_ttl``; a huge
+    one ``max_ttl``): the TTL is both the work's deadline and how long the result is kept.
+    ``poll_interval``: the ``pollInterval`` hint. ``shutdown_grace``: how long running
+    tasks may go on when the server stops before they are cancelled. ``max_running``:
+    tasks running at once per owner (principal); more are refused with ``-32603``.
+    ``max_pending_inputs``: questions (elicitation, sampling) one task may wait on at once.
+    ``input_timeout``: how long a task waits for each answer (None: until its TTL).
+    ``page_size``: tasks per ``tasks/list`` page. ``notify_timeout``: how long a status
+    notification may wait for a slow session before it is skipped.
+    """
+
+    default_ttl: float = 3600.0
+    min_ttl: float = 1.0
+    max_ttl: float = 86_400.0
+    poll_interval: float = 1.0
+    shutdown_grace: float = 5.0
+    max_running: int = 1000
+    max_pending_inputs: int = 16
+    input_timeout: float | None = None
+    page_size: int = 100
+    notify_timeout: float = 1.0
+
+    def __attrs_post_init__(self) -> None:
+        if not 0 < self.min_ttl <= self.default_ttl <= self.max_ttl:
+            raise ValueError("TaskOptions needs 0 < min_ttl <= default_ttl <= max_ttl")
+        if self.max_running < 1 or self.max_pending_inputs < 1 or self.page_size < 1:
+            raise ValueError("max_running, max_pending_inputs and page_size must be >= 1")
+        if self.shutdown_grace < 0 or self.poll_interval <= 0:
+            raise ValueError("shutdown_grace must be >= 0 and poll_interval > 0")
+
+    def ttl_ms(self, requested: int | None) -> int:
+        """The TTL granted for a requested one (milliseconds), clamped as documented."""
+        seconds = self.default_ttl if requested is None else max(requested, 0) / 1000
+        return round(min(max(seconds, self.min_ttl), self.max_ttl) * 1000)
+
+
+class _Live:
+    """What only this process has of a running task."""
+
+    __slots__ = ("changed", "inputs", "listener", "reason", "record", "scope")
+
+    def __init__(self, record: TaskRecord, limit: int, listener: StatusListener | None) -> None:
+        self.record = record
+        deadline = record.expires_at if record.expires_at is not None else math.inf
+        self.scope = trio.CancelScope(deadline=deadline)
+        self.changed = trio.Event()
+        self.inputs = InputQueue(limit, self.touch)
+        self.listener = listener
+        #: Why the scope was cancelled: "request", "shutdown" (a passed deadline: None).
+        self.reason: str | None = None
+
+    def touch(self) -> None:
+        """Wake everyone waiting for a change (``tasks/result``, watchers)."""
+        self.changed.set()
+        self.changed = trio.Event()
+
+
+class TaskManager:
+    """Creates, runs, finds and cancels the tasks of one server (see the module docs)."""
+
+    def __init__(self, store: TaskStore | None = None, options: TaskOptions | None = None) -> None:
+        self.store: TaskStore = store if store is not None else MemoryTaskStore()
+        self.options = options or TaskOptions()
+        self._nursery: trio.Nursery | None = None
+        self._accepting = False
+        self._live: dict[str, _Live] = {}
+        self._running_by_owner: dict[str | None, int] = {}
+        self._cursor_salt = secrets.token_hex(16) + "tasks/list"
+        self._clock: tuple[float, float] | None = None  # (unix time, trio time) at open
+        self._idle = trio.Event()
+        self._idle.set()
+
+    # --- lifetime -------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """Whether the nursery is open and new tasks are accepted."""
+        return self._accepting
+
+    def live_count(self) -> int:
+        """How many tasks run in this process now."""
+        return len(self._live)
+
+    @contextlib.asynccontextmanager
+    async def open(self) -> AsyncIterator[None]:
+        """Run the task nursery for the body; shared when it already runs.
+
+        On exit (the owner's): refuse new tasks, wait up to ``options.shutdown_grace`` for
+        running ones, cancel the rest and record their final status; bounded and shielded.
+        Cancellation: the same sequence runs (the body's cancellation does not cut it short).
+        """
+        if self._nursery is not None:
+            yield
+            return
+        async with open_nursery_unwrapped() as nursery:
+            self._nursery = nursery
+            self._accepting = True
+            self._clock = (time.time(), trio.current_time())
+            try:
+                yield
+            finally:
+                self._accepting = False
+                with trio.CancelScope(shield=True) as grace:
+                    grace.deadline = trio.current_time() + self.options.shutdown_grace
+                    await self._idle.wait()
+                for live in self._live.values():
+                    live.reason = "shutdown"
+                    live.scope.cancel()
+                self._nursery = None
+
+    def now(self) -> float:
+        """Unix time, advancing with Trio's clock (so tests under a mock clock agree)."""
+        if self._clock is None:
+            return time.time()
+        unix, trio_time = self._clock
+        return unix + (trio.current_time() - trio_time)
+
+    # --- creating and running -------------------------------------------------------
+
+    async def create(
+        self,
+        run: Callable[[_TaskHandle], Awaitable[Any]],
+        *,
+        owner: str | None,
+        method: str,
+        protocol_version: str | None,
+        ttl_ms: int | None,
+        listener: StatusListener | None = None,
+    ) -> TaskRecord:
+        """Record a new task, start ``run(handle)`` in the server's nursery, return the record.
+
+        The record is in the store before this returns. ``run`` returns the request's
+        result (an attrs result or a JSON object) or raises :class:`McpError`. Raises
+        :class:`McpError` ``-32603`` when the server is not running tasks (not served,
+        shutting down), the owner has ``max_running`` tasks running, or the store is full.
+        Cancellation: if cancelled before the record is stored, nothing was created.
+        """
+        nursery = self._nursery
+        if nursery is None or not self._accepting:
+            raise McpError(
+                INTERNAL_ERROR,
+                "This server is not running tasks now (it is shutting down, or it is served "
+                "without its task runner: serve it with app.run(), a serve_* function, or "
+                "inside `async with app.tasks.open():`)",
+            )
+        if self._running_by_owner.get(owner, 0) >= self.options.max_running:
+            raise McpError(
+                INTERNAL_ERROR,
+                f"Too many running tasks ({self.options.max_running}) for this client; "
+                "wait for some to finish or cancel them",
+            )
+        granted = self.options.ttl_ms(ttl_ms)
+        now = self.now()
+        record = TaskRecord(
+            task_id=secrets.token_hex(16),
+            owner=owner,
+            method=method,
+            protocol_version=protocol_version,
+            created_at=now,
+            updated_at=now,
+            ttl_ms=granted,
+            poll_interval_ms=round(self.options.poll_interval * 1000),
+            expires_at=trio.current_time() + granted / 1000,
+        )
+        try:
+            await self.store.create(record)
+        except TaskStoreFull as exc:
+            raise McpError(INTERNAL_ERROR, f"Cannot create a task now: {exc}") from None
+        live = _Live(record, self.options.max_pending_inputs, listener)
+        self._live[record.task_id] = live
+        self._running_by_owner[owner] = self._running_by_owner.get(owner, 0) + 1
+        self._idle = trio.Event() if self._idle.is_set() else self._idle
+        nursery.start_soon(self._run, live, run, name=f"task {record.task_id}")
+        return record
+
+    async def _run(self, live: _Live, run: Callable[[_TaskHandle], Awaitable[Any]]) -> None:
+        record = live.record
+        outcome: tuple[str, Any] | None = None
+        # Shielded: a task is cancelled only through its own scope (tasks/cancel, its TTL,
+        # the end of the grace period), never by whatever cancels the code serving it.
+        with trio.CancelScope(shield=True):
+            try:
+                with live.scope:
+                    try:
+                        outcome = ("result", await run(_TaskHandle(self, live)))
+                    except McpError as exc:
+                        outcome = ("error", exc)
+                    except Exception as exc:
+                        logger.error("task %s raised an exception", record.task_id, exc_info=exc)
+                        outcome = ("error", McpError(INTERNAL_ERROR, "Internal error"))
+            finally:
+                with trio.move_on_after(STORE_TIMEOUT):
+                    try:
+                        await self._finish(live, outcome)
+                    except Exception:  # a store failure must not take the nursery down
+                        logger.exception("cannot record the end of task %s", record.task_id)
+
+    async def _finish(self, live: _Live, outcome: tuple[str, Any] | None) -> None:
+        record = live.record
+        try:
+            if not record.terminal:
+                if outcome is None:
+                    self._record_cancelled(live)
+                elif outcome[0] == "error":
+                    error: McpError = outcome[1]
+                    record.status, record.error = "failed", error.to_error_object()
+                    record.status_message = error.message
+                else:
+                    self._record_result(record, outcome[1])
+                record.updated_at = self.now()
+                await self.store.save(record)
+                await self._changed(live)
+        finally:
+            for item in list(live.inputs.pending.values()):
+                item.resolve(error=McpError(INTERNAL_ERROR, "the task ended"))
+            del self._live[record.task_id]
+            left = self._running_by_owner[record.owner] - 1
+            if left:
+                self._running_by_owner[record.owner] = left
+            else:
+                del self._running_by_owner[record.owner]
+            if not self._live:
+                self._idle.set()
+            live.touch()
+
+    def _record_cancelled(self, live: _Live) -> None:
+        record = live.record
+        if live.reason == "shutdown":
+            record.status = "cancelled"
+            record.status_message = "The server shut down before the task finished"
+        elif live.reason == "request":
+            record.status = "cancelled"
+            record.status_message = "The task was cancelled by request"
+        else:  # the deadline (its TTL) passed
+            record.status = "failed"
+            record.status_message = f"The task ran past its TTL of {record.ttl_ms} ms"
+            record.error = McpError(REQUEST_TIMEOUT, record.status_message).to_error_object()
+
+    def _record_result(self, record: TaskRecord, value: Any) -> None:
+        wire = serde.unstructure(value) if not isinstance(value, dict) else value
+        record.result = wire
+        is_error = isinstance(wire, dict) and wire.get("isError") is True
+        # 2025-11-25: a tool result with isError fails the task; the extension (2026)
+        # keeps protocol failures for `failed` and completes such a task.
+        if is_error and record.protocol_version == "2025-11-25":
+            record.status = "failed"
+            record.status_message = _first_text(wire) or "The tool reported an error"
+        else:
+            record.status = "completed"
+
+    async def _set_status(self, live: _Live, status: TaskStatus, message: str | None) -> None:
+        record = live.record
+        if record.terminal or (record.status == status and record.status_message == message):
+            return
+        record.status, record.status_message = status, message
+        record.updated_at = self.now()
+        await self.store.save(record)
+        await self._changed(live)
+
+    async def _changed(self, live: _Live) -> None:
+        live.touch()
+        if live.listener is not None:
+            # The session that created the task may be gone: polls still work.
+            with (
+                trio.move_on_after(self.options.notify_timeout),
+                contextlib.suppress(McpError, trio.BrokenResourceError, trio.ClosedResourceError),
+            ):
+                await live.listener(live.record)
+
+    # --- questions to the client -----------------------------------------------------
+
+    async def ask(
+        self, live: _Live, method: str, params: Any, timeout: float | None
+    ) -> Any:
+        """Ask the client (elicitation, sampling...) on behalf of a running task: the task
+        turns ``input_required`` until the answer arrives through ``tasks/result`` or
+        ``tasks/update``. Raises the client's error as :class:`McpError`,
+        :class:`~trimcp.errors.RequestTimeout` after ``timeout``. Cancellation: the
+        question is withdrawn."""
+        raw = serde.unstructure(params) if params is not None else {}
+        raw = dict(raw) if isinstance(raw, dict) else {}
+        meta = raw.get("_meta")
+        raw["_meta"] = {
+            **(meta if isinstance(meta, dict) else {}),
+            RELATED_TASK_META_KEY: {"taskId": live.record.task_id},
+        }
+        item = live.inputs.add(method, raw)
+        try:
+            await self._set_status(live, "input_required", f"Waiting for the client: {method}")
+            with trio.move_on_after(math.inf if timeout is None else timeout):
+                return await item.wait()
+            raise McpError(REQUEST_TIMEOUT, f"{method} got no answer within {timeout:g}s")
+        finally:
+            # Withdrawn (cancelled, timed out): a tasks/result forwarding it stops too.
+            item.resolve(error=McpError(INTERNAL_ERROR, f"the task no longer waits for {method}"))
+            live.inputs.remove(item)
+            if not live.inputs.pending and not waited_cancelled(live):
+                with trio.CancelScope(shield=True) as bound:
+                    bound.deadline = trio.current_time() + STORE_TIMEOUT
+                    await self._set_status(live, "working", None)
+
+    def pending_inputs(self, task_id: str) -> Sequence[PendingInput]:
+        """The questions task ``task_id`` waits on now (none when it runs elsewhere)."""
+        live = self._live.get(task_id)
+        return list(live.inputs.pending.values()) if live is not None else ()
+
+    def answer(self, task_id: str, key: str, response: Any) -> bool:
+        """Deliver the wire-form answer to question ``key`` (``tasks/update``). Unknown or
+        answered keys are ignored (False). A response that does not fit the question's
+        result type is delivered as a ``-32602`` error to the task."""
+        live = self._live.get(task_id)
+        item = live.inputs.pending.get(key) if live is not None else None
+        if item is None or item.done:
+            return False
+        spec = lookup(item.method)
+        if spec is None or spec.result_type is None:
+            return item.resolve(response)
+        try:
+            return item.resolve(serde.structure(response, spec.result_type))
+        except serde.ShapeError as exc:
+            return item.resolve(
+                error=McpError(INVALID_PARAMS, f"invalid answer to {item.method}: {exc}")
+            )
+
+    # --- what the tasks/* methods need ---------------------------------------------
+
+    async def find(self, task_id: str, owner: str | None) -> TaskRecord:
+        """The record of ``task_id`` if ``owner`` may see it, else ``-32602`` (the same
+        error for another principal's task as for an unknown one)."""
+        record = await self.store.get(task_id) if isinstance(task_id, str) else None
+        if record is None or record.owner != owner:
+            if record is None and await self.store.expired(task_id):
+                raise McpError(INVALID_PARAMS, "Failed to retrieve task: Task has expired")
+            raise McpError(INVALID_PARAMS, "Failed to retrieve task: Task not found")
+        return record
+
+    async def wait_terminal(
+        self, task_id: str, owner: str | None, forward: Forward | None = None
+    ) -> TaskRecord:
+        """Wait until the task ends and return its record (``tasks/result``).
+
+        With ``forward``, each question the task asks meanwhile is sent to the client
+        through it and the answer handed back. Cancellation: stops waiting; a question
+        being forwarded is given back for the next ``tasks/result``.
+        """
+        while True:
+            record = await self.find(task_id, owner)
+            if record.terminal:
+                return record
+            live = self._live.get(task_id)
+            if live is None:
+                # Another process runs it (a shared store): poll at the hinted pace.
+                await trio.sleep(self.options.poll_interval)
+                continue
+            item = live.inputs.first_untaken() if forward is not None else None
+            if item is None:
+                await live.changed.wait()
+                continue
+            assert forward is not None
+            item.take()
+            try:
+                with trio.CancelScope() as item.forwarding:
+                    value = await forward(item.method, item.params)
+                    item.forwarding = None
+                    item.resolve(value)
+            except SessionClosed:
+                item.release()
+                raise
+            except McpError as exc:
+                item.resolve(error=exc)
+            except BaseException:
+                item.release()
+                raise
+            finally:
+                item.forwarding = None
+
+    async def list(
+        self, owner: str | None, cursor: str | None
+    ) -> tuple[list[TaskRecord], str | None]:
+        """One page of ``owner``'s tasks, oldest first (``-32602`` for a bad cursor)."""
+        records = await self.store.owned_by(owner)
+        return paginate(
+            records, cursor, self.options.page_size, salt=self._cursor_salt, key=_task_key
+        )
+
+    async def cancel(self, task_id: str, owner: str | None) -> TaskRecord:
+        """Cancel a task: record ``cancelled`` at once, then cancel its scope.
+
+        Raises ``-32602`` for an unknown task or one that already ended.
+        """
+        record = await self.find(task_id, owner)
+        if record.terminal:
+            raise McpError(
+                INVALID_PARAMS, f"Cannot cancel task: already in terminal status '{record.status}'"
+            )
+        live = self._live.get(task_id)
+        record.status = "cancelled"
+        record.status_message = "The task was cancelled by request"
+        record.updated_at = self.now()
+        await self.store.save(record)
+        if live is not None:
+            live.reason = "request"
+            live.scope.cancel()
+            await self._changed(live)
+        return record
+
+    def watch(self, task_id: str) -> trio.Event | None:
+        """An event set at the task's next change (None when it does not run here)."""
+        live = self._live.get(task_id)
+        return live.changed if live is not None else None
+
+
+def waited_cancelled(live: _Live) -> bool:
+    return live.scope.cancel_called or live.record.terminal
+
+
+class _TaskHandle:
+    """What a task's work gets: its record and a way to ask the client."""
+
+    __slots__ = ("_live", "_manager")
+
+    def __init__(self, manager: TaskManager, live: _Live) -> None:
+        self._manager = manager
+        self._live = live
+
+    @property
+    def record(self) -> TaskRecord:
+        return self._live.record
+
+    @property
+    def cancel_scope(self) -> trio.CancelScope:
+        return self._live.scope
+
+    async def ask(self, method: str, params: Any, timeout: float | None) -> Any:
+        return await self._manager.ask(self._live, method, params, timeout)
+
+    async def set_message(self, message: str | None) -> None:
+        """Change the status message the client sees (status stays)."""
+        record = self._live.record
+        await self._manager._set_status(self._live, record.status, message)
+
+
+def _task_key(record: TaskRecord) -> str:
+    return record.task_id
+
+
+def _first_text(result: dict[str, Any]) -> str | None:
+    content = result.get("content")
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "text":
+                text = block.get("text")
+                if isinstance(text, str):
+                    return text[:500]
+    return None

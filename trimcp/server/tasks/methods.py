@@ -1,0 +1,216 @@
+"""The server side of tasks on the wire (2025-11-25): task-augmented ``tools/call`` and
+``tasks/get``, ``tasks/result``, ``tasks/list``, ``tasks/cancel``, plus
+``notifications/tasks/status``.
+
+Ownership: a task belongs to the principal that created it (``TaskOptions.owner``; by
+default the verified identity on ``ctx.auth`` when authorization is on, else nobody). A
+request from anyone else gets the same ``-32602`` "not found" as for an unknown id, and
+``tasks/list`` shows only the requester's tasks. Without authorization, task ids are 128
+random bits: knowing the id is what grants access (see ``docs/tasks.md``).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from trimcp.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError
+from trimcp.protocol.versions import V2025_11_25
+from trimcp.server.context import Context
+from trimcp.server.tasks.context import TaskContext, TaskRequestContext
+from trimcp.server.tasks.manager import TaskManager, _TaskHandle
+from trimcp.server.tasks.store import TaskRecord
+from trimcp.session.context import RequestContext
+from trimcp.types import (
+    RELATED_TASK_META_KEY,
+    CancelTaskResult,
+    CreateTaskResult,
+    GetTaskResult,
+    ListTasksResult,
+    ServerTaskRequests,
+    ServerTasksCapability,
+    Task,
+    TaskStatusNotificationParams,
+    ToolsTaskRequests,
+)
+
+if TYPE_CHECKING:
+    from trimcp.server.app import Server
+    from trimcp.server.tools import RegisteredTool
+
+#: ``owner(ctx) -> key``: who a task belongs to (None: no authorization context).
+OwnerFunction = Callable[[Context], "str | None"]
+
+
+def default_owner(ctx: Context) -> str | None:
+    """The principal on ``ctx.auth`` (issuer, subject, client id) when there is one.
+
+    This is the hook for authorization: a ``Context`` without ``auth`` (no authorization
+    on this transport) owns its tasks as "nobody", and any holder of the id may use them.
+    """
+    auth = getattr(ctx, "auth", None)
+    if auth is None:
+        principal = ctx.request_context.principal
+        return None if principal is None else repr(principal)
+    parts = [getattr(auth, name, None) for name in ("issuer", "subject", "client_id")]
+    return "\x1f".join("" if part is None else str(part) for part in parts)
+
+
+def tasks_capability() -> ServerTasksCapability:
+    """What a server with task-capable tools declares (list, cancel, tools/call)."""
+    return ServerTasksCapability(
+        list_={}, cancel={}, requests=ServerTaskRequests(tools=ToolsTaskRequests(call={}))
+    )
+
+
+def iso(unix: float) -> str:
+    """An ISO 8601 UTC timestamp with milliseconds, e.g. ``2025-11-25T10:30:00.000Z``."""
+    moment = datetime.datetime.fromtimestamp(unix, datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def task_fields(record: TaskRecord) -> dict[str, Any]:
+    """The ``Task`` members of ``record`` as keyword arguments of the 2025-11-25 types."""
+    return {
+        "task_id": record.task_id,
+        "status": record.status,
+        "status_message": record.status_message,
+        "created_at": iso(record.created_at),
+        "last_updated_at": iso(record.updated_at),
+        "ttl": record.ttl_ms,
+        "poll_interval": record.poll_interval_ms,
+    }
+
+
+def _owner(server: Server, ctx: RequestContext) -> str | None:
+    owner = server.task_owner
+    return owner(Context(server, ctx))
+
+
+def task_support(tool: RegisteredTool[Any, Any]) -> str:
+    execution = tool.definition().execution
+    support = execution.task_support if execution is not None else None
+    return support or "forbidden"
+
+
+def runs_as_task(tool: RegisteredTool[Any, Any], ctx: RequestContext) -> bool:
+    """Whether this ``tools/call`` must run as a task (raises ``-32601`` when the request
+    and the tool's ``taskSupport`` disagree). In other revisions a call runs normally."""
+    version = ctx.negotiated.protocol_version if ctx.negotiated else None
+    if version != V2025_11_25:
+        return False
+    wanted = getattr(ctx.params, "task", None) is not None
+    support = task_support(tool)
+    if wanted and support == "forbidden":
+        raise McpError(
+            METHOD_NOT_FOUND,
+            f"Tool {tool.name!r} cannot run as a task (its execution.taskSupport is "
+            "'forbidden'); call it without the 'task' parameter",
+        )
+    if not wanted and support == "required":
+        raise McpError(
+            METHOD_NOT_FOUND,
+            f"Tool {tool.name!r} must run as a task (its execution.taskSupport is "
+            "'required'); call it with a 'task' parameter",
+        )
+    return wanted
+
+
+async def call_tool_as_task(
+    server: Server, tool: RegisteredTool[Any, Any], ctx: RequestContext
+) -> CreateTaskResult:
+    """Create the task for a task-augmented ``tools/call`` and answer with its handle."""
+    manager: TaskManager = server.tasks
+    session = ctx.session
+    arguments = ctx.params.arguments
+    options = manager.options
+    auth = Context(server, ctx).auth  # a context variable of the request's task
+
+    async def run(handle: _TaskHandle) -> Any:
+        task_ctx = TaskRequestContext(ctx, handle, options, auth)
+        return await tool.run(arguments, TaskContext(server, task_ctx))
+
+    async def notify(record: TaskRecord) -> None:
+        if session is not None and not session.closed:
+            params = TaskStatusNotificationParams(**task_fields(record))
+            await session.send_notification("notifications/tasks/status", params)
+
+    task = ctx.params.task
+    record = await manager.create(
+        run,
+        owner=_owner(server, ctx),
+        method="tools/call",
+        protocol_version=ctx.negotiated.protocol_version if ctx.negotiated else None,
+        ttl_ms=task.ttl if task is not None else None,
+        listener=notify,
+    )
+    return CreateTaskResult(task=Task(**task_fields(record)))
+
+
+async def tasks_get(server: Server, ctx: RequestContext) -> GetTaskResult:
+    record = await server.tasks.find(ctx.params.task_id, _owner(server, ctx))
+    return GetTaskResult(**task_fields(record))
+
+
+async def tasks_result(server: Server, ctx: RequestContext) -> dict[str, Any]:
+    """Block until the task ends, forwarding its questions to the client on the way, then
+    answer with exactly what the request would have answered (result or error)."""
+
+    async def forward(method: str, params: dict[str, Any]) -> Any:
+        return await ctx.send_request(method, params)
+
+    task_id = ctx.params.task_id
+    record = await server.tasks.wait_terminal(task_id, _owner(server, ctx), forward)
+    return final_answer(record)
+
+
+def final_answer(record: TaskRecord) -> dict[str, Any]:
+    """The stored result with the related-task ``_meta``; raises the stored error."""
+    if record.error is not None:
+        error = record.error
+        raise McpError(int(error.get("code", INTERNAL_ERROR)), str(error.get("message")),
+                       error.get("data"))
+    if record.result is None:
+        raise McpError(
+            INTERNAL_ERROR,
+            f"Task {record.task_id} was cancelled before it produced a result "
+            f"({record.status_message or 'no reason given'})",
+        )
+    result = dict(record.result)
+    meta = result.get("_meta")
+    result["_meta"] = {
+        **(meta if isinstance(meta, dict) else {}),
+        RELATED_TASK_META_KEY: {"taskId": record.task_id},
+    }
+    return result
+
+
+async def tasks_list(server: Server, ctx: RequestContext) -> ListTasksResult:
+    cursor = ctx.params.cursor if ctx.params is not None else None
+    records, next_cursor = await server.tasks.list(_owner(server, ctx), cursor)
+    return ListTasksResult(
+        tasks=[Task(**task_fields(record)) for record in records], next_cursor=next_cursor
+    )
+
+
+async def tasks_cancel(server: Server, ctx: RequestContext) -> CancelTaskResult:
+    record = await server.tasks.cancel(ctx.params.task_id, _owner(server, ctx))
+    return CancelTaskResult(**task_fields(record))
+
+
+def request_handlers(server: Server) -> dict[str, Callable[[RequestContext], Any]]:
+    """The ``tasks/*`` request handlers of ``server``, keyed by method."""
+
+    def bind(fn: Callable[[Server, RequestContext], Any]) -> Callable[[RequestContext], Any]:
+        def handler(ctx: RequestContext) -> Any:
+            return fn(server, ctx)
+
+        return handler
+
+    return {
+        "tasks/get": bind(tasks_get),
+        "tasks/result": bind(tasks_result),
+        "tasks/list": bind(tasks_list),
+        "tasks/cancel": bind(tasks_cancel),
+    }
