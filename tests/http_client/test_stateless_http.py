@@ -12,13 +12,9 @@ import trio
 
 from tests.http_client.fakeserver import McpApp, Reply, Request, fake_server
 from trimcp.client import Era, connect_transport
+from trimcp.protocol.modern import encode_header_value as encode_value
+from trimcp.protocol.modern import header_parameters, parameter_headers
 from trimcp.transports.http_client import open_http_client_transport
-from trimcp.transports.http_client.mcp_headers import (
-    InvalidHeaderAnnotation,
-    encode_value,
-    header_params,
-    param_headers,
-)
 
 V2026 = "2026-07-28"
 TOOLS = [
@@ -166,42 +162,42 @@ def test_value_encoding_follows_the_spec_examples() -> None:
     assert encode_value("line1\nline2") == "=?base64?bGluZTEKbGluZTI=?="
     assert encode_value("=?base64?literal?=") == "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
     assert encode_value("\tindented") == "=?base64?CWluZGVudGVk?="
-    assert encode_value("") == ""
+    assert encode_value("") == "=?base64??="
 
 
 @pytest.mark.parametrize(
     ("properties", "reason"),
     [
-        ({"v": {"type": "string", "x-mcp-header": ""}}, "empty"),
-        ({"v": {"type": "object", "x-mcp-header": "V"}}, "only string"),
-        ({"v": {"type": "array", "x-mcp-header": "V"}}, "only string"),
-        ({"v": {"type": "null", "x-mcp-header": "V"}}, "only string"),
-        ({"v": {"type": "number", "x-mcp-header": "V"}}, "only string"),
+        ({"v": {"type": "string", "x-mcp-header": ""}}, "non-empty header token"),
+        ({"v": {"type": "object", "x-mcp-header": "V"}}, "needs type"),
+        ({"v": {"type": "array", "x-mcp-header": "V"}}, "needs type"),
+        ({"v": {"type": "null", "x-mcp-header": "V"}}, "needs type"),
+        ({"v": {"type": "number", "x-mcp-header": "V"}}, "needs type"),
         ({"a": {"type": "string", "x-mcp-header": "R"},
           "b": {"type": "string", "x-mcp-header": "R"}}, "twice"),
         ({"a": {"type": "string", "x-mcp-header": "MyField"},
           "b": {"type": "string", "x-mcp-header": "myfield"}}, "twice"),
-        ({"v": {"type": "string", "x-mcp-header": "My Region"}}, "token"),
-        ({"v": {"type": "string", "x-mcp-header": "Region:Primary"}}, "token"),
-        ({"v": {"type": "string", "x-mcp-header": "Région"}}, "token"),
-        ({"v": {"type": "string", "x-mcp-header": "Region\t1"}}, "token"),
+        ({"v": {"type": "string", "x-mcp-header": "My Region"}}, "header token"),
+        ({"v": {"type": "string", "x-mcp-header": "Region:Primary"}}, "header token"),
+        ({"v": {"type": "string", "x-mcp-header": "Région"}}, "header token"),
+        ({"v": {"type": "string", "x-mcp-header": "Region\t1"}}, "header token"),
         ({"v": {"type": "array", "items": {"type": "string", "x-mcp-header": "I"}}},
-         "reachable"),
-        ({"v": {"anyOf": [{"type": "string", "x-mcp-header": "A"}]}}, "reachable"),
+         "not reachable"),
+        ({"v": {"anyOf": [{"type": "string", "x-mcp-header": "A"}]}}, "not reachable"),
     ],
 )
 def test_invalid_annotations_are_refused(properties: dict[str, Any], reason: str) -> None:
-    with pytest.raises(InvalidHeaderAnnotation, match=reason):
-        header_params({"type": "object", "properties": properties})
+    with pytest.raises(ValueError, match=reason):
+        header_parameters({"type": "object", "properties": properties})
 
 
 def test_param_headers_follow_nested_paths_and_types() -> None:
-    params = header_params({"type": "object", "properties": {
+    params = header_parameters({"type": "object", "properties": {
         "a": {"type": "object", "properties": {"b": {"type": "integer", "x-mcp-header": "B"}}},
         "t": {"type": "boolean", "x-mcp-header": "T"},
     }})
-    assert params == [("B", ("a", "b")), ("T", ("t",))]
-    assert param_headers(params, {"a": {"b": 7}, "t": False}) == {
-        "mcp-param-b": "7", "mcp-param-t": "false"}
-    assert param_headers(params, {"a": {"b": 2**60}}) == {}  # outside the safe range
-    assert param_headers(params, None) == {}
+    assert params == {"b": ("a", "b"), "t": ("t",)}
+    assert parameter_headers({"a": {"b": 7}, "t": False}, params) == {
+        "Mcp-Param-b": "7", "Mcp-Param-t": "false"}
+    assert parameter_headers({"a": {"b": None}}, params) == {}
+    assert parameter_headers(None, params) == {}

@@ -28,6 +28,15 @@ from trimcp.errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
 )
+from trimcp.protocol.modern import (
+    META_CLIENT_CAPABILITIES as META_CLIENT_CAPABILITIES,
+)
+from trimcp.protocol.modern import META_CLIENT_INFO as META_CLIENT_INFO
+from trimcp.protocol.modern import META_LOG_LEVEL as META_LOG_LEVEL
+from trimcp.protocol.modern import META_PROTOCOL_VERSION as META_PROTOCOL_VERSION
+from trimcp.protocol.modern import META_SERVER_INFO as META_SERVER_INFO
+from trimcp.protocol.modern import META_SUBSCRIPTION_ID as META_SUBSCRIPTION_ID
+from trimcp.protocol.modern import request_meta as modern_request_meta
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import STATELESS_VERSIONS, SUPPORTED_VERSIONS
 from trimcp.types import (
@@ -36,14 +45,6 @@ from trimcp.types import (
     Implementation,
     LoggingLevel,
 )
-
-# The reserved ``_meta`` keys of 2026-07-28 (basic/index, "_meta").
-META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
-META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
-META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
-META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
-META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
-META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 
 #: JSON-RPC codes only a 2026 server sends: one of them means "modern, do not fall back".
 MODERN_ERROR_CODES: Final = frozenset(
@@ -93,15 +94,7 @@ def request_meta(
     log_level: LoggingLevel | None = None,
 ) -> dict[str, Any]:
     """The 2026 ``_meta`` envelope of one request (a fresh dict the caller may extend)."""
-    meta: dict[str, Any] = {
-        META_PROTOCOL_VERSION: version,
-        META_CLIENT_CAPABILITIES: serde.unstructure(capabilities),
-    }
-    if client_info is not None:
-        meta[META_CLIENT_INFO] = serde.unstructure(client_info)
-    if log_level is not None:
-        meta[META_LOG_LEVEL] = log_level
-    return meta
+    return modern_request_meta(version, capabilities, client_info, log_level=log_level)
 
 
 def with_meta(params: Any, envelope: Mapping[str, Any]) -> Any:

@@ -15,9 +15,8 @@ import attrs
 
 from trimcp.errors import McpError
 from trimcp.protocol.jsonrpc import RequestId, dump_json, encode_error, parse_json
+from trimcp.protocol.modern import META_PROTOCOL_VERSION
 
-#: The ``_meta`` key of a 2026-07-28 request's protocol version.
-META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 INITIALIZE = "initialize"
 INITIALIZED = "notifications/initialized"
 CANCELLED = "notifications/cancelled"

@@ -1,7 +1,7 @@
 """What the Streamable HTTP client keeps for 2026-07-28 (stateless) requests.
 
 A 2026 request is recognised by the protocol version in its ``_meta``. It goes out with
-no session id and with the headers :mod:`.mcp_headers` computes; for ``tools/call`` that
+no session id and with the headers :mod:`trimcp.protocol.modern` computes; for ``tools/call`` that
 includes ``Mcp-Param-*`` for the tool's annotated arguments, learnt from the latest
 ``tools/list`` answer that passed through (tools with invalid annotations are dropped from
 that answer, with a warning). Cancelling a 2026 request closes its stream: the server
@@ -14,14 +14,8 @@ import logging
 from typing import Any
 
 from trimcp.protocol.jsonrpc import RequestId, dump_json
+from trimcp.protocol.modern import header_parameters, parameter_headers, standard_headers
 from trimcp.transports.http_client.answers import Sink
-from trimcp.transports.http_client.mcp_headers import (
-    HeaderParam,
-    InvalidHeaderAnnotation,
-    header_params,
-    param_headers,
-    standard_headers,
-)
 from trimcp.transports.http_client.messages import Inbound, OutgoingInfo
 
 logger = logging.getLogger("trimcp.http_client")
@@ -36,19 +30,20 @@ class StatelessRequests:
     def __init__(self) -> None:
         #: Ids of 2026 requests whose POST is still under way.
         self.in_flight: set[RequestId] = set()
-        self._params: dict[str, list[HeaderParam]] = {}
+        self._params: dict[str, dict[str, tuple[str, ...]]] = {}
 
     def headers(self, info: OutgoingInfo) -> dict[str, str]:
         """The 2026 headers of one request (``info.modern_version`` must be set)."""
         assert info.modern_version is not None
         assert info.method is not None
         params = info.params or {}
-        headers = standard_headers(info.modern_version, info.method, params)
+        headers = standard_headers(info.method, params, info.modern_version)
         if info.method == "tools/call":
             annotated = self._params.get(params.get("name"))  # type: ignore[arg-type]
-            if annotated:
-                headers.update(param_headers(annotated, params.get("arguments")))
-        return headers
+            arguments = params.get("arguments")
+            if annotated and isinstance(arguments, dict):
+                headers.update(parameter_headers(arguments, annotated))
+        return {name.lower(): value for name, value in headers.items()}
 
     def tools_list_sink(self, deliver: Sink) -> Sink:
         """A sink that learns (and filters) the tools of a ``tools/list`` answer."""
@@ -72,8 +67,8 @@ class StatelessRequests:
                 continue
             schema = tool.get("inputSchema")
             try:
-                annotated = header_params(schema) if isinstance(schema, dict) else []
-            except InvalidHeaderAnnotation as exc:
+                annotated = header_parameters(schema) if isinstance(schema, dict) else {}
+            except ValueError as exc:
                 logger.warning("leaving out tool %r: %s", tool["name"], exc)
                 continue
             self._remember(tool["name"], annotated)
@@ -84,7 +79,7 @@ class StatelessRequests:
         data = dump_json({"jsonrpc": "2.0", "id": item.answers, "result": result})
         return Inbound(data=data, answers=item.answers, result=result)
 
-    def _remember(self, name: str, annotated: list[HeaderParam]) -> None:
+    def _remember(self, name: str, annotated: dict[str, tuple[str, ...]]) -> None:
         self._params.pop(name, None)
         if annotated:
             self._params[name] = annotated
