@@ -44,6 +44,10 @@ _EXPORTS: dict[str, str] = {
     "Server": "trimcp.server",
     "ToolError": "trimcp.server",
     "LowLevelServer": "trimcp.server.lowlevel",
+    "ErrorMaskingMiddleware": "trimcp.server.middleware",
+    "LoggingMiddleware": "trimcp.server.middleware",
+    "RateLimitMiddleware": "trimcp.server.middleware",
+    "TimingMiddleware": "trimcp.server.middleware",
     "LifespanFailed": "trimcp.server.lifespan",
     "LifespanNotRunning": "trimcp.server.lifespan",
     "MemoryTaskStore": "trimcp.server.tasks",
@@ -98,6 +102,10 @@ if TYPE_CHECKING:
     from trimcp.server.lifespan import LifespanFailed as LifespanFailed
     from trimcp.server.lifespan import LifespanNotRunning as LifespanNotRunning
     from trimcp.server.lowlevel import LowLevelServer as LowLevelServer
+    from trimcp.server.middleware import ErrorMaskingMiddleware as ErrorMaskingMiddleware
+    from trimcp.server.middleware import LoggingMiddleware as LoggingMiddleware
+    from trimcp.server.middleware import RateLimitMiddleware as RateLimitMiddleware
+    from trimcp.server.middleware import TimingMiddleware as TimingMiddleware
     from trimcp.server.tasks import MemoryTaskStore as MemoryTaskStore
     from trimcp.server.tasks import TaskContext as TaskContext
     from trimcp.server.tasks import TaskOptions as TaskOptions

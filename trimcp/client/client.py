@@ -45,6 +45,12 @@ from trimcp.client.listen import (
     Subscription,
     open_subscription,
 )
+from trimcp.client.middleware import (
+    ClientMiddleware,
+    ClientNext,
+    OutgoingCall,
+    build_client_chain,
+)
 from trimcp.client.mrtr import (
     DEFAULT_MAX_INPUT_ROUNDS,
     InputRoundsExceeded,
@@ -134,6 +140,13 @@ class ClientKwargs(HandlerKwargs, total=False):
     discover_timeout: float
     max_pages: int
     validate_output: bool
+    middleware: Sequence[ClientMiddleware]
+
+
+class _Outgoing(OutgoingCall):
+    __slots__ = ("send_options",)
+
+    send_options: dict[str, Any]
 
 
 class Client:
@@ -154,8 +167,10 @@ class Client:
     answering with ``InputRequiredResult``; ``discover_timeout`` bounds the probe.
     ``max_pages`` bounds the ``iter_*`` listings; with ``validate_output`` (default on), a
     tool's ``structuredContent`` is checked against the ``outputSchema`` of its last listing
-    (see :mod:`trimcp.client.schema` for the JSON Schema subset). The remaining keywords
-    register handlers and callbacks: see :class:`~trimcp.client.handlers.ClientHandlers`.
+    (see :mod:`trimcp.client.schema` for the JSON Schema subset). ``middleware`` runs
+    around every request after the handshake (see :mod:`trimcp.client.middleware`). The
+    remaining keywords register handlers and callbacks: see
+    :class:`~trimcp.client.handlers.ClientHandlers`.
     """
 
     def __init__(
@@ -169,6 +184,7 @@ class Client:
         discover_timeout: float = DEFAULT_DISCOVER_TIMEOUT,
         max_pages: int = DEFAULT_MAX_PAGES,
         validate_output: bool = True,
+        middleware: Sequence[ClientMiddleware] = (),
         **handlers: Unpack[HandlerKwargs],
     ) -> None:
         if protocol_version not in SUPPORTED_VERSIONS:
@@ -200,6 +216,10 @@ class Client:
         self._listen_lock = trio.Lock()
         self._task_handles: weakref.WeakValueDictionary[str, TaskHandle] = (
             weakref.WeakValueDictionary()
+        )
+        self.middleware = tuple(middleware)
+        self._chain: ClientNext | None = (
+            build_client_chain(self.middleware, self._send) if self.middleware else None
         )
 
     # --- the handshake and the session ----------------------------------------------------
@@ -354,16 +374,30 @@ class Client:
             kwargs["timeout"] = timeout
         if self._era is Era.MODERN:
             params = with_meta(params, self._envelope())
+        progress = self._progress_callback(method, target, on_progress)
         try:
-            return await self.session.send_request(
-                method,
-                params,
-                on_progress=self._progress_callback(method, target, on_progress),
-                reset_timeout_on_progress=reset_timeout_on_progress,
+            if self._chain is None:
+                return await self.session.send_request(
+                    method,
+                    params,
+                    on_progress=progress,
+                    reset_timeout_on_progress=reset_timeout_on_progress,
+                    **kwargs,
+                )
+            call = _Outgoing(self, method, params, target)
+            call.send_options = {
+                "on_progress": progress,
+                "reset_timeout_on_progress": reset_timeout_on_progress,
                 **kwargs,
-            )
+            }
+            return await self._chain(call)
         except RequestTimeout as exc:
             raise timed_out(exc, method, target, default=timeout is _DEFAULT) from None
+
+    async def _send(self, call: OutgoingCall) -> Any:
+        """The end of the middleware chain: send the request as the middleware left it."""
+        options = call.send_options if isinstance(call, _Outgoing) else {}
+        return await self.session.send_request(call.method, call.params, **options)
 
     def _envelope(self) -> dict[str, Any]:
         """The 2026 ``_meta`` every request carries (version, capabilities, identity, and

@@ -37,6 +37,7 @@ from trimcp.server.context import Context
 from trimcp.server.lifespan import Lifespan, LifespanRunner
 from trimcp.server.listen import ListenHub
 from trimcp.server.logging import DEFAULT_LOG_BUFFER, LogBuffer, StdlibBridge, check_level
+from trimcp.server.middleware import Call, Middleware, Next, build_chain
 from trimcp.server.pagination import paginate
 from trimcp.server.prompts import RegisteredPrompt
 from trimcp.server.registry import Registry
@@ -137,6 +138,7 @@ class Server:
         task_options: TaskOptions | None = None,
         task_store: TaskStore | None = None,
         task_owner: task_methods.OwnerFunction | None = None,
+        middleware: Sequence[Middleware] = (),
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be at least 1 (or None for one page)")
@@ -154,6 +156,10 @@ class Server:
         self.max_subscriptions = max_subscriptions
         self.mask_error_details = mask_error_details
         self._lifespan = LifespanRunner(f"server {name!r}", lifespan, self)
+        self._middleware: list[Middleware] = []
+        self._chain: Next | None = None
+        for layer in middleware:
+            self.add_middleware(layer)
         self._cursor_secret = cursor_secret or secrets.token_hex(16)
         self.tools: Registry[RegisteredTool[Any, Any]] = Registry("tools", self._changed)
         self.resources: Registry[RegisteredResource] = Registry("resources", self._changed)
@@ -186,6 +192,24 @@ class Server:
 
     def __repr__(self) -> str:
         return f"<Server {self.info.name!r} {self.info.version}>"
+
+    # --- middleware ---------------------------------------------------------------------
+
+    def add_middleware(self, middleware: Middleware) -> None:
+        """Add ``middleware`` inside those added before (the first added is outermost).
+
+        ``async def (call, call_next) -> result``; see :mod:`trimcp.server.middleware`.
+        Takes effect for requests that arrive after the call.
+        """
+        if not callable(middleware):
+            raise TypeError(f"middleware must be callable, got {type(middleware).__name__}")
+        self._middleware.append(middleware)
+        self._chain = build_chain(self._middleware, self._after_middleware)
+
+    @property
+    def middleware(self) -> tuple[Middleware, ...]:
+        """The middleware, outermost first."""
+        return tuple(self._middleware)
 
     # --- tools --------------------------------------------------------------------------
 
@@ -549,7 +573,23 @@ class Server:
 
     async def handle_request(self, ctx: RequestContext) -> Any:
         """Answer one request (the engine calls this in the request's task and scope;
-        a 2026-07-28 request comes without a session, see :mod:`trimcp.server.stateless`)."""
+        a 2026-07-28 request comes without a session, see :mod:`trimcp.server.stateless`),
+        through the middleware when there is any."""
+        chain = self._chain
+        if chain is None:
+            return await self._answer(ctx)
+        return await chain(Call(self, "request", ctx.method, ctx.params, ctx, ctx.session))
+
+    async def _after_middleware(self, call: Call) -> Any:
+        if call.request is None:
+            assert call.session is not None
+            return await self._notified(call.session, call.method, call.params)
+        request = call.request
+        if call.params is not request.params:
+            request.params = call.params
+        return await self._answer(request)
+
+    async def _answer(self, ctx: RequestContext) -> Any:
         session = ctx.session
         if session is None:
             return await self._stateless.handle(ctx, self._requests.get(ctx.method))
@@ -577,6 +617,13 @@ class Server:
         return result
 
     async def handle_notification(self, session: Session, method: str, params: Any) -> None:
+        chain = self._chain
+        if chain is None:
+            await self._notified(session, method, params)
+        else:
+            await chain(Call(self, "notification", method, params, None, session))
+
+    async def _notified(self, session: Session, method: str, params: Any) -> None:
         if method == "notifications/initialized":
             self._sessions.wake(session)  # deliver what changed during the handshake
         handler = self._notification_handlers.get(method)
