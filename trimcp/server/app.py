@@ -818,22 +818,41 @@ class Server:
         """
         await self._sessions.deliver(session, task_status=task_status)
 
+    async def serve_stream(
+        self,
+        transport: Transport,
+        *,
+        options: SessionOptions | None = None,
+        task_status: trio.TaskStatus[Session | None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve one connection (stdio, or any message stream) in the era its first
+        request asks for: a session (``initialize``), or stateless 2026-07-28 requests.
+
+        Reports readiness at once (with None). The lifespan is entered first unless it
+        already runs. Cancellation: a session closes with the engine's bounded close
+        sequence; 2026 requests are cancelled.
+        """
+        from trimcp.session.stateless_stream import serve_either_era
+
+        async with self.open_lifespan():
+            await serve_either_era(transport, self, options=options, task_status=task_status)
+
     async def serve_stdio(
         self,
         *,
         options: SessionOptions | None = None,
-        task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED,
+        task_status: trio.TaskStatus[Session | None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Serve one session on this process's stdin/stdout until the client goes away.
+        """Serve this process's stdin/stdout until the client goes away, in the era its
+        first request asks for (see :meth:`serve_stream`).
 
         While serving, anything printed to stdout goes to stderr instead (stdout carries
-        the protocol). Cancellation: closes the session, bounded as for
-        :meth:`serve_session`.
+        the protocol). Cancellation: as for :meth:`serve_stream`.
         """
         from trimcp.transports.stdio import open_stdio_server_transport
 
         async with open_stdio_server_transport() as transport:
-            await self.serve_session(transport, options=options, task_status=task_status)
+            await self.serve_stream(transport, options=options, task_status=task_status)
 
     def run(
         self,

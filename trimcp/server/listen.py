@@ -176,13 +176,14 @@ class ListenHub:
     ) -> None:
         idle_deadline = trio.current_time() + self.idle_timeout
         outlet = ctx.outlet
-        while not self._closing:
+        while not self._closing and not ctx.end_requested:
             wait = idle_deadline - trio.current_time()
             if self.keepalive is not None:
                 wait = min(wait, self.keepalive)
+            ctx.end_wakeup = listener.wakeup
             with trio.move_on_after(max(wait, 0.0)):
                 await listener.wakeup.wait()
-            if self._closing:
+            if self._closing or ctx.end_requested:
                 return
             if not listener.wakeup.is_set():
                 if trio.current_time() >= idle_deadline:

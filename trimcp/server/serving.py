@@ -215,7 +215,8 @@ async def _serve_stdio(
     announce(f"serving {label_of(server)} over stdio")
     async with open_stdio_server_transport() as transport:
         wire = wrap(transport) if wrap is not None else transport
-        own = getattr(server, "serve_session", None)
+        # A trimcp.Server serves either era on stdio (the first request decides).
+        own = getattr(server, "serve_stream", None) or getattr(server, "serve_session", None)
         if callable(own):
             await own(wire, options=options)
         else:

@@ -48,6 +48,8 @@ class RequestContext:
         "_negotiated",
         "cancel_scope",
         "cancelled_by_peer",
+        "end_requested",
+        "end_wakeup",
         "method",
         "outlet",
         "params",
@@ -92,6 +94,19 @@ class RequestContext:
         self.principal = principal
         #: W3C trace context from the request's ``_meta`` (2026-07-28), if any.
         self.trace = trace
+        #: The transport asked this (long-lived) request to end gracefully, with a result
+        #: (a listen stream whose connection is winding down); see :meth:`request_end`.
+        self.end_requested = False
+        #: Set by :meth:`request_end`: what a long-lived handler waits on to notice it.
+        self.end_wakeup: trio.Event | None = None
+
+    def request_end(self) -> None:
+        """Ask a long-lived request to finish with its result (unlike a cancel, which ends
+        it without one). Handlers that run until told (``subscriptions/listen``) check
+        ``end_requested`` whenever ``end_wakeup`` fires."""
+        self.end_requested = True
+        if self.end_wakeup is not None:
+            self.end_wakeup.set()
 
     @property
     def negotiated(self) -> Negotiated | None:

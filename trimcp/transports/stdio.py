@@ -287,12 +287,21 @@ async def serve_stdio(
     *,
     options: SessionOptions | None = None,
     max_message_bytes: int = DEFAULT_MAX_LINE_BYTES,
-    task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED,
+    task_status: trio.TaskStatus[Session | None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve one MCP session on this process's stdin/stdout until the client goes away.
+    """Serve MCP on this process's stdin/stdout until the client goes away.
 
-    Returns when the client closes stdin (or the session is closed). Cancellation: closes
-    the session with the engine's bounded close sequence.
+    A handler that also answers 2026-07-28 requests (``trimcp.Server``) serves the era the
+    first request asks for (readiness is then reported with None); any other serves one
+    session. Returns when the client closes stdin (or the session is closed).
+    Cancellation: closes the session with the engine's bounded close sequence (2026
+    requests are cancelled).
     """
+    from trimcp.session.stateless import StatelessHandler
+    from trimcp.session.stateless_stream import serve_either_era
+
     async with open_stdio_server_transport(max_message_bytes=max_message_bytes) as transport:
-        await serve_session(transport, handler, options=options, task_status=task_status)
+        if isinstance(handler, StatelessHandler):
+            await serve_either_era(transport, handler, options=options, task_status=task_status)
+        else:
+            await serve_session(transport, handler, options=options, task_status=task_status)

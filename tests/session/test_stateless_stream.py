@@ -1,0 +1,185 @@
+"""One message stream (stdio), either era: the first request decides (in memory, autojump)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+import trio.testing
+
+from trimcp import Context, Server
+from trimcp.protocol import modern
+from trimcp.transports.base import Outgoing
+from trimcp.transports.memory import MemoryTransport, memory_transport_pair
+
+V = "2026-07-28"
+META = {modern.META_PROTOCOL_VERSION: V,
+        modern.META_CLIENT_CAPABILITIES: {"elicitation": {}}}
+
+
+class Probe:
+    def __init__(self) -> None:
+        self.started = trio.Event()
+        self.cancelled = trio.Event()
+
+
+def make_server(probe: Probe) -> Server:
+    app = Server("stream", "1.0")
+
+    @app.tool()
+    async def slow(ctx: Context) -> str:
+        probe.started.set()
+        try:
+            await trio.sleep_forever()
+        finally:
+            probe.cancelled.set()
+        return "never"
+
+    @app.tool()
+    async def ask(ctx: Context) -> str:
+        outcome = await ctx.elicit(
+            "Name?", {"type": "object", "properties": {"n": {"type": "string"}}}, key="n"
+        )
+        return f"hi {outcome.data['n']}" if outcome.data else "no"
+
+    @app.tool()
+    def echo(text: str) -> str:
+        return text
+
+    return app
+
+
+class Peer:
+    def __init__(self, transport: MemoryTransport) -> None:
+        self.transport = transport
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.transport.send([Outgoing(json.dumps(message).encode())])
+
+    async def request(self, request_id: int, method: str, params: dict[str, Any] | None = None,
+                      *, modern_meta: bool = True) -> None:
+        params = dict(params or {})
+        if modern_meta:
+            params["_meta"] = META
+        await self.send({"jsonrpc": "2.0", "id": request_id, "method": method,
+                         "params": params})
+
+    async def next(self) -> Any:
+        with trio.fail_after(30):
+            return json.loads(await self.transport.receive())
+
+
+@asynccontextmanager
+async def connection(probe: Probe | None = None) -> AsyncIterator[tuple[Server, Peer]]:
+    server = make_server(probe or Probe())
+    client_end, server_end = memory_transport_pair()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve_stream, server_end)
+        yield server, Peer(client_end)
+        await client_end.aclose()
+
+
+async def test_a_2026_first_request_makes_the_stream_stateless(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with connection() as (_, peer):
+        await peer.request(1, "server/discover")
+        found = await peer.next()
+        assert found["result"]["supportedVersions"][0] == V
+        assert found["result"]["_meta"][modern.META_SERVER_INFO]["name"] == "stream"
+        await peer.request(2, "tools/call", {"name": "echo", "arguments": {"text": "x"}})
+        assert (await peer.next())["result"]["content"][0]["text"] == "x"
+        # The era is the connection's: a session-era handshake is refused on it.
+        await peer.request(3, "initialize", {"protocolVersion": "2025-11-25",
+                                             "capabilities": {},
+                                             "clientInfo": {"name": "c", "version": "1"}},
+                           modern_meta=False)
+        refused = await peer.next()
+        assert refused["error"]["code"] == -32600
+        assert "2026-07-28" in refused["error"]["message"]
+        await peer.request(4, "ping")
+        assert (await peer.next())["error"]["code"] == -32601
+
+
+async def test_an_initialize_first_makes_it_a_session(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with connection() as (_, peer):
+        await peer.request(0, "initialize", {"protocolVersion": "2025-11-25",
+                                             "capabilities": {},
+                                             "clientInfo": {"name": "c", "version": "1"}},
+                           modern_meta=False)
+        assert (await peer.next())["result"]["protocolVersion"] == "2025-11-25"
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await peer.request(1, "ping", modern_meta=False)
+        assert (await peer.next())["result"] == {}
+        # A 2026 request on that session is refused, and nothing runs.
+        await peer.request(2, "tools/call", {"name": "echo", "arguments": {"text": "x"}})
+        assert (await peer.next())["error"]["code"] == -32600
+
+
+async def test_notifications_cancelled_cancels_that_request_only(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    probe = Probe()
+    async with connection(probe) as (_, peer):
+        await peer.request(1, "tools/call", {"name": "slow"})
+        await probe.started.wait()
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                         "params": {"requestId": 1}})
+        await probe.cancelled.wait()
+        await peer.request(2, "tools/call", {"name": "echo", "arguments": {"text": "after"}})
+        answer = await peer.next()
+        assert answer["id"] == 2  # nothing was sent for request 1
+        assert answer["result"]["content"][0]["text"] == "after"
+
+
+async def test_input_required_over_the_stream(autojump_clock: trio.testing.MockClock) -> None:
+    async with connection() as (_, peer):
+        await peer.request(1, "tools/call", {"name": "ask"})
+        first = (await peer.next())["result"]
+        assert first["resultType"] == "input_required"
+        await peer.request(2, "tools/call", {
+            "name": "ask", "requestState": first["requestState"],
+            "inputResponses": {"n": {"action": "accept", "content": {"n": "Bo"}}},
+        })
+        assert (await peer.next())["result"]["content"][0]["text"] == "hi Bo"
+
+
+async def test_listen_on_the_stream_and_its_end(autojump_clock: trio.testing.MockClock) -> None:
+    async with connection() as (server, peer):
+        await peer.request(5, "subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+        ack = await peer.next()
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        assert ack["params"]["_meta"] == {modern.META_SUBSCRIPTION_ID: 5}
+        server.add_tool(lambda: "x", name="added")
+        changed = await peer.next()
+        assert changed["method"] == "notifications/tools/list_changed"
+        assert changed["params"]["_meta"] == {modern.META_SUBSCRIPTION_ID: 5}
+        # Cancelling the listen request ends it without an answer.
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                         "params": {"requestId": 5}})
+        await peer.request(6, "tools/list")
+        listed = await peer.next()
+        assert listed["id"] == 6
+
+
+async def test_end_of_input_ends_listen_streams_with_their_result(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = make_server(Probe())
+    client_end, server_end = memory_transport_pair()
+    peer = Peer(client_end)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve_stream, server_end)
+        await peer.request(7, "subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+        await peer.next()
+        client_end._send_channel.close()  # the client ends its input (stdin EOF)
+        final = await peer.next()
+        assert final == {"jsonrpc": "2.0", "id": 7, "result": {
+            "resultType": "complete",
+            "_meta": {modern.META_SUBSCRIPTION_ID: 7,
+                      modern.META_SERVER_INFO: {"name": "stream", "version": "1.0"}}}}

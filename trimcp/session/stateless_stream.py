@@ -1,0 +1,301 @@
+"""One message stream (stdio), either era: the first request decides.
+
+:func:`serve_either_era` reads the first message of a connection. A request carrying the
+2026-07-28 ``_meta`` envelope makes the whole connection stateless
+(:func:`serve_stateless_stream`); anything else (``initialize``, as every session-era client
+starts) hands the connection, that first message included, to the session engine. One
+server process therefore serves clients of both eras, each connection in its own.
+
+A stateless stream has no session: each request runs in its own task and cancel scope
+(:mod:`trimcp.session.stateless`), ``notifications/cancelled`` cancels the request it
+names (nothing more is sent for it), and one writer task writes answers and notifications
+in order. Bounded: at most ``max_in_flight`` requests run at once (past it the reader
+waits), the outbox holds ``outbox_size`` messages (writers wait), and at end of input the
+requests still running get ``shutdown_grace`` seconds (listen streams end gracefully at
+once), then are cancelled; what was answered is flushed within ``flush_timeout``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import trio
+
+from trimcp import serde
+from trimcp.errors import INVALID_REQUEST, McpError
+from trimcp.protocol import modern
+from trimcp.protocol.jsonrpc import (
+    InvalidMessage,
+    Notification,
+    Request,
+    RequestId,
+    classify,
+    dump_json,
+    encode_error,
+    notification_object,
+    parse_json,
+)
+from trimcp.session.context import RequestContext
+from trimcp.session.engine import Session, serve_session
+from trimcp.session.options import SessionOptions
+from trimcp.session.stateless import RequestRefused, StatelessHandler, prepare, run_request
+from trimcp.transports.base import Decoded, MessageTooLarge, Outgoing, Transport
+
+logger = logging.getLogger("trimcp.session")
+
+_PEER_GONE = (trio.BrokenResourceError, trio.ClosedResourceError)
+
+
+def _decode(raw: bytes | Decoded) -> Any:
+    return raw.value if isinstance(raw, Decoded) else parse_json(raw)
+
+
+def starts_stateless(raw: bytes | Decoded) -> bool:
+    """Whether a connection's first message is a 2026-07-28 request."""
+    try:
+        value = _decode(raw)
+    except InvalidMessage:
+        return False
+    return (
+        type(value) is dict and "id" in value and "method" in value
+        and modern.is_modern(value.get("params"))
+    )
+
+
+class _Replay:
+    """A transport whose first ``receive`` returns a message already read."""
+
+    def __init__(self, transport: Transport, first: bytes | Decoded) -> None:
+        self._transport = transport
+        self._first: bytes | Decoded | None = first
+
+    async def receive(self) -> bytes | Decoded:
+        first = self._first
+        if first is not None:
+            self._first = None
+            return first
+        return await self._transport.receive()
+
+    async def send(self, messages: list[Outgoing]) -> None:
+        await self._transport.send(messages)
+
+    async def aclose(self) -> None:
+        await self._transport.aclose()
+
+
+async def serve_either_era(
+    transport: Transport,
+    handler: StatelessHandler,
+    *,
+    options: SessionOptions | None = None,
+    task_status: trio.TaskStatus[Session | None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``transport`` in the era its first message asks for (see the module docstring).
+
+    Reports readiness at once (with None: which era is not known yet). Returns when the
+    peer ends its input (or the session closes). Cancellation: a session closes with the
+    engine's bounded close sequence; a stateless stream cancels its requests.
+    """
+    task_status.started(None)
+    try:
+        first = await transport.receive()
+    except trio.EndOfChannel:
+        return
+    except MessageTooLarge as exc:
+        # Say so and let the session engine read on (a session-era client, most likely).
+        await transport.send([Outgoing(encode_error(None, exc))])
+        first = await transport.receive()
+    if starts_stateless(first):
+        await serve_stateless_stream(transport, handler, first, options=options)
+    else:
+        await serve_session(_Replay(transport, first), handler, options=options)
+
+
+class _StreamOutlet:
+    """Notifications of one request, written through the stream's outbox."""
+
+    __slots__ = ("_stream", "ctx")
+
+    def __init__(self, stream: _Stream) -> None:
+        self._stream = stream
+        self.ctx: RequestContext | None = None
+
+    async def send_notification(
+        self, method: str, params: Any = None, *, related_request_id: RequestId | None = None
+    ) -> None:
+        ctx = self.ctx
+        if ctx is not None and ctx.cancelled_by_peer:
+            return  # the client cancelled it: nothing more is sent for it
+        raw = params if params is None or type(params) is dict else serde.unstructure(params)
+        await self._stream.write(dump_json(notification_object(method, raw)), related_request_id)
+
+
+class _Stream:
+    def __init__(self, transport: Transport, handler: StatelessHandler,
+                 options: SessionOptions) -> None:
+        self.transport = transport
+        self.handler = handler
+        self.options = options
+        self.server_info = serde.unstructure(getattr(handler, "info", None))
+        self.outbox_send, self.outbox_recv = trio.open_memory_channel[Outgoing](
+            options.outbox_size
+        )
+        self.contexts: dict[RequestId, RequestContext] = {}
+        self.starting: set[RequestId] = set()
+        self.capacity = trio.Event()
+        self.idle = trio.Event()
+        self.idle.set()
+
+    async def write(self, data: bytes, related: RequestId | None = None) -> None:
+        try:
+            await self.outbox_send.send(Outgoing(data, related))
+        except _PEER_GONE:
+            logger.debug("dropped an outgoing message: the stream is closed")
+
+    async def writer(self) -> None:
+        async for first in self.outbox_recv:
+            batch = [first]
+            while True:
+                try:
+                    batch.append(self.outbox_recv.receive_nowait())
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+            try:
+                await self.transport.send(batch)
+            except _PEER_GONE:
+                logger.debug("the peer is gone; %d messages not written", len(batch))
+                return
+
+    def busy(self) -> int:
+        return len(self.contexts) + len(self.starting)
+
+    async def receive_one(self, raw: bytes | Decoded, nursery: trio.Nursery) -> None:
+        try:
+            value = _decode(raw)
+            if type(value) is list:
+                raise InvalidMessage(INVALID_REQUEST, "Invalid request: 2026-07-28 has no batches")
+            message = classify(value)
+        except InvalidMessage as exc:
+            if exc.replyable:
+                await self.write(encode_error(exc.request_id, exc))
+            return
+        if type(message) is Notification:
+            self._on_notification(message)
+        elif type(message) is Request:
+            await self._on_request(message, nursery)
+        else:
+            logger.debug("ignored a response from the client (2026 servers send no requests)")
+
+    def _on_notification(self, note: Notification) -> None:
+        if note.method != "notifications/cancelled":
+            return
+        request_id = (note.params or {}).get("requestId")
+        if not (type(request_id) is int or type(request_id) is str):
+            return
+        ctx = self.contexts.get(request_id)
+        if ctx is not None:
+            ctx.cancelled_by_peer = True
+            ctx.cancel_scope.cancel()
+
+    async def _on_request(self, request: Request, nursery: trio.Nursery) -> None:
+        request_id = request.id
+        if request_id in self.contexts or request_id in self.starting:
+            await self.write(encode_error(request_id, McpError(
+                INVALID_REQUEST, f"Invalid request: id {request_id!r} is already in use")))
+            return
+        if not modern.is_modern(request.params) and request.method == "initialize":
+            await self.write(encode_error(request_id, McpError(
+                INVALID_REQUEST,
+                "Invalid request: this connection began with a 2026-07-28 request, so it "
+                "serves 2026-07-28 only; start a new connection to use initialize",
+            )))
+            return
+        while self.busy() >= self.options.max_in_flight:
+            self.capacity = trio.Event()
+            await self.capacity.wait()
+        self.starting.add(request_id)
+        self.idle = trio.Event() if self.idle.is_set() else self.idle
+        nursery.start_soon(self._run, request)
+
+    async def _run(self, request: Request) -> None:
+        request_id = request.id
+        outlet = _StreamOutlet(self)
+
+        def started(ctx: RequestContext) -> None:
+            self.starting.discard(request_id)
+            self.contexts[request_id] = ctx
+            outlet.ctx = ctx
+
+        try:
+            try:
+                prepared = prepare(self.handler, request)
+            except RequestRefused as refused:
+                await self.write(refused.encode(), request_id)
+                return
+            timeout = (
+                None if request.method == "subscriptions/listen"
+                else self.options.handler_timeout
+            )
+            answer = await run_request(
+                self.handler, prepared, outlet, timeout=timeout, on_start=started
+            )
+            data = answer.encode(self.server_info)
+            if data is not None:
+                await self.write(data, request_id)
+        finally:
+            self.starting.discard(request_id)
+            self.contexts.pop(request_id, None)
+            self.capacity.set()
+            if not self.busy():
+                self.idle.set()
+
+    async def wind_down(self) -> None:
+        """End of input: listen streams end, the rest get the grace period, then cancel."""
+        for ctx in list(self.contexts.values()):
+            ctx.request_end()
+        with trio.move_on_after(self.options.shutdown_grace):
+            await self.idle.wait()
+        for ctx in list(self.contexts.values()):
+            ctx.cancel_scope.cancel()
+        with trio.move_on_after(self.options.shutdown_grace):
+            await self.idle.wait()
+
+
+async def serve_stateless_stream(
+    transport: Transport,
+    handler: StatelessHandler,
+    first: bytes | Decoded | None = None,
+    *,
+    options: SessionOptions | None = None,
+) -> None:
+    """Serve 2026-07-28 requests from ``transport`` until the peer ends its input.
+
+    ``first``: a message already read from it. Bounds and shutdown: see the module
+    docstring. Cancellation: every running request is cancelled; nothing more is written.
+    """
+    stream = _Stream(transport, handler, options or SessionOptions())
+    try:
+        async with trio.open_nursery() as writers:
+            writers.start_soon(stream.writer)
+            async with trio.open_nursery() as requests:
+                if first is not None:
+                    await stream.receive_one(first, requests)
+                while True:
+                    try:
+                        raw = await transport.receive()
+                    except trio.EndOfChannel:
+                        break
+                    except _PEER_GONE:
+                        break
+                    except MessageTooLarge as exc:
+                        await stream.write(encode_error(None, exc))
+                        continue
+                    await stream.receive_one(raw, requests)
+                await stream.wind_down()
+            # The writer drains what was answered, then ends (bounded).
+            stream.outbox_send.close()
+            writers.cancel_scope.deadline = trio.current_time() + stream.options.flush_timeout
+    finally:
+        with trio.CancelScope(shield=True), trio.move_on_after(stream.options.close_timeout):
+            await transport.aclose()
