@@ -1,16 +1,19 @@
 """Example messages from the MCP documents and schema round-trip through the converter.
 
 Two sources: every example under ``tests/data/schema/2026-07-28/examples`` (one folder per
-schema type), and the JSON quoted in the reference documents in ``/work/shared/seeds``
-(skipped when that folder is absent). A whole JSON-RPC message is checked by its ``params``
-(typed by the method registry), its ``result`` (typed by the registry entry of the request
-it answers) or its ``error``; loose objects (a content block, a capabilities object) by
-their shape. Examples we cannot use are in ``UNUSABLE`` with the reason; they are expected
-to fail, strictly, so the list stays exact.
+schema type), and the JSON quoted in the reference documents in ``../shared/seeds`` next to
+the repository (or ``$TRIMCP_SEEDS``; skipped when absent, but a failure under ``CI``). A
+whole JSON-RPC message is checked by its ``params`` (typed by the method registry), its
+``result`` (typed by the registry entry of the request it answers) or its ``error``; loose
+objects (a content block, a capabilities object) by their shape. Examples we cannot use are
+in ``UNUSABLE`` with the reason; they are expected to fail, strictly, so the list stays
+exact.
 """
 
 import json
+import os
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +26,11 @@ from trimcp.protocol.methods import lookup
 from trimcp.serde import ShapeError, structure, unstructure
 
 EXAMPLES = Path(__file__).parent / "data" / "schema" / "2026-07-28" / "examples"
-SEEDS = Path("/work/shared/seeds")
+ROOT = Path(__file__).resolve().parents[1]
+#: The reference documents sit next to the repository (``../shared/seeds`` from its root);
+#: ``TRIMCP_SEEDS`` points elsewhere (e.g. from a second worktree of the repository).
+SEEDS = Path(os.environ.get("TRIMCP_SEEDS") or ROOT.parent / "shared" / "seeds")
+SEEDS_MISSING = f"the reference documents are not at {SEEDS} (set TRIMCP_SEEDS)"
 
 UNUSABLE = {
     "001#7:some_method": "a placeholder method in the base protocol text",
@@ -173,9 +180,18 @@ def test_draft_example_roundtrips(cls: Any, data: Any) -> None:
     check_roundtrip(cls, data)
 
 
-@pytest.mark.skipif(not SEEDS.is_dir(), reason="reference documents not available")
+def require_seeds() -> None:
+    """Skip without the reference documents, except under CI (``CI`` set): there a
+    missing folder fails instead of silently skipping 100 cases."""
+    if not SEEDS.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"{SEEDS_MISSING}; CI must provide them")
+        pytest.skip(SEEDS_MISSING)
+
+
 @pytest.mark.parametrize(("cls", "data"), SEED)
 def test_seed_example_roundtrips(cls: Any, data: Any) -> None:
+    require_seeds()
     check_roundtrip(cls, data)
 
 
@@ -184,12 +200,23 @@ def test_every_draft_example_is_used() -> None:
     assert used == {f"{p.parent.name}/{p.stem}" for p in EXAMPLES.glob("*/*.json")}
 
 
-@pytest.mark.skipif(not SEEDS.is_dir(), reason="reference documents not available")
 def test_seed_examples_are_found() -> None:
     """Every unusable example is still found; a drop in count means extraction broke."""
+    require_seeds()
     ids = [param.id for param in SEED]
     assert set(UNUSABLE) <= set(ids)
     per_document: dict[str, int] = {}
     for where in ids:
         per_document[where[:3]] = per_document.get(where[:3], 0) + 1
     assert per_document == {"000": 3, "001": 64, "002": 4, "003": 24, "004": 7}
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [("true", "failed"), ("", "skipped")])
+def test_missing_seeds_fail_under_ci_and_skip_elsewhere(
+    ci: str, outcome: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(sys.modules[__name__], "SEEDS", tmp_path / "absent")
+    monkeypatch.setenv("CI", ci)
+    expected = pytest.fail.Exception if outcome == "failed" else pytest.skip.Exception
+    with pytest.raises(expected, match="reference documents"):
+        require_seeds()

@@ -11,8 +11,10 @@
   and still all 33 at ``--spec-version 2025-11-25``.
 
 ``setup.sh`` installs the pinned suite and Node 22 through npm on first use (cached under
-``.cache/conformance``). Skipped only when npm is not installed; any other setup failure
-fails. Select these tests with ``-m conformance``. Every subprocess wait is bounded.
+``.cache/conformance``). Skipped only when npm is not installed, and then only outside CI
+(under ``CI`` a missing npm fails); any other setup failure fails. The tests of the baseline
+files and of the client's refusal need no npm and always run. Select these tests with ``-m
+conformance``. Every subprocess wait is bounded.
 """
 
 from __future__ import annotations
@@ -68,12 +70,9 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 TOTAL = re.compile(r"^Total: (\d+) passed, (\d+) failed$", re.MULTILINE)
 SCENARIO_LINE = re.compile(r"^([✓✗]) (\S+): (\d+) passed, (\d+) failed$", re.MULTILINE)
 
-pytestmark = [
-    pytest.mark.conformance,
-    pytest.mark.skipif(
-        shutil.which("npm") is None, reason="npm is not installed: cannot install the suite"
-    ),
-]
+# The npm check is in the suite fixtures: the tests that need no npm (the baseline files,
+# the client's own refusal) always run.
+pytestmark = [pytest.mark.conformance]
 
 
 def read_expected_failures(path: Path = EXPECTED_FAILURES) -> dict[str, list[str]]:
@@ -124,7 +123,17 @@ def suite_env(version: str | None) -> dict[str, str]:
     return env
 
 
+def require_npm() -> None:
+    """Skip without npm, except under CI (``CI`` set), where a missing peer fails."""
+    if shutil.which("npm") is None:
+        reason = "npm is not installed: cannot install the conformance suite"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason} (CI must provide npm)")
+        pytest.skip(reason)
+
+
 def install_suite(version: str | None) -> None:
+    require_npm()
     done = subprocess.run(
         [str(HERE / "setup.sh"), "--quiet"],
         capture_output=True,
@@ -354,3 +363,14 @@ def test_conformance_client_refuses_an_unknown_scenario() -> None:
     )
     assert done.returncode == 2
     assert "unknown scenario" in done.stderr
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [("true", "failed"), ("", "skipped")])
+def test_a_missing_npm_fails_under_ci_and_skips_elsewhere(
+    ci: str, outcome: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setenv("CI", ci)
+    expected = pytest.fail.Exception if outcome == "failed" else pytest.skip.Exception
+    with pytest.raises(expected, match="npm is not installed"):
+        install_suite(None)
