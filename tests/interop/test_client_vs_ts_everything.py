@@ -10,9 +10,9 @@ close (the child exits by itself; the HTTP session is DELETEd).
 Every test runs once per transport (the ``peer`` fixture, ``ts_everything/conftest.py``).
 A real subprocess, so the real clock: waits are bounded and wake on events, nothing sleeps.
 
-Not tested, as the server does not offer it to trimcp's client: the task-based tools
-(``simulate-research-query`` answers with a task only when asked to; the ``*-async`` tools
-need the client's ``tasks`` capability, which trimcp does not declare).
+Tasks (``simulate-research-query`` as a task) are in test_client_tasks_vs_ts_everything.py;
+the ``*-async`` tools need the client to run tasks itself, which trimcp's client does not
+declare.
 """
 
 from __future__ import annotations
