@@ -1,0 +1,210 @@
+"""Bad input for tasks: unknown and foreign task ids, tasks/result before completion,
+cancel after completion, TTL 0 and huge TTLs, malformed params, poll storms."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from tests.tasks.helpers import make_app, serve
+from trimcp.errors import INVALID_PARAMS, INVALID_REQUEST, McpError, RequestTimeout
+from trimcp.server.tasks import TaskOptions
+from trimcp.testing import open_test_client
+from trimcp.types import (
+    CallToolRequestParams,
+    CancelTaskRequestParams,
+    GetTaskPayloadRequestParams,
+    GetTaskRequestParams,
+    Implementation,
+    TaskMetadata,
+)
+
+METHODS = {
+    "tasks/get": GetTaskRequestParams,
+    "tasks/result": GetTaskPayloadRequestParams,
+    "tasks/cancel": CancelTaskRequestParams,
+}
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+async def test_unknown_task_id(method: str) -> None:
+    app = make_app()
+    async with serve(app) as client:
+        for task_id in ("nope", "", "x" * 10_000, "\u00e9\U0001f600"):
+            with pytest.raises(McpError) as error:
+                await client.session.send_request(method, METHODS[method](task_id=task_id))
+            assert error.value.code == INVALID_PARAMS
+            assert error.value.message == "Failed to retrieve task: Task not found"
+        # A lone surrogate never reaches the tasks code: the core refuses the message.
+        with pytest.raises(McpError) as error:
+            await client.session.send_request(method, METHODS[method](task_id="\udc80"))
+        assert error.value.code == INVALID_REQUEST
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+async def test_malformed_task_id(method: str) -> None:
+    app = make_app()
+    async with serve(app) as client:
+        for params in ({}, {"taskId": 7}, {"taskId": None}, {"taskId": ["a"]}):
+            with pytest.raises(McpError) as error:
+                await client.session.send_request(method, params)
+            assert error.value.code == INVALID_PARAMS
+        await client.ping()  # the session goes on
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+async def test_another_principals_task_id_looks_unknown(
+    method: str, autojump_clock: trio.abc.Clock
+) -> None:
+    app = make_app(task_owner=lambda ctx: ctx.client_info.name)
+    async with serve(app, client_info=Implementation(name="alice", version="1")) as alice:
+        handle = await alice.call_tool_as_task("sleep", {"seconds": 10})
+        async with open_test_client(
+            app, client_info=Implementation(name="mallory", version="1")
+        ) as mallory:
+            with pytest.raises(McpError) as error:
+                await mallory.session.send_request(method, METHODS[method](task_id=handle.task_id))
+            assert error.value.code == INVALID_PARAMS
+            assert error.value.message == "Failed to retrieve task: Task not found"
+            assert (await mallory.list_tasks()).tasks == []
+        # Untouched: Alice's task still runs and completes.
+        assert (await handle.result()).content[0].text == "slept 10"  # type: ignore[union-attr]
+
+
+async def test_tasks_bound_to_the_request_principal_by_default() -> None:
+    from trimcp.server.tasks.methods import default_owner
+
+    class FakeAuth:
+        issuer, subject, client_id = "https://as", "alice", "app"
+
+    class Ctx:
+        auth = FakeAuth()
+
+    assert default_owner(Ctx()) == "https://as\x1falice\x1fapp"  # type: ignore[arg-type]
+
+
+async def test_tasks_result_before_completion_blocks_within_the_request_timeout(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    app = make_app()
+    async with serve(app) as client:
+        handle = await client.call_tool_as_task("sleep", {"seconds": 100})
+        start = trio.current_time()
+        with pytest.raises(RequestTimeout):
+            await client.session.send_request(
+                "tasks/result", GetTaskPayloadRequestParams(task_id=handle.task_id), timeout=5
+            )
+        assert trio.current_time() - start == pytest.approx(5)
+        # The server dropped the waiting handler; the task itself goes on.
+        await trio.testing.wait_all_tasks_blocked()
+        assert app.tasks.live_count() == 1
+        raw = await client.session.send_request(
+            "tasks/result", GetTaskPayloadRequestParams(task_id=handle.task_id), timeout=None
+        )
+        assert raw["content"][0]["text"] == "slept 100"
+        assert trio.current_time() - start == pytest.approx(100)
+
+
+async def test_ttl_zero_and_huge_ttls_are_clamped() -> None:
+    app = make_app(TaskOptions(min_ttl=2, max_ttl=3600))
+    async with serve(app) as client:
+        for requested, granted in ((0, 2000), (-5, 2000), (1, 2000), (10**15, 3_600_000)):
+            params = CallToolRequestParams(
+                name="sleep", arguments={"seconds": 0}, task=TaskMetadata(ttl=requested)
+            )
+            created = await client.session.send_request("tools/call", params)
+            assert created.task.ttl == granted
+        # No ttl asked: the default.
+        handle = await client.call_tool_as_task("sleep", {"seconds": 0})
+        assert handle.status.ttl == round(TaskOptions().default_ttl * 1000)
+
+
+async def test_bad_ttl_types_are_invalid_params() -> None:
+    app = make_app()
+    async with serve(app) as client:
+        for ttl in ("10", True, 1.5, [1]):
+            with pytest.raises(McpError) as error:
+                await client.session.send_request(
+                    "tools/call",
+                    {"name": "sleep", "arguments": {"seconds": 0}, "task": {"ttl": ttl}},
+                )
+            assert error.value.code == INVALID_PARAMS
+
+
+def test_task_options_refuse_nonsense() -> None:
+    for kwargs in (
+        {"min_ttl": 0},
+        {"min_ttl": 10, "default_ttl": 5},
+        {"default_ttl": 10, "max_ttl": 5},
+        {"max_running": 0},
+        {"poll_interval": 0},
+        {"shutdown_grace": -1},
+    ):
+        with pytest.raises(ValueError, match=r"TaskOptions|must be"):
+            TaskOptions(**kwargs)  # type: ignore[arg-type]
+
+
+async def test_too_many_running_tasks_are_refused(autojump_clock: trio.abc.Clock) -> None:
+    app = make_app(TaskOptions(max_running=3))
+    async with serve(app) as client:
+        handles = [await client.call_tool_as_task("sleep", {"seconds": 10}) for _ in range(3)]
+        with pytest.raises(McpError, match="Too many running tasks"):
+            await client.call_tool_as_task("sleep", {"seconds": 10})
+        await handles[0].cancel()
+        await trio.testing.wait_all_tasks_blocked()
+        await client.call_tool_as_task("sleep", {"seconds": 10})  # room again
+
+
+async def test_a_full_store_refuses_new_tasks() -> None:
+    from trimcp.server.tasks import MemoryTaskStore
+
+    app = make_app(task_store=MemoryTaskStore(max_tasks=2))
+    async with serve(app) as client:
+        await client.call_tool_as_task("sleep", {"seconds": 0})
+        await client.call_tool_as_task("sleep", {"seconds": 0})
+        with pytest.raises(McpError, match="at most 2 tasks"):
+            await client.call_tool_as_task("sleep", {"seconds": 0})
+
+
+async def test_poll_storm_is_answered_and_does_not_slow_the_task(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    app = make_app()
+    async with serve(app, max_buffered=256) as client:
+        handle = await client.call_tool_as_task("sleep", {"seconds": 10})
+        start = trio.current_time()
+        answers: list[str] = []
+
+        async def poll(count: int) -> None:
+            for _ in range(count):
+                got = await client.session.send_request(
+                    "tasks/get", GetTaskRequestParams(task_id=handle.task_id)
+                )
+                answers.append(got.status)
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(100):
+                nursery.start_soon(poll, 50)
+            # ...and many blocked tasks/result waiters at once.
+            results: list[Any] = []
+
+            async def wait_result() -> None:
+                results.append(
+                    await client.session.send_request(
+                        "tasks/result",
+                        GetTaskPayloadRequestParams(task_id=handle.task_id),
+                        timeout=None,
+                    )
+                )
+
+            for _ in range(200):
+                nursery.start_soon(wait_result)
+        assert len(answers) == 5000
+        assert set(answers) <= {"working", "completed"}
+        assert len(results) == 200
+        assert trio.current_time() - start == pytest.approx(10)
+        assert len(app.tasks.store) == 1  # type: ignore[arg-type]
+        assert app.tasks.live_count() == 0
