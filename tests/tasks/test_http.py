@@ -1,0 +1,84 @@
+"""Tasks over Streamable HTTP (serve_http on a loopback socket, trimcp's client): the task
+runner is entered with the server's lifespan, so a task outlives the HTTP session that
+created it, its questions reach the next client through ``tasks/result``, and the server's
+shutdown records the tasks it had to cancel.
+
+The real clock runs here; every wait is bounded by ``fail_after`` and no test asserts a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+
+import trimcp
+from tests.tasks import helpers
+from tests.tasks.helpers import make_app
+from trimcp.client import connect_http
+from trimcp.server.tasks import TaskOptions
+from trimcp.transports.http_server import HttpServerConfig, serve_http
+
+BOUND = 30.0
+
+
+@asynccontextmanager
+async def http_server(app: trimcp.Server, **config: Any) -> AsyncIterator[str]:
+    async with trio.open_nursery() as nursery:
+        port: int = await nursery.start(
+            lambda task_status: serve_http(
+                app, port=0, config=HttpServerConfig(**config), task_status=task_status
+            )
+        )
+        yield f"http://127.0.0.1:{port}/mcp"
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("json_response", [False, True], ids=["sse", "json"])
+async def test_task_over_http_with_input(json_response: bool) -> None:
+    app = make_app()
+    with trio.fail_after(BOUND):
+        async with (
+            http_server(app, json_response=json_response) as url,
+            connect_http(
+                url, mode="legacy", elicitation_handler=helpers.answer_elicitation
+            ) as client,
+        ):
+            handle = await client.call_tool_as_task("ask_name")
+            result = await handle.result()
+            assert result.content[0].text == "hello Ada"  # type: ignore[union-attr]
+            quick = await client.call_tool_as_task("sleep", {"seconds": 0})
+            assert (await quick.wait()).status == "completed"
+
+
+async def test_task_outlives_the_http_session_that_created_it() -> None:
+    app = make_app()
+    with trio.fail_after(BOUND):
+        async with http_server(app) as url:
+            async with connect_http(
+                url, mode="legacy", elicitation_handler=helpers.answer_elicitation
+            ) as first:
+                task_id = (await first.call_tool_as_task("ask_name")).task_id
+            # The first session is DELETEd; the task waits for its answer meanwhile.
+            assert app.tasks.live_count() == 1
+            async with connect_http(
+                url, mode="legacy", elicitation_handler=helpers.answer_elicitation
+            ) as second:
+                handle = await second.get_task(task_id)
+                result = await handle.result()
+                assert result.content[0].text == "hello Ada"  # type: ignore[union-attr]
+
+
+async def test_http_server_shutdown_cancels_and_records_running_tasks() -> None:
+    app = make_app(TaskOptions(shutdown_grace=0.1))
+    with trio.fail_after(BOUND):
+        async with http_server(app) as url, connect_http(url, mode="legacy") as client:
+            task_id = (await client.call_tool_as_task("sleep", {"seconds": 3600})).task_id
+    record = await app.tasks.store.get(task_id)
+    assert record is not None
+    assert record.status == "cancelled"
+    assert record.status_message == "The server shut down before the task finished"
+    assert app.tasks.live_count() == 0
