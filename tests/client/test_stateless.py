@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from trimcp import McpError
 from trimcp.client import Client, Era, Subscription, SubscriptionLost
@@ -412,3 +413,100 @@ async def test_listen_refusals() -> None:
     async with legacy.open_client() as client:
         with pytest.raises(LocalProtocolError, match="needs 2026-07-28"):
             client.listen(tools_list_changed=True)
+
+
+def listing(ttl_ms: int | None, *names: str) -> dict[str, Any]:
+    result: dict[str, Any] = {"resultType": "complete", "cacheScope": "private", "tools": [
+        {"name": name, "inputSchema": {"type": "object"}} for name in names]}
+    if ttl_ms is not None:
+        result["ttlMs"] = ttl_ms
+    return result
+
+
+async def test_fresh_results_come_from_the_cache_until_the_ttl_passes(
+    autojump_clock: Any,
+) -> None:
+    server = ScriptedServer(protocol_version=V2026)
+    server.expect("tools/list").reply(listing(5_000, "a"))
+    server.expect("tools/list").reply(listing(5_000, "b"))
+    server.expect("resources/read", {"uri": "file:///x"}).reply(
+        {"resultType": "complete", "contents": [], "ttlMs": 60_000, "cacheScope": "public"})
+    server.expect("resources/read", {"uri": "file:///y"}).reply(
+        {"resultType": "complete", "contents": [], "ttlMs": 0, "cacheScope": "public"})
+    server.expect("resources/read", {"uri": "file:///y"}).reply(
+        {"resultType": "complete", "contents": []})
+    async with server.open_client() as client:
+        first = await client.list_tools()
+        assert await client.list_tools() is first  # fresh: no request
+        await trio.sleep(4.9)
+        assert await client.list_tools() is first
+        await trio.sleep(0.2)  # now stale: fetched again
+        assert [t.name for t in (await client.list_tools()).tools] == ["b"]
+        await client.read_resource("file:///x")
+        await client.read_resource("file:///x")
+        await client.read_resource("file:///y")  # ttlMs 0: never kept
+        await client.read_resource("file:///y")
+        assert client.cache.hits == 3
+    assert len(server.requests("tools/list")) == 2
+    assert len(server.requests("resources/read")) == 3
+
+
+async def test_change_notifications_empty_the_cache() -> None:
+    server = ScriptedServer(protocol_version=V2026)
+    server.expect("tools/list").reply(listing(60_000, "a"))
+    server.expect("tools/call").notify("notifications/tools/list_changed").reply(done("ok"))
+    server.expect("tools/list").reply(listing(60_000, "a", "b"))
+    server.expect("resources/read").reply(
+        {"resultType": "complete", "contents": [], "ttlMs": 60_000})
+    server.expect("tools/call").notify(
+        "notifications/resources/updated", {"uri": "file:///r"}).reply(done("ok"))
+    server.expect("resources/read").reply(
+        {"resultType": "complete", "contents": [], "ttlMs": 60_000})
+    async with server.open_client() as client:
+        await client.list_tools()
+        await client.call_tool("change")
+        await trio.testing.wait_all_tasks_blocked()  # the notifier task has run
+        names = [t.name for t in (await client.list_tools()).tools]
+        assert names == ["a", "b"]
+        await client.read_resource("file:///r")
+        await client.call_tool("touch")
+        await trio.testing.wait_all_tasks_blocked()
+        await client.read_resource("file:///r")
+
+
+async def test_retried_and_legacy_results_are_not_cached() -> None:
+    server = ScriptedServer(protocol_version=V2026)
+    server.expect("resources/read").reply({"resultType": "input_required", "requestState": "s"})
+    server.expect("resources/read").reply(
+        {"resultType": "complete", "contents": [], "ttlMs": 60_000})
+    server.expect("resources/read").reply(
+        {"resultType": "complete", "contents": [], "ttlMs": 60_000})
+    async with server.open_client(cache_size=8) as client:
+        await client.read_resource("file:///r")  # answered after a retry: not kept
+        await client.read_resource("file:///r")  # kept now
+        await client.read_resource("file:///r")
+    assert len(server.requests("resources/read")) == 3
+    off = ScriptedServer(protocol_version=V2026)
+    off.expect("tools/list").reply(listing(60_000, "a"))
+    off.expect("tools/list").reply(listing(60_000, "a"))
+    async with off.open_client(cache_size=0) as client:
+        await client.list_tools()
+        await client.list_tools()
+
+
+def test_the_cache_is_bounded() -> None:
+    from trimcp.client.cache import ResponseCache, cache_key
+    from trimcp.types import ListToolsResult, PaginatedRequestParams
+
+    cache = ResponseCache(2)
+    for cursor in ("a", "b", "c"):
+        key = cache_key("tools/list", PaginatedRequestParams(cursor=cursor))
+        assert key is not None
+        cache.put(key, ListToolsResult(tools=[], ttl_ms=1000), 0.0)
+    assert len(cache) == 2
+    assert cache.get(("tools/list", '{"cursor":"a"}'), 0.0) is None
+    assert cache.get(("tools/list", '{"cursor":"c"}'), 0.5) is not None
+    assert cache.get(("tools/list", '{"cursor":"c"}'), 1.0) is None  # stale at t + ttl
+    assert cache_key("tools/call", {}) is None
+    with pytest.raises(ValueError, match="max_entries"):
+        ResponseCache(-1)

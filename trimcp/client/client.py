@@ -29,6 +29,7 @@ import attrs
 import trio
 
 from trimcp._version import __version__
+from trimcp.client.cache import DEFAULT_CACHE_ENTRIES, ResponseCache, cache_key
 from trimcp.client.checks import check_str, json_object, string_map, timed_out
 from trimcp.client.errors import ToolOutputError
 from trimcp.client.handlers import (
@@ -138,6 +139,7 @@ class ClientKwargs(HandlerKwargs, total=False):
     log_level: LoggingLevel | None
     max_input_rounds: int
     discover_timeout: float
+    cache_size: int
     max_pages: int
     validate_output: bool
     middleware: Sequence[ClientMiddleware]
@@ -165,6 +167,9 @@ class Client:
     every request's ``_meta``; 2025: one ``logging/setLevel`` after connecting).
     ``max_input_rounds`` bounds the retries of one request that the server keeps
     answering with ``InputRequiredResult``; ``discover_timeout`` bounds the probe.
+    ``cache_size`` bounds the response cache (:attr:`cache`, 0 turns it off): 2026 list
+    and read results the server marks fresh (``ttlMs``) are answered from memory until
+    they go stale or a change notification says otherwise (see :mod:`trimcp.client.cache`).
     ``max_pages`` bounds the ``iter_*`` listings; with ``validate_output`` (default on), a
     tool's ``structuredContent`` is checked against the ``outputSchema`` of its last listing
     (see :mod:`trimcp.client.schema` for the JSON Schema subset). ``middleware`` runs
@@ -182,6 +187,7 @@ class Client:
         log_level: LoggingLevel | None = None,
         max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
         discover_timeout: float = DEFAULT_DISCOVER_TIMEOUT,
+        cache_size: int = DEFAULT_CACHE_ENTRIES,
         max_pages: int = DEFAULT_MAX_PAGES,
         validate_output: bool = True,
         middleware: Sequence[ClientMiddleware] = (),
@@ -212,6 +218,8 @@ class Client:
         self._negotiated: Negotiated | None = None
         self._answer: InitializeResult | DiscoverResult | None = None
         self._tools: dict[str, Tool] = {}
+        #: Fresh 2026 results (``ttlMs``), answered from memory; see :mod:`.cache`.
+        self.cache = ResponseCache(cache_size)
         self._listeners = ListenRouter()
         self._listen_lock = trio.Lock()
         self._task_handles: weakref.WeakValueDictionary[str, TaskHandle] = (
@@ -352,6 +360,7 @@ class Client:
             handle = self._task_handles.get(getattr(params, "task_id", None) or "")
             if handle is not None:
                 handle._notified(params)
+        self.cache.invalidate(method, params)
         self._listeners.route(method, params)
         if method == ACKNOWLEDGED:
             return
@@ -372,27 +381,37 @@ class Client:
         kwargs: dict[str, Any] = {}
         if timeout is not _DEFAULT:
             kwargs["timeout"] = timeout
+        key = None
         if self._era is Era.MODERN:
+            key = cache_key(method, params)
+            if key is not None:
+                cached = self.cache.get(key, trio.current_time())
+                if cached is not None:
+                    return cached
             params = with_meta(params, self._envelope())
         progress = self._progress_callback(method, target, on_progress)
         try:
             if self._chain is None:
-                return await self.session.send_request(
+                result = await self.session.send_request(
                     method,
                     params,
                     on_progress=progress,
                     reset_timeout_on_progress=reset_timeout_on_progress,
                     **kwargs,
                 )
-            call = _Outgoing(self, method, params, target)
-            call.send_options = {
-                "on_progress": progress,
-                "reset_timeout_on_progress": reset_timeout_on_progress,
-                **kwargs,
-            }
-            return await self._chain(call)
+            else:
+                call = _Outgoing(self, method, params, target)
+                call.send_options = {
+                    "on_progress": progress,
+                    "reset_timeout_on_progress": reset_timeout_on_progress,
+                    **kwargs,
+                }
+                result = await self._chain(call)
         except RequestTimeout as exc:
             raise timed_out(exc, method, target, default=timeout is _DEFAULT) from None
+        if key is not None:
+            self.cache.put(key, result, trio.current_time())
+        return result
 
     async def _send(self, call: OutgoingCall) -> Any:
         """The end of the middleware chain: send the request as the middleware left it."""
