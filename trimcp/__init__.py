@@ -48,6 +48,10 @@ _EXPORTS: dict[str, str] = {
     "LoggingMiddleware": "trimcp.server.middleware",
     "RateLimitMiddleware": "trimcp.server.middleware",
     "TimingMiddleware": "trimcp.server.middleware",
+    "CacheHint": "trimcp.server.stateless",
+    "StatelessOptions": "trimcp.server.stateless",
+    "InputOptions": "trimcp.server.input_required",
+    "RequestStateKeyring": "trimcp.server.request_state",
     "LifespanFailed": "trimcp.server.lifespan",
     "LifespanNotRunning": "trimcp.server.lifespan",
     "MemoryTaskStore": "trimcp.server.tasks",
@@ -99,6 +103,7 @@ if TYPE_CHECKING:
     from trimcp.server import PromptMessage as PromptMessage
     from trimcp.server import Server as Server
     from trimcp.server import ToolError as ToolError
+    from trimcp.server.input_required import InputOptions as InputOptions
     from trimcp.server.lifespan import LifespanFailed as LifespanFailed
     from trimcp.server.lifespan import LifespanNotRunning as LifespanNotRunning
     from trimcp.server.lowlevel import LowLevelServer as LowLevelServer
@@ -106,6 +111,9 @@ if TYPE_CHECKING:
     from trimcp.server.middleware import LoggingMiddleware as LoggingMiddleware
     from trimcp.server.middleware import RateLimitMiddleware as RateLimitMiddleware
     from trimcp.server.middleware import TimingMiddleware as TimingMiddleware
+    from trimcp.server.request_state import RequestStateKeyring as RequestStateKeyring
+    from trimcp.server.stateless import CacheHint as CacheHint
+    from trimcp.server.stateless import StatelessOptions as StatelessOptions
     from trimcp.server.tasks import MemoryTaskStore as MemoryTaskStore
     from trimcp.server.tasks import TaskContext as TaskContext
     from trimcp.server.tasks import TaskOptions as TaskOptions

@@ -92,7 +92,7 @@ def principal_key(principal: Hashable | None) -> str:
 def _binding(ctx: RequestContext) -> bytes:
     params = ctx.params
     name = getattr(params, "name", None) or getattr(params, "uri", None) or ""
-    arguments = getattr(params, "arguments", None)
+    arguments = getattr(params, "arguments", None) or {}  # absent and {} are the same call
     return json.dumps(
         [ctx.method, name, digest(arguments), principal_key(ctx.principal)],
         separators=(",", ":"),

@@ -1,0 +1,362 @@
+"""input_required (2026-07-28 MRTR): the sealed requestState, which answers a handler gets,
+and the bad input around them. Driven through the stateless runner, in process."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable
+from typing import Any
+
+import pytest
+
+from trimcp import Context, Server
+from trimcp.protocol import modern
+from trimcp.protocol.jsonrpc import Request
+from trimcp.server.input_required import InputOptions
+from trimcp.server.request_state import (
+    InvalidRequestState,
+    RequestStateKeyring,
+    derive_key,
+)
+from trimcp.server.stateless import StatelessOptions
+from trimcp.session.stateless import RequestRefused, prepare, run_request
+
+CAPS: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
+FORM = {"type": "object", "properties": {"name": {"type": "string"}}}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Outlet:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, Any]] = []
+
+    async def send_notification(self, method: str, params: Any = None, *,
+                                related_request_id: Any = None) -> None:
+        self.sent.append((method, params))
+
+
+def make_server(*, keyring: RequestStateKeyring | None = None, clock: Clock | None = None,
+                max_rounds: int = 8) -> tuple[Server, list[str]]:
+    ran: list[str] = []
+    inputs = InputOptions(keyring=keyring or RequestStateKeyring(), clock=clock or Clock(),
+                          max_rounds=max_rounds)
+    app = Server("inputs", "1.0", stateless=StatelessOptions(inputs=inputs))
+
+    @app.tool()
+    async def greet(ctx: Context, who: str = "") -> str:
+        ran.append(f"greet {who}")
+        answer = await ctx.elicit(f"Name for {who}?", FORM, key="name")
+        return f"hello {answer.data['name'] if answer.data else '?'}"
+
+    @app.tool()
+    async def endless(ctx: Context) -> str:
+        round_no = 0
+        while True:  # asks a new question every round: a handler that never finishes
+            round_no += 1
+            await ctx.elicit(f"Question {round_no}?", FORM, key=f"q{round_no}")
+
+    @app.tool()
+    async def auto_keys(ctx: Context) -> str:
+        first = await ctx.sample("one", max_tokens=5)
+        second = await ctx.sample("two", max_tokens=5)
+        roots = await ctx.list_roots()
+        return f"{first.model}/{second.model}/{len(roots)}"
+
+    @app.tool()
+    async def traced(ctx: Context) -> str:
+        trace = ctx.trace
+        return json.dumps([trace.traceparent, trace.baggage] if trace else None)
+
+    @app.tool()
+    async def asks_twice(ctx: Context) -> str:
+        await ctx.elicit("a", FORM, key="same")
+        await ctx.elicit("b", FORM, key="same")
+        return "never"
+
+    @app.tool()
+    async def needs_sampling(ctx: Context) -> str:
+        await ctx.sample("hi", max_tokens=1)
+        return "sampled"
+
+    return app, ran
+
+
+async def call(app: Server, params: dict[str, Any], *, caps: dict[str, Any] | None = None,
+               principal: Hashable | None = None, method: str = "tools/call",
+               extra_meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    meta = {modern.META_PROTOCOL_VERSION: "2026-07-28",
+            modern.META_CLIENT_CAPABILITIES: CAPS if caps is None else caps,
+            **(extra_meta or {})}
+    request = Request(id=1, method=method, params={**params, "_meta": meta})
+    try:
+        prepared = prepare(app, request)
+    except RequestRefused as refused:
+        decoded: dict[str, Any] = json.loads(refused.encode())
+        return decoded
+    answer = await run_request(app, prepared, Outlet(), principal=principal)
+    data = answer.encode(None)
+    assert data is not None
+    result: dict[str, Any] = json.loads(data)
+    return result
+
+
+def accept(name: str) -> dict[str, Any]:
+    return {"action": "accept", "content": {"name": name}}
+
+
+async def first_round(app: Server, arguments: dict[str, Any] | None = None,
+                      **kwargs: Any) -> dict[str, Any]:
+    reply = await call(app, {"name": "greet", "arguments": arguments or {}}, **kwargs)
+    result: dict[str, Any] = reply["result"]
+    assert result["resultType"] == "input_required"
+    return result
+
+
+async def test_the_retry_runs_the_same_body_with_its_answer() -> None:
+    app, ran = make_server()
+    first = await first_round(app, {"who": "ann"})
+    assert first["inputRequests"] == {"name": {"method": "elicitation/create", "params": {
+        "message": "Name for ann?", "requestedSchema": FORM, "mode": "form"}}}
+    retry = await call(app, {"name": "greet", "arguments": {"who": "ann"},
+                             "requestState": first["requestState"],
+                             "inputResponses": {"name": accept("Ann")}})
+    assert retry["result"]["content"][0]["text"] == "hello Ann"
+    assert ran == ["greet ann", "greet ann"]
+
+
+async def test_state_replayed_for_other_arguments_runs_nothing() -> None:
+    app, ran = make_server()
+    first = await first_round(app, {"who": "ann"})
+    ran.clear()
+    replay = await call(app, {"name": "greet", "arguments": {"who": "bob"},
+                              "requestState": first["requestState"],
+                              "inputResponses": {"name": accept("Bob")}})
+    assert replay["error"]["code"] == -32602
+    assert "issued for another request" in replay["error"]["message"]
+    assert ran == []
+
+
+async def test_state_replayed_on_another_tool_or_method_runs_nothing() -> None:
+    app, ran = make_server()
+    first = await first_round(app)
+    ran.clear()
+    other_tool = await call(app, {"name": "auto_keys", "requestState": first["requestState"]})
+    assert other_tool["error"]["code"] == -32602
+    assert ran == []
+
+
+@pytest.mark.parametrize("mangle", [
+    lambda s: s + "x",
+    lambda s: s[:-4] + ("AAAA" if not s.endswith("AAAA") else "BBBB"),
+    lambda s: "v1.other." + s.split(".", 2)[2],
+    lambda s: "v2." + s.split(".", 1)[1],
+    lambda s: "garbage",
+    lambda s: "",
+])
+async def test_tampered_state_runs_nothing(mangle: Any) -> None:
+    app, ran = make_server()
+    first = await first_round(app)
+    ran.clear()
+    tampered = await call(app, {"name": "greet", "requestState": mangle(first["requestState"]),
+                                "inputResponses": {"name": accept("x")}})
+    assert tampered["error"]["code"] == -32602
+    assert tampered["error"]["data"] == {"path": "params.requestState"}
+    assert ran == []
+
+
+async def test_expired_state_runs_nothing() -> None:
+    clock = Clock()
+    app, ran = make_server(clock=clock)
+    first = await first_round(app)
+    ran.clear()
+    clock.now += 601  # the default state_ttl is 600 s
+    expired = await call(app, {"name": "greet", "requestState": first["requestState"],
+                               "inputResponses": {"name": accept("x")}})
+    assert expired["error"]["code"] == -32602
+    assert "expired" in expired["error"]["message"]
+    assert ran == []
+
+
+async def test_state_is_bound_to_the_principal() -> None:
+    app, ran = make_server()
+    first = await first_round(app, principal="alice")
+    ran.clear()
+    stolen = await call(app, {"name": "greet", "requestState": first["requestState"],
+                              "inputResponses": {"name": accept("x")}}, principal="mallory")
+    assert stolen["error"]["code"] == -32602
+    assert ran == []
+    own = await call(app, {"name": "greet", "requestState": first["requestState"],
+                           "inputResponses": {"name": accept("Al")}}, principal="alice")
+    assert own["result"]["content"][0]["text"] == "hello Al"
+
+
+async def test_answers_to_questions_never_asked_are_ignored() -> None:
+    app, _ran = make_server()
+    first = await first_round(app)
+    again = await call(app, {"name": "greet", "requestState": first["requestState"],
+                             "inputResponses": {"bogus": accept("x"), "other": accept("y")}})
+    # The handler never sees them: its own question is asked again.
+    assert again["result"]["resultType"] == "input_required"
+    assert list(again["result"]["inputRequests"]) == ["name"]
+
+
+async def test_an_answer_is_never_reused_for_another_question() -> None:
+    app, _ = make_server()
+    target = {"file": "a.txt"}
+
+    @app.tool()
+    async def delete(ctx: Context) -> str:
+        # The question depends on server state that can change between rounds.
+        await ctx.elicit(f"Delete {target['file']}?", FORM, key="confirm")
+        return f"deleted {target['file']}"
+
+    first = (await call(app, {"name": "delete"}))["result"]
+    assert first["inputRequests"]["confirm"]["params"]["message"] == "Delete a.txt?"
+    target["file"] = "b.txt"
+    retry = await call(app, {"name": "delete", "requestState": first["requestState"],
+                             "inputResponses": {"confirm": accept("yes")}})
+    # The answer was to "Delete a.txt?": the new question is asked, nothing is deleted.
+    assert retry["result"]["resultType"] == "input_required"
+    assert retry["result"]["inputRequests"]["confirm"]["params"]["message"] == "Delete b.txt?"
+    done = await call(app, {"name": "delete", "requestState": retry["result"]["requestState"],
+                            "inputResponses": {"confirm": accept("yes")}})
+    assert done["result"]["content"][0]["text"] == "deleted b.txt"
+
+
+async def test_invalid_input_responses_are_invalid_params() -> None:
+    app, ran = make_server()
+    for responses in (None, 12, [1], {"name": 12345}, {"name": None}):
+        reply = await call(app, {"name": "greet", "inputResponses": responses})
+        assert reply["error"]["code"] == -32602, responses
+    # An object that is not an ElicitResult for the question asked: -32602 naming the key.
+    wrong = await call(app, {"name": "greet", "inputResponses": {"name": {"action": "maybe"}}})
+    assert wrong["error"]["code"] == -32602
+    assert "inputResponses['name']" in wrong["error"]["message"]
+    assert wrong["error"]["data"]["path"].startswith("params.inputResponses.name")
+    assert ran == ["greet "]
+
+
+async def test_unbounded_rounds_end_with_an_error() -> None:
+    app, _ran = make_server(max_rounds=3)
+    params: dict[str, Any] = {"name": "endless"}
+    reply = await call(app, params)
+    for round_no in range(1, 4):
+        result = reply["result"]
+        assert result["resultType"] == "input_required"
+        key = f"q{round_no}"
+        assert list(result["inputRequests"]) == [key]
+        reply = await call(app, {"name": "endless", "requestState": result["requestState"],
+                                 "inputResponses": {key: accept("x")}})
+    assert reply["error"]["code"] == -32600
+    assert "3 input_required rounds" in reply["error"]["message"]
+
+
+async def test_keys_default_to_the_kind_and_order_asked() -> None:
+    app, _ = make_server()
+    first = (await call(app, {"name": "auto_keys"}))["result"]
+    assert list(first["inputRequests"]) == ["sampling-1"]
+    sample = {"role": "assistant", "content": {"type": "text", "text": "t"}, "model": "m1"}
+    second = (await call(app, {"name": "auto_keys", "requestState": first["requestState"],
+                               "inputResponses": {"sampling-1": sample}}))["result"]
+    assert list(second["inputRequests"]) == ["sampling-2"]
+    third = (await call(app, {"name": "auto_keys", "requestState": second["requestState"],
+                              "inputResponses": {"sampling-2": {**sample, "model": "m2"}}}))
+    assert list(third["result"]["inputRequests"]) == ["roots-1"]
+    done = await call(app, {"name": "auto_keys", "requestState": third["result"]["requestState"],
+                            "inputResponses": {"roots-1": {"roots": []}}})
+    # Answers from earlier rounds travel in the state: round 3 only answered roots.
+    assert done["result"]["content"][0]["text"] == "m1/m2/0"
+
+
+async def test_asking_twice_under_one_key_is_a_server_bug() -> None:
+    app, _ = make_server()
+    first = (await call(app, {"name": "asks_twice"}))["result"]
+    reply = await call(app, {"name": "asks_twice", "requestState": first["requestState"],
+                             "inputResponses": {"same": accept("x")}})
+    assert reply["result"]["isError"] is True
+    assert "already asked" in reply["result"]["content"][0]["text"]
+
+
+async def test_an_undeclared_capability_is_32021_naming_it() -> None:
+    app, _ran = make_server()
+    reply = await call(app, {"name": "needs_sampling"}, caps={})
+    assert reply["error"]["code"] == -32021
+    assert reply["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
+
+
+async def test_input_required_only_on_the_three_methods() -> None:
+    app, _ = make_server()
+
+    @app.prompt()
+    async def asks(ctx: Context) -> str:
+        await ctx.elicit("x", FORM)
+        return "done"
+
+    listed = await call(app, {}, method="tools/list")
+    assert listed["result"]["resultType"] == "complete"
+    prompted = await call(app, {"name": "asks"}, method="prompts/get")
+    assert prompted["result"]["resultType"] == "input_required"
+
+
+async def test_trace_context_reaches_the_handler() -> None:
+    app, _ = make_server()
+    reply = await call(app, {"name": "traced"}, extra_meta={
+        "traceparent": "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01",
+        "baggage": "user=1",
+    })
+    assert json.loads(reply["result"]["content"][0]["text"]) == [
+        "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01", "user=1"]
+
+
+# --- the keyring ----------------------------------------------------------------------------
+
+
+def test_replicas_sharing_a_secret_open_each_others_states() -> None:
+    one = RequestStateKeyring.from_secret("a shared secret of some length")
+    two = RequestStateKeyring.from_secret("a shared secret of some length")
+    token = one.seal(b"payload", b"bound")
+    assert two.open(token, b"bound") == b"payload"
+    with pytest.raises(InvalidRequestState, match="another request"):
+        two.open(token, b"other")
+    stranger = RequestStateKeyring.from_secret("another secret entirely, long")
+    with pytest.raises(InvalidRequestState):
+        stranger.open(token, b"bound")
+
+
+def test_rotation_seals_with_the_new_key_and_still_opens_old_states() -> None:
+    old = RequestStateKeyring({"k1": derive_key("first secret value!!", "k1")})
+    token = old.seal(b"before", b"b")
+    rotated = old.rotated("k2", derive_key("second secret value!", "k2"))
+    assert rotated.current == "k2"
+    assert rotated.open(token, b"b") == b"before"
+    fresh = rotated.seal(b"after", b"b")
+    assert fresh.split(".")[1] == "k2"
+    # Once the old key is dropped, old states no longer open (a clear error).
+    dropped = RequestStateKeyring({"k2": derive_key("second secret value!", "k2")})
+    assert dropped.open(fresh, b"b") == b"after"
+    with pytest.raises(InvalidRequestState, match="no longer holds"):
+        dropped.open(token, b"b")
+
+
+def test_keyring_refuses_bad_keys() -> None:
+    with pytest.raises(ValueError, match="32 bytes"):
+        RequestStateKeyring({"k": b"short"})
+    with pytest.raises(ValueError, match="key id"):
+        RequestStateKeyring({"bad id!": bytes(32)})
+    with pytest.raises(ValueError, match="16 bytes"):
+        derive_key("short")
+    with pytest.raises(ValueError, match="current"):
+        RequestStateKeyring({"a": bytes(32)}, current="b")
+
+
+def test_states_are_encrypted_not_just_signed() -> None:
+    keyring = RequestStateKeyring()
+    token = keyring.seal(b'{"secret answer": "swordfish"}', b"b")
+    assert "swordfish" not in token
