@@ -32,9 +32,10 @@ class SigningKey:
 
     @property
     def public_pem(self) -> bytes:
-        return self.private.public_key().public_bytes(
+        pem: bytes = self.private.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         )
+        return pem
 
     def mint(self, *, headers: Mapping[str, Any] | None = None, **claims: Any) -> str:
         now = int(time.time())

@@ -39,5 +39,6 @@ def test_the_cli_reference_names_every_command() -> None:
     commands = next(
         action.choices for action in parser._actions if action.dest == "command"
     )
+    assert commands is not None
     for name in commands:
         assert f"`trimcp {name}" in page, name

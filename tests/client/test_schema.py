@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]
+import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -182,7 +182,7 @@ class FakeServer:
         while True:
             event = conn.next_event()
             if event is h11.NEED_DATA:
-                conn.receive_data(await stream.receive_some(65536))
+                conn.receive_data(bytes(await stream.receive_some(65536)))
                 continue
             if isinstance(event, h11.ConnectionClosed):
                 return None
@@ -207,6 +207,7 @@ class FakeServer:
 async def fake_server(app: App, *, tls: ssl.SSLContext | None = None) -> AsyncIterator[FakeServer]:
     """Serve ``app`` on 127.0.0.1 (a free port); over TLS when given a server context."""
     server = FakeServer(app)
+    serve: functools.partial[Any]
     if tls is None:
         serve = functools.partial(trio.serve_tcp, server.handle, 0, host="127.0.0.1")
     else:

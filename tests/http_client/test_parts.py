@@ -109,7 +109,7 @@ def test_options() -> None:
             HttpClientOptions(headers=bad)
     for field in ("timeout", "sse_read_timeout", "max_message_bytes", "max_connections"):
         with pytest.raises(ValueError):
-            HttpClientOptions(**{field: 0})
+            HttpClientOptions(**{field: 0})  # type: ignore[arg-type]
 
 
 async def test_pool_replaces_a_stale_keep_alive_connection(autojump_clock: Any) -> None:

@@ -339,6 +339,7 @@ def make_server(log: ServerLog | None = None) -> LowLevelServer:
             log.finished.append(ctx.request_id)
             return text("slow done")
         if name == "notify":
+            assert ctx.session is not None
             for i in range(int(args.get("n", 1))):
                 await ctx.session.send_notification(
                     "notifications/message", {"level": "info", "data": f"note {i}"}

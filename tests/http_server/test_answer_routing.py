@@ -58,7 +58,7 @@ async def test_a_batch_over_the_limit_is_refused_at_once_and_pins_no_id(
     autojump_clock: trio.abc.Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     classified = 0
-    classify = asgi_module.classify
+    classify = vars(asgi_module)["classify"]
 
     def counting_classify(obj: Any) -> Any:
         nonlocal classified
@@ -144,7 +144,7 @@ def _initialized_state(session: Any) -> Any:
             }
         )
     )
-    server_caps = {"tools": {}}
+    server_caps: dict[str, Any] = {"tools": {}}
     conn.send_result(
         "init",
         {
@@ -173,7 +173,7 @@ async def test_a_post_body_is_parsed_once(
 ) -> None:
     # Was: twice (the app, then the engine): a 4 MiB body cost ~+221 MiB of peak memory.
     parses = 0
-    real = asgi_module.parse_json
+    real = vars(asgi_module)["parse_json"]
 
     def counting(data: Any) -> Any:
         nonlocal parses

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal, cast
 
 import h11
 import pytest
@@ -23,6 +23,7 @@ from tests.http_server.helpers import init_request, make_server
 from trimcp.session import SessionHandler
 from trimcp.transports.http_server import serve_http
 
+Engine = Literal["auto", "hypercorn", "lean"]
 BOUND = 30.0
 ACCEPT = "application/json, text/event-stream"
 
@@ -84,7 +85,7 @@ async def serving(engine: str, **kwargs: Any) -> AsyncIterator[Server]:
 
             port = await nursery.start(
                 lambda task_status: serve_http(
-                    factory, port=0, engine=engine, task_status=task_status, **kwargs
+                    factory, port=0, engine=cast(Engine, engine), task_status=task_status, **kwargs
                 )
             )
             server = Server(port)

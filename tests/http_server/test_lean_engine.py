@@ -168,7 +168,7 @@ class Wire:
         while True:
             event = conn.next_event()
             if event is h11.NEED_DATA:
-                conn.receive_data(await self.stream.receive_some(65536))
+                conn.receive_data(bytes(await self.stream.receive_some(65536)))
             elif isinstance(event, h11.InformationalResponse):
                 informational.append(event.status_code)
             elif isinstance(event, h11.Response):
@@ -224,6 +224,8 @@ async def lean_connection(
     **limits: Any,
 ) -> AsyncIterator[tuple[trio.abc.HalfCloseableStream, Watched]]:
     """One lean connection serving ``app``; the block waits for the server to end it."""
+    client: trio.abc.HalfCloseableStream
+    server: trio.abc.HalfCloseableStream
     if lockstep:
         client, server = trio.testing.lockstep_stream_pair()
     else:

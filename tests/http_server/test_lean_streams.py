@@ -74,7 +74,7 @@ async def next_message(client: trio.abc.Stream, decoder: SSEDecoder) -> Any:
             data = await client.receive_some(65536)
             assert data, "the stream ended"
             # Chunked framing: keep only the chunk payloads (small chunks, one per read).
-            decoder.receive_data(_unchunk(data))  # (never empty: b"" would mean EOF)
+            decoder.receive_data(_unchunk(bytes(data)))  # (never empty: b"" would mean EOF)
 
 
 def _unchunk(data: bytes) -> bytes:

@@ -56,6 +56,7 @@ def make_server(fixture: Fixture) -> Server:
             "Name?", {"type": "object", "properties": {"name": {"type": "string"}}},
             key="user_name",
         )
+        assert answer.data is not None
         return f"Hello, {answer.data['name']}!"
 
     @app.tool()

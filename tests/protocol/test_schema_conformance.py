@@ -10,6 +10,7 @@ sender's request/notification union, results as the result type of their method.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from tests.support import NullClient, init_params, make_server
 from trimcp.errors import McpError
 from trimcp.protocol.lifecycle import Role
 from trimcp.session import RequestContext, open_session
+from trimcp.transports.base import Outgoing
 from trimcp.transports.memory import MemoryTransport, memory_transport_pair
 from trimcp.types import (
     CallToolResult,
@@ -52,7 +54,7 @@ def validator(revision: str, definition: str) -> jsonschema.protocols.Validator:
     defs_key = "$defs" if "$defs" in schema else "definitions"
     root = {defs_key: schema[defs_key], "$ref": f"#/{defs_key}/{definition}"}
     cls = jsonschema.validators.validator_for(schema)
-    return cls(root)  # type: ignore[no-any-return]
+    return cls(root)
 
 
 class Recorder:
@@ -65,7 +67,7 @@ class Recorder:
     async def receive(self) -> bytes:
         return await self.inner.receive()
 
-    async def send(self, messages: list[tuple[bytes, Any]]) -> None:
+    async def send(self, messages: Sequence[Outgoing]) -> None:
         self.sent.extend(json.loads(message.data) for message in messages)
         await self.inner.send(messages)
 
@@ -96,6 +98,7 @@ def conformance_server() -> Any:
         if ctx.params.name == "hang":
             await trio.sleep_forever()
         await ctx.report_progress(1, 2, "half")
+        assert ctx.session is not None
         await ctx.session.send_notification(
             "notifications/message", {"level": "info", "data": "called"}
         )

@@ -35,6 +35,7 @@ def build_app() -> Server:
                          ctx: Context) -> list[str]:
         if argument == "owner":
             return [f"{value}-org", f"{value}-user"]
+        assert ctx.client_info is not None
         return [f"{arguments.get('owner', '?')}/{value}", ctx.client_info.name]
 
     @app.prompt()

@@ -336,6 +336,7 @@ async def test_reading_own_resources_and_request_facts(autojump_clock: Any) -> N
 
     @app.tool()
     async def facts_tool(ctx: Context) -> str:
+        assert ctx.session is not None
         facts.append((ctx.server is app, ctx.session.negotiated is not None,
                       ctx.client_capabilities, ctx.cancel_requested,
                       ctx.request_context.method))
@@ -351,7 +352,7 @@ def test_form_building_refuses_what_forms_cannot_hold() -> None:
     with pytest.raises(TypeError, match="Form field 'inner'"):
         build_form(Nested, "2025-11-25")
     with pytest.raises(TypeError, match="attrs class, dataclass"):
-        build_form(int, "2025-11-25")  # type: ignore[arg-type]
+        build_form(int, "2025-11-25")
     with pytest.raises(ValueError, match="multiple-choice"):
         build_form(Order, "2025-06-18")
     with pytest.raises(ValueError, match="Not a valid elicitation schema"):

@@ -110,6 +110,7 @@ async def test_middleware_observes_cancellation_by_the_client(autojump_clock: An
             return await call_next(call)
         except trio.Cancelled:
             assert call.cancel_scope is not None
+            assert call.request is not None
             events.append(f"cancelled {call.name} by peer={call.request.cancelled_by_peer}")
             raise
         finally:

@@ -56,6 +56,7 @@ def build_app() -> Server:
 
     @app.prompt()
     async def whole(ctx: Context) -> GetPromptResult:
+        assert ctx.client_info is not None
         return GetPromptResult(messages=[user_message(f"from {ctx.client_info.name}")],
                                description="custom")
 

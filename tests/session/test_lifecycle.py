@@ -86,6 +86,7 @@ async def test_second_initialize_is_refused_and_state_kept(autojump_clock: Any) 
         assert reply["error"]["code"] == INVALID_REQUEST
         assert session.negotiated is not None
         assert session.negotiated.protocol_version == "2025-03-26"
+        assert session.negotiated.client_info is not None
         assert session.negotiated.client_info.name == "raw"
 
 

@@ -18,11 +18,12 @@ from trimcp.errors import (
     McpError,
 )
 from trimcp.protocol.lifecycle import Role
+from trimcp.server.lowlevel import LowLevelServer
 from trimcp.session import RequestContext, SessionOptions, open_session
 from trimcp.transports.ndjson import NdjsonTransport
 
 
-def echo_server() -> Any:
+def echo_server() -> LowLevelServer:
     server = make_server()
 
     @server.request_handler("echo")

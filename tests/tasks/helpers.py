@@ -40,6 +40,7 @@ def make_app(options: TaskOptions | None = None, **kwargs: Any) -> trimcp.Server
         if outcome.action != "accept":
             return f"no name ({outcome.action})"
         await trio.sleep(1)
+        assert outcome.data is not None
         return f"hello {outcome.data['name']}"
 
     @app.tool(task_support="optional")

@@ -144,7 +144,7 @@ def test_task_options_refuse_nonsense() -> None:
         {"shutdown_grace": -1},
     ):
         with pytest.raises(ValueError, match=r"TaskOptions|must be"):
-            TaskOptions(**kwargs)  # type: ignore[arg-type]
+            TaskOptions(**kwargs)
 
 
 async def test_too_many_running_tasks_are_refused(autojump_clock: trio.abc.Clock) -> None:

@@ -200,8 +200,9 @@ async def test_shutdown_gives_a_grace_period_then_cancels_and_records(
     assert app.tasks.live_count() == 0
     store = app.tasks.store
     records = {task_id: await store.get(task_id) for task_id in (quick, slow, waiting)}
-    assert records[quick] is not None
-    assert records[quick].status == "completed"
+    quick_record = records[quick]
+    assert quick_record is not None
+    assert quick_record.status == "completed"
     for task_id in (slow, waiting):
         record = records[task_id]
         assert record is not None

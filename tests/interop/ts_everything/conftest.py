@@ -37,7 +37,7 @@ import pytest
 import trio
 
 from trimcp.client import Client, ClientKwargs, connect_http, connect_stdio, connect_transport
-from trimcp.transports.base import Outgoing, Transport
+from trimcp.transports.base import Decoded, Outgoing, Transport
 from trimcp.transports.http_client import open_http_client_transport
 from trimcp.transports.stdio import ShutdownTimeouts, open_stdio_client_transport
 
@@ -150,7 +150,7 @@ class Recorder:
         self.inner = inner
         self.sent: Inbox[dict[str, Any]] = Inbox()
 
-    async def receive(self) -> bytes:
+    async def receive(self) -> bytes | Decoded:
         return await self.inner.receive()
 
     async def send(self, messages: list[Outgoing]) -> None:
