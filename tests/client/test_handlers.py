@@ -215,8 +215,9 @@ async def test_a_cancel_from_the_server_cancels_the_sampling_handler(autojump_cl
         raise AssertionError("not reached")
 
     async with client_and_server(RecordingServer(), sampling_handler=slow_sample) as (c, server):
-        with trio.move_on_after(5):
+        with trio.move_on_after(5) as scope:
             await server.send_request("sampling/createMessage", SAMPLING_REQUEST)
+        assert scope.cancelled_caught  # the request was still waiting: no early answer
         await trio.testing.wait_all_tasks_blocked()
         assert seen == ["started", "cancelled"]
         await c.ping()

@@ -364,8 +364,9 @@ async def test_cancelled_call_sends_cancel_and_frees_its_connection(autojump_clo
         fake_server(SlowApp()) as server,
         http_session(server.url, max_connections=1) as (session, _),
     ):
-        with trio.move_on_after(5):
+        with trio.move_on_after(5) as scope:
             await session.send_request("tools/call", CALL)
+        assert scope.cancelled_caught
         await trio.testing.wait_all_tasks_blocked()
         [cancel] = server.of("notifications/cancelled")
         assert cancel.json()["params"]["requestId"] == server.of("tools/call")[0].json()["id"]

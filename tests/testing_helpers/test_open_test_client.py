@@ -62,8 +62,9 @@ async def test_cancelling_the_call_cancels_the_server_handler(
 ) -> None:
     events: list[str] = []
     async with open_test_client(make_app(events)) as client:
-        with trio.move_on_after(10):
+        with trio.move_on_after(10) as scope:
             await client.call_tool("nap", {"hours": 1})
+        assert scope.cancelled_caught
         await client.ping()  # the cancel notification was read before this answer
     assert events == ["nap started", "nap cancelled"]
 

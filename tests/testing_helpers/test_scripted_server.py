@@ -65,8 +65,9 @@ async def test_a_cancelled_call_notifies_and_stops_the_scripted_actions(
     slow = server.expect("tools/call").delay(60).reply(text_result("too late"))
     cancel = server.expect("notifications/cancelled", {"requestId": 2})
     async with server.open_client() as client:
-        with trio.move_on_after(5):
+        with trio.move_on_after(5) as scope:
             await client.call_tool("slow")
+        assert scope.cancelled_caught
         await server.wait_done()
     assert cancel.message is not None
     assert slow.finished
