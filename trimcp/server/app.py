@@ -38,6 +38,7 @@ from trimcp.server.lifespan import Lifespan, LifespanRunner
 from trimcp.server.listen import ListenHub
 from trimcp.server.logging import DEFAULT_LOG_BUFFER, LogBuffer, StdlibBridge, check_level
 from trimcp.server.middleware import Call, Middleware, Next, build_chain
+from trimcp.server.mount import Mount
 from trimcp.server.pagination import paginate
 from trimcp.server.prompts import RegisteredPrompt
 from trimcp.server.registry import Registry
@@ -157,6 +158,8 @@ class Server:
         self.mask_error_details = mask_error_details
         self._lifespan = LifespanRunner(f"server {name!r}", lifespan, self)
         self._middleware: list[Middleware] = []
+        self._mounts: list[Mount] = []
+        self._change_listeners: list[Callable[[str], None]] = []
         self._chain: Next | None = None
         for layer in middleware:
             self.add_middleware(layer)
@@ -192,6 +195,31 @@ class Server:
 
     def __repr__(self) -> str:
         return f"<Server {self.info.name!r} {self.info.version}>"
+
+    # --- composition --------------------------------------------------------------------
+
+    def mount(self, server: Server, prefix: str) -> None:
+        """Serve ``server``'s tools, resources, templates, prompts and completions here,
+        under ``prefix`` (tool ``add`` -> ``{prefix}_add``, ``memo://today`` ->
+        ``memo://{prefix}/today``; see :mod:`trimcp.server.mount`).
+
+        Its lifespan is entered with this server's (mount before serving); later changes
+        to it reach this server's clients as list_changed notifications. Raises
+        ``ValueError`` for a bad prefix, a name already taken here, or a cycle.
+        """
+        if self in _mounted_below(server) or server is self:
+            raise ValueError(f"Mounting {server!r} into {self!r} would make a cycle")
+        mount = Mount(self, server, prefix)
+        for kind in ("tools", "prompts", "resources", "templates"):
+            mount.sync(kind)
+        mount.copy_completers()
+        server._change_listeners.append(mount.sync)
+        self._lifespan.children.append(server._lifespan)
+        self._mounts.append(mount)
+
+    def mounted_servers(self) -> list[Server]:
+        """The servers mounted into this one (directly), in mount order."""
+        return [mount.child for mount in self._mounts]
 
     # --- middleware ---------------------------------------------------------------------
 
@@ -493,6 +521,8 @@ class Server:
         )
 
     def _changed(self, kind: str) -> None:
+        for listener in self._change_listeners:  # servers this one is mounted into
+            listener(kind)
         kind = "resources" if kind == "templates" else kind
         self._sessions.mark_changed(kind)
         self._stateless.hub.list_changed(kind)
@@ -907,6 +937,14 @@ def _visible(items: Iterable[T], ctx: RequestContext, method: str, key: str) -> 
     if not isinstance(auth, AuthInfo) or not auth.hide_unauthorized:
         return list(items)
     return [item for item in items if auth.allows(method, getattr(item, key))]
+
+
+def _mounted_below(server: Server) -> list[Server]:
+    found: list[Server] = []
+    for child in server.mounted_servers():
+        found.append(child)
+        found.extend(_mounted_below(child))
+    return found
 
 
 def _session(ctx: RequestContext) -> Session:
