@@ -143,8 +143,8 @@ def test_trimcp_run_picks_the_server_that_mounts_the_others() -> None:
     module = types.ModuleType("composed")
     module.child = Server("child")  # type: ignore[attr-defined]
     module.app = Server("app")  # type: ignore[attr-defined]
-    module.app.mount(module.child, prefix="c")  # type: ignore[attr-defined]
-    assert find_server(module, parse_target("composed.py")) is module.app  # type: ignore[attr-defined]
+    module.app.mount(module.child, prefix="c")
+    assert find_server(module, parse_target("composed.py")) is module.app
     module.other = Server("other")  # type: ignore[attr-defined]
     with pytest.raises(CliError, match=r"defines 3 servers \(child, app, other\)"):
         find_server(module, parse_target("composed.py"))
