@@ -201,3 +201,83 @@ def test_param_headers_follow_nested_paths_and_types() -> None:
         "Mcp-Param-b": "7", "Mcp-Param-t": "false"}
     assert parameter_headers({"a": {"b": None}}, params) == {}
     assert parameter_headers(None, params) == {}
+
+
+class ChangingSchemaApp(ModernApp):
+    """tools/list gains an x-mcp-header annotation after the first listing; a call
+    without the header is refused with HeaderMismatch, as a 2026 server must."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.listings = 0
+
+    async def __call__(self, request: Request, reply: Reply) -> None:
+        body = request.json() if request.method == "POST" else {}
+        method, rid = body.get("method"), body.get("id")
+        if method == "tools/list":
+            self.listings += 1
+            region: dict[str, Any] = {"type": "string"}
+            if self.listings > 1:
+                region["x-mcp-header"] = "Region"
+            await reply.json({"jsonrpc": "2.0", "id": rid, "result": {
+                "resultType": "complete", "ttlMs": 60_000, "tools": [{"name": "sql",
+                "inputSchema": {"type": "object", "properties": {"region": region}}}]}})
+        elif method == "tools/call" and "mcp-param-region" not in request.headers:
+            await reply.json({"jsonrpc": "2.0", "id": rid, "error": {
+                "code": -32020, "message": "Header mismatch: Mcp-Param-Region is missing"}},
+                status=400)
+        else:
+            await super().__call__(request, reply)
+
+
+async def test_a_header_mismatch_relists_the_tools_and_retries_once(autojump_clock: Any) -> None:
+    app = ChangingSchemaApp()
+    async with (
+        fake_server(app) as server,
+        open_http_client_transport(server.url) as transport,
+        connect_transport(transport) as client,
+    ):
+        await client.list_tools()  # cached for a minute, without the annotation
+        await client.call_tool("sql", {"region": "eu"})
+    first, retry = server.of("tools/call")
+    assert "mcp-param-region" not in first.headers
+    assert retry.headers["mcp-param-region"] == "eu"
+    assert app.listings == 2
+
+
+class DroppingListenApp(ModernApp):
+    async def __call__(self, request: Request, reply: Reply) -> None:
+        body = request.json() if request.method == "POST" else {}
+        if body.get("method") != "subscriptions/listen":
+            await super().__call__(request, reply)
+            return
+        sid = body["id"]
+        await reply.start_sse()
+        await reply.event({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                           "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": sid},
+                                      "notifications": {"toolsListChanged": True}}})
+        await reply.event({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                           "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": sid}}})
+        reply.drop()  # the connection goes away without the closing answer
+
+
+async def test_a_listen_stream_that_drops_is_reported(autojump_clock: Any) -> None:
+    from trimcp.client import Subscription, SubscriptionLost
+
+    seen: list[str] = []
+
+    async def read_all(sub: Subscription) -> None:
+        async for event in sub:
+            seen.append(event.method)
+
+    async with (
+        fake_server(DroppingListenApp()) as server,
+        open_http_client_transport(server.url) as transport,
+        connect_transport(transport) as client,
+        client.listen(tools_list_changed=True) as subscription,
+    ):
+        with pytest.raises(SubscriptionLost, match="ended without an answer"):
+            await read_all(subscription)
+        # The client goes on after losing the subscription.
+        await client.call_tool("sql", {"region": "x"})
+    assert seen == ["notifications/tools/list_changed"]

@@ -63,7 +63,7 @@ from trimcp.client.pagination import PageIterator
 from trimcp.client.schema import SchemaUnsupported, SchemaViolation, validate
 from trimcp.client.stateless import Era, Mode, plan_for, request_meta, with_meta
 from trimcp.client.tasks import TaskHandle, as_task
-from trimcp.errors import LocalProtocolError, RequestTimeout
+from trimcp.errors import HEADER_MISMATCH, LocalProtocolError, McpError, RequestTimeout
 from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import LATEST_VERSION, SUPPORTED_VERSIONS
@@ -553,8 +553,11 @@ class Client:
 
         When the client has listed this tool and its listing has an ``outputSchema``, a
         successful result must carry ``structuredContent`` matching it, else
-        :class:`ToolOutputError` (which holds the result). Cancellation: cancelling the
-        caller sends ``notifications/cancelled`` (see the module docstring).
+        :class:`ToolOutputError` (which holds the result). In 2026-07-28, a call a
+        server refuses with ``HeaderMismatch`` (-32020) is retried once after listing the
+        tools again (their ``x-mcp-header`` annotations may have changed). Cancellation:
+        cancelling the caller sends ``notifications/cancelled`` (see the module
+        docstring).
         """
         check_str("call_tool", "name", name)
         params = CallToolRequestParams(
@@ -562,17 +565,26 @@ class Client:
             arguments=json_object(f"call_tool({name!r})", "arguments", arguments),
             meta=json_object(f"call_tool({name!r})", "meta", meta),
         )
-        result = _typed(
-            await self._request_with_input(
-                "tools/call",
-                params,
-                timeout=timeout,
-                target=name,
-                on_progress=on_progress,
-                reset_timeout_on_progress=reset_timeout_on_progress,
-            ),
-            CallToolResult,
-        )
+        for attempt in (1, 2):
+            try:
+                answer = await self._request_with_input(
+                    "tools/call",
+                    params,
+                    timeout=timeout,
+                    target=name,
+                    on_progress=on_progress,
+                    reset_timeout_on_progress=reset_timeout_on_progress,
+                )
+                break
+            except McpError as exc:
+                if exc.code != HEADER_MISMATCH or self._era is not Era.MODERN or attempt == 2:
+                    raise
+                # The tool's x-mcp-header annotations may have changed since our listing
+                # (the spec: list the tools again, then retry once).
+                self.cache.invalidate("notifications/tools/list_changed")
+                async for _tool in self.iter_tools():
+                    pass
+        result = _typed(answer, CallToolResult)
         if self.validate_output:
             self._check_output(name, result)
         return result
