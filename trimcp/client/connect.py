@@ -1,8 +1,10 @@
 """Openers: async context managers that own a client session and run the handshake.
 
 Each opener creates a :class:`~trimcp.client.Client` from its keyword arguments (see
-:class:`~trimcp.client.client.ClientKwargs`), opens a session with it as the handler, sends
-``initialize`` and ``notifications/initialized``, and yields the ready client. Leaving the
+:class:`~trimcp.client.client.ClientKwargs`), opens a session with it as the handler,
+connects as ``mode`` says (by default ``server/discover``, then ``initialize`` and
+``notifications/initialized`` if the server is a 2025 one; see ``docs/eras.md``), and
+yields the ready client. Leaving the
 block closes the session with the engine's bounded close sequence (and, for stdio, stops the
 child with its bounded shutdown ladder). An error, during the handshake or in the body,
 surfaces as that one exception, never as an exception group.
@@ -123,8 +125,10 @@ async def connect_http(
 ) -> AsyncIterator[Client]:
     """A client connected to the MCP server at ``url`` over Streamable HTTP.
 
-    Falls back to the legacy HTTP+SSE transport (2024-11-05 servers) when the server
-    refuses the initialize POST with 400/404/405 and ``legacy_fallback`` is on. ``timeout``
+    Speaks 2026-07-28 with a server that answers ``server/discover`` (``mode="auto"``),
+    else Streamable HTTP with a session, and falls back to the legacy HTTP+SSE transport
+    (2024-11-05 servers) when the server refuses the initialize POST with 400/404/405 and
+    ``legacy_fallback`` is on. ``timeout``
     bounds each HTTP exchange (connect, headers, body); certificates are verified for
     ``https``. On exit the session is closed and the HTTP session deleted (bounded).
     Cancellation: as :func:`connect_transport`.
