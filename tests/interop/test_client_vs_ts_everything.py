@@ -33,7 +33,7 @@ from tests.interop.ts_everything.conftest import (  # fixtures: the tests live o
     peer_fixture,  # noqa: F401
     ts_everything_fixture,  # noqa: F401
 )
-from trimcp.client import Progress
+from trimcp.client import Era, Progress
 from trimcp.errors import McpError, RequestTimeout
 from trimcp.session import RequestContext
 from trimcp.transports.stdio import ShutdownTimeouts
@@ -86,6 +86,9 @@ async def test_initialize_and_ping(peer: Peer) -> None:
         assert client.server_info.title == "Everything Reference Server"
         assert client.server_info.version == "2.0.0"
         assert client.protocol_version == "2025-11-25"
+        # This server is 2025-only: the default mode="auto" probed with server/discover,
+        # was refused, and fell back to initialize.
+        assert client.era is Era.LEGACY
         assert client.instructions is not None
         assert client.instructions.startswith("# Everything Server")
         caps = client.server_capabilities
