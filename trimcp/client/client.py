@@ -25,10 +25,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar, Unpack
 
-import attrs
 import trio
 
 from trimcp._version import __version__
+from trimcp.client.agreement import Agreement
 from trimcp.client.cache import DEFAULT_CACHE_ENTRIES, ResponseCache, cache_key
 from trimcp.client.checks import check_str, json_object, string_map, timed_out
 from trimcp.client.errors import ToolOutputError
@@ -52,16 +52,11 @@ from trimcp.client.middleware import (
     OutgoingCall,
     build_client_chain,
 )
-from trimcp.client.mrtr import (
-    DEFAULT_MAX_INPUT_ROUNDS,
-    InputRoundsExceeded,
-    answer_input_requests,
-    check_input_required,
-)
+from trimcp.client.mrtr import DEFAULT_MAX_INPUT_ROUNDS, with_input_rounds
 from trimcp.client.negotiate import connect
 from trimcp.client.pagination import PageIterator
 from trimcp.client.schema import SchemaUnsupported, SchemaViolation, validate
-from trimcp.client.stateless import Era, Mode, plan_for, request_meta, with_meta
+from trimcp.client.stateless import Era, Mode, plan_for, with_meta
 from trimcp.client.tasks import TaskHandle, as_task
 from trimcp.errors import HEADER_MISMATCH, LocalProtocolError, McpError, RequestTimeout
 from trimcp.protocol.lifecycle import Role
@@ -83,7 +78,6 @@ from trimcp.types import (
     GetTaskRequestParams,
     Implementation,
     InitializeResult,
-    InputRequiredResult,
     ListPromptsResult,
     ListResourcesResult,
     ListResourceTemplatesResult,
@@ -98,7 +92,6 @@ from trimcp.types import (
     Resource,
     ResourceTemplate,
     Root,
-    ServerCapabilities,
     SetLevelRequestParams,
     SubscribeRequestParams,
     SubscriptionFilter,
@@ -151,7 +144,7 @@ class _Outgoing(OutgoingCall):
     send_options: dict[str, Any]
 
 
-class Client:
+class Client(Agreement):
     """A typed MCP client over one session (role client), on any transport.
 
     Use an opener (:func:`~trimcp.client.connect_stdio`, :func:`~trimcp.client.connect_memory`,
@@ -277,66 +270,6 @@ class Client:
             await self._request("logging/setLevel", SetLevelRequestParams(level=self.log_level))
         return connected.negotiated
 
-    @property
-    def session(self) -> Session:
-        """The engine session (raises :class:`LocalProtocolError` before :meth:`attach`)."""
-        if self._session is None:
-            raise LocalProtocolError("This client is not connected yet")
-        return self._session
-
-    @property
-    def negotiated(self) -> Negotiated:
-        """What was agreed when connecting: version, both sides' identity and capabilities."""
-        if self._negotiated is None:
-            raise LocalProtocolError("This client has not completed initialize or discover yet")
-        return self._negotiated
-
-    @property
-    def era(self) -> Era:
-        """``Era.MODERN`` (2026-07-28, stateless) or ``Era.LEGACY`` (initialize + session)."""
-        if self._era is None:
-            raise LocalProtocolError("This client has not completed initialize or discover yet")
-        return self._era
-
-    @property
-    def initialize_result(self) -> InitializeResult:
-        """The server's whole answer to ``initialize`` (legacy era only)."""
-        if not isinstance(self._answer, InitializeResult):
-            if isinstance(self._answer, DiscoverResult):
-                raise LocalProtocolError(
-                    "This client speaks 2026-07-28, which has no initialize; see "
-                    "discover_result or negotiated"
-                )
-            raise LocalProtocolError("This client has not completed initialize")
-        return self._answer
-
-    @property
-    def discover_result(self) -> DiscoverResult:
-        """The server's whole answer to ``server/discover`` (modern era only)."""
-        if not isinstance(self._answer, DiscoverResult):
-            raise LocalProtocolError("This client did not connect with server/discover")
-        return self._answer
-
-    @property
-    def server_info(self) -> Implementation:
-        """The server's name and version."""
-        return self.negotiated.server_info
-
-    @property
-    def server_capabilities(self) -> ServerCapabilities:
-        """What the server declared it supports."""
-        return self.negotiated.server_capabilities
-
-    @property
-    def instructions(self) -> str | None:
-        """The server's instructions for the model, if it sent any."""
-        return self.negotiated.instructions
-
-    @property
-    def protocol_version(self) -> str:
-        """The negotiated protocol revision (``2026-07-28`` in the modern era)."""
-        return self.negotiated.protocol_version
-
     async def aclose(self) -> None:
         """Close the session with the engine's bounded close sequence.
 
@@ -418,17 +351,6 @@ class Client:
         options = call.send_options if isinstance(call, _Outgoing) else {}
         return await self.session.send_request(call.method, call.params, **options)
 
-    def _envelope(self) -> dict[str, Any]:
-        """The 2026 ``_meta`` every request carries (version, capabilities, identity, and
-        the log level when one is set)."""
-        negotiated = self.negotiated
-        return request_meta(
-            negotiated.protocol_version,
-            self.client_info,
-            negotiated.client_capabilities,
-            self.log_level,
-        )
-
     async def _request_with_input(
         self,
         method: str,
@@ -439,33 +361,23 @@ class Client:
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
     ) -> Any:
-        """A request that a 2026 server may answer with ``InputRequiredResult``: answer its
-        input requests with the registered handlers and retry (a new id each time, the
-        original params plus ``inputResponses`` and the echoed ``requestState``), at most
-        ``max_input_rounds`` times. Each attempt has its own ``timeout``."""
-        attempt = params
-        rounds = 0
-        while True:
-            result = await self._request(
+        """A request a 2026 server may answer with ``InputRequiredResult`` (see
+        :func:`~trimcp.client.mrtr.with_input_rounds`); each attempt has its own
+        ``timeout``."""
+
+        async def attempt(attempt_params: Any) -> Any:
+            return await self._request(
                 method,
-                attempt,
+                attempt_params,
                 timeout=timeout,
                 target=target,
                 on_progress=on_progress,
                 reset_timeout_on_progress=reset_timeout_on_progress,
             )
-            if not isinstance(result, InputRequiredResult):
-                return result
-            if rounds >= self.max_input_rounds:
-                raise InputRoundsExceeded(method, target, rounds)
-            rounds += 1
-            requests = check_input_required(result)
-            responses = await answer_input_requests(self.handlers, self.session, requests)
-            attempt = attrs.evolve(
-                params,
-                input_responses=responses or None,
-                request_state=result.request_state,
-            )
+
+        return await with_input_rounds(
+            attempt, params, self.handlers, self.session, self.max_input_rounds, method, target
+        )
 
     def _progress_callback(
         self, method: str, target: str | None, per_call: ProgressCallback | None

@@ -10,9 +10,10 @@ one round; :class:`~trimcp.client.Client` loops, at most ``max_input_rounds`` ti
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import attrs
 import trio
 
 from trimcp import serde
@@ -130,3 +131,35 @@ async def answer_input_requests(
                 ) from None
         responses[key] = serde.unstructure(result)
     return responses
+
+
+async def with_input_rounds(
+    attempt: Callable[[Any], Awaitable[Any]],
+    params: Any,
+    handlers: ClientHandlers,
+    session: Session,
+    max_rounds: int,
+    method: str,
+    target: str | None,
+) -> Any:
+    """Send ``params`` through ``attempt``; while the answer is an ``InputRequiredResult``,
+    answer its input requests with ``handlers`` and send again: the original params plus
+    ``inputResponses`` and the echoed ``requestState`` (each attempt is a new request, so
+    a new id). Raises :class:`InputRoundsExceeded` after ``max_rounds`` retries and
+    :class:`MalformedInputRequest` for an answer it cannot act on. Cancellation: as the
+    attempt or the running handler; nothing more is sent.
+    """
+    current = params
+    rounds = 0
+    while True:
+        result = await attempt(current)
+        if not isinstance(result, InputRequiredResult):
+            return result
+        if rounds >= max_rounds:
+            raise InputRoundsExceeded(method, target, rounds)
+        rounds += 1
+        requests = check_input_required(result)
+        responses = await answer_input_requests(handlers, session, requests)
+        current = attrs.evolve(
+            params, input_responses=responses or None, request_state=result.request_state
+        )
