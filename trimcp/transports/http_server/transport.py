@@ -139,7 +139,14 @@ class HttpSessionTransport:
             raise trio.EndOfChannel from None
 
     def can_rest(self) -> bool:
-        """Whether no POSTed message waits for the engine (the session may rest)."""
+        """Whether no POSTed message waits for the engine (the session may rest).
+
+        A POST whose stream is registered but whose body is not fed yet counts: between
+        the two the app may await the event store (a remote one takes a round trip), and
+        a session that rested then would never read the body.
+        """
+        if self._routes:
+            return False
         return self._in_send is None or not self._in_send.statistics().current_buffer_used
 
     def rest(self) -> None:
