@@ -575,7 +575,7 @@ async def test_input_required_result_prompt(ctx: Context) -> list[PromptMessage]
 # --- running --------------------------------------------------------------------------------
 
 
-async def serve_http_until_signalled(host: str, port: int) -> None:
+async def serve_http_until_signalled(host: str, port: int, store: str | None = None) -> None:
     """Serve over Streamable HTTP until SIGINT/SIGTERM; print the URL once listening."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
 
@@ -587,7 +587,8 @@ async def serve_http_until_signalled(host: str, port: int) -> None:
 
             async def serve(task_status: trio.TaskStatus[int]) -> None:
                 await serve_http(
-                    app, host=host, port=port, shutdown_trigger=stop, task_status=task_status
+                    app, host=host, port=port, shutdown_trigger=stop, store=store,
+                    task_status=task_status,
                 )
 
             bound = await nursery.start(serve)
@@ -600,11 +601,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    parser.add_argument("--store", default=None, metavar="URL",
+                        help="http: memory:// (default) or redis://HOST:PORT/DB (replicas)")
     args = parser.parse_args(argv)
     if args.transport == "stdio":
         app.run()
     else:
-        trio.run(serve_http_until_signalled, args.host, args.port)
+        trio.run(serve_http_until_signalled, args.host, args.port, args.store)
 
 
 if __name__ == "__main__":

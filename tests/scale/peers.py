@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -101,7 +102,9 @@ pid {dir}/nginx.pid;
 error_log {dir}/error.log warn;
 events {{ worker_connections 1024; }}
 http {{
-    access_log off;
+    log_format upstreams '$request_method $status $upstream_addr $upstream_status '
+                         '$request_time $http_mcp_session_id';
+    access_log {dir}/access.log upstreams;
     client_body_temp_path {dir}/body;
     proxy_temp_path {dir}/proxy;
     fastcgi_temp_path {dir}/fastcgi;
@@ -133,7 +136,7 @@ class Nginx:
         self.process = subprocess.Popen(
             [binary, "-c", str(conf), "-p", str(workdir), "-e", str(workdir / "error.log")],
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
         wait_for_port(self.port, self.process, "nginx")
 
@@ -145,23 +148,32 @@ class Nginx:
         stop(self.process, signal.SIGQUIT)
 
 
+REPLICA_APP = Path(__file__).with_name("replica_app.py")
+
+
 class Replica:
-    """One trimcp server process (examples/everything_server.py) on its own port."""
+    """One ``trimcp run tests/scale/replica_app.py`` process on its own port."""
 
     def __init__(self, store_url: str | None, *extra: str) -> None:
         self.port = free_port()
-        args = [sys.executable, str(ROOT / "examples" / "everything_server.py"),
+        args = [sys.executable, "-m", "trimcp", "run", str(REPLICA_APP),
                 "--transport", "http", "--port", str(self.port), *extra]
         if store_url is not None:
             args += ["--store", store_url]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.PIPE, env=env)
+        self.log = Path(tempfile.mkstemp(prefix=f"replica-{self.port}-", suffix=".log")[1])
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=log,
+                                            env=env)
         wait_for_port(self.port, self.process, "trimcp replica")
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
+
+    def output(self) -> str:
+        """What the replica wrote to stderr so far."""
+        return self.log.read_text(errors="replace")
 
     def kill(self) -> None:
         stop(self.process, signal.SIGKILL)

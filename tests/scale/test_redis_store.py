@@ -89,18 +89,36 @@ async def test_events_replay_on_another_replica(redis_server: RedisServer) -> No
     # Two stores on one Redis stand for two replicas serving the same session.
     a, b = RedisStore(redis_server.url, prefix="t1:"), RedisStore(redis_server.url, prefix="t1:")
     try:
-        on_a, on_b = a.event_store("S"), b.event_store("S")
-        prime = await on_a.store("post_1", b"")
-        first = await on_a.store("post_1", b"one")
-        await on_a.store("_GET_stream", b"other stream")
-        second = await on_b.store("post_1", b"two")
-        assert await on_b.replay_after(prime) == ("post_1", [(first, b"one"), (second, b"two")])
-        assert await on_a.replay_after(first) == ("post_1", [(second, b"two")])
-        assert await on_a.replay_after(second) == ("post_1", [])
-        # Unknown ids: never issued, malformed, or another session's.
-        assert await on_a.replay_after("post_1_99999999999999-0") is None
-        assert await on_a.replay_after("garbage") is None
-        assert await a.event_store("T").replay_after(first) is None
+        async with trio.open_nursery() as nursery:
+            await nursery.start(a.run)  # replica a says it is alive
+            on_a, on_b = a.event_store("S"), b.event_store("S")
+            prime = await on_a.store("1", b"")  # a POST stream of replica a
+            first = await on_a.store("1", b"one")
+            await on_b.store("1", b"b's own stream 1")  # another stream, though named alike
+            second = await on_a.store("1", b"two")
+            assert prime.startswith(f"{a.replica}.1_")
+            # On b, a's stream is replayed under its shared name (not live on b) ...
+            assert await on_b.replay_after(prime) == (
+                f"{a.replica}.1", [(first, b"one"), (second, b"two")]
+            )
+            # ... and on a under the name a's transport knows it by.
+            assert await on_a.replay_after(first) == ("1", [(second, b"two")])
+            # While a is alive, an up-to-date resume on b is an empty replay (poll again).
+            assert await on_b.replay_after(second) == (f"{a.replica}.1", [])
+            # The GET stream is one stream, whichever replica writes to it.
+            get_a = await on_a.store("0", b"from a")
+            get_b = await on_b.store("0", b"from b")
+            assert await on_b.replay_after(get_a) == ("0", [(get_b, b"from b")])
+            # Unknown ids: never issued, malformed, or another session's.
+            assert await on_a.replay_after("1_99999999999999-0") is None
+            assert await on_a.replay_after("garbage") is None
+            assert await a.event_store("T").replay_after(first) is None
+            nursery.cancel_scope.cancel()
+        # a has stopped: nothing new on its stream means its answer will never come.
+        assert await on_b.replay_after(second) is None
+        assert await on_b.replay_after(prime) == (
+            f"{a.replica}.1", [(first, b"one"), (second, b"two")]
+        )
     finally:
         await a.aclose()
         await b.aclose()
@@ -132,7 +150,7 @@ async def test_the_event_store_keeps_streams_going_while_redis_is_down(
         first = await events.store("s", b"one")
         redis_server.stop()
         unstored = await events.store("s", b"lost")  # an id, no exception: the stream goes on
-        assert unstored.startswith("s_0-")
+        assert unstored.startswith(f"{store.replica}.s_0-")
         with pytest.raises(StoreUnavailable):
             await events.replay_after(first)
         redis_server.start()  # a fresh, empty Redis

@@ -31,6 +31,17 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message, hint=f"see: {self.prog} --help")
 
 
+def worker_count(text: str) -> int:
+    """``--workers``: an integer from 1 to 256."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of workers") from None
+    if not 1 <= value <= 256:
+        raise argparse.ArgumentTypeError(f"{value} workers: use 1-256")
+    return value
+
+
 def port_number(text: str) -> int:
     """``--port``: an integer from 0 to 65535 (0 picks a free port)."""
     try:
@@ -92,6 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--log-level", default=None,
                      choices=("debug", "info", "warning", "error", "critical"),
                      help="log Python logging records on stderr (env TRIMCP_LOG_LEVEL)")
+    run.add_argument("--store", default=None, metavar="URL",
+                     help="http: where sessions and events are kept: memory:// (default) or "
+                     "redis://HOST:PORT/DB, shared by replicas (env TRIMCP_STORE)")
+    run.add_argument("--workers", type=worker_count, default=1, metavar="N",
+                     help="http: serve with N processes on one port (SIGHUP reloads them)")
+    run.add_argument("--reuse-port", action="store_true", default=None, help=argparse.SUPPRESS)
     run.add_argument(
         "--allow-host", action="append", default=None, metavar="NAME",
         help="a Host name clients may use (repeatable; needed when --host is not loopback; "

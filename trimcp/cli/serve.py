@@ -26,6 +26,7 @@ from trimcp.server.serving import (
     SettingsError,
     capturing_run_calls,
     is_loopback_host,
+    label_of,
     run_blocking,
     url_of,
 )
@@ -41,6 +42,8 @@ FLAGS = {
     "log_level": "log_level",
     "allow_host": "allowed_hosts",
     "allow_origin": "allowed_origins",
+    "store": "store",
+    "reuse_port": "reuse_port",
 }
 
 
@@ -107,6 +110,12 @@ def run_server(args: argparse.Namespace) -> int:
                 "--allow-host myhost.example), or --allow-host '*' to accept any Host header",
             )
         _say(f"warning: listening on {host} makes the server reachable from other machines")
+    if (settings.store is not None or args.workers > 1) and settings.transport != "http":
+        raise UsageError("--store and --workers apply to the http transport only")
+    if args.workers > 1:
+        from trimcp.cli.workers import run_workers
+
+        return run_workers(args.target, settings, args.workers, label_of(server))
     wrap = (lambda transport: WireTap(transport, _say)) if args.verbose else None
     try:
         with _listen_errors(settings):

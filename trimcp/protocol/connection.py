@@ -620,6 +620,64 @@ class Connection:
         self._inbound.clear()
         return pending
 
+    def resting_state(self) -> dict[str, Any]:
+        """The state another process needs to go on with this session, as plain JSON data.
+
+        Only what lasts between requests: the lifecycle state and what the handshake agreed
+        on (version, both identities and capabilities, instructions). Requests under way
+        are not included: they belong to the process running them.
+        """
+        state: dict[str, Any] = {
+            "v": 1,
+            "role": self.role.value,
+            "state": self.state.value,
+            "peerInitialized": self.peer_initialized,
+        }
+        negotiated = self.negotiated
+        if negotiated is not None and negotiated.client_info is not None:  # session era
+            state["params"] = serde.unstructure(
+                InitializeRequestParams(
+                    protocol_version=negotiated.protocol_version,
+                    capabilities=negotiated.client_capabilities,
+                    client_info=negotiated.client_info,
+                )
+            )
+            state["result"] = serde.unstructure(
+                InitializeResult(
+                    protocol_version=negotiated.protocol_version,
+                    capabilities=negotiated.server_capabilities,
+                    server_info=negotiated.server_info,
+                    instructions=negotiated.instructions,
+                )
+            )
+        return state
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Take over a state made by :meth:`resting_state` (on a fresh connection).
+
+        Raises ValueError when ``state`` is not one (another format version, another role,
+        malformed fields): the caller treats the session as unknown.
+        """
+        try:
+            if state.get("v") != 1 or state.get("role") != self.role.value:
+                raise ValueError("not a resting state of this format and role")
+            lifecycle = State(state["state"])
+            peer_initialized = state["peerInitialized"]
+            if type(peer_initialized) is not bool:
+                raise ValueError("peerInitialized must be a boolean")
+            if "params" in state:
+                params = serde.structure(state["params"], InitializeRequestParams)
+                result = serde.structure(state["result"], InitializeResult)
+                self._set_negotiated(params, result)
+        except (KeyError, TypeError, AttributeError) as error:
+            raise ValueError(f"malformed resting state: {error!r}") from None
+        except Exception as error:  # cattrs's structure errors (exception groups)
+            if isinstance(error, ValueError):
+                raise
+            raise ValueError(f"malformed resting state: {error!r}") from None
+        self.state = lifecycle
+        self.peer_initialized = peer_initialized
+
     def compact(self) -> None:
         """Release the memory of emptied request tables (for long idle sessions)."""
         # A dict keeps the table it grew to after its items go; a fresh one holds none.

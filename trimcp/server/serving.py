@@ -48,6 +48,7 @@ ENV: Final = {
     "TRIMCP_LOG_LEVEL": "log_level",
     "TRIMCP_ALLOWED_HOSTS": "allowed_hosts",
     "TRIMCP_ALLOWED_ORIGINS": "allowed_origins",
+    "TRIMCP_STORE": "store",
 }
 _TRUE: Final = ("1", "true", "yes", "on")
 _FALSE: Final = ("0", "false", "no", "off", "")
@@ -81,6 +82,13 @@ def _path(value: str) -> str:
     return value
 
 
+def _store(instance: object, attribute: object, value: str | None) -> None:
+    if value is not None and not value.startswith(("memory", "redis://")):
+        raise SettingsError(
+            f"unknown store {value!r}: use memory:// or redis://HOST:PORT/DB"
+        )
+
+
 def _names(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         return tuple(part.strip() for part in value.split(",") if part.strip())
@@ -97,6 +105,9 @@ class ServeSettings:
     ``allowed_hosts`` / ``allowed_origins`` keep the transports' defaults (localhost
     names); binding a non-loopback ``host`` needs ``allowed_hosts`` (``*`` for any).
     ``log_level``: configure Python logging on stderr at that level (None: leave it).
+    ``store``: HTTP sessions and events, ``memory://`` (None: the default) or
+    ``redis://HOST:PORT/DB`` (shared by replicas). ``reuse_port``: bind with
+    ``SO_REUSEPORT`` (a worker of ``trimcp run --workers N``).
     """
 
     transport: str = attrs.field(default="stdio", converter=_transport)
@@ -108,6 +119,8 @@ class ServeSettings:
     log_level: str | None = attrs.field(default=None, converter=_log_level)
     allowed_hosts: tuple[str, ...] = attrs.field(default=(), converter=_names)
     allowed_origins: tuple[str, ...] = attrs.field(default=(), converter=_names)
+    store: str | None = attrs.field(default=None, validator=_store)
+    reuse_port: bool = False
 
     @classmethod
     def from_env(
@@ -250,7 +263,8 @@ async def _serve_http(
             bound: int = await nursery.start(
                 functools.partial(
                     serve_http, server, host=settings.host, port=settings.bound_port,
-                    config=config, shutdown_trigger=trigger,
+                    config=config, shutdown_trigger=trigger, store=settings.store,
+                    reuse_port=settings.reuse_port,
                 )
             )
         except ValueError as exc:  # e.g. a public address without allowed hosts

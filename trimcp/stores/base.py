@@ -8,9 +8,12 @@ it in Redis so replicas behind a load balancer share it.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from trimcp.transports.http_server.event_store import EventStore, InMemoryEventStore
+import trio
+
+if TYPE_CHECKING:  # the HTTP server imports this module: no cycle at run time
+    from trimcp.transports.http_server.event_store import EventStore
 
 
 class StoreUnavailable(Exception):
@@ -22,10 +25,35 @@ class StoreUnavailable(Exception):
 
 
 class Store(Protocol):
-    """Where the HTTP server keeps state that must outlive a request."""
+    """Where the HTTP server keeps state that must outlive a request.
+
+    ``shared``: whether other processes see what it keeps (then the server looks sessions
+    it does not hold up in it). Session records are opaque bytes with an expiry.
+    """
+
+    @property
+    def shared(self) -> bool: ...
 
     def event_store(self, session_id: str) -> EventStore:
         """The resumability event store of one session (called once per session)."""
+        ...
+
+    async def save_session(self, session_id: str, record: bytes, ttl: float) -> None:
+        """Keep a session's record for ``ttl`` seconds. Raises StoreUnavailable."""
+        ...
+
+    async def load_session(self, session_id: str, ttl: float) -> bytes | None:
+        """A session's record (None: unknown or expired), its expiry pushed to ``ttl``
+        seconds from now. Raises StoreUnavailable."""
+        ...
+
+    async def drop_session(self, session_id: str) -> None:
+        """Forget a session's record and events (it was ended). Raises StoreUnavailable."""
+        ...
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The store's own background work (e.g. saying this replica is alive), while the
+        server runs. Cancellation: stops it."""
         ...
 
     async def aclose(self) -> None:
@@ -40,8 +68,28 @@ class MemoryStore:
         self.max_events = max_events
         self.max_bytes = max_bytes
 
+    @property
+    def shared(self) -> bool:
+        return False
+
     def event_store(self, session_id: str) -> EventStore:
+        from trimcp.transports.http_server.event_store import InMemoryEventStore
+
         return InMemoryEventStore(max_events=self.max_events, max_bytes=self.max_bytes)
+
+    # Sessions live in the server's own memory: nothing to keep here.
+
+    async def save_session(self, session_id: str, record: bytes, ttl: float) -> None:
+        return None
+
+    async def load_session(self, session_id: str, ttl: float) -> bytes | None:
+        return None
+
+    async def drop_session(self, session_id: str) -> None:
+        return None
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
 
     async def aclose(self) -> None:
         return None

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import logging
+import secrets
+from contextlib import suppress
 from typing import TYPE_CHECKING
 
-from trimcp.transports.http_server.event_store import EventStore
+import trio
+
+from trimcp.stores.base import StoreUnavailable
 
 if TYPE_CHECKING:
     from trimcp.stores.redis_client import RedisAddress, RedisClient
+    from trimcp.transports.http_server.event_store import EventStore
+
+logger = logging.getLogger("trimcp.stores.redis")
 
 DEFAULT_PREFIX = "trimcp:"
+#: How often a replica says it is alive, and how long that lasts.
+HEARTBEAT_EVERY = 1.0
+HEARTBEAT_TTL = 3.0
 
 
 class RedisStore:
@@ -19,6 +30,11 @@ class RedisStore:
     call (see :class:`~trimcp.stores.redis_client.RedisClient`); ``event_ttl`` is how long
     a session's events stay after its last event; ``max_events`` bounds each session's
     event stream (approximately: Redis trims in whole blocks).
+
+    Each process using it is one *replica* with a random id; while :meth:`run` runs it
+    says every second that it is alive, so other replicas can tell when the one that ran a
+    request has died (a client resuming that request's stream then gets a clear end
+    instead of waiting for ever).
 
     Needs the ``redis`` extra (``pip install 'trimcp[redis]'``, which brings hiredis).
     Opens connections on first use; close it with :meth:`aclose`.
@@ -47,6 +63,12 @@ class RedisStore:
         self.prefix = prefix
         self.event_ttl = event_ttl
         self.max_events = max_events
+        #: This process's id among the replicas (a dot-free token).
+        self.replica = secrets.token_hex(6)
+
+    @property
+    def shared(self) -> bool:
+        return True
 
     def key(self, *parts: str) -> str:
         """A key in this store's namespace."""
@@ -58,10 +80,61 @@ class RedisStore:
         return RedisEventStore(
             self.client, self.key("ev", session_id),
             max_events=self.max_events, ttl=self.event_ttl,
+            replica=self.replica, alive=self.replica_alive,
         )
+
+    # --- sessions -------------------------------------------------------------------------
+
+    async def save_session(self, session_id: str, record: bytes, ttl: float) -> None:
+        await self.client.execute(
+            "SET", self.key("session", session_id), record, "PX", _ms(ttl)
+        )
+
+    async def load_session(self, session_id: str, ttl: float) -> bytes | None:
+        key = self.key("session", session_id)
+        record, _ = await self.client.pipeline([("GET", key), ("PEXPIRE", key, _ms(ttl))])
+        return record if isinstance(record, bytes) else None
+
+    async def drop_session(self, session_id: str) -> None:
+        await self.client.execute(
+            "DEL", self.key("session", session_id), self.key("ev", session_id)
+        )
+
+    # --- replicas -------------------------------------------------------------------------
+
+    async def replica_alive(self, replica: str) -> bool:
+        """Whether the replica with this id said it was alive within the last
+        ``HEARTBEAT_TTL`` seconds. Raises StoreUnavailable."""
+        if replica == self.replica:
+            return True
+        return await self.client.execute("EXISTS", self.key("replica", replica)) == 1
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Say this replica is alive every ``HEARTBEAT_EVERY`` seconds until cancelled.
+
+        A Redis outage is logged (once) and retried; it never stops the server.
+        """
+        key = self.key("replica", self.replica)
+        task_status.started()
+        try:
+            while True:
+                with suppress(StoreUnavailable):  # the client logged it; the next beat retries
+                    await self.client.execute("SET", key, b"1", "PX", _ms(HEARTBEAT_TTL))
+                await trio.sleep(HEARTBEAT_EVERY)
+        finally:
+            with (
+                trio.CancelScope(shield=True),
+                trio.move_on_after(self.client.timeout),
+                suppress(StoreUnavailable),
+            ):
+                await self.client.execute("DEL", key)  # stopped: not alive any more
 
     async def aclose(self) -> None:
         await self.client.aclose()
 
     def __repr__(self) -> str:
         return f"RedisStore({str(self.address)!r}, prefix={self.prefix!r})"
+
+
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))

@@ -22,6 +22,7 @@ from trimcp.protocol.jsonrpc import (
     Notification,
     Request,
     RequestId,
+    dump_json,
     notification_object,
     parse_json,
     request_object,
@@ -33,9 +34,10 @@ from trimcp.protocol.versions import (
     V2025_11_25,
     allows_batches,
 )
-from trimcp.session import SessionHandler, open_session
+from trimcp.session import Session, SessionHandler, open_session
 from trimcp.session.lifespan import open_handler_lifespan
 from trimcp.session.stateless import StatelessHandler
+from trimcp.stores.sharing import SharedSessions
 from trimcp.transports.base import Decoded
 from trimcp.transports.http_server import legacy
 from trimcp.transports.http_server import modern as modern_http
@@ -110,6 +112,13 @@ class McpHttpApp:
     ) -> None:
         self.config = config
         self.manager = SessionManager(factory, config)
+        store = config.store
+        #: Sessions shared with other replicas through ``config.store`` (None: local only).
+        self.sharing = (
+            SharedSessions(self.manager, store, self._adopt)
+            if store is not None and store.shared
+            else None
+        )
         self._factory = factory
         # A shared handler with a lifespan (trimcp.Server): entered with the manager.
         self._lifespan_of = lifespan_of
@@ -183,6 +192,9 @@ class McpHttpApp:
         if root and path.startswith(root):
             path = path[len(root) :]
         try:
+            if path == config.health_path and scope["method"] in ("GET", "HEAD"):
+                await self._health(send)
+                return
             auth = config.auth
             if auth is not None and path in auth.metadata_paths:
                 await _metadata(scope, send, auth.metadata_body)
@@ -201,6 +213,16 @@ class McpHttpApp:
                 raise HttpRejection(404, "Not found")
         except HttpRejection as rejection:
             await reject(send, rejection)
+
+    async def _health(self, send: Send) -> None:
+        # Before the Host gate: balancers and orchestrators probe by address. 503 while
+        # stopping, so a balancer takes this replica out before its sessions close.
+        manager = self.manager
+        status = 200 if manager.running else 503
+        body = dump_json({"status": "ok" if status == 200 else "stopping",
+                          "sessions": len(manager)})
+        await respond(send, status, body, [(b"cache-control", b"no-store")],
+                      content_type=b"application/json")
 
     def _gate(self, scope: Scope) -> RequestHeaders:
         config = self.config
@@ -261,11 +283,14 @@ class McpHttpApp:
             allow = b"POST" if self.config.stateless else b"GET, POST, DELETE"
             raise HttpRejection(405, "Method not allowed", headers=[(b"allow", allow)])
 
-    def _session(self, headers: RequestHeaders, principal: Hashable | None) -> SessionEntry:
+    async def _session(self, headers: RequestHeaders, principal: Hashable | None) -> SessionEntry:
         session_id = headers.get(SESSION_HEADER)
         if session_id is None:
             raise HttpRejection(400, "Missing Mcp-Session-Id header")
-        entry = self.manager.get(session_id, principal, "streamable")
+        if self.sharing is not None:  # held here, or taken over from the shared store
+            entry = await self.sharing.find(session_id, principal, "streamable")
+        else:
+            entry = self.manager.get(session_id, principal, "streamable")
         if entry is None:
             raise session_gone()
         return entry
@@ -318,7 +343,7 @@ class McpHttpApp:
             )
         entry: SessionEntry | None = None
         if not config.stateless and headers.get(SESSION_HEADER) is not None:
-            entry = self._session(headers, principal)
+            entry = await self._session(headers, principal)
             entry.active += 1
         try:
             body = await read_body(
@@ -354,10 +379,14 @@ class McpHttpApp:
                 entry = await self._create(principal)
                 entry.active += 1
                 created = True
+                if self.sharing is not None:
+                    send = self.sharing.saving_first(send, entry)
             try:
                 await self._post_in_session(
                     send, receive, entry, inbound, messages, requests, batch, principal
                 )
+                if self.sharing is not None:
+                    await self.sharing.persist(entry)
             finally:
                 if created and not _negotiated(entry):
                     self.manager.end(entry, "initialize failed")
@@ -366,7 +395,18 @@ class McpHttpApp:
                 entry.active -= 1
                 entry.touch()
 
-    async def _create(self, principal: Hashable | None) -> SessionEntry:
+    async def _adopt(
+        self, principal: Hashable | None, session_id: str, prepare: Callable[[Session], None]
+    ) -> SessionEntry:
+        return await self._create(principal, session_id=session_id, prepare=prepare)
+
+    async def _create(
+        self,
+        principal: Hashable | None,
+        *,
+        session_id: str | None = None,
+        prepare: Callable[[Session], None] | None = None,
+    ) -> SessionEntry:
         config = self.config
         self.manager.reserve()
 
@@ -379,7 +419,9 @@ class McpHttpApp:
                 retry_ms=config.retry_ms,
             )
 
-        return await self.manager.create(principal, make_transport)
+        return await self.manager.create(
+            principal, make_transport, session_id=session_id, prepare=prepare
+        )
 
     async def _post_in_session(
         self,
@@ -531,7 +573,7 @@ class McpHttpApp:
     ) -> None:
         if not accepts(headers.get(b"accept"), "text/event-stream"):
             raise HttpRejection(406, "Accept must allow text/event-stream")
-        entry = self._session(headers, principal)
+        entry = await self._session(headers, principal)
         transport: HttpSessionTransport = entry.transport
         config = self.config
         entry.active += 1
@@ -560,8 +602,10 @@ class McpHttpApp:
     async def _delete(
         self, send: Send, headers: RequestHeaders, principal: Hashable | None
     ) -> None:
-        entry = self._session(headers, principal)
+        entry = await self._session(headers, principal)
         self.manager.end(entry, "the client ended the session (DELETE)")
+        if self.sharing is not None:
+            await self.sharing.forget(entry)
         await respond(send, 204)
 
 

@@ -15,6 +15,9 @@ from trimcp.session import SessionOptions
 from trimcp.transports.http_server.event_store import EventStore, InMemoryEventStore
 
 if TYPE_CHECKING:
+    from trimcp.stores.base import Store
+
+if TYPE_CHECKING:
     from trimcp.auth.resource import ProtectedResource
 
 #: Host names a server accepts by default (with any port): it is meant to be bound to
@@ -64,7 +67,9 @@ class HttpServerConfig:
     Endpoint:
       ``path``: the MCP endpoint (POST, GET, DELETE). ``legacy_sse``: also serve the
       2024-11-05 HTTP+SSE transport at ``legacy_sse_path`` (GET) and
-      ``legacy_messages_path`` (POST).
+      ``legacy_messages_path`` (POST). ``health_path``: GET answers 200
+      ``{"status": "ok", "sessions": N}`` (503 while stopping), for load balancers and
+      orchestrators; it is served before the Host check (None: no health endpoint).
     Security:
       ``allowed_hosts``: ``Host`` names accepted; an entry without a port matches any port,
       ``"*"`` accepts anything. None means :data:`LOCALHOST_NAMES`. A bad ``Host`` gets 421.
@@ -96,7 +101,9 @@ class HttpServerConfig:
       ``rest_after``: a session with nothing under way for this long *rests*: its tasks
       end and it keeps only its state (about 2 KB instead of about 35 KB), until its next
       POST, a message the server sends it, or its close wakes it (None: never rests).
-      ``session_options``: the engine's bounds for each session. ``shutdown_timeout``:
+      ``session_options``: the engine's bounds for each session. ``store``: a shared
+      :class:`~trimcp.stores.Store` (e.g. Redis; ``serve_http(store=...)`` sets it): a
+      session another replica created is looked up there and served here. ``shutdown_timeout``:
       bound on closing every session at shutdown (default: the sessions' close bound + 1).
     """
 
@@ -121,6 +128,8 @@ class HttpServerConfig:
     rest_after: float | None = attrs.field(default=0.02, validator=_optional_positive)
     session_options: SessionOptions = attrs.field(factory=SessionOptions)
     shutdown_timeout: float | None = None
+    store: Store | None = None
+    health_path: str | None = "/healthz"
     legacy_sse: bool = True
     legacy_sse_path: str = attrs.field(default="/sse", validator=_path)
     legacy_messages_path: str = attrs.field(default="/messages", validator=_path)

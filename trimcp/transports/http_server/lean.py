@@ -41,6 +41,7 @@ import trio
 from trimcp.transports.http_server.app import McpHttpApp
 from trimcp.transports.http_server.asgi import Message
 from trimcp.transports.http_server.guard import check_head
+from trimcp.transports.http_server.reuseport import open_reuseport_listeners
 
 logger = logging.getLogger("trimcp.http.lean")
 
@@ -608,9 +609,12 @@ async def serve_lean(
     backlog: int = 100,
     root_path: str = "",
     shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
+    reuse_port: bool = False,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``app`` on ``host:port`` with the lean server; reports the bound port.
+
+    ``reuse_port``: bind with ``SO_REUSEPORT``, so several processes serve one port.
 
     Limits, per connection: a request head must be complete within ``header_timeout``
     seconds of the connection opening or of the previous response ending (so it is also
@@ -635,7 +639,10 @@ async def serve_lean(
         root_path=root_path,
     )
     state = _ServerState()
-    listeners = await trio.open_tcp_listeners(port, host=host, backlog=backlog)
+    if reuse_port:
+        listeners = await open_reuseport_listeners(host, port, backlog=backlog)
+    else:
+        listeners = await trio.open_tcp_listeners(port, host=host, backlog=backlog)
     bound = listeners[0].socket.getsockname()[1]
 
     async def handle(stream: trio.SocketStream) -> None:

@@ -49,7 +49,7 @@ class SessionEntry:
     """
 
     __slots__ = ("_manager", "active", "closed", "kind", "last_seen", "principal",
-                 "released", "session", "session_id", "transport")
+                 "released", "session", "session_id", "shared_record", "transport")
 
     def __init__(
         self,
@@ -71,6 +71,8 @@ class SessionEntry:
         self.closed = False
         #: The session's reservation was given back (it closed, or never started).
         self.released = False
+        #: The record last saved to (or read from) a shared store (trimcp.stores.sharing).
+        self.shared_record: bytes | None = None
 
     def touch(self) -> None:
         """Record activity now (the idle reaper looks at the least recent first)."""
@@ -154,14 +156,19 @@ class SessionManager:
         make_transport: Callable[[str], Transport],
         *,
         kind: str = "streamable",
+        session_id: str | None = None,
+        prepare: Callable[[Session], None] | None = None,
     ) -> SessionEntry:
         """Start a new registered session (after :meth:`reserve` succeeded).
 
+        ``session_id`` and ``prepare`` take over a session another replica created: its
+        id, and a call that restores its state before the session runs.
         Cancellation: the session is not started and the reservation is released.
         """
-        session_id = new_session_id()
-        while session_id in self._sessions:  # 192 random bits: never, but be exact
+        if session_id is None:
             session_id = new_session_id()
+            while session_id in self._sessions:  # 192 random bits: never, but be exact
+                session_id = new_session_id()
         transport = make_transport(session_id)
         entry = SessionEntry(self, session_id, principal, transport, kind)
         nursery = self._nursery
@@ -178,6 +185,8 @@ class SessionManager:
             options=config.session_options,
         )
         try:
+            if prepare is not None:
+                prepare(entry.session)
             await nursery.start(self._run_session, entry)
         except BaseException:
             self._release_once(entry)

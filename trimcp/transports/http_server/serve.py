@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import attrs
 import trio
@@ -15,9 +15,12 @@ from hypercorn.trio import serve as hypercorn_serve
 
 from trimcp.session import SessionHandler
 from trimcp.transports.http_server.app import create_asgi_app
-from trimcp.transports.http_server.config import HttpServerConfig
+from trimcp.transports.http_server.config import HttpServerConfig, default_event_store
 from trimcp.transports.http_server.guard import GuardedApp
 from trimcp.transports.http_server.lean import serve_lean
+
+if TYPE_CHECKING:
+    from trimcp.stores.base import Store
 
 
 def is_loopback(host: str) -> bool:
@@ -91,9 +94,19 @@ async def serve_http(
     hypercorn: HypercornConfig | None = None,
     shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
     engine: Engine = "auto",
+    store: Store | str | None = None,
+    reuse_port: bool = False,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve MCP over Streamable HTTP (and legacy HTTP+SSE) until stopped.
+
+    ``store``: where sessions and resumability events are kept, a
+    :class:`~trimcp.stores.Store` or a URL (``memory://``, ``redis://host:port/db``:
+    opened here and closed when serving ends). The default keeps them in this process. A
+    shared store (Redis) lets replicas behind a load balancer serve each other's
+    sessions and resume each other's streams; its background work (saying this replica
+    is alive) runs while serving. ``reuse_port``: bind with ``SO_REUSEPORT`` so several
+    processes serve one port (what ``trimcp run --workers N`` does; lean engine only).
 
     Engine: ``"auto"`` (the default) serves with trimcp's lean HTTP/1.1 server
     (:mod:`~trimcp.transports.http_server.lean`: h11 on trio, about half of hypercorn's
@@ -122,6 +135,17 @@ async def serve_http(
     Cancellation: stops at once; sessions still get their bounded, shielded close, but
     responses in progress are cut.
     """
+    if store is not None:
+        await _serve_with_store(
+            store,
+            partial(
+                serve_http, handler, host=host, port=port, path=path, hypercorn=hypercorn,
+                shutdown_trigger=shutdown_trigger, engine=engine, reuse_port=reuse_port,
+                task_status=task_status,
+            ),
+            config or HttpServerConfig(),
+        )
+        return
     config = config or HttpServerConfig()
     if path is not None:
         config = attrs.evolve(config, path=path)
@@ -132,6 +156,8 @@ async def serve_http(
         )
     server = hypercorn or hypercorn_config()
     chosen = choose_engine(engine, server)
+    if reuse_port and chosen != "lean":
+        raise ValueError("reuse_port (several workers on one port) needs the lean engine")
     app = create_asgi_app(handler, config=config)
     if chosen == "lean":
         await serve_lean(
@@ -147,6 +173,7 @@ async def serve_http(
             backlog=int(server.backlog),
             root_path=server.root_path,
             shutdown_trigger=shutdown_trigger,
+            reuse_port=reuse_port,
             task_status=task_status,
         )
         return
@@ -169,3 +196,26 @@ async def serve_http(
             partial(hypercorn_serve, guarded, server, shutdown_trigger=trigger)  # type: ignore[arg-type]
         )
         task_status.started(int(binds[0].rsplit(":", 1)[1]))
+
+
+async def _serve_with_store(
+    store: Store | str, serve: Callable[..., Awaitable[None]], config: HttpServerConfig
+) -> None:
+    """Run ``serve(config=..., store=None)`` with ``store`` in ``config`` and running."""
+    from trimcp.stores import store_from_url
+
+    opened = store_from_url(store) if isinstance(store, str) else None
+    running: Store = opened if opened is not None else store  # type: ignore[assignment]
+    try:
+        changes: dict[str, object] = {"store": running}
+        if config.event_store_factory is default_event_store:
+            changes["event_store_factory"] = running.event_store
+        config = attrs.evolve(config, **changes)  # type: ignore[arg-type]
+        async with trio.open_nursery() as nursery:
+            await nursery.start(running.run)
+            await serve(config=config, store=None)
+            nursery.cancel_scope.cancel()
+    finally:
+        if opened is not None:
+            with trio.CancelScope(shield=True):
+                await opened.aclose()

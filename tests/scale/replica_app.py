@@ -1,0 +1,43 @@
+"""The server every replica of the scale tests runs (``trimcp run`` on this file).
+
+``whoami`` names the process that answered (to see the balancer spread a session's
+requests); ``slow`` reports progress ``steps`` times, ``delay`` seconds apart, and
+answers ``done <tag>`` (the kill tests count these).
+"""
+
+from __future__ import annotations
+
+import os
+
+import trio
+
+import trimcp
+
+app = trimcp.Server("scale-replica", version="1.0.0")
+
+
+@app.tool()
+def whoami() -> str:
+    """The process id of the replica that ran this call."""
+    return str(os.getpid())
+
+
+@app.tool()
+async def slow(tag: str, steps: int = 5, delay: float = 0.1, *, ctx: trimcp.Context) -> str:
+    """Report progress ``steps`` times, then answer ``done <tag>``."""
+    for step in range(steps):
+        await ctx.report_progress(step + 1, steps, f"step {step + 1}")
+        await trio.sleep(delay)
+    return f"done {tag}"
+
+
+@app.resource("scale://info", mime_type="text/plain")
+def info() -> str:
+    """A static resource."""
+    return "replicated"
+
+
+@app.prompt()
+def greet(name: str) -> str:
+    """A one-line prompt."""
+    return f"Hello, {name}!"

@@ -1,0 +1,246 @@
+"""``trimcp run --transport http --workers N``: N server processes on one port.
+
+The supervisor (this process) serves nothing itself. It starts N workers, each
+``trimcp run ... --reuse-port``: every worker binds the same address with
+``SO_REUSEPORT`` and the kernel spreads connections across them. Sessions and streams
+are shared between workers only through a shared store (``--store redis://...``); with
+the default in-memory store a 2025 session lives in one worker, so the supervisor warns.
+
+Signals: SIGINT/SIGTERM stop every worker gracefully (SIGTERM, each closes its sessions
+with its bounded sequence), SIGKILL after ``STOP_BOUND`` seconds. SIGHUP reloads: a new
+set of workers starts (the target file is imported afresh), and once each listens the old
+set is stopped gracefully, so the port never stops answering. A worker that dies is
+started again (at most ``MAX_QUICK_DEATHS`` quick deaths in a row, then everything stops
+with an error). Worker stderr is forwarded, one line at a time, prefixed with its number.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Sequence
+
+import trio
+
+from trimcp.cli.errors import EXIT_OK, CliError
+from trimcp.server.serving import ServeSettings, url_of
+
+#: How long workers may take to stop gracefully before they are killed.
+STOP_BOUND = 20.0
+#: How long a worker may take to start listening.
+START_BOUND = 30.0
+#: A worker that dies within this many seconds of starting died quickly.
+QUICK = 5.0
+MAX_QUICK_DEATHS = 3
+RESTART_DELAY = 1.0
+_LISTENING = "trimcp: serving "
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(f"trimcp: {line}\n")
+    sys.stderr.flush()
+
+
+def worker_argv(target: str, settings: ServeSettings, port: int) -> list[str]:
+    """The command line of one worker: the supervisor's settings, on ``port``."""
+    argv = [sys.executable, "-m", "trimcp", "run", target, "--transport", "http",
+            "--host", settings.host, "--port", str(port), "--path", settings.path,
+            "--reuse-port"]
+    if settings.stateless:
+        argv.append("--stateless")
+    if settings.json_response:
+        argv.append("--json-response")
+    if settings.log_level is not None:
+        argv += ["--log-level", settings.log_level]
+    for name in settings.allowed_hosts:
+        argv += ["--allow-host", name]
+    for origin in settings.allowed_origins:
+        argv += ["--allow-origin", origin]
+    if settings.store is not None:
+        argv += ["--store", settings.store]
+    return argv
+
+
+class _Worker:
+    def __init__(self, number: int, process: trio.Process, started: float) -> None:
+        self.number = number
+        self.process = process
+        self.started = started
+        self.listening = trio.Event()
+        self.stopping = False
+
+
+class Supervisor:
+    """Runs, reloads and stops the workers (see the module docstring)."""
+
+    def __init__(self, argv: Sequence[str], count: int) -> None:
+        self.argv = list(argv)
+        self.count = count
+        self.workers: list[_Worker] = []
+        self.quick_deaths = 0
+        self.failed: str | None = None
+        self.stopping = False
+        self._generation = 0
+
+    async def run(self, nursery: trio.Nursery, *, task_status: trio.TaskStatus[None]) -> None:
+        """Start the first set of workers; reports started once all of them listen."""
+        await self._start_set(nursery)
+        task_status.started()
+
+    async def _start_set(self, nursery: trio.Nursery) -> list[_Worker]:
+        new = [await self._spawn(nursery, i + 1) for i in range(self.count)]
+        with trio.move_on_after(START_BOUND) as waiting:
+            for worker in new:
+                await worker.listening.wait()
+        if waiting.cancelled_caught:
+            raise CliError(f"workers did not start listening within {START_BOUND:g}s")
+        return new
+
+    async def _spawn(self, nursery: trio.Nursery, number: int) -> _Worker:
+        env = {**os.environ, "TRIMCP_WORKER": str(number)}
+        process = await trio.lowlevel.open_process(
+            self.argv, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+            start_new_session=True,  # terminal signals reach the supervisor only
+        )
+        worker = _Worker(number, process, trio.current_time())
+        self.workers.append(worker)
+        nursery.start_soon(self._watch, nursery, worker)
+        return worker
+
+    async def _watch(self, nursery: trio.Nursery, worker: _Worker) -> None:
+        stream = worker.process.stderr
+        assert stream is not None
+        buffer = b""
+        async with stream:
+            while True:
+                try:
+                    data = await stream.receive_some(65536)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    data = b""
+                if not data:
+                    break
+                buffer += data
+                *lines, buffer = buffer.split(b"\n")
+                for raw in lines:
+                    line = raw.decode("utf-8", "replace")
+                    if line.startswith(_LISTENING):
+                        worker.listening.set()
+                    sys.stderr.write(f"[worker {worker.number}] {line}\n")
+                if len(buffer) > 65536:  # a line without end: flush it as it is
+                    text = buffer.decode("utf-8", "replace")
+                    sys.stderr.write(f"[worker {worker.number}] {text}\n")
+                    buffer = b""
+            sys.stderr.flush()
+        code = await worker.process.wait()
+        if worker in self.workers:
+            self.workers.remove(worker)
+        if worker.stopping or self.stopping:
+            return
+        lived = trio.current_time() - worker.started
+        _say(f"worker {worker.number} exited with code {code} after {lived:.1f}s; restarting")
+        self.quick_deaths = self.quick_deaths + 1 if lived < QUICK else 0
+        if self.quick_deaths >= MAX_QUICK_DEATHS:
+            self.failed = (
+                f"worker {worker.number} died {MAX_QUICK_DEATHS} times within {QUICK:g}s of "
+                "starting: see its messages above"
+            )
+            nursery.cancel_scope.cancel()
+            return
+        await trio.sleep(RESTART_DELAY)
+        if not self.stopping:
+            await self._spawn(nursery, worker.number)
+
+    async def reload(self, nursery: trio.Nursery) -> None:
+        """Start a new set of workers, then stop the old set gracefully."""
+        old = list(self.workers)
+        try:
+            await self._start_set(nursery)
+        except CliError as error:
+            _say(f"reload failed, the old workers go on: {error}")
+            return
+        await self._stop(old)
+        _say(f"reloaded: {self.count} new workers serve")
+
+    async def stop(self) -> None:
+        """Stop every worker: SIGTERM, then SIGKILL after ``STOP_BOUND`` seconds."""
+        self.stopping = True
+        await self._stop(list(self.workers))
+
+    async def _stop(self, workers: list[_Worker]) -> None:
+        for worker in workers:
+            worker.stopping = True
+            if worker.process.returncode is None:
+                worker.process.send_signal(signal.SIGTERM)
+        with trio.move_on_after(STOP_BOUND):
+            for worker in workers:
+                await worker.process.wait()
+        for worker in workers:
+            if worker.process.returncode is None:
+                _say(f"worker {worker.number} did not stop within {STOP_BOUND:g}s: killed")
+                worker.process.kill()
+                with trio.move_on_after(5):
+                    await worker.process.wait()
+
+
+def pick_port(host: str, port: int) -> tuple[int, socket.socket | None]:
+    """The port the workers share; for port 0 a free one, held (bound, not listening)
+    until they listen so no other program takes it meanwhile."""
+    if port != 0:
+        return port, None
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    holder = socket.socket(family, socket.SOCK_STREAM)
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    holder.bind((host.strip("[]"), 0))
+    return int(holder.getsockname()[1]), holder
+
+
+def run_workers(target: str, settings: ServeSettings, count: int, label: str) -> int:
+    """Supervise ``count`` worker processes until SIGINT/SIGTERM; SIGHUP reloads them."""
+    if not hasattr(socket, "SO_REUSEPORT"):
+        raise CliError("--workers needs SO_REUSEPORT, which this platform does not have")
+    if not settings.stateless and (settings.store is None or settings.store.startswith("memory")):
+        _say(
+            "warning: with the in-memory store each worker keeps its own sessions: a 2025 "
+            "client must reach the worker that holds its session; use --store "
+            "redis://HOST:PORT/DB to share them"
+        )
+    chosen, holder = pick_port(settings.host, settings.bound_port)
+    supervisor = Supervisor(worker_argv(target, settings, chosen), count)
+
+    async def main() -> int:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+            async with trio.open_nursery() as nursery:
+                try:
+                    await nursery.start(supervisor.run, nursery)
+                finally:
+                    if holder is not None:
+                        holder.close()
+                url = url_of("http", settings.host, chosen, settings.path)
+                _say(
+                    f"serving {label} at {url} with {count} workers "
+                    "(Ctrl-C to stop, SIGHUP to reload)"
+                )
+                async for signum in signals:
+                    if signum == signal.SIGHUP:
+                        _say("SIGHUP: reloading the workers")
+                        await supervisor.reload(nursery)
+                        continue
+                    _say(f"{signal.Signals(signum).name}: stopping the workers")
+                    with trio.CancelScope(shield=True):
+                        await supervisor.stop()
+                    nursery.cancel_scope.cancel()
+                    break
+        if supervisor.failed is not None:
+            raise CliError(supervisor.failed)
+        _say("stopped")
+        return EXIT_OK
+
+    try:
+        return trio.run(main)
+    finally:
+        if holder is not None:
+            holder.close()
