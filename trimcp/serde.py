@@ -343,7 +343,7 @@ def _structure_resource_contents(value: Any, _: Any) -> Any:
         cls = wire.BlobResourceContents
     else:
         raise _Problem("expected resource contents with a 'text' or a 'blob' member")
-    return _VARIANT_HOOKS[cls](value, cls)
+    return _structure_hook(cls)(value, cls)
 
 
 def _structure_primitive_schema(value: Any, _: Any) -> Any:
@@ -373,7 +373,7 @@ def _structure_primitive_schema(value: Any, _: Any) -> Any:
     else:
         expected = "'string', 'number', 'integer', 'boolean', 'array'"
         raise _Problem(f"expected one of {expected}, got {_show(kind)}", ("type",))
-    return _VARIANT_HOOKS[cls](value, cls)
+    return _structure_hook(cls)(value, cls)
 
 
 def _structure_one_or_many_factory(single: Any, many: Any) -> StructureHook:
@@ -587,27 +587,32 @@ def _build() -> cattrs.Converter:
 converter: Final[cattrs.Converter] = _build()
 """The converter. Read-only: use it for hooks, never register new ones on it."""
 
-# Hooks of the variants that the untagged unions pick by which keys are present.
-_VARIANT_HOOKS: Final[Mapping[type, StructureHook]] = MappingProxyType(
-    {
-        cls: converter.get_structure_hook(cls)
-        for cls in get_args(wire.ResourceContents) + get_args(wire.PrimitiveSchemaDefinition)
-    }
-)
+# Hooks are generated on first use of each type and kept: a process pays only for the
+# types it meets (a stdio server's cold start skips most of the 200-odd wire classes), and
+# these tables skip cattrs' dispatch on the hot path. tests/types checks that every wire
+# class gets its hooks (build_all_hooks).
+_STRUCTURE_HOOKS: Final[dict[Any, StructureHook]] = {}
+_UNSTRUCTURE_HOOKS: Final[dict[Any, UnstructureHook]] = {}
+
+
+def _structure_hook(cls: Any) -> StructureHook:
+    hook = _STRUCTURE_HOOKS.get(cls)
+    if hook is None:
+        hook = _STRUCTURE_HOOKS[cls] = converter.get_structure_hook(cls)
+    return hook
 
 
 def _wire_classes() -> list[type]:
     return [v for v in vars(wire).values() if _is_wire_class(v)]
 
 
-# Generate every hook now, so that errors in the types show at import and the converter
-# is complete before anyone uses it; these tables skip cattrs' dispatch on the hot path.
-_STRUCTURE_HOOKS: Final[Mapping[Any, StructureHook]] = MappingProxyType(
-    {cls: converter.get_structure_hook(cls) for cls in _wire_classes()}
-)
-_UNSTRUCTURE_HOOKS: Final[Mapping[Any, UnstructureHook]] = MappingProxyType(
-    {cls: converter.get_unstructure_hook(cls) for cls in _wire_classes()}
-)
+def build_all_hooks() -> int:
+    """Generate the hooks of every wire class now (tests; a warm-up). Returns how many."""
+    classes = _wire_classes()
+    for cls in classes:
+        _structure_hook(cls)
+        _UNSTRUCTURE_HOOKS.setdefault(cls, converter.get_unstructure_hook(cls))
+    return len(classes)
 
 
 @overload
@@ -624,7 +629,7 @@ def structure(data: Any, cls: Any) -> Any:
     """
     hook = _STRUCTURE_HOOKS.get(cls)
     if hook is None:
-        hook = converter.get_structure_hook(cls)
+        hook = _structure_hook(cls)
     try:
         return hook(data, cls)
     except Exception as exc:
@@ -637,7 +642,10 @@ def unstructure(obj: Any) -> Any:
     The result may share ``dict[str, Any]``/``Any`` values and lists of strings with
     ``obj``; do not mutate it if ``obj`` is still in use.
     """
-    hook = _UNSTRUCTURE_HOOKS.get(type(obj))
+    kind = type(obj)
+    hook = _UNSTRUCTURE_HOOKS.get(kind)
     if hook is None:
-        return converter.unstructure(obj)
+        if not _is_wire_class(kind):
+            return converter.unstructure(obj)
+        hook = _UNSTRUCTURE_HOOKS[kind] = converter.get_unstructure_hook(kind)
     return hook(obj)

@@ -6,20 +6,60 @@ token verifier: :class:`JwtVerifier`, :class:`IntrospectionVerifier` or
 
 See docs/authorization.md. JWT support needs the ``trimcp[auth]`` extra (PyJWT with
 cryptography).
+
+Names are imported on first use: a server that only reads ``ctx.auth`` (every
+``trimcp.Server`` does) must not pay at start-up for the HTTP client, JWT and
+introspection code.
 """
 
-from trimcp.auth.errors import AuthError as AuthError
-from trimcp.auth.errors import AuthorizationFailed as AuthorizationFailed
-from trimcp.auth.errors import InvalidToken as InvalidToken
-from trimcp.auth.errors import UnsafeUrl as UnsafeUrl
-from trimcp.auth.introspection import IntrospectionVerifier as IntrospectionVerifier
-from trimcp.auth.jwks import JwksCache as JwksCache
-from trimcp.auth.principal import AuthInfo as AuthInfo
-from trimcp.auth.principal import request_auth as request_auth
-from trimcp.auth.resource import ProtectedResource as ProtectedResource
-from trimcp.auth.verifiers import CallableVerifier as CallableVerifier
-from trimcp.auth.verifiers import JwtVerifier as JwtVerifier
-from trimcp.auth.verifiers import TokenVerifier as TokenVerifier
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: public name -> the module it lives in
+_EXPORTS: dict[str, str] = {
+    "AuthError": "trimcp.auth.errors",
+    "AuthorizationFailed": "trimcp.auth.errors",
+    "InvalidToken": "trimcp.auth.errors",
+    "UnsafeUrl": "trimcp.auth.errors",
+    "IntrospectionVerifier": "trimcp.auth.introspection",
+    "JwksCache": "trimcp.auth.jwks",
+    "AuthInfo": "trimcp.auth.principal",
+    "request_auth": "trimcp.auth.principal",
+    "ProtectedResource": "trimcp.auth.resource",
+    "CallableVerifier": "trimcp.auth.verifiers",
+    "JwtVerifier": "trimcp.auth.verifiers",
+    "TokenVerifier": "trimcp.auth.verifiers",
+}
+
+if TYPE_CHECKING:
+    from trimcp.auth.errors import AuthError as AuthError
+    from trimcp.auth.errors import AuthorizationFailed as AuthorizationFailed
+    from trimcp.auth.errors import InvalidToken as InvalidToken
+    from trimcp.auth.errors import UnsafeUrl as UnsafeUrl
+    from trimcp.auth.introspection import IntrospectionVerifier as IntrospectionVerifier
+    from trimcp.auth.jwks import JwksCache as JwksCache
+    from trimcp.auth.principal import AuthInfo as AuthInfo
+    from trimcp.auth.principal import request_auth as request_auth
+    from trimcp.auth.resource import ProtectedResource as ProtectedResource
+    from trimcp.auth.verifiers import CallableVerifier as CallableVerifier
+    from trimcp.auth.verifiers import JwtVerifier as JwtVerifier
+    from trimcp.auth.verifiers import TokenVerifier as TokenVerifier
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trimcp.auth' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
 
 __all__ = [
     "AuthError",

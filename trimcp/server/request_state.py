@@ -22,11 +22,12 @@ import binascii
 import os
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+# cryptography is imported when a state is first sealed or opened, not at start-up: most
+# servers never ask for input, and a stdio server's cold start should not load OpenSSL.
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 _VERSION = "v1"
 _NONCE = 12
@@ -45,6 +46,9 @@ def derive_key(secret: str | bytes, key_id: str = "k1") -> bytes:
     raw = secret.encode("utf-8") if isinstance(secret, str) else secret
     if len(raw) < 16:
         raise ValueError("a requestState secret needs at least 16 bytes")
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
     return HKDF(
         algorithm=hashes.SHA256(),
         length=32,
@@ -64,16 +68,17 @@ class RequestStateKeyring:
 
     def __init__(self, keys: Mapping[str, bytes] | None = None, current: str | None = None) -> None:
         if not keys:
-            keys = {"local": AESGCM.generate_key(bit_length=256)}
-        self._ciphers: dict[str, AESGCM] = {}
+            keys = {"local": os.urandom(32)}  # what AESGCM.generate_key(256) returns
+        self._keys: dict[str, bytes] = {}
+        self._ciphers: dict[str, AESGCM] = {}  # made on first use of each key
         for key_id, key in keys.items():
             if not _KEY_ID.match(key_id):
                 raise ValueError(f"bad requestState key id {key_id!r}")
             if len(key) != 32:
                 raise ValueError(f"requestState key {key_id!r} must be 32 bytes (AES-256)")
-            self._ciphers[key_id] = AESGCM(key)
+            self._keys[key_id] = bytes(key)
         self.current = current if current is not None else next(iter(keys))
-        if self.current not in self._ciphers:
+        if self.current not in self._keys:
             raise ValueError(f"the current key {self.current!r} is not in the keyring")
 
     @classmethod
@@ -90,21 +95,34 @@ class RequestStateKeyring:
 
     @property
     def key_ids(self) -> tuple[str, ...]:
-        return tuple(self._ciphers)
+        return tuple(self._keys)
+
+    def _cipher(self, key_id: str) -> AESGCM | None:
+        cipher = self._ciphers.get(key_id)
+        if cipher is None:
+            key = self._keys.get(key_id)
+            if key is None:
+                return None
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+            cipher = self._ciphers[key_id] = AESGCM(key)
+        return cipher
 
     def rotated(self, key_id: str, key: bytes) -> RequestStateKeyring:
         """A new keyring sealing with ``key`` and still opening with every key held now."""
         keys = {key_id: key}
         keyring = RequestStateKeyring(keys, current=key_id)
-        for old_id, cipher in self._ciphers.items():
+        for old_id, old_key in self._keys.items():
             if old_id != key_id:
-                keyring._ciphers[old_id] = cipher
+                keyring._keys[old_id] = old_key
         return keyring
 
     def seal(self, payload: bytes, bound_to: bytes) -> str:
         """Encrypt and authenticate ``payload``; ``bound_to`` must be given again to open."""
         nonce = os.urandom(_NONCE)
-        sealed = self._ciphers[self.current].encrypt(nonce, payload, bound_to)
+        cipher = self._cipher(self.current)
+        assert cipher is not None
+        sealed = cipher.encrypt(nonce, payload, bound_to)
         body = base64.urlsafe_b64encode(nonce + sealed).rstrip(b"=").decode("ascii")
         return f"{_VERSION}.{self.current}.{body}"
 
@@ -115,7 +133,7 @@ class RequestStateKeyring:
         parts = token.split(".")
         if len(parts) != 3 or parts[0] != _VERSION:
             raise InvalidRequestState("requestState is not one this server issued")
-        cipher = self._ciphers.get(parts[1])
+        cipher = self._cipher(parts[1])
         if cipher is None:
             raise InvalidRequestState(
                 "requestState was sealed with a key this server no longer holds"
@@ -127,6 +145,8 @@ class RequestStateKeyring:
             raise InvalidRequestState("requestState is not valid base64url") from None
         if len(raw) < _NONCE + 16:
             raise InvalidRequestState("requestState is truncated")
+        from cryptography.exceptions import InvalidTag
+
         try:
             return cipher.decrypt(raw[:_NONCE], raw[_NONCE:], bound_to)
         except InvalidTag:

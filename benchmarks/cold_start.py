@@ -1,0 +1,60 @@
+"""Cold start, trimcp against the official SDK's high-level server, in one run.
+
+Spawns each server ``--repeats`` times (interleaved, so machine load hits both alike) and
+reports the median time from spawn to the ``initialize`` answer, plus the ratio. The
+trimcp server is the smallest real one: a ``trimcp.Server`` with one tool and
+``app.run()`` (stdio), as users write it. Targets (issue 15): <= 200 ms and <= 0.4x the
+SDK on an idle machine.
+
+Run from the repository root: .venv/bin/python -m benchmarks.cold_start [--repeats 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.loadgen_stdio import cold_start
+
+TRIMCP_APP = """\
+from trimcp import Server
+
+app = Server("cold")
+
+
+@app.tool()
+def echo(text: str) -> str:
+    return text
+
+
+app.run()
+"""
+SDK_APP = Path(__file__).with_name("servers") / "sdk_highlevel.py"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=10)
+    opts = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        app = Path(tmp) / "cold_app.py"
+        app.write_text(TRIMCP_APP)
+        servers = {"trimcp": [sys.executable, str(app)], "sdk": [sys.executable, str(SDK_APP)]}
+        times: dict[str, list[float]] = {name: [] for name in servers}
+        for _ in range(opts.repeats):
+            for name, argv_ in servers.items():
+                result = cold_start(argv_, 1)
+                times[name].append(result["initialize_ms"]["median"])
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    for name, value in medians.items():
+        print(f"{name:7s} spawn -> initialize answer: median {value:7.1f} ms "
+              f"(min {min(times[name]):.1f}, max {max(times[name]):.1f}, n={opts.repeats})")
+    print(f"ratio trimcp/sdk: {medians['trimcp'] / medians['sdk']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
