@@ -29,7 +29,8 @@ from typing import Annotated, Any
 import attrs
 import trio
 
-from trimcp import Context, Server, serve_http
+from trimcp import Context, McpError, Server, ToolError, serve_http
+from trimcp.errors import INTERNAL_ERROR
 from trimcp.server import Audio, Image, PromptMessage, user_message
 from trimcp.transports.http_server import close_request_stream
 from trimcp.types import (
@@ -570,6 +571,68 @@ async def test_input_required_result_prompt(ctx: Context) -> list[PromptMessage]
                                key="user_context")
     context = outcome.data["context"] if outcome.data else "none"
     return [user_message(f"Prompt with context: {context}")]
+
+
+# --- tasks (2025-11-25 tasks; the io.modelcontextprotocol/tasks extension in 2026) ---------
+
+
+@app.tool()
+def greet(name: str) -> str:
+    """Never a task: answers at once."""
+    return f"Hello, {name}!"
+
+
+@app.tool(task_support="optional")
+async def slow_compute(seconds: float = 1, label: str = "") -> str:
+    """A task: sleeps ``seconds`` (cancelled at once by tasks/cancel), then answers."""
+    await trio.sleep(seconds)
+    return f"Computed {label or 'result'} after {seconds:g}s"
+
+
+@app.tool(task_support="required")
+async def failing_job() -> str:
+    """Only as a task: after about a second, reports a tool error (isError)."""
+    await trio.sleep(1)
+    raise ToolError("The job failed: simulated tool error")
+
+
+@app.tool(task_support="optional")
+async def protocol_error_job() -> str:
+    """A task that ends with a JSON-RPC error (the task fails)."""
+    raise McpError(INTERNAL_ERROR, "The job crashed: simulated protocol error")
+
+
+CONFIRM_FORM: dict[str, Any] = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean", "title": "Delete it?"}},
+    "required": ["confirm"],
+}
+
+
+@app.tool(task_support="optional")
+async def confirm_delete(filename: str, ctx: Context) -> str:
+    """A task that asks the user to confirm (input_required), then answers."""
+    outcome = await ctx.elicit(f"Delete {filename}?", CONFIRM_FORM)
+    confirmed = outcome.action == "accept" and bool((outcome.data or {}).get("confirm"))
+    return f"{'Deleted' if confirmed else 'Kept'} {filename}"
+
+
+@app.tool(task_support="optional")
+async def multi_input(ctx: Context) -> str:
+    """A task that asks two questions at once (two inputRequests pending together)."""
+    answers: dict[str, str] = {}
+
+    async def ask(field: str) -> None:
+        outcome = await ctx.elicit(f"Your {field}?", {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "confirm": {"type": "boolean"}},
+        })
+        answers[field] = str((outcome.data or {}).get("name", outcome.action))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask, "first")
+        nursery.start_soon(ask, "second")
+    return f"first={answers['first']} second={answers['second']}"
 
 
 # --- running --------------------------------------------------------------------------------

@@ -82,3 +82,80 @@ async def test_http_server_shutdown_cancels_and_records_running_tasks() -> None:
     assert record.status == "cancelled"
     assert record.status_message == "The server shut down before the task finished"
     assert app.tasks.live_count() == 0
+
+
+# --- 2026-07-28: the io.modelcontextprotocol/tasks extension ---------------------------------
+
+
+async def test_2026_task_with_input_through_tasks_get_and_update() -> None:
+    app = make_app()
+    with trio.fail_after(BOUND):
+        async with (
+            http_server(app) as url,
+            connect_http(url, elicitation_handler=helpers.answer_elicitation) as client,
+        ):
+            assert client.protocol_version == "2026-07-28"
+            extensions = client.server_capabilities.extensions or {}
+            assert "io.modelcontextprotocol/tasks" in extensions
+            assert client.server_capabilities.tasks is None
+            handle = await client.call_tool_as_task("ask_name")
+            assert handle.modern
+            statuses = [task.status async for task in handle]
+            assert "input_required" in statuses
+            assert statuses[-1] == "completed"
+            result = await handle.result()
+            assert result.content[0].text == "hello Ada"  # type: ignore[union-attr]
+            with pytest.raises(trimcp.LocalProtocolError, match="tasks/list"):
+                await client.list_tasks()
+
+
+async def test_2026_call_tool_waits_for_a_task_the_server_chose() -> None:
+    app = make_app()
+    with trio.fail_after(BOUND):
+        async with http_server(app) as url, connect_http(url) as client:
+            # The client declares the extension, so the server runs it as a task;
+            # call_tool follows the task and returns the tool's result.
+            result = await client.call_tool("sleep", {"seconds": 0})
+            assert result.content[0].text == "slept 0"  # type: ignore[union-attr]
+            failed = await client.call_tool("fail")
+            assert failed.is_error is True  # 2026: a tool error completes the task
+
+
+async def test_2026_cancel_and_resume_by_id() -> None:
+    app = make_app()
+    with trio.fail_after(BOUND):
+        async with http_server(app) as url:
+            async with connect_http(url) as first:
+                handle = await first.call_tool_as_task("sleep", {"seconds": 3600})
+                task_id = handle.task_id
+            async with connect_http(url) as second:
+                again = await second.get_task(task_id)
+                assert again.status.status == "working"
+                after = await again.cancel()
+                assert after.status == "cancelled"
+                with pytest.raises(trimcp.McpError, match="cancelled"):
+                    await again.result()
+                await again.cancel()  # 2026: acknowledged again, no error
+
+
+async def test_2026_unknown_task_and_missing_extension() -> None:
+    app = make_app()
+    with trio.fail_after(BOUND):
+        async with http_server(app) as url, connect_http(url) as client:
+            with pytest.raises(trimcp.McpError) as unknown:
+                await client.get_task("nope")
+            assert unknown.value.code == -32602
+            # Without the extension in the request's capabilities: -32021.
+            with pytest.raises(trimcp.McpError) as missing:
+                await client.session.send_request(
+                    "tasks/get",
+                    {
+                        "taskId": "nope",
+                        "_meta": {
+                            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                            "io.modelcontextprotocol/clientCapabilities": {},
+                            "io.modelcontextprotocol/clientInfo": {"name": "x", "version": "1"},
+                        },
+                    },
+                )
+            assert missing.value.code == -32021

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from trimcp.client.stateless import Era, request_meta
+from trimcp.client.tasks import with_tasks_extension
 from trimcp.errors import LocalProtocolError
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.session import Session
@@ -97,6 +98,7 @@ class Agreement:
         return request_meta(
             negotiated.protocol_version,
             self.client_info,
-            negotiated.client_capabilities,
+            # A trimcp client can always follow a task the server chooses to create.
+            with_tasks_extension(negotiated.client_capabilities),
             self.log_level,
         )

@@ -57,7 +57,12 @@ from trimcp.client.negotiate import connect
 from trimcp.client.pagination import PageIterator
 from trimcp.client.schema import SchemaUnsupported, SchemaViolation, validate
 from trimcp.client.stateless import Era, Mode, plan_for, with_meta
-from trimcp.client.tasks import TaskHandle, as_task
+from trimcp.client.tasks import (
+    TASKS_EXTENSION,
+    TaskHandle,
+    as_task,
+    is_task_answer,
+)
 from trimcp.errors import HEADER_MISMATCH, LocalProtocolError, McpError, RequestTimeout
 from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.negotiated import Negotiated
@@ -75,7 +80,6 @@ from trimcp.types import (
     DiscoverResult,
     GetPromptRequestParams,
     GetPromptResult,
-    GetTaskRequestParams,
     Implementation,
     InitializeResult,
     ListPromptsResult,
@@ -96,6 +100,7 @@ from trimcp.types import (
     SubscribeRequestParams,
     SubscriptionFilter,
     SubscriptionsListenRequestParams,
+    Task,
     TaskMetadata,
     Tool,
     UnsubscribeRequestParams,
@@ -496,6 +501,11 @@ class Client(Agreement):
                 self.cache.invalidate("notifications/tools/list_changed")
                 async for _tool in self.iter_tools():
                     pass
+        if is_task_answer(answer):
+            # 2026-07-28: the server chose to run the call as a task (the client declares
+            # the tasks extension); wait for it, as the caller asked for the result.
+            handle = self._remember_task(TaskHandle(self, as_task(answer), modern=True))
+            answer = await handle.result()
         result = _typed(answer, CallToolResult)
         if self.validate_output:
             self._check_output(name, result)
@@ -523,6 +533,8 @@ class Client(Agreement):
         :class:`McpError` otherwise (``-32601`` for a tool that cannot run as a task).
         Cancellation: as :meth:`call_tool`; a task already created keeps running.
         """
+        if self.era is Era.MODERN:
+            return await self._call_tool_as_task_modern(name, arguments, timeout, meta)
         caps = self.server_capabilities.tasks
         requests = caps.requests if caps is not None else None
         tools = requests.tools if requests is not None else None
@@ -541,7 +553,34 @@ class Client(Agreement):
             await self._request("tools/call", params, timeout=timeout, target=name),
             CreateTaskResult,
         )
-        handle = TaskHandle(self, created.task)
+        return self._remember_task(TaskHandle(self, created.task))
+
+    async def _call_tool_as_task_modern(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        timeout: float | None,
+        meta: Mapping[str, Any] | None,
+    ) -> TaskHandle:
+        extensions = self.server_capabilities.extensions or {}
+        if TASKS_EXTENSION not in extensions:
+            raise LocalProtocolError(
+                f"{self.server_info.name} cannot run tools as tasks: it did not declare "
+                f"the {TASKS_EXTENSION} extension; use call_tool() instead"
+            )
+        params = CallToolRequestParams(
+            name=name,
+            arguments=dict(arguments) if arguments is not None else None,
+            meta=dict(meta) if meta is not None else None,
+        )
+        # The server decides (it may ask for input first, or answer at once).
+        answer = await self._request_with_input("tools/call", params, timeout=timeout,
+                                                target=name)
+        if is_task_answer(answer):
+            return self._remember_task(TaskHandle(self, as_task(answer), modern=True))
+        return TaskHandle.finished(self, _typed(answer, CallToolResult))
+
+    def _remember_task(self, handle: TaskHandle) -> TaskHandle:
         self._task_handles[handle.task_id] = handle
         return handle
 
@@ -552,13 +591,22 @@ class Client(Agreement):
         """
         handle = self._task_handles.get(task_id)
         if handle is None:
-            got = await self._request("tasks/get", GetTaskRequestParams(task_id=task_id))
-            handle = TaskHandle(self, as_task(got))
-            self._task_handles[task_id] = handle
+            modern = self.era is Era.MODERN
+            handle = TaskHandle(
+                self,
+                Task(task_id=task_id, status="working", created_at="", last_updated_at="",
+                     ttl=None),
+                modern=modern,
+            )
+            await handle.refresh()
+            self._remember_task(handle)
         return handle
 
     async def list_tasks(self, cursor: str | None = None) -> ListTasksResult:
-        """One page of ``tasks/list`` (the tasks this client may see)."""
+        """One page of ``tasks/list`` (the tasks this client may see; 2025-11-25 only:
+        the 2026 tasks extension has no listing)."""
+        if self.era is Era.MODERN:
+            raise LocalProtocolError("tasks/list does not exist in 2026-07-28 (tasks extension)")
         params = PaginatedRequestParams(cursor=cursor)
         return _typed(await self._request("tasks/list", params), ListTasksResult)
 

@@ -1,30 +1,35 @@
 """Client side of tasks: :class:`TaskHandle`, what ``Client.call_tool_as_task`` returns.
 
-    handle = await client.call_toolas_task("render", {"scene": "x"}, ttl=600)
+    handle = await client.call_tool_as_task("render", {"scene": "x"}, ttl=600)
     async for task in handle:              # each status change until it ends
         print(task.status, task.status_message)
     result = await handle.result()         # the CallToolResult (or the tool's McpError)
 
-How it waits: it polls ``tasks/get`` at the server's ``pollInterval`` hint (bounded below
-by ``min_poll_interval``), woken early by ``notifications/tasks/status``. When the task
-needs input (``input_required``) it calls ``tasks/result``, on which the server sends its
-elicitation/sampling requests; the client's registered handlers answer them as for any
-request. Once the task has ended, ``tasks/result`` returns what the tool call would have
-returned.
+The same API in both eras. How it waits: it polls ``tasks/get`` at the server's poll
+interval hint (bounded below by ``min_poll_interval``), woken early by
+``notifications/tasks/status`` (2025-11-25). When the task needs input
+(``input_required``), the client's registered handlers (elicitation, sampling, roots)
+answer, as for any request: in 2025-11-25 through ``tasks/result``, on which the server
+sends its requests; with the 2026-07-28 extension by answering the ``inputRequests`` of
+``tasks/get`` with ``tasks/update``. The result is what the tool call would have returned:
+``tasks/result`` (2025-11-25) or the result inlined in ``tasks/get`` (2026).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+import attrs
 import trio
 
 from trimcp import serde
-from trimcp.errors import McpError, RequestTimeout
+from trimcp.errors import INTERNAL_ERROR, McpError, RequestTimeout
+from trimcp.protocol import tasks_ext
 from trimcp.types import (
     CallToolResult,
     CancelTaskRequestParams,
+    ClientCapabilities,
     GetTaskPayloadRequestParams,
     GetTaskRequestParams,
     Task,
@@ -34,12 +39,44 @@ from trimcp.types import (
 if TYPE_CHECKING:
     from trimcp.client.client import Client
 
+TASKS_EXTENSION: Final = tasks_ext.EXTENSION_ID
+
 TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 #: The poll interval used when the server gives no hint, in seconds.
 DEFAULT_POLL_INTERVAL: Final = 1.0
+#: ``inputRequests`` keys remembered per task (answered ones are not answered again).
+MAX_ANSWERED_KEYS: Final = 1024
+
+
+def is_task_answer(answer: Any) -> bool:
+    """Whether a ``tools/call`` answer is the 2026 extension's ``CreateTaskResult``."""
+    return isinstance(answer, Mapping) and answer.get("resultType") == tasks_ext.RESULT_TYPE_TASK
+
+
+def with_tasks_extension(capabilities: ClientCapabilities) -> ClientCapabilities:
+    """``capabilities`` declaring the tasks extension too (a trimcp client can always
+    follow a task the server chooses to create)."""
+    extensions = capabilities.extensions or {}
+    if TASKS_EXTENSION in extensions:
+        return capabilities
+    return attrs.evolve(capabilities, extensions={**extensions, TASKS_EXTENSION: {}})
 
 
 def as_task(value: Any) -> Task:
+    """A :class:`Task` from a 2025-11-25 task object or a 2026 extension one (wire dict)."""
+    if isinstance(value, Mapping):
+        task_id = value.get("taskId")
+        if not isinstance(task_id, str) or not task_id:
+            raise McpError(INTERNAL_ERROR, "The server sent a task without a taskId")
+        return Task(
+            task_id=task_id,
+            status=value.get("status", "working"),
+            created_at=str(value.get("createdAt", "")),
+            last_updated_at=str(value.get("lastUpdatedAt", "")),
+            ttl=value.get("ttlMs"),
+            status_message=value.get("statusMessage"),
+            poll_interval=value.get("pollIntervalMs"),
+        )
     return Task(
         task_id=value.task_id,
         status=value.status,
@@ -62,14 +99,32 @@ class TaskHandle:
     """
 
     def __init__(
-        self, client: Client, task: Task, *, min_poll_interval: float = 0.05
+        self,
+        client: Client,
+        task: Task,
+        *,
+        modern: bool = False,
+        min_poll_interval: float = 0.05,
     ) -> None:
         self._client = client
         self.status: Task = task
+        #: True when the task runs under the 2026-07-28 tasks extension.
+        self.modern = modern
         self.min_poll_interval = min_poll_interval
         self._changed = trio.Event()
         self._result: CallToolResult | None = None
         self._error: McpError | None = None
+        self._input_requests: dict[str, Any] = {}
+        self._answered: dict[str, None] = {}
+
+    @classmethod
+    def finished(cls, client: Client, result: CallToolResult) -> TaskHandle:
+        """A handle for a call the server answered at once instead of creating a task
+        (2026-07-28 allows it): ``task_id`` is empty, ``result()`` returns at once."""
+        handle = cls(client, Task(task_id="", status="completed", created_at="",
+                                  last_updated_at="", ttl=None), modern=True)
+        handle._result = result
+        return handle
 
     def __repr__(self) -> str:
         return f"<TaskHandle {self.task_id} {self.status.status}>"
@@ -104,21 +159,63 @@ class TaskHandle:
         return self.status
 
     async def _refresh(self) -> bool:
-        got = await self._client.session.send_request(
-            "tasks/get", GetTaskRequestParams(task_id=self.task_id)
-        )
+        if not self.modern:
+            got = await self._client._request(
+                "tasks/get", GetTaskRequestParams(task_id=self.task_id)
+            )
+            return self._update(as_task(got))
+        got = await self._client._request("tasks/get", {"taskId": self.task_id})
+        if not isinstance(got, Mapping):
+            raise McpError(INTERNAL_ERROR, "The server sent a tasks/get result that is no object")
+        status = got.get("status")
+        if status == "completed" and isinstance(got.get("result"), Mapping):
+            self._result = serde.structure(dict(got["result"]), CallToolResult)
+        elif status == "failed":
+            raw_error = got.get("error")
+            error: Mapping[str, Any] = raw_error if isinstance(raw_error, Mapping) else {}
+            self._error = McpError(
+                int(error.get("code", INTERNAL_ERROR)),
+                str(error.get("message", "The task failed")),
+                error.get("data"),
+            )
+        requests = got.get("inputRequests")
+        self._input_requests = dict(requests) if isinstance(requests, Mapping) else {}
         return self._update(as_task(got))
 
     async def cancel(self) -> Task:
         """Cancel the task (``tasks/cancel``); returns its state after cancelling.
 
-        Raises :class:`McpError` ``-32602`` when it had already ended (the server's rule).
+        2025-11-25: raises :class:`McpError` ``-32602`` when it had already ended (the
+        server's rule). 2026 (extension): cancelling is acknowledged whatever the state and
+        takes effect eventually; the state returned is the next ``tasks/get``.
         """
-        got = await self._client.session.send_request(
-            "tasks/cancel", CancelTaskRequestParams(task_id=self.task_id)
+        if not self.modern:
+            got = await self._client._request(
+                "tasks/cancel", CancelTaskRequestParams(task_id=self.task_id)
+            )
+            self._update(as_task(got))
+            return self.status
+        await self._client._request("tasks/cancel", {"taskId": self.task_id})
+        return await self.refresh()
+
+    async def _answer_inputs(self) -> None:
+        """2026: answer the pending ``inputRequests`` with the registered handlers and send
+        them with ``tasks/update``; keys already answered are skipped (deduplication)."""
+        from trimcp.client.mrtr import answer_input_requests
+
+        pending = {k: v for k, v in self._input_requests.items() if k not in self._answered}
+        if not pending:
+            await self._sleep_or_change()
+            return
+        client = self._client
+        responses = await answer_input_requests(client.handlers, client.session, pending)
+        await client._request(
+            "tasks/update", {"taskId": self.task_id, "inputResponses": responses}
         )
-        self._update(as_task(got))
-        return self.status
+        for key in responses:
+            self._answered[key] = None
+            if len(self._answered) > MAX_ANSWERED_KEYS:
+                del self._answered[next(iter(self._answered))]
 
     async def _sleep_or_change(self) -> None:
         hint = self.status.poll_interval
@@ -143,7 +240,10 @@ class TaskHandle:
 
     async def _next_change(self, seen: tuple[str, str | None]) -> None:
         while not self.done:
-            if self.status.status == "input_required":
+            if self.status.status == "input_required" and self.modern:
+                await self._answer_inputs()
+                await self._refresh()
+            elif self.status.status == "input_required":
                 await self._fetch_payload(until_done=True)
             else:
                 await self._sleep_or_change()
@@ -152,8 +252,16 @@ class TaskHandle:
                 return
 
     async def _fetch_payload(self, *, until_done: bool) -> None:
+        if self.modern:  # 2026: the outcome came inlined with the last tasks/get
+            if self._result is None and self._error is None:
+                self._error = McpError(
+                    INTERNAL_ERROR,
+                    f"Task {self.task_id} ended {self.status.status} without a result "
+                    f"({self.status.status_message or 'no reason given'})",
+                )
+            return
         try:
-            raw = await self._client.session.send_request(
+            raw = await self._client._request(
                 "tasks/result", GetTaskPayloadRequestParams(task_id=self.task_id), timeout=None
             )
         except McpError as exc:

@@ -27,6 +27,7 @@ from trimcp.errors import (
     McpError,
     RemoteProtocolError,
 )
+from trimcp.protocol import tasks_ext
 from trimcp.protocol.events import (
     BatchReceived,
     CancelReceived,
@@ -67,7 +68,7 @@ from trimcp.protocol.lifecycle import (
 )
 from trimcp.protocol.methods import MethodSpec, lookup
 from trimcp.protocol.negotiated import Negotiated
-from trimcp.protocol.versions import SUPPORTED_VERSIONS, allows_batches
+from trimcp.protocol.versions import SUPPORTED_VERSIONS, allows_batches, is_stateless
 from trimcp.types import (
     CreateTaskResult,
     InitializeRequestParams,
@@ -81,7 +82,7 @@ DEFAULT_MAX_BATCH = 100
 #: 2026-07-28: the requests a server may answer with an ``InputRequiredResult``.
 INPUT_REQUIRED_METHODS: frozenset[str] = frozenset({"tools/call", "prompts/get", "resources/read"})
 #: The ``resultType`` values the core protocol defines (absent means ``complete``).
-_RESULT_TYPES = (None, "complete", "input_required")
+_RESULT_TYPES = (None, "complete", "input_required", tasks_ext.RESULT_TYPE_TASK)
 
 
 @attrs.define(slots=True)
@@ -324,6 +325,8 @@ class Connection:
         if spec.kind != "request" or spec.sender not in (self._peer, "both"):
             return f"Method not found: {spec.name}"
         version = self.protocol_version
+        if spec.name in tasks_ext.METHODS and is_stateless(version):
+            return None  # an extension method in 2026-07-28 (the server judges it)
         if version is not None and version not in spec.revisions:
             return f"Method not found: {spec.name} does not exist in protocol version {version}"
         if (
@@ -528,6 +531,8 @@ class Connection:
                 f"A {self.role.value} cannot send {spec.name} as a {kind}", METHOD_NOT_FOUND
             )
         version = self.protocol_version
+        if spec.name in tasks_ext.METHODS and is_stateless(version):
+            return  # an extension method in 2026-07-28 (the server judges it)
         if version is not None and version not in spec.revisions:
             raise LocalProtocolError(
                 f"{spec.name} does not exist in the negotiated protocol version {version}",
@@ -750,6 +755,11 @@ def _result_type_of(method: str, result: Any) -> type | bool | None:
         return None
     if kind == "input_required":
         return InputRequiredResult if method in INPUT_REQUIRED_METHODS else None
+    if kind == tasks_ext.RESULT_TYPE_TASK:
+        # The tasks extension: a flat CreateTaskResult, read by the client's task code.
+        return False if method == "tools/call" else None
+    if kind is not None and method in tasks_ext.METHODS:
+        return False  # the extension's 2026 shapes (ttlMs, inline result...)
     return False if spec.result_type is None else spec.result_type
 
 

@@ -51,6 +51,7 @@ from trimcp.errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     RemoteProtocolError,
 )
+from trimcp.protocol import tasks_ext
 from trimcp.protocol.connection import has_capability
 from trimcp.protocol.methods import DRAFT_REVISION, lookup
 from trimcp.protocol.negotiated import Negotiated
@@ -124,6 +125,8 @@ NAME_FIELDS: Final[Mapping[str, str]] = {
     "tools/call": "name",
     "prompts/get": "name",
     "resources/read": "uri",
+    # The tasks extension (SEP-2663): load balancers route task polls by task id.
+    **{method: "taskId" for method in tasks_ext.METHODS},
 }
 
 CacheScope = Literal["public", "private"]
@@ -302,6 +305,8 @@ def structure_params(method: str, params: Any, capabilities: Mapping[str, Any] |
     """
     if method in REMOVED_METHODS:
         raise removed_method(method)
+    if method in tasks_ext.METHODS:
+        return params  # an extension method: its handler checks its params
     spec = lookup(method)
     if spec is None:
         return params
@@ -429,7 +434,8 @@ def stamp_result(
 ) -> dict[str, Any]:
     """``result`` (wire form, modified in place and returned) with ``resultType`` and, when
     ``server_info`` is given, ``_meta[io.modelcontextprotocol/serverInfo]``."""
-    result["resultType"] = result_type
+    if result.get("resultType") != tasks_ext.RESULT_TYPE_TASK:  # a CreateTaskResult keeps it
+        result["resultType"] = result_type
     if server_info is not None:
         meta = result.get("_meta")
         if type(meta) is dict:

@@ -29,6 +29,7 @@ from trimcp.protocol import modern
 from trimcp.protocol.versions import STATELESS_VERSIONS
 from trimcp.server.input_required import InputOptions, run_attempt
 from trimcp.server.listen import ListenHub
+from trimcp.server.tasks import modern as task_modern
 from trimcp.session.context import RequestContext
 from trimcp.types import (
     DiscoverResult,
@@ -107,7 +108,7 @@ class StatelessServing:
         hint = self.options.discover_cache
         return DiscoverResult(
             supported_versions=list(self.advertised_versions),
-            capabilities=self.server.capabilities(),
+            capabilities=task_modern.capabilities(self.server.capabilities()),
             instructions=self.server.instructions,
             ttl_ms=hint.ttl_ms,
             cache_scope=hint.scope,

@@ -19,7 +19,9 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
+from trimcp import serde
 from trimcp.errors import LocalProtocolError, McpError
+from trimcp.server.context import _DEFAULT as _CONTEXT_DEFAULT
 from trimcp.server.context import Context
 from trimcp.session.context import RequestContext
 from trimcp.types import RELATED_TASK_META_KEY, LoggingLevel
@@ -149,6 +151,19 @@ class TaskContext(Context):
         request = self.request_context
         assert isinstance(request, TaskRequestContext)
         return request.auth
+
+    async def _send(
+        self, method: str, params: Any, timeout: float | None, key: str | None,
+        result_type: type[Any],
+    ) -> Any:
+        # Both eras: the question waits in the task (tasks/result or tasks/get+update),
+        # never the 2026 input_required retry of the request that created it.
+        request = self.request_context
+        if timeout is _CONTEXT_DEFAULT:
+            value = await request.send_request(method, params)
+        else:
+            value = await request.send_request(method, params, timeout=timeout)
+        return serde.structure(value, result_type) if isinstance(value, dict) else value
 
     async def set_status_message(self, message: str | None) -> None:
         """Set the ``statusMessage`` clients see in ``tasks/get`` (e.g. "40% done")."""

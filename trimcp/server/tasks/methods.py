@@ -16,8 +16,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from trimcp.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError
-from trimcp.protocol.versions import V2025_11_25
+from trimcp.protocol.versions import V2025_11_25, is_stateless
 from trimcp.server.context import Context
+from trimcp.server.tasks import modern
 from trimcp.server.tasks.context import TaskContext, TaskRequestContext
 from trimcp.server.tasks.manager import TaskManager, _TaskHandle
 from trimcp.server.tasks.store import TaskRecord
@@ -98,6 +99,8 @@ def runs_as_task(tool: RegisteredTool[Any, Any], ctx: RequestContext) -> bool:
     """Whether this ``tools/call`` must run as a task (raises ``-32601`` when the request
     and the tool's ``taskSupport`` disagree). In other revisions a call runs normally."""
     version = ctx.negotiated.protocol_version if ctx.negotiated else None
+    if is_stateless(version):
+        return modern.runs_as_task(task_support(tool), tool.name, ctx)
     if version != V2025_11_25:
         return False
     wanted = getattr(ctx.params, "task", None) is not None
@@ -119,7 +122,7 @@ def runs_as_task(tool: RegisteredTool[Any, Any], ctx: RequestContext) -> bool:
 
 async def call_tool_as_task(
     server: Server, tool: RegisteredTool[Any, Any], ctx: RequestContext
-) -> CreateTaskResult:
+) -> CreateTaskResult | dict[str, Any]:
     """Create the task for a task-augmented ``tools/call`` and answer with its handle."""
     manager: TaskManager = server.tasks
     session = ctx.session
@@ -136,19 +139,26 @@ async def call_tool_as_task(
             params = TaskStatusNotificationParams(**task_fields(record))
             await session.send_notification("notifications/tasks/status", params)
 
-    task = ctx.params.task
+    version = ctx.negotiated.protocol_version if ctx.negotiated else None
+    stateless = is_stateless(version)
+    # 2026: the server decides; a legacy `task` hint is tolerated and ignored.
+    task = None if stateless else ctx.params.task
     record = await manager.create(
         run,
         owner=_owner(server, ctx),
         method="tools/call",
-        protocol_version=ctx.negotiated.protocol_version if ctx.negotiated else None,
+        protocol_version=version,
         ttl_ms=task.ttl if task is not None else None,
-        listener=notify,
+        listener=None if stateless else notify,
     )
+    if stateless:
+        return modern.create_result(record)
     return CreateTaskResult(task=Task(**task_fields(record)))
 
 
-async def tasks_get(server: Server, ctx: RequestContext) -> GetTaskResult:
+async def tasks_get(server: Server, ctx: RequestContext) -> GetTaskResult | dict[str, Any]:
+    if ctx.stateless:
+        return await modern.tasks_get(server, _owner(server, ctx), ctx)
     record = await server.tasks.find(ctx.params.task_id, _owner(server, ctx))
     return GetTaskResult(**task_fields(record))
 
@@ -194,7 +204,9 @@ async def tasks_list(server: Server, ctx: RequestContext) -> ListTasksResult:
     )
 
 
-async def tasks_cancel(server: Server, ctx: RequestContext) -> CancelTaskResult:
+async def tasks_cancel(server: Server, ctx: RequestContext) -> CancelTaskResult | dict[str, Any]:
+    if ctx.stateless:
+        return await modern.tasks_cancel(server, _owner(server, ctx), ctx)
     record = await server.tasks.cancel(ctx.params.task_id, _owner(server, ctx))
     return CancelTaskResult(**task_fields(record))
 
@@ -213,4 +225,12 @@ def request_handlers(server: Server) -> dict[str, Callable[[RequestContext], Any
         "tasks/result": bind(tasks_result),
         "tasks/list": bind(tasks_list),
         "tasks/cancel": bind(tasks_cancel),
+        "tasks/update": bind(tasks_update),
     }
+
+
+async def tasks_update(server: Server, ctx: RequestContext) -> dict[str, Any]:
+    """``tasks/update`` exists only in the 2026 extension."""
+    if not ctx.stateless:
+        raise McpError(METHOD_NOT_FOUND, "Method not found: tasks/update (2026-07-28 only)")
+    return await modern.tasks_update(server, _owner(server, ctx), ctx)
