@@ -140,3 +140,23 @@ def test_a_websocket_rejection_is_one_readable_line() -> None:
         "trimcp: the server refused the WebSocket connection: HTTP 404"
     ), completed.stderr
     assert "(b'" not in completed.stderr  # no raw tuple of header bytes
+
+
+def test_a_usage_error_does_not_dump_the_servers_stderr(tmp_path: Path) -> None:
+    server = tmp_path / "chatty.py"
+    server.write_text(
+        "import sys\n"
+        "from trimcp import Server\n"
+        "app = Server('chatty')\n"
+        "@app.tool()\n"
+        "def echo(text: str) -> str:\n"
+        "    return text\n"
+        "if __name__ == '__main__':\n"
+        "    print('starting up, all fine', file=sys.stderr, flush=True)\n"
+        "    app.run()\n"
+    )
+    completed = cli("call", "echo", "--args", "[1]", "--", sys.executable, str(server))
+    assert completed.returncode == 2, completed.stderr
+    assert "needs a JSON object" in completed.stderr
+    assert "the server's last stderr lines" not in completed.stderr
+    assert "starting up" not in completed.stderr

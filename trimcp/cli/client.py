@@ -307,9 +307,11 @@ async def run_client_command(args: argparse.Namespace, stderr: ServerStderr) -> 
         only = single_exception(group)
         if only is None:
             raise
-        if isinstance(only, Exception):
+        if isinstance(only, Exception) and not isinstance(only, UsageError):
             stderr.dump()
         raise only from None
+    except UsageError:
+        raise  # our command line is wrong: the server's stderr has nothing to say about it
     except Exception:
         stderr.dump()
         raise
