@@ -6,7 +6,9 @@ stays small and visible (``gen_cpu_us_per_call``). Two measurements:
 
 - :func:`run_calls`: ``sessions`` MCP sessions, each on its own connection with one
   ``tools/call echo`` in flight at a time, ``n`` calls in total. Answers may be JSON or
-  SSE (whatever the server chooses); both are parsed and every echo is checked.
+  SSE (whatever the server chooses); both are parsed and every echo is checked. With
+  ``--protocol-version 2026-07-28`` there is no session: each connection sends stateless
+  requests (the ``_meta`` envelope, ``Mcp-Method``/``Mcp-Name`` headers), no initialize.
 - :func:`idle_sessions`: open ``count`` sessions (initialize + initialized) one after the
   other over one keep-alive connection, and report how much the server's resident memory
   grew per session (``/proc/<pid>/status`` ``VmRSS``).
@@ -54,6 +56,9 @@ __all__ = [
     "rss_kib",
     "run_calls",
 ]
+
+#: Protocol versions without sessions (every request carries its own envelope).
+STATELESS_VERSIONS = ("2026-07-28",)
 
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 """A response larger than this fails the run instead of being buffered forever."""
@@ -255,9 +260,22 @@ class _Endpoint:
         host = f"[{self.host}]" if ":" in self.host else self.host
         self.authority = f"{host}:{self.port}"
 
+    @property
+    def stateless(self) -> bool:
+        return self.protocol_version in STATELESS_VERSIONS
+
     def request(
         self, body: dict[str, Any] | None, session_id: str | None, method: str = "POST"
     ) -> bytes:
+        if body is not None and self.stateless and "method" in body:
+            body = dict(body)
+            params = dict(body.get("params") or {})
+            params["_meta"] = {
+                "io.modelcontextprotocol/protocolVersion": self.protocol_version,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "loadgen", "version": "1"},
+            }
+            body["params"] = params
         payload = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
         head = [
             f"{method} {self.path} HTTP/1.1",
@@ -266,6 +284,11 @@ class _Endpoint:
             f"MCP-Protocol-Version: {self.protocol_version}",
             f"Content-Length: {len(payload)}",
         ]
+        if body is not None and self.stateless and "method" in body:
+            head.append(f"Mcp-Method: {body['method']}")
+            name = body["params"].get("name")
+            if isinstance(name, str):
+                head.append(f"Mcp-Name: {name}")
         if body is not None:
             head.append("Content-Type: application/json")
         if session_id is not None:
@@ -403,7 +426,10 @@ def run_calls(
     conns = [HttpConnection(endpoint.host, endpoint.port, timeout) for _ in range(sessions)]
     ids: list[str | None] = []
     try:
-        ids = [_initialize(conn, endpoint) for conn in conns]
+        if endpoint.stateless:  # 2026-07-28: no handshake, no session
+            ids = [None] * sessions
+        else:
+            ids = [_initialize(conn, endpoint) for conn in conns]
         answers = {"json": 0, "sse": 0}
         next_id = 1
         for conn, session_id in zip(conns, ids, strict=True):

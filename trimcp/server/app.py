@@ -525,6 +525,7 @@ class Server:
             listener(kind)
         kind = "resources" if kind == "templates" else kind
         self._sessions.mark_changed(kind)
+        self._stateless.changes += 1
         self._stateless.hub.list_changed(kind)
 
     # --- the handshake ------------------------------------------------------------------
@@ -572,7 +573,7 @@ class Server:
         return modern.negotiated(
             meta,
             server_info=self.info,
-            server_capabilities=self.capabilities(),
+            server_capabilities=self._stateless.capabilities(),
             instructions=self.instructions,
         )
 

@@ -104,7 +104,7 @@ class InputRound:
     """One attempt of one request: the answers it may use and the questions it asked."""
 
     options: InputOptions
-    bound_to: bytes
+    ctx: RequestContext
     rounds: int = 0
     #: Questions earlier rounds asked: key -> digest.
     asked: dict[str, str] = attrs.Factory(dict)
@@ -151,7 +151,7 @@ class InputRound:
                 f"The answers so far do not fit in a requestState of "
                 f"{options.max_state_bytes} bytes; ask for less per request",
             )
-        state = options.keyring.seal(data, self.bound_to)
+        state = options.keyring.seal(data, _binding(self.ctx))
         return InputRequiredResult(input_requests=dict(self.pending), request_state=state)
 
 
@@ -163,13 +163,12 @@ def open_round(options: InputOptions, ctx: RequestContext) -> InputRound:
     expired, or was issued for another request: the handler must not run.
     """
     params = ctx.params
-    bound_to = _binding(ctx)
-    attempt = InputRound(options=options, bound_to=bound_to)
+    attempt = InputRound(options=options, ctx=ctx)
     token = getattr(params, "request_state", None)
     responses = getattr(params, "input_responses", None) or {}
     if token is not None:
         try:
-            payload = json.loads(options.keyring.open(token, bound_to))
+            payload = json.loads(options.keyring.open(token, _binding(ctx)))
         except InvalidRequestState as exc:
             raise RemoteProtocolError(
                 INVALID_PARAMS, f"Invalid requestState: {exc}; send the request again "

@@ -38,6 +38,7 @@ from trimcp.types import (
     ListResourceTemplatesResult,
     ListToolsResult,
     ReadResourceResult,
+    ServerCapabilities,
 )
 
 if TYPE_CHECKING:
@@ -98,6 +99,20 @@ class StatelessServing:
         )
         #: Cache hints given at registration: (kind, name or URI) -> hint.
         self.hints: dict[tuple[str, str], CacheHint] = {}
+        #: Bumped on every registry change; keys the capabilities cache.
+        self.changes = 0
+        self._capabilities: tuple[tuple[int, ...], ServerCapabilities] | None = None
+
+    def capabilities(self) -> ServerCapabilities:
+        """The server's capabilities, rebuilt only when what is registered changed (every
+        2026 request carries them in its ``Negotiated``)."""
+        server = self.server
+        key = (self.changes, len(server.tools), len(server.resources), len(server.templates),
+               len(server.prompts), int(bool(server.completions)))
+        cached = self._capabilities
+        if cached is None or cached[0] != key:
+            cached = self._capabilities = (key, server.capabilities())
+        return cached[1]
 
     @property
     def advertised_versions(self) -> tuple[str, ...]:
@@ -108,7 +123,7 @@ class StatelessServing:
         hint = self.options.discover_cache
         return DiscoverResult(
             supported_versions=list(self.advertised_versions),
-            capabilities=task_modern.capabilities(self.server.capabilities()),
+            capabilities=task_modern.capabilities(self.capabilities()),
             instructions=self.server.instructions,
             ttl_ms=hint.ttl_ms,
             cache_scope=hint.scope,
@@ -122,7 +137,7 @@ class StatelessServing:
         if method == "subscriptions/listen":
             server = self.server
             return await self.hub.serve(
-                ctx, serde.unstructure(server.capabilities()), server.resource_exists
+                ctx, serde.unstructure(self.capabilities()), server.resource_exists
             )
         if handler is None:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {method[:100]}")

@@ -121,7 +121,7 @@ def prepare(handler: StatelessHandler, request: Request) -> Prepared:
         raise RequestRefused(request_id, exc, malformed=True) from None
     try:
         params = modern.structure_params(
-            request.method, request.params, serde.unstructure(negotiated.server_capabilities)
+            request.method, request.params, _wire_capabilities(negotiated.server_capabilities)
         )
     except RemoteProtocolError as exc:
         raise RequestRefused(request_id, exc, malformed=False) from None
@@ -134,6 +134,21 @@ def prepare(handler: StatelessHandler, request: Request) -> Prepared:
         negotiated=negotiated,
         trace=meta.trace,
     )
+
+
+_last_capabilities: tuple[object, dict[str, Any]] | None = None
+
+
+def _wire_capabilities(capabilities: object) -> dict[str, Any]:
+    """The wire form of a server's capabilities, kept for the object seen last (a server
+    hands every request the same object until what it registers changes)."""
+    global _last_capabilities
+    last = _last_capabilities
+    if last is not None and last[0] is capabilities:
+        return last[1]
+    wire: dict[str, Any] = serde.unstructure(capabilities)
+    _last_capabilities = (capabilities, wire)
+    return wire
 
 
 @attrs.define(kw_only=True)

@@ -108,7 +108,9 @@ class _Response:
         if not self.gone:
             # A write is never cut in the middle (the HTTP server's state must stay
             # whole), but a client that does not read in time ends the request.
-            with trio.CancelScope(shield=True), trio.move_on_after(self.write_timeout) as scope:
+            with trio.CancelScope(
+                shield=True, deadline=trio.current_time() + self.write_timeout
+            ) as scope:
                 try:
                     await self._send(message)
                 except OSError:
@@ -155,7 +157,7 @@ class _Response:
         self.started = True
         if self.gone:
             raise ClientGone
-        with trio.CancelScope(shield=True), trio.move_on_after(self.write_timeout):
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + self.write_timeout):
             await respond(self._send, status, data, [JSON_TYPE])
 
     async def end_empty(self) -> None:
@@ -174,6 +176,7 @@ class ModernEndpoint:
         self.config = config
         self.manager = manager
         self._server_info = serde.unstructure(getattr(handler, "info", None))
+        self._header_params = handler if isinstance(handler, HeaderParameters) else None
 
     def close(self) -> None:
         """End open listen streams gracefully (the server is shutting down)."""
@@ -261,9 +264,10 @@ class ModernEndpoint:
         wire = {name.decode("latin-1"): value for name, value in headers.values.items()
                 if name.startswith(b"mcp-")}
         modern.check_headers(wire, request.method, request.params)
-        if request.method == "tools/call" and isinstance(self.handler, HeaderParameters):
+        header_params = self._header_params
+        if request.method == "tools/call" and header_params is not None:
             name = modern.name_of(request.method, request.params)
-            annotations = self.handler.header_parameters(name) if name is not None else {}
+            annotations = header_params.header_parameters(name) if name is not None else {}
             if annotations:
                 arguments = (request.params or {}).get("arguments")
                 modern.check_parameter_headers(wire, arguments, annotations)
