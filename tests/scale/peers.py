@@ -154,8 +154,10 @@ REPLICA_APP = Path(__file__).with_name("replica_app.py")
 class Replica:
     """One ``trimcp run tests/scale/replica_app.py`` process on its own port."""
 
-    def __init__(self, store_url: str | None, *extra: str) -> None:
-        self.port = free_port()
+    def __init__(self, store_url: str | None, *extra: str, port: int | None = None) -> None:
+        self.port = free_port() if port is None else port
+        self.store_url = store_url
+        self.extra = extra
         args = [sys.executable, "-m", "trimcp", "run", str(REPLICA_APP),
                 "--transport", "http", "--port", str(self.port), *extra]
         if store_url is not None:
@@ -177,6 +179,10 @@ class Replica:
 
     def kill(self) -> None:
         stop(self.process, signal.SIGKILL)
+
+    def respawn(self) -> Replica:
+        """A fresh replica on this one's port (after it stopped)."""
+        return Replica(self.store_url, *self.extra, port=self.port)
 
     def stop(self) -> None:
         stop(self.process)

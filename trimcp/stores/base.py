@@ -47,8 +47,9 @@ class Store(Protocol):
         seconds from now. Raises StoreUnavailable."""
         ...
 
-    async def drop_session(self, session_id: str) -> None:
-        """Forget a session's record and events (it was ended). Raises StoreUnavailable."""
+    async def drop_session(self, session_id: str, ttl: float) -> None:
+        """The session was ended: drop its events, and keep an empty record for ``ttl``
+        seconds (replicas holding it end it when they see that). Raises StoreUnavailable."""
         ...
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -85,7 +86,7 @@ class MemoryStore:
     async def load_session(self, session_id: str, ttl: float) -> bytes | None:
         return None
 
-    async def drop_session(self, session_id: str) -> None:
+    async def drop_session(self, session_id: str, ttl: float) -> None:
         return None
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

@@ -95,10 +95,11 @@ class RedisStore:
         record, _ = await self.client.pipeline([("GET", key), ("PEXPIRE", key, _ms(ttl))])
         return record if isinstance(record, bytes) else None
 
-    async def drop_session(self, session_id: str) -> None:
-        await self.client.execute(
-            "DEL", self.key("session", session_id), self.key("ev", session_id)
-        )
+    async def drop_session(self, session_id: str, ttl: float) -> None:
+        await self.client.pipeline([
+            ("SET", self.key("session", session_id), b"", "PX", _ms(ttl)),
+            ("DEL", self.key("ev", session_id)),
+        ])
 
     # --- replicas -------------------------------------------------------------------------
 

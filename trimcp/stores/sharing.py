@@ -6,7 +6,9 @@ that changed it, with the session's idle timeout as its expiry. A replica that g
 request for a session it does not hold loads that record and takes the session over as a
 resting session (it wakes on this request, here). Every request to a shared session also
 reads its record (one round trip, which pushes its expiry out), so a session ended on one
-replica (DELETE) is gone on all. Requests under way stay with the replica running them;
+replica (DELETE) is gone on all (its record becomes a marker that outlives every
+replica's copy); a session held here but missing from the store (Redis lost its data) is
+saved again. Requests under way stay with the replica running them;
 their answer streams are resumable anywhere through the shared event store.
 
 When the store is down: sessions this replica holds are served from memory (logged); a
@@ -31,6 +33,9 @@ if TYPE_CHECKING:
     from trimcp.transports.http_server.manager import SessionEntry, SessionManager
 
 logger = logging.getLogger("trimcp.stores.sharing")
+
+#: The record of a session the client ended (DELETE): replicas holding it end it too.
+ENDED = b""
 
 #: Makes a registered session with a given id, restored by ``prepare`` before it runs.
 Adopt = Callable[[Hashable | None, str, Callable[[Session], None]], Awaitable["SessionEntry"]]
@@ -77,14 +82,19 @@ class SharedSessions:
             from trimcp.transports.http_server.asgi import HttpRejection
 
             raise HttpRejection(503, str(error)) from None
-        if record is None:
-            if entry is not None and entry.shared_record is not None:
-                # Saved once, gone now: ended on another replica, or expired there.
-                self.manager.end(entry, "the session ended on another replica")
-                return None
-            return entry
+        if record == ENDED:
+            if entry is not None:
+                self.manager.end(entry, "the session was ended on another replica")
+            return None
         if entry is not None:
+            if record is None and entry.shared_record is not None:
+                # Held here, gone from the store (it lost its data, e.g. a restart
+                # without persistence): keep it shared.
+                entry.shared_record = None
+                await self.persist(entry)
             return entry
+        if record is None:
+            return None
         while (pending := self._adopting.get(session_id)) is not None:
             await pending.wait()  # another request of this session is taking it over
         entry = self.manager.get(session_id, principal, kind)  # taken over meanwhile?
@@ -136,7 +146,7 @@ class SharedSessions:
     async def forget(self, entry: SessionEntry) -> None:
         """The client ended the session: remove it from the store (bounded)."""
         try:
-            await self.store.drop_session(entry.session_id)
+            await self.store.drop_session(entry.session_id, self.ttl)
         except StoreUnavailable as error:
             logger.warning(
                 "session %s… ended here, but its shared record stays until it expires: %s",

@@ -1,0 +1,134 @@
+"""Faults with replicas behind nginx: replicas killed mid-call, Redis restarted mid-run.
+
+The official SDK client (subprocess) runs many progress-reporting calls in one 2025-11-25
+session while the test SIGKILLs replicas at random moments and starts them again. Every
+call must end exactly once, with its answer or an error, never a hang or a duplicate; a
+call that ends with its answer has seen each of its progress events exactly once; a call
+cut by a kill has seen the events stored before the kill at most once each, in order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.scale.peers import Nginx, RedisServer, Replica
+
+HERE = Path(__file__).resolve().parent
+CALLS = 60
+LANES = 3
+KILLS = 5
+CLIENT_TIMEOUT = 300
+
+
+class Cluster:
+    def __init__(self, redis: RedisServer, replicas: list[Replica], nginx: Nginx) -> None:
+        self.redis = redis
+        self.replicas = replicas
+        self.nginx = nginx
+
+
+@pytest.fixture
+def cluster(
+    scale_tools: dict[str, str],
+    redis_server: RedisServer,
+    tmp_path: Path,
+) -> Iterator[Cluster]:
+    replicas: list[Replica] = []
+    nginx: Nginx | None = None
+    try:
+        replicas = [Replica(redis_server.url) for _ in range(3)]
+        nginx = Nginx(scale_tools["SCALE_NGINX"], tmp_path, [r.port for r in replicas])
+        yield Cluster(redis_server, replicas, nginx)
+    finally:
+        if nginx is not None:
+            nginx.stop()
+        for replica in replicas:
+            replica.stop()
+
+
+def start_client(url: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(HERE / "sdk_kill_client.py"), url,
+         "--calls", str(CALLS), "--lanes", str(LANES)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def finish(client: subprocess.Popen[str]) -> list[dict[str, object]]:
+    out, err = client.communicate(timeout=CLIENT_TIMEOUT)
+    report = json.loads(out or "{}")
+    assert client.returncode == 0, f"{report.get('error')}\n{err[-3000:]}"
+    calls: list[dict[str, object]] = report["calls"]
+    return calls
+
+
+def check_every_call_ended_once(calls: list[dict[str, object]]) -> tuple[int, int]:
+    tags = sorted(str(c["tag"]) for c in calls)
+    assert len(tags) == CALLS
+    assert len(set(tags)) == CALLS  # no call twice
+    answered = failed = 0
+    for call in calls:
+        assert call["ends"] == 1
+        progress = call["progress"]
+        assert isinstance(progress, list)
+        assert progress == sorted(set(progress)), f"an event twice or out of order: {call}"
+        if "result" in call:
+            assert "error" not in call
+            assert call["result"] == f"done {call['tag']}"
+            assert progress == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], call  # each event once
+            answered += 1
+        else:
+            assert call["error"], call
+            failed += 1
+    for call in calls:
+        if "error" in call:
+            print("failed:", call)
+    return answered, failed
+
+
+def test_replicas_killed_mid_call(cluster: Cluster) -> None:
+    seed = int(os.environ.get("TRIMCP_KILL_SEED", time.time()))
+    rng = random.Random(seed)
+    client = start_client(cluster.nginx.url)
+    kills = 0
+    try:
+        while kills < KILLS and client.poll() is None:
+            time.sleep(rng.uniform(0.3, 1.5))  # a random moment: nothing to wait for
+            victim = rng.randrange(len(cluster.replicas))
+            cluster.replicas[victim].kill()
+            kills += 1
+            cluster.replicas[victim] = cluster.replicas[victim].respawn()
+        calls = finish(client)
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.communicate(timeout=30)
+    answered, failed = check_every_call_ended_once(calls)
+    print(f"seed {seed}: {kills} kills, {answered} answered, {failed} failed")
+    assert answered > 0
+
+
+def test_redis_restarted_mid_run(cluster: Cluster) -> None:
+    client = start_client(cluster.nginx.url)
+    try:
+        time.sleep(1.0)  # calls under way: nothing to wait for
+        cluster.redis.stop()
+        time.sleep(1.0)
+        cluster.redis.start()  # empty: what was stored is gone
+        calls = finish(client)
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.communicate(timeout=30)
+    answered, failed = check_every_call_ended_once(calls)
+    print(f"redis restarted: {answered} answered, {failed} failed")
+    assert answered > 0
