@@ -11,7 +11,7 @@ import http.client
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -81,7 +81,9 @@ def test_sdk_session_is_served_by_every_replica(cluster: Cluster) -> None:
     assert report["prompt"] == "Hello, Ann!"
 
 
-def post(port: int, message: dict[str, object], session: str | None = None) -> tuple[int, str, str]:
+def post(
+    port: int, message: Mapping[str, object], session: str | None = None
+) -> tuple[int, str, str]:
     """One POST straight to a replica: (status, session id header, body text)."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     headers = {"content-type": "application/json",
