@@ -64,6 +64,7 @@ async def everything() -> None:
         sampling_handler=answer_sampling,
         elicitation_handler=answer_elicitation,
         on_log_message=on_log,
+        log_level="info",  # 2026-07-28: asked for in every request; 2025: one setLevel
     ) as client:
         info = client.server_info
         say(f"connected to {info.name} {info.version} (protocol {client.protocol_version})")

@@ -20,7 +20,8 @@ def test_demo_transcript() -> None:
     )
     assert completed.returncode == 0, completed.stderr
     out = completed.stdout
-    assert "connected to trimcp-everything-server 1.0.0 (protocol 2025-11-25)" in out
+    # The client's auto mode speaks the current revision with our server.
+    assert "connected to trimcp-everything-server 1.0.0 (protocol 2026-07-28)" in out
     assert "progress 50/100: half way" in out
     assert "[server log info] Tool execution started" in out
     assert "-> 'LLM response: Paris'" in out
