@@ -87,6 +87,14 @@ def _dispatch(argv: Sequence[str]) -> int:
         from trimcp.cli.hosts import run_config
 
         return run_config(args)
+    if args.command == "install":
+        from trimcp.cli.install import run_install
+
+        return run_install(args)
+    if args.command == "dev":
+        from trimcp.cli.dev import run_dev
+
+        return run_dev(args)
     return _run_client(args)
 
 

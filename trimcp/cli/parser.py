@@ -122,6 +122,26 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-v", "--verbose", action="store_true",
                      help="show every message on the wire (stdio)")
 
+    dev = sub.add_parser(
+        "dev", help="serve (HTTP by default) and restart when a .py file changes",
+    )
+    dev.add_argument("--interval", type=float, default=0.5, metavar="SECONDS",
+                     help="how often files are checked (default 0.5)")
+    dev.add_argument("target", help="path/to/server.py[:app]")
+    dev.add_argument("run_args", nargs=argparse.REMAINDER, metavar="...",
+                     help="flags for trimcp run (e.g. --port 8000)")
+
+    install = sub.add_parser("install", help="add a server to an MCP host's config file")
+    install.add_argument("host", choices=HOSTS)
+    install.add_argument("target", help="path/to/server.py[:app] or package.module[:app]")
+    install.add_argument("--name", help="the server's name in the host (default: file stem)")
+    install.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                         help="an environment variable for the server (repeatable)")
+    install.add_argument("--config", metavar="PATH",
+                         help="the host's config file (default: where the host reads it)")
+    install.add_argument("--project", action="store_true",
+                         help="cursor: the project's .cursor/mcp.json, not ~/.cursor/mcp.json")
+
     def client_command(name: str, help_text: str) -> argparse.ArgumentParser:
         return sub.add_parser(
             name, help=help_text, epilog=CLIENT_EPILOG,

@@ -1,0 +1,93 @@
+"""`trimcp install` (merge into the host's file, with a backup) and `trimcp dev` (restart
+on change)."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.cli.support import APP, cli, read_line, stop
+from trimcp.cli.install import config_path
+
+
+def test_install_merges_into_the_hosts_file_and_keeps_a_backup(tmp_path: Path) -> None:
+    config = tmp_path / "claude_desktop_config.json"
+    original = {"mcpServers": {"other": {"command": "x"}}, "theme": "dark"}
+    config.write_text(json.dumps(original))
+    done = cli("install", "claude", APP, "--config", str(config), "--env", "KEY=v")
+    assert done.returncode == 0, done.stderr
+    assert f"added server 'app_server' in {config}" in done.stderr
+    written = json.loads(config.read_text())
+    assert written["theme"] == "dark"
+    assert written["mcpServers"]["other"] == {"command": "x"}
+    entry = written["mcpServers"]["app_server"]
+    assert entry["args"][-1] == str(Path(APP).resolve())
+    assert entry["env"] == {"KEY": "v"}
+    assert json.loads((tmp_path / "claude_desktop_config.json.bak").read_text()) == original
+    again = cli("install", "claude", APP, "--config", str(config))
+    assert "replaced server 'app_server'" in again.stderr
+
+
+def test_install_vscode_and_a_new_file(tmp_path: Path) -> None:
+    config = tmp_path / "nested" / "mcp.json"
+    done = cli("install", "vscode", APP, "--config", str(config), "--name", "demo")
+    assert done.returncode == 0, done.stderr
+    written = json.loads(config.read_text())
+    assert written["servers"]["demo"]["type"] == "stdio"
+    assert not (tmp_path / "nested" / "mcp.json.bak").exists()
+
+
+def test_install_refuses_a_broken_file_and_leaves_it_alone(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text("{not json")
+    done = cli("install", "cursor", APP, "--config", str(config))
+    assert done.returncode == 1
+    assert "is not valid JSON" in done.stderr
+    assert config.read_text() == "{not json"
+
+
+def test_default_config_paths() -> None:
+    assert config_path("claude").name == "claude_desktop_config.json"
+    assert config_path("cursor").parts[-2:] == (".cursor", "mcp.json")
+    assert config_path("vscode").parts[-2:] == (".vscode", "mcp.json")
+
+
+def test_dev_restarts_the_server_when_a_file_changes(tmp_path: Path) -> None:
+    app = tmp_path / "devapp.py"
+    app.write_text(
+        "from trimcp import Server\napp = Server('dev')\n"
+        "@app.tool()\ndef one() -> str:\n    return '1'\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "trimcp", "dev", "--interval", "0.1", str(app), "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+    )
+    try:
+        assert "watching" in read_line(process.stderr)
+
+        def next_url() -> str:
+            while True:
+                line = read_line(process.stderr)
+                found = re.search(r"at (http://127\.0\.0\.1:\d+/mcp)", line)
+                if found:
+                    return found.group(1)
+
+        url = next_url()
+        assert cli("call", "one", "--url", url).stdout == "1\n"
+        app.write_text(app.read_text() + "@app.tool()\ndef two() -> str:\n    return '2'\n")
+        url = next_url()
+        called = cli("call", "two", "--url", url)
+        assert called.stdout == "2\n", called.stderr
+        process.send_signal(signal.SIGINT)
+        assert stop(process) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
