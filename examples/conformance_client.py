@@ -30,9 +30,11 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import conformance_auth  # the auth/... scenarios (examples/conformance_auth.py)
 import trio
 
 from trimcp import McpError
+from trimcp.auth import AuthError
 from trimcp.client import Client, connect_transport
 from trimcp.session import RequestContext
 from trimcp.transports.http_client import open_http_client_transport
@@ -183,19 +185,28 @@ SCENARIOS: dict[str, Callable[[Client], Awaitable[None]]] = {
 }
 
 
+def is_auth(scenario: str) -> bool:
+    """Authorization scenarios (``auth/...``): see ``conformance_auth.py``."""
+    return scenario.startswith("auth/")
+
+
 async def run(scenario: str, url: str, deadline: float) -> None:
     """Connect to ``url``, run ``scenario``, close (DELETE, bounded), all within
     ``deadline`` seconds (``trio.TooSlowError`` past it)."""
     with trio.fail_after(deadline):
         modern = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION") == "2026-07-28"
-        async with open_http_client_transport(url, timeout=10.0) as transport, connect_transport(
+        auth = conformance_auth.scenario_auth(scenario) if is_auth(scenario) else None
+        action = conformance_auth.run_auth if is_auth(scenario) else SCENARIOS[scenario]
+        async with open_http_client_transport(
+            url, timeout=10.0, auth=auth
+        ) as transport, connect_transport(
             transport,
             client_info=CLIENT_INFO,
             elicitation_handler=confirm if modern else accept_with_defaults,
             # The 2025 mock servers expect initialize first; at 2026 the client probes.
             mode="auto" if modern else "legacy",
         ) as client:
-            await SCENARIOS[scenario](client)
+            await action(client)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -204,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("url", help="the server URL (the suite appends it last)")
     args = parser.parse_args(argv)
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
-    if scenario not in SCENARIOS:
+    if scenario not in SCENARIOS and not is_auth(scenario):
         print(
             f"unknown scenario {scenario!r} (MCP_CONFORMANCE_SCENARIO); "
             f"known: {', '.join(SCENARIOS)}",
@@ -213,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         trio.run(run, scenario, args.url, args.deadline)
-    except (McpError, OSError, RuntimeError, trio.TooSlowError) as exc:
+    except (McpError, OSError, RuntimeError, trio.TooSlowError, AuthError) as exc:
         print(f"{scenario} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     print(f"{scenario}: done")

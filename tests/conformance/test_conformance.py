@@ -340,6 +340,76 @@ def test_conformance_client_passes_at_2026(scenario: str, suite_2026: None, tmp_
     assert f"{scenario}: done" in stdout.read_text(encoding="utf-8"), report
 
 
+#: Authorization scenarios (examples/conformance_auth.py): every one of suite 0.1.16, and
+#: suite 0.2.0-alpha.12's at --spec-version 2025-11-25 plus its extension scenarios.
+AUTH_SCENARIOS = [
+    "auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
+    "auth/basic-cimd", "auth/scope-from-www-authenticate", "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined", "auth/scope-step-up", "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic", "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none", "auth/pre-registration",
+]
+AUTH_SCENARIOS_0_1_16 = [
+    *AUTH_SCENARIOS,
+    "auth/2025-03-26-oauth-metadata-backcompat", "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/resource-mismatch", "auth/offline-access-scope", "auth/offline-access-not-supported",
+    "auth/client-credentials-jwt", "auth/client-credentials-basic",
+    "auth/cross-app-access-complete-flow",
+]
+AUTH_SCENARIOS_ALPHA = [
+    *((name, "2025-11-25") for name in AUTH_SCENARIOS),
+    ("auth/client-credentials-jwt", None), ("auth/client-credentials-basic", None),
+    ("auth/enterprise-managed-authorization", None),
+]
+#: Scenarios where the client must give up (the suite allows it to exit non-zero).
+AUTH_REFUSALS = {"auth/scope-retry-limit", "auth/resource-mismatch"}
+
+
+def _check_auth_run(done: subprocess.CompletedProcess[str], out: Path, scenario: str) -> None:
+    text = ANSI.sub("", done.stderr)
+    report = f"exit {done.returncode}\n{text[-6000:]}\n{done.stdout[-2000:]}"
+    assert done.returncode == 0, report
+    assert "OVERALL: PASSED" in text, report
+    # "auth/x" makes the result folder auth/x-<time>/: one level deeper.
+    checks = {
+        path.parent.name: json.loads(path.read_text(encoding="utf-8"))
+        for path in out.rglob("checks.json")
+    }
+    assert len(checks) == 1, report
+    assert bad_checks(checks, []) == [], report
+    [items] = checks.values()
+    assert any(check.get("status") == "SUCCESS" for check in items), report
+    [stdout] = list(out.rglob("stdout.txt"))
+    [stderr] = list(out.rglob("stderr.txt"))
+    if scenario in AUTH_REFUSALS:
+        assert "failed: " in stderr.read_text(encoding="utf-8"), report
+    else:
+        assert f"{scenario}: done" in stdout.read_text(encoding="utf-8"), report
+
+
+@pytest.mark.parametrize("scenario", AUTH_SCENARIOS_0_1_16)
+def test_conformance_client_passes_auth(scenario: str, suite: None, tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    done = run_suite(
+        "client", "--command", f"{sys.executable} {CLIENT}", "--scenario", scenario,
+        "-o", str(out), timeout=CLIENT_SCENARIO_TIMEOUT,
+    )
+    _check_auth_run(done, out, scenario)
+
+
+@pytest.mark.parametrize(("scenario", "spec_version"), AUTH_SCENARIOS_ALPHA)
+def test_conformance_client_passes_auth_alpha(
+    scenario: str, spec_version: str | None, suite_2026: None, tmp_path: Path
+) -> None:
+    out = tmp_path / "results"
+    extra = ["--spec-version", spec_version] if spec_version else []
+    done = run_suite(
+        "client", "--command", f"{sys.executable} {CLIENT}", "--scenario", scenario,
+        *extra, "-o", str(out), timeout=CLIENT_SCENARIO_TIMEOUT, version=SUITE_2026,
+    )
+    _check_auth_run(done, out, scenario)
+
+
 def test_expected_failures_file_is_empty() -> None:
     """Work in progress may list scenarios; the finished state lists none."""
     assert read_expected_failures() == {"server": [], "client": []}

@@ -1,5 +1,8 @@
 """OAuth 2.1 authorization for MCP over HTTP: protect a server, log in from a client.
 
+Client side: :class:`OAuthClient` (``connect_http(url, auth=...)``), with
+:class:`ClientCredentials` and :class:`EnterpriseManaged` for the extensions.
+
 Server side: :class:`ProtectedResource` (give it to ``HttpServerConfig(auth=...)``) with a
 token verifier: :class:`JwtVerifier`, :class:`IntrospectionVerifier` or
 :class:`CallableVerifier`. Handlers see the caller as ``ctx.auth`` (:class:`AuthInfo`).
@@ -19,6 +22,17 @@ from typing import TYPE_CHECKING, Any
 
 #: public name -> the module it lives in
 _EXPORTS: dict[str, str] = {
+    "OAuthClient": "trimcp.auth.client",
+    "ClientCredentials": "trimcp.auth.extensions",
+    "EnterpriseManaged": "trimcp.auth.extensions",
+    "PrivateKey": "trimcp.auth.grants",
+    "FollowRedirects": "trimcp.auth.interaction",
+    "Interaction": "trimcp.auth.interaction",
+    "LoopbackBrowser": "trimcp.auth.interaction",
+    "FileTokenStore": "trimcp.auth.tokens",
+    "MemoryTokenStore": "trimcp.auth.tokens",
+    "TokenSet": "trimcp.auth.tokens",
+    "TokenStore": "trimcp.auth.tokens",
     "AuthError": "trimcp.auth.errors",
     "AuthorizationFailed": "trimcp.auth.errors",
     "InvalidToken": "trimcp.auth.errors",
@@ -34,15 +48,26 @@ _EXPORTS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from trimcp.auth.client import OAuthClient as OAuthClient
     from trimcp.auth.errors import AuthError as AuthError
     from trimcp.auth.errors import AuthorizationFailed as AuthorizationFailed
     from trimcp.auth.errors import InvalidToken as InvalidToken
     from trimcp.auth.errors import UnsafeUrl as UnsafeUrl
+    from trimcp.auth.extensions import ClientCredentials as ClientCredentials
+    from trimcp.auth.extensions import EnterpriseManaged as EnterpriseManaged
+    from trimcp.auth.grants import PrivateKey as PrivateKey
+    from trimcp.auth.interaction import FollowRedirects as FollowRedirects
+    from trimcp.auth.interaction import Interaction as Interaction
+    from trimcp.auth.interaction import LoopbackBrowser as LoopbackBrowser
     from trimcp.auth.introspection import IntrospectionVerifier as IntrospectionVerifier
     from trimcp.auth.jwks import JwksCache as JwksCache
     from trimcp.auth.principal import AuthInfo as AuthInfo
     from trimcp.auth.principal import request_auth as request_auth
     from trimcp.auth.resource import ProtectedResource as ProtectedResource
+    from trimcp.auth.tokens import FileTokenStore as FileTokenStore
+    from trimcp.auth.tokens import MemoryTokenStore as MemoryTokenStore
+    from trimcp.auth.tokens import TokenSet as TokenSet
+    from trimcp.auth.tokens import TokenStore as TokenStore
     from trimcp.auth.verifiers import CallableVerifier as CallableVerifier
     from trimcp.auth.verifiers import JwtVerifier as JwtVerifier
     from trimcp.auth.verifiers import TokenVerifier as TokenVerifier
@@ -66,11 +91,22 @@ __all__ = [
     "AuthInfo",
     "AuthorizationFailed",
     "CallableVerifier",
+    "ClientCredentials",
+    "EnterpriseManaged",
+    "FileTokenStore",
+    "FollowRedirects",
+    "Interaction",
     "IntrospectionVerifier",
     "InvalidToken",
     "JwksCache",
     "JwtVerifier",
+    "LoopbackBrowser",
+    "MemoryTokenStore",
+    "OAuthClient",
+    "PrivateKey",
     "ProtectedResource",
+    "TokenSet",
+    "TokenStore",
     "TokenVerifier",
     "UnsafeUrl",
     "request_auth",

@@ -16,7 +16,7 @@ import functools
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Unpack
+from typing import Any, Unpack
 
 from trimcp._groups import open_nursery_unwrapped, unwrap_single_exception
 from trimcp.client.client import Client, ClientKwargs
@@ -121,6 +121,7 @@ async def connect_http(
     timeout: float = 30.0,
     legacy_fallback: bool = True,
     options: SessionOptions | None = None,
+    auth: Any = None,
     **client_kwargs: Unpack[ClientKwargs],
 ) -> AsyncIterator[Client]:
     """A client connected to the MCP server at ``url`` over Streamable HTTP.
@@ -130,13 +131,15 @@ async def connect_http(
     (2024-11-05 servers) when the server refuses the initialize POST with 400/404/405 and
     ``legacy_fallback`` is on. ``timeout``
     bounds each HTTP exchange (connect, headers, body); certificates are verified for
-    ``https``. On exit the session is closed and the HTTP session deleted (bounded).
-    Cancellation: as :func:`connect_transport`.
+    ``https``. ``auth``: an :class:`~trimcp.auth.OAuthClient` that logs in when the
+    server asks (docs/authorization.md). On exit the session is closed and the HTTP
+    session deleted (bounded). Cancellation: as :func:`connect_transport`.
     """
     from trimcp.transports.http_client import open_http_client_transport
 
     async with unwrap_single_exception(), open_http_client_transport(
-        url, headers=dict(headers or {}), timeout=timeout, legacy_fallback=legacy_fallback
+        url, headers=dict(headers or {}), timeout=timeout, legacy_fallback=legacy_fallback,
+        auth=auth,
     ) as transport, connect_transport(transport, options=options, **client_kwargs) as client:
         yield client
 

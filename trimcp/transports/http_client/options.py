@@ -85,6 +85,9 @@ class HttpClientOptions:
     max_reconnect_delay: float = attrs.field(default=30.0, validator=_positive)
     max_reconnect_attempts: int = attrs.field(default=3, validator=_positive)
     inbox_size: int = attrs.field(default=64, validator=_positive)
+    #: OAuth (a :class:`trimcp.auth.OAuthClient`): tokens obtained on 401, refreshed, and
+    #: stepped up on 403 ``insufficient_scope`` (see docs/authorization.md).
+    auth: Any = None
 
     def reconnect_wait(self, retry_ms: int | None, failures: int) -> float:
         """Seconds to wait before reconnecting after ``failures`` fruitless attempts."""

@@ -61,6 +61,21 @@ class _Expired(Exception):
     """Internal: the server answered 404 to a request carrying our session id."""
 
 
+class _Reauthorize(Exception):
+    """Internal: the server answered 401/403; get a better token and send again."""
+
+    def __init__(self, status: int, challenge: str | None, used: str | None, body: bytes) -> None:
+        super().__init__(status)
+        self.status = status
+        self.challenge = challenge
+        self.used = used
+        self.body = body
+
+
+#: Rounds of "401/403, new token, send again" one request may take.
+MAX_AUTH_ROUNDS = 4
+
+
 class _FallBack(Exception):
     """Internal: POSTing ``initialize`` got 400/404/405; try the legacy transport."""
 
@@ -106,6 +121,9 @@ class StreamableHttpClient:
         self.reinitializations = 0
         #: What 2026-07-28 (stateless) requests need: their headers, their streams.
         self._stateless = StatelessRequests()
+        #: OAuth state of this connection (``options.auth``), and the header it gives.
+        self.auth = options.auth.session(endpoint.url, tasks.spawn) if options.auth else None
+        self._authorization: str | None = None
 
     # --- outgoing -----------------------------------------------------------------------
 
@@ -184,10 +202,18 @@ class StreamableHttpClient:
     async def _request_exchange(
         self, data: bytes, info: OutgoingInfo, pending: set[RequestId]
     ) -> None:
-        for attempt in (1, 2):
+        attempt = rounds = 0
+        while attempt < 2:
+            attempt += 1
             session_id = self.session_id
             try:
                 end = await self._post_request(data, info, pending)
+            except _Reauthorize as again:
+                rounds += 1
+                if rounds <= MAX_AUTH_ROUNDS and await self._reauthorize(again, pending):
+                    attempt -= 1
+                    continue
+                return
             except _Expired:
                 if attempt == 1 and await self._reinitialize(session_id):
                     continue
@@ -206,6 +232,7 @@ class StreamableHttpClient:
         options = self._options
         session_id = None if info.is_initialize else self.session_id
         modern = info.modern_version is not None
+        await self._update_authorization()
         headers = self._headers(
             ACCEPT_POST, body=True, session=not (info.is_initialize or modern)
         )
@@ -216,6 +243,10 @@ class StreamableHttpClient:
                 "POST", self._endpoint, headers, data, head_timeout=options.sse_read_timeout
             ) as response:
                 status = response.status
+                if status in (401, 403) and self.auth is not None:
+                    body = await response.read_excerpt(EXCERPT, options.timeout)
+                    raise _Reauthorize(status, response.headers.get("www-authenticate"),
+                                       headers.get("authorization"), body)
                 if status == 404 and session_id is not None:
                     raise _Expired
                 if info.is_initialize and self._mode_known is not None:
@@ -250,13 +281,16 @@ class StreamableHttpClient:
     async def _post_other(self, data: bytes, info: OutgoingInfo) -> None:
         """POST a notification or response and wait for the server's 202."""
         options = self._options
+        authorized = False
         for attempt in (1, 2):
             session_id = self.session_id
+            await self._update_authorization()
+            headers = self._headers(ACCEPT_POST, body=True)
             try:
                 async with self._pool.request(
                     "POST",
                     self._endpoint,
-                    self._headers(ACCEPT_POST, body=True),
+                    headers,
                     data,
                     head_timeout=options.timeout,
                 ) as response:
@@ -264,8 +298,15 @@ class StreamableHttpClient:
                     # part so a small one leaves the connection reusable.
                     body = await response.read_excerpt(EXCERPT, options.timeout)
                     status = response.status
+                    challenge = response.headers.get("www-authenticate")
             except HttpClientError as exc:
                 logger.warning("could not send %s: %s", info.method or "a message", exc.message)
+                return
+            if status in (401, 403) and self.auth is not None and not authorized:
+                authorized = True
+                again = _Reauthorize(status, challenge, headers.get("authorization"), body)
+                if await self._reauthorize(again, set()):
+                    continue
                 return
             if status == 404 and session_id is not None and attempt == 1:
                 if await self._reinitialize(session_id):
@@ -283,8 +324,35 @@ class StreamableHttpClient:
                 )
             return
 
+    async def _update_authorization(self) -> None:
+        if self.auth is not None:
+            self._authorization = await self.auth.authorization()
+
+    async def _reauthorize(self, again: _Reauthorize, pending: set[RequestId]) -> bool:
+        """Get a better token after a 401/403; False (``pending`` answered with the
+        reason) when that failed."""
+        from trimcp.auth.errors import AuthError
+
+        assert self.auth is not None
+        try:
+            await self.auth.challenge(again.status, again.challenge, again.used)
+        except AuthError as exc:
+            logger.warning("authorization failed: %s", exc)
+            await self._answers.fail(
+                pending,
+                HttpStatusError(
+                    again.status, self._endpoint.url, again.body.decode("utf-8", "replace"),
+                    f"authorization failed: {exc}",
+                ),
+            )
+            return False
+        await self._update_authorization()
+        return True
+
     def _headers(self, accept: str, *, body: bool = False, session: bool = True) -> dict[str, str]:
         headers = dict(self._options.headers)
+        if self._authorization is not None:
+            headers["authorization"] = self._authorization
         headers["accept"] = accept
         if body:
             headers["content-type"] = "application/json"
@@ -391,16 +459,23 @@ class StreamableHttpClient:
         last_event_id: str | None = None
         retry_ms: int | None = None
         failures = 0
+        authorized = False
         while True:
+            await self._update_authorization()
             headers = self._headers(ACCEPT_SSE)
             if last_event_id is not None:
                 headers["last-event-id"] = last_event_id
             progressed = False
+            again: _Reauthorize | None = None
             try:
                 async with self._pool.request(
                     "GET", self._endpoint, headers, head_timeout=options.timeout
                 ) as response:
-                    if response.status != 200 or response.content_type != "text/event-stream":
+                    if response.status in (401, 403) and self.auth is not None and not authorized:
+                        again = _Reauthorize(
+                            response.status, response.headers.get("www-authenticate"),
+                            headers.get("authorization"), b"")
+                    elif response.status != 200 or response.content_type != "text/event-stream":
                         # 405: the server offers no stream. Anything else: it will not.
                         logger.debug("no GET stream: HTTP %d", response.status)
                         return
@@ -417,6 +492,11 @@ class StreamableHttpClient:
                         progressed = reader.progressed
             except HttpClientError as exc:
                 logger.debug("the GET stream failed: %s", exc.message)
+            if again is not None:
+                authorized = True
+                if await self._reauthorize(again, set()):
+                    continue
+                return
             failures = 0 if progressed else failures + 1
             if failures >= options.max_reconnect_attempts:
                 logger.info("giving up the GET stream after %d attempts", failures)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Literal
+from typing import Any, Literal
 
 import trio
 
@@ -172,6 +172,7 @@ def open_http_client_transport(
     reinitialize: bool = True,
     delete_timeout: float = 5.0,
     max_reconnect_attempts: int = 3,
+    auth: Any = None,
 ) -> AbstractAsyncContextManager[HttpClientTransport]:
     """Connect to an MCP server's Streamable HTTP endpoint (``async with``).
 
@@ -180,7 +181,8 @@ def open_http_client_transport(
     sends ``initialize``. ``headers`` go on every request (``Authorization``, say; the
     MCP headers are the transport's own). ``https`` URLs verify certificates with the
     system store unless ``ssl_context`` says otherwise. See :class:`HttpClientOptions`
-    for every bound.
+    for every bound. ``auth``: an :class:`~trimcp.auth.OAuthClient` to log in with when the
+    server asks (401/403; see docs/authorization.md).
 
     Raises ValueError for a URL or option it cannot use. Leaving the block closes the
     transport (DELETE of the session, bounded by ``delete_timeout``) and cancels its
@@ -197,6 +199,7 @@ def open_http_client_transport(
         reinitialize=reinitialize,
         delete_timeout=delete_timeout,
         max_reconnect_attempts=max_reconnect_attempts,
+        auth=auth,
     )
     return _run_transport(parse_url(url), options, legacy=False)
 

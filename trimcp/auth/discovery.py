@@ -1,0 +1,221 @@
+"""Finding the authorization server of a protected MCP server (client side).
+
+1. The ``WWW-Authenticate: Bearer`` challenge of a 401/403 (:func:`parse_challenge`):
+   ``resource_metadata``, ``scope``, ``error``.
+2. The protected-resource metadata (RFC 9728): the challenge's URL, else the path-aware
+   well-known URL, else the root one (:func:`prm_urls`). Its ``resource`` must be the
+   MCP server's URL or a prefix of it (:func:`resource_allowed`).
+3. The authorization server's metadata: RFC 8414, then OpenID discovery, in the spec's
+   path-aware order (:func:`as_metadata_urls`); its ``issuer`` must be the one asked for.
+   A 2025-03-26 server without resource metadata is its own authorization server, and
+   one without any metadata uses ``/authorize``, ``/token`` and ``/register`` at its root.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import attrs
+
+from trimcp.auth.errors import AuthorizationFailed
+from trimcp.auth.fetch import Fetcher, FetchError
+
+PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
+_PARAM = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]*))\s*,?')
+
+
+@attrs.frozen
+class Challenge:
+    """A parsed ``WWW-Authenticate: Bearer`` header (empty when absent or another scheme)."""
+
+    params: dict[str, str] = attrs.field(factory=dict)
+
+    @property
+    def resource_metadata(self) -> str | None:
+        return self.params.get("resource_metadata")
+
+    @property
+    def scope(self) -> str | None:
+        return self.params.get("scope")
+
+    @property
+    def error(self) -> str | None:
+        return self.params.get("error")
+
+
+def parse_challenge(value: str | None) -> Challenge:
+    """The parameters of the ``Bearer`` challenge in a ``WWW-Authenticate`` value."""
+    if not value:
+        return Challenge()
+    match = re.search(r"(?i)\bbearer\b", value)
+    if match is None:
+        return Challenge()
+    rest = value[match.end():]
+    params: dict[str, str] = {}
+    position = 0
+    while position < len(rest):
+        found = _PARAM.match(rest, position)
+        if found is None or found.end() == position:
+            break
+        name = found.group(1).lower()
+        text = found.group(2)
+        text = re.sub(r"\\(.)", r"\1", text) if text is not None else found.group(3)
+        params.setdefault(name, text)
+        position = found.end()
+    return Challenge(params)
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+
+
+def prm_urls(server_url: str, challenge: Challenge) -> list[str]:
+    """Where to look for the protected-resource metadata, in order."""
+    parts = urlsplit(server_url)
+    origin = _origin(server_url)
+    urls = []
+    if challenge.resource_metadata:
+        urls.append(challenge.resource_metadata)
+    path = parts.path.rstrip("/")
+    if path:
+        urls.append(f"{origin}{PRM_WELL_KNOWN}{path}")
+    urls.append(f"{origin}{PRM_WELL_KNOWN}")
+    return list(dict.fromkeys(urls))
+
+
+def as_metadata_urls(issuer: str) -> list[str]:
+    """Where to look for an authorization server's metadata, in the spec's order."""
+    parts = urlsplit(issuer)
+    origin = _origin(issuer)
+    path = parts.path.rstrip("/")
+    if not path:
+        return [
+            f"{origin}/.well-known/oauth-authorization-server",
+            f"{origin}/.well-known/openid-configuration",
+        ]
+    return [
+        f"{origin}/.well-known/oauth-authorization-server{path}",
+        f"{origin}/.well-known/openid-configuration{path}",
+        f"{origin}{path}/.well-known/openid-configuration",
+    ]
+
+
+def canonical_server_url(url: str) -> str:
+    """The MCP server's canonical URI: no fragment, lower-case scheme and host."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path, parts.query, ""))
+
+
+def resource_allowed(resource: str, server_url: str) -> bool:
+    """Whether metadata naming ``resource`` may speak for ``server_url``: same origin, and
+    the resource's path is the server's path or a parent of it."""
+    want = urlsplit(canonical_server_url(server_url))
+    have = urlsplit(canonical_server_url(resource))
+    if (have.scheme, have.netloc) != (want.scheme, want.netloc):
+        return False
+    have_path = have.path.rstrip("/")
+    want_path = want.path.rstrip("/")
+    return want_path == have_path or want_path.startswith(have_path + "/")
+
+
+@attrs.frozen(kw_only=True)
+class Discovery:
+    """What the client learned: the resource to ask tokens for, the issuer, and the
+    authorization server's metadata (endpoints, supported scopes and methods)."""
+
+    resource: str
+    issuer: str
+    metadata: dict[str, Any]
+    resource_metadata: dict[str, Any] | None = None
+
+    def endpoint(self, name: str) -> str | None:
+        value = self.metadata.get(name)
+        return value if isinstance(value, str) else None
+
+
+async def _get_object(fetcher: Fetcher, url: str) -> dict[str, Any] | None:
+    try:
+        response = await fetcher.get(url)
+    except FetchError:
+        return None
+    if response.status != 200:
+        return None
+    try:
+        return response.json_object(url)
+    except FetchError:
+        return None
+
+
+async def fetch_resource_metadata(
+    fetcher: Fetcher, server_url: str, challenge: Challenge
+) -> dict[str, Any] | None:
+    """The first protected-resource metadata document found, or None (a 2025-03-26
+    server). Raises :class:`AuthorizationFailed` when it names another resource."""
+    for url in prm_urls(server_url, challenge):
+        document = await _get_object(fetcher, url)
+        if document is None:
+            continue
+        resource = document.get("resource")
+        if not isinstance(resource, str) or not resource_allowed(resource, server_url):
+            raise AuthorizationFailed(
+                f"the protected-resource metadata at {url} is for {str(resource)[:200]!r}, "
+                f"not for {server_url}: refusing to send credentials there"
+            )
+        return document
+    return None
+
+
+async def fetch_server_metadata(
+    fetcher: Fetcher, issuer: str, *, check_issuer: bool = True
+) -> dict[str, Any] | None:
+    """The authorization server metadata of ``issuer`` (whose ``issuer`` must match,
+    unless ``check_issuer`` is off: a 2025-03-26 server's own metadata)."""
+    for url in as_metadata_urls(issuer):
+        document = await _get_object(fetcher, url)
+        if document is None:
+            continue
+        named = document.get("issuer")
+        if check_issuer and isinstance(named, str) and named.rstrip("/") != issuer.rstrip("/"):
+            raise AuthorizationFailed(
+                f"the metadata at {url} names issuer {named[:200]!r}, not {issuer!r}"
+            )
+        return document
+    return None
+
+
+async def discover(fetcher: Fetcher, server_url: str, challenge: Challenge) -> Discovery:
+    """Steps 2 and 3 of the module docstring. Raises :class:`AuthorizationFailed`."""
+    document = await fetch_resource_metadata(fetcher, server_url, challenge)
+    resource = canonical_server_url(server_url)
+    if document is not None:
+        resource = str(document["resource"])
+        servers = document.get("authorization_servers")
+        if not isinstance(servers, list) or not servers or not isinstance(servers[0], str):
+            raise AuthorizationFailed(
+                f"the protected-resource metadata of {server_url} names no authorization server"
+            )
+        issuer = servers[0]
+        metadata = await fetch_server_metadata(fetcher, issuer)
+        if metadata is None:
+            raise AuthorizationFailed(
+                f"no authorization server metadata found for {issuer} (tried "
+                f"{', '.join(as_metadata_urls(issuer))})"
+            )
+        return Discovery(resource=resource, issuer=issuer, metadata=metadata,
+                         resource_metadata=document)
+    # 2025-03-26: the MCP server's origin is the authorization server.
+    issuer = _origin(server_url)
+    metadata = await fetch_server_metadata(fetcher, issuer, check_issuer=False)
+    if metadata is not None and isinstance(metadata.get("issuer"), str):
+        issuer = metadata["issuer"]
+    if metadata is None:
+        metadata = {
+            "issuer": issuer,
+            "authorization_endpoint": f"{issuer}/authorize",
+            "token_endpoint": f"{issuer}/token",
+            "registration_endpoint": f"{issuer}/register",
+        }
+    return Discovery(resource=resource, issuer=issuer, metadata=metadata)

@@ -1,0 +1,172 @@
+"""What an OAuth client keeps: tokens and its registration, behind a small store interface.
+
+:class:`TokenStore` has three async methods keyed by the protected resource's URI:
+``load``, ``save`` and ``delete`` of a :class:`StoredAuth`. :class:`MemoryTokenStore`
+keeps them for the process; :class:`FileTokenStore` in one JSON file readable only by
+its owner (written whole, atomically), so the CLI logs in once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import attrs
+import trio
+
+
+@attrs.frozen(kw_only=True)
+class TokenSet:
+    """An access token and what came with it. ``expires_at``: seconds since the epoch."""
+
+    access_token: str = attrs.field(repr=False)
+    token_type: str = "Bearer"
+    expires_at: float | None = None
+    refresh_token: str | None = attrs.field(default=None, repr=False)
+    scope: str | None = None
+
+    def expired(self, skew: float = 30.0) -> bool:
+        """Whether it expires within ``skew`` seconds (so it is refreshed before use)."""
+        return self.expires_at is not None and self.expires_at - skew <= time.time()
+
+    @classmethod
+    def from_response(cls, value: Mapping[str, Any], previous: TokenSet | None = None) -> TokenSet:
+        """From a token endpoint's JSON answer; ValueError when it holds no token.
+
+        A refresh answer without a new refresh token keeps the previous one.
+        """
+        token = value.get("access_token")
+        if not isinstance(token, str) or not token:
+            raise ValueError("the token answer holds no access_token")
+        token_type = value.get("token_type", "Bearer")
+        if not isinstance(token_type, str) or token_type.lower() not in ("bearer", "n_a"):
+            raise ValueError(f"unsupported token_type {str(token_type)[:40]!r} (need Bearer)")
+        expires_in = value.get("expires_in")
+        expires_at = None
+        if isinstance(expires_in, int | float) and not isinstance(expires_in, bool):
+            expires_at = time.time() + float(expires_in)
+        refresh = value.get("refresh_token")
+        if not isinstance(refresh, str):
+            refresh = previous.refresh_token if previous is not None else None
+        scope = value.get("scope")
+        return cls(
+            access_token=token,
+            expires_at=expires_at,
+            refresh_token=refresh,
+            scope=scope if isinstance(scope, str) else None,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ClientRegistration:
+    """The client's identity at one authorization server (``issuer``)."""
+
+    client_id: str
+    client_secret: str | None = attrs.field(default=None, repr=False)
+    token_endpoint_auth_method: str = "none"
+    issuer: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class StoredAuth:
+    """What is stored per protected resource."""
+
+    tokens: TokenSet | None = None
+    registration: ClientRegistration | None = None
+
+
+class TokenStore(Protocol):
+    """Where an OAuth client keeps tokens and registrations, keyed by resource URI.
+
+    Each call must be bounded in time. Cancellation: a cancelled ``save`` may or may not
+    have stored the value (never half of it).
+    """
+
+    async def load(self, key: str) -> StoredAuth | None: ...
+
+    async def save(self, key: str, value: StoredAuth) -> None: ...
+
+    async def delete(self, key: str) -> None: ...
+
+
+class MemoryTokenStore:
+    """Keeps everything in this process (the default)."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, StoredAuth] = {}
+
+    async def load(self, key: str) -> StoredAuth | None:
+        return self._items.get(key)
+
+    async def save(self, key: str, value: StoredAuth) -> None:
+        self._items[key] = value
+
+    async def delete(self, key: str) -> None:
+        self._items.pop(key, None)
+
+
+def _to_json(value: StoredAuth) -> dict[str, Any]:
+    return attrs.asdict(value)
+
+
+def _from_json(value: Any) -> StoredAuth | None:
+    if not isinstance(value, dict):
+        return None
+    try:
+        tokens = value.get("tokens")
+        registration = value.get("registration")
+        return StoredAuth(
+            tokens=TokenSet(**tokens) if isinstance(tokens, dict) else None,
+            registration=ClientRegistration(**registration)
+            if isinstance(registration, dict) else None,
+        )
+    except TypeError:
+        return None
+
+
+class FileTokenStore:
+    """One JSON file (mode 0600), rewritten whole and atomically on each change.
+
+    A file that cannot be read as this store's format is treated as empty (and replaced
+    on the next save). File I/O runs in a worker thread.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._lock = trio.Lock()
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _write(self, data: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            json.dump(data, file, indent=1, sort_keys=True)
+        os.replace(temporary, self.path)
+
+    async def load(self, key: str) -> StoredAuth | None:
+        async with self._lock:
+            data = await trio.to_thread.run_sync(self._read)
+        return _from_json(data.get(key))
+
+    async def save(self, key: str, value: StoredAuth) -> None:
+        async with self._lock:
+            data = await trio.to_thread.run_sync(self._read)
+            data[key] = _to_json(value)
+            await trio.to_thread.run_sync(self._write, data)
+
+    async def delete(self, key: str) -> None:
+        async with self._lock:
+            data = await trio.to_thread.run_sync(self._read)
+            if data.pop(key, None) is not None:
+                await trio.to_thread.run_sync(self._write, data)
