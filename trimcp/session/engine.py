@@ -274,6 +274,11 @@ class Session:
             self._run.reader_wakeup.set()
 
     @property
+    def busy(self) -> bool:
+        """Whether a handler is running or a request of ours awaits the peer's answer."""
+        return bool(self._contexts or self._waiters)
+
+    @property
     def resting(self) -> bool:
         """Whether the session is resting: no tasks, only its state (see :class:`Session`)."""
         return self._phase == _RESTING

@@ -10,6 +10,8 @@ attacks on a server bound to loopback), and the ``mcp`` subprotocol. Messages ov
 from __future__ import annotations
 
 import logging
+import ssl
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 
@@ -17,10 +19,11 @@ import trio
 import trio_websocket
 
 from trimcp._groups import unwrap_single_exception
-from trimcp.session import SessionHandler, SessionOptions, serve_session
+from trimcp.protocol.lifecycle import Role
+from trimcp.session import SessionHandler, SessionOptions, open_session
 from trimcp.session.lifespan import open_handler_lifespan
-from trimcp.transports.base import Outgoing
-from trimcp.transports.http_server.config import LOCALHOST_NAMES
+from trimcp.transports.base import Outgoing, Transport
+from trimcp.transports.http_server.config import LOCALHOST_NAMES, HttpServerConfig
 from trimcp.transports.http_server.security import host_allowed, origin_allowed
 
 logger = logging.getLogger("trimcp.websocket")
@@ -29,13 +32,19 @@ SUBPROTOCOL = "mcp"
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 #: Host names a loopback server accepts by default (any port): the HTTP server's list.
 LOCAL_HOSTS: tuple[str, ...] = LOCALHOST_NAMES
+_HTTP_DEFAULTS = HttpServerConfig()
 
 
 class WebSocketTransport:
-    """A trimcp transport over an open trio-websocket connection."""
+    """A trimcp transport over an open trio-websocket connection.
+
+    ``last_activity`` is the Trio time of the last message received or sent (the server's
+    idle timeout reads it).
+    """
 
     def __init__(self, connection: trio_websocket.WebSocketConnection) -> None:
         self._connection = connection
+        self.last_activity = trio.current_time()
 
     async def receive(self) -> bytes:
         """The next message; ``trio.EndOfChannel`` once the socket closed. Cancellation: safe."""
@@ -43,6 +52,7 @@ class WebSocketTransport:
             message = await self._connection.get_message()
         except trio_websocket.ConnectionClosed:
             raise trio.EndOfChannel from None
+        self.last_activity = trio.current_time()
         return message.encode("utf-8") if isinstance(message, str) else message
 
     async def send(self, messages: Sequence[Outgoing]) -> None:
@@ -52,6 +62,7 @@ class WebSocketTransport:
                 await self._connection.send_message(message.data.decode("utf-8"))
         except trio_websocket.ConnectionClosed:
             raise trio.BrokenResourceError("the WebSocket is closed") from None
+        self.last_activity = trio.current_time()
 
     async def aclose(self) -> None:
         """Close the WebSocket (normal closure)."""
@@ -67,15 +78,49 @@ def handshake_allowed(host: str | None, origin: str | None, allowed_hosts: Colle
     return origin is None or origin_allowed(origin, None, hosts)
 
 
-def _header(request: trio_websocket.WebSocketRequest, name: bytes) -> str | None:
+def _headers(request: trio_websocket.WebSocketRequest, name: bytes) -> list[str]:
+    """Every value of header ``name`` in the handshake request."""
     if name == b"host":
         # wsproto keeps Host out of the extra headers; trio-websocket only exposes those.
         host = getattr(getattr(request, "_event", None), "host", None)
-        return host if isinstance(host, str) else None
-    for key, value in request.headers:
-        if key.lower() == name:
-            return value.decode("latin-1")
-    return None
+        return [host] if isinstance(host, str) else []
+    return [value.decode("latin-1") for key, value in request.headers if key.lower() == name]
+
+
+async def serve_until_idle(
+    transport: Transport,
+    handler: SessionHandler,
+    *,
+    idle_timeout: float,
+    last_activity: Callable[[], float],
+    options: SessionOptions | None = None,
+) -> None:
+    """Serve one session until either side closes it or it is idle for ``idle_timeout``.
+
+    Idle: no message either way since ``last_activity()`` (a Trio time) and nothing under
+    way (no handler running, no request of ours awaiting the client). An idle session is
+    closed with the engine's bounded close sequence, as the HTTP server closes its idle
+    sessions. Cancellation: the session closes with that same sequence.
+    """
+    async with open_session(transport, role=Role.SERVER, handler=handler, options=options) as (
+        session
+    ), trio.open_nursery() as nursery:
+
+        async def watch() -> None:
+            while True:
+                deadline = last_activity() + idle_timeout
+                if trio.current_time() < deadline:
+                    await trio.sleep_until(deadline)
+                elif session.busy:  # a long call with nothing to say is not idleness
+                    await trio.sleep(idle_timeout)  # (its answer will count as activity)
+                else:
+                    logger.info("closing a WebSocket session: idle for %gs", idle_timeout)
+                    session.request_close(f"idle for {idle_timeout:g}s")
+                    return
+
+        nursery.start_soon(watch)
+        await session.wait_closed()
+        nursery.cancel_scope.cancel()
 
 
 async def serve_websocket(
@@ -87,6 +132,8 @@ async def serve_websocket(
     allowed_hosts: Collection[str] = LOCAL_HOSTS,
     options: SessionOptions | None = None,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    max_sessions: int = _HTTP_DEFAULTS.max_sessions,
+    idle_timeout: float = _HTTP_DEFAULTS.idle_timeout,
     connect_timeout: float = 10.0,
     disconnect_timeout: float = 5.0,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
@@ -94,12 +141,19 @@ async def serve_websocket(
     """Serve MCP over WebSocket; each connection is one session. Reports the bound port.
 
     ``handler`` is shared by every session, or a zero-argument factory called per
-    connection. The handshake is refused with 403 for a bad ``Host``/``Origin`` or a wrong
-    path, and 400 without the ``mcp`` subprotocol. A request without ``Origin`` (a non-browser
-    client) is allowed when its ``Host`` is good. Cancellation: stops accepting; every open
+    connection. The handshake is refused with 403 for a bad ``Host``/``Origin``, 400 for a
+    repeated ``Origin`` or a missing ``mcp`` subprotocol, 404 for another path, and 503 when
+    ``max_sessions`` sessions are open (nothing is allocated for a refused one). A request
+    without ``Origin`` (a non-browser client) is allowed when its ``Host`` is good. The
+    limits are the HTTP server's (:class:`HttpServerConfig` defaults): at most
+    ``max_sessions`` at once, and a session idle for ``idle_timeout`` seconds (no message
+    either way, nothing under way) is closed. Cancellation: stops accepting; every open
     session closes with the engine's bounded close sequence. A shared handler's lifespan
     (``trimcp.Server(lifespan=...)``) is entered once before listening.
     """
+    if max_sessions < 1 or not idle_timeout > 0:
+        raise ValueError("max_sessions must be >= 1 and idle_timeout > 0")
+    open_sessions = 0
 
     def session_handler() -> SessionHandler:
         if callable(handler) and not hasattr(handler, "handle_request"):
@@ -107,9 +161,13 @@ async def serve_websocket(
         return handler  # type: ignore[return-value]
 
     async def on_connect(request: trio_websocket.WebSocketRequest) -> None:
-        if not handshake_allowed(
-            _header(request, b"host"), _header(request, b"origin"), allowed_hosts
-        ):
+        nonlocal open_sessions
+        hosts, origins = _headers(request, b"host"), _headers(request, b"origin")
+        if len(hosts) > 1 or len(origins) > 1:
+            await request.reject(400, body=b"Bad request: repeated Host or Origin header")
+            return
+        if not handshake_allowed(hosts[0] if hosts else None, origins[0] if origins else None,
+                                 allowed_hosts):
             await request.reject(403, body=b"Forbidden: Host or Origin not allowed")
             return
         if request.path.split("?", 1)[0] != path:
@@ -118,8 +176,22 @@ async def serve_websocket(
         if SUBPROTOCOL not in request.proposed_subprotocols:
             await request.reject(400, body=b"The 'mcp' WebSocket subprotocol is required")
             return
-        connection = await request.accept(subprotocol=SUBPROTOCOL)
-        await serve_session(WebSocketTransport(connection), session_handler(), options=options)
+        if open_sessions >= max_sessions:
+            await request.reject(503, body=b"Too many sessions; try again later")
+            return
+        open_sessions += 1
+        try:
+            connection = await request.accept(subprotocol=SUBPROTOCOL)
+            transport = WebSocketTransport(connection)
+            await serve_until_idle(
+                transport,
+                session_handler(),
+                idle_timeout=idle_timeout,
+                last_activity=lambda: transport.last_activity,
+                options=options,
+            )
+        finally:
+            open_sessions -= 1
 
     async with open_handler_lifespan(handler), trio.open_nursery() as nursery:
         listener: trio_websocket.WebSocketServer = await nursery.start(
@@ -151,6 +223,20 @@ async def _listen(
     )
 
 
+def _split_url(url: str) -> tuple[str, int, str, bool]:
+    """``ws://host:port/path?q`` -> ``(host, port, resource, tls)``; ValueError if malformed."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("ws", "wss"):
+        raise ValueError(f"a WebSocket URL starts with ws:// or wss://, got {url!r}")
+    host = parts.hostname
+    if not host:
+        raise ValueError(f"the WebSocket URL {url!r} has no host")
+    tls = parts.scheme == "wss"
+    port = parts.port or (443 if tls else 80)
+    resource = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return host, port, resource, tls
+
+
 @asynccontextmanager
 async def open_websocket_client_transport(
     url: str,
@@ -162,23 +248,58 @@ async def open_websocket_client_transport(
 ) -> AsyncIterator[WebSocketTransport]:
     """Connect to an MCP WebSocket endpoint (``ws://`` or ``wss://``), subprotocol ``mcp``.
 
-    Raises ``trio_websocket.HandshakeError`` when the server refuses. Cancellation: the
-    socket is closed on the way out (bounded by ``disconnect_timeout``).
+    Raises ``trio_websocket.HandshakeError`` when the server refuses
+    (``ConnectionRejected``, with its status), cannot be reached, or does not answer
+    within ``connect_timeout`` (``ConnectionTimeout``). The socket is always closed on the
+    way out, refused or not. Cancellation: the WebSocket is closed (bounded by
+    ``disconnect_timeout``).
     """
+    host, port, resource, tls = _split_url(url)
     extra = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
-    # trio-websocket's internal nursery wraps a refused handshake; surface it alone.
-    async with (
-        unwrap_single_exception(),
-        trio_websocket.open_websocket_url(
-            url,
-            subprotocols=[SUBPROTOCOL],
-            extra_headers=extra,
-            max_message_size=max_message_bytes,
-            message_queue_size=16,
-            connect_timeout=connect_timeout,
-            disconnect_timeout=disconnect_timeout,
-        ) as connection,
-    ):
-        if connection.subprotocol != SUBPROTOCOL:
-            raise trio_websocket.HandshakeError("the server did not accept the 'mcp' subprotocol")
-        yield WebSocketTransport(connection)
+    name = f"[{host}]" if ":" in host else host
+    host_header = name if port == (443 if tls else 80) else f"{name}:{port}"
+    # The connection's reader runs in this nursery; a refused handshake is raised there,
+    # so the nursery wraps it: surface it alone.
+    async with unwrap_single_exception(), trio.open_nursery() as nursery:
+        stream: trio.abc.Stream | None = None
+        try:
+            try:
+                with trio.fail_after(connect_timeout):
+                    if tls:
+                        stream = await trio.open_ssl_over_tcp_stream(
+                            host, port, ssl_context=ssl.create_default_context(),
+                            https_compatible=True,
+                        )
+                    else:
+                        stream = await trio.open_tcp_stream(host, port)
+                    connection = await trio_websocket.wrap_client_stream(
+                        nursery,
+                        stream,
+                        host_header,
+                        resource,
+                        subprotocols=[SUBPROTOCOL],
+                        extra_headers=extra,
+                        max_message_size=max_message_bytes,
+                        message_queue_size=16,
+                    )
+            except trio.TooSlowError:
+                raise trio_websocket.ConnectionTimeout from None
+            except OSError as exc:
+                raise trio_websocket.HandshakeError(str(exc)) from exc
+            try:
+                if connection.subprotocol != SUBPROTOCOL:
+                    raise trio_websocket.HandshakeError(
+                        "the server did not accept the 'mcp' subprotocol"
+                    )
+                yield WebSocketTransport(connection)
+            finally:
+                with trio.move_on_after(disconnect_timeout) as scope:
+                    scope.shield = True
+                    await connection.aclose()
+        finally:
+            if stream is not None:
+                # trio-websocket leaves the socket open when the server refuses the
+                # handshake (and to the garbage collector's ResourceWarning): close it.
+                with trio.CancelScope(shield=True):
+                    await stream.aclose()
+            nursery.cancel_scope.cancel()
