@@ -17,7 +17,12 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from benchmarks import loadgen_http, loadgen_stdio
-from benchmarks.loadgen_stdio import LoadgenError, StdioServer
+from benchmarks.loadgen_stdio import (
+    DEFAULT_PROTOCOL_VERSION,
+    BadResponse,
+    LoadgenError,
+    StdioServer,
+)
 from benchmarks.suite import storm
 from benchmarks.suite.impls import Impl
 from benchmarks.suite.procs import StartFailed, Unavailable, http_server
@@ -351,18 +356,27 @@ def _http_target(impl: Impl, options: tuple[str, ...]) -> Iterator[tuple[str, in
         yield server.url, server.pid
 
 
-def _run_http(impl: Impl, sizes: Sizes, json_response: bool) -> dict[str, Any]:
+def _run_http(
+    impl: Impl, sizes: Sizes, json_response: bool, protocol_version: str | None = None
+) -> dict[str, Any]:
     options = _http_options(json_response)(sizes)
+    version = protocol_version or DEFAULT_PROTOCOL_VERSION
 
     def call(fd: int) -> dict[str, Any]:
         with _http_target(impl, options) as (url, pid):
-            return loadgen_http.run_calls(
-                url,
-                sizes.http_calls,
-                sessions=sizes.http_sessions,
-                warmup=max(1, sizes.warmup // sizes.http_sessions),
-                pid=pid,
-            )
+            try:
+                return loadgen_http.run_calls(
+                    url,
+                    sizes.http_calls,
+                    sessions=sizes.http_sessions,
+                    warmup=max(1, sizes.warmup // sizes.http_sessions),
+                    pid=pid,
+                    protocol_version=version,
+                )
+            except BadResponse as exc:
+                if protocol_version is not None and "HTTP 400" in str(exc):
+                    raise Skip(f"serves no {protocol_version} requests") from None
+                raise
 
     raw = _guard(call)
     metrics = _pick(
@@ -461,6 +475,16 @@ WORKLOADS: dict[str, Workload] = {
             "Streamable HTTP, 16 sessions, SSE answers",
             _HTTP_COLUMNS,
             lambda impl, sizes: _run_http(impl, sizes, json_response=False),
+            "http",
+            _http_options(False),
+        ),
+        Workload(
+            "http-2026",
+            "Streamable HTTP 2026-07-28, 16 clients, stateless (no session, no initialize)",
+            _HTTP_COLUMNS,
+            lambda impl, sizes: _run_http(
+                impl, sizes, json_response=False, protocol_version="2026-07-28"
+            ),
             "http",
             _http_options(False),
         ),

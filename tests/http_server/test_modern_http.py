@@ -383,3 +383,46 @@ async def test_a_listen_request_with_no_kinds_is_refused() -> None:
         falsy = await post(client, "subscriptions/listen",
                            {"notifications": {"toolsListChanged": False}})
         assert falsy.json()["error"]["code"] == -32602
+
+
+async def test_a_low_level_server_serves_2026_too() -> None:
+    """LowLevelServer's raw handlers answer stateless requests (ctx.session is None)."""
+    from tests.http_server.helpers import ServerLog
+    from tests.http_server.helpers import make_server as make_low_level
+
+    log = ServerLog()
+    async with running_app(server=make_low_level(log)) as (_app, client):
+        found = await post(client, "server/discover")
+        assert found.json()["result"]["supportedVersions"][0] == V
+        call = await post(client, "tools/call", {"name": "echo", "arguments": {"text": "lo"}})
+        assert call.json()["result"]["content"][0]["text"] == "lo"
+        assert call.json()["result"]["resultType"] == "complete"
+        assert log.sessions == [None]
+
+
+async def test_finished_requests_leave_no_memory_behind() -> None:
+    """Memory held after many stateless calls does not grow with their number."""
+    import gc
+    import tracemalloc
+
+    async with serving() as (_, client, _):
+        async def calls(n: int) -> None:
+            for i in range(n):
+                reply = await post(client, "tools/call",
+                                   {"name": "echo", "arguments": {"text": f"t{i}"}}, i)
+                assert reply.status == 200
+
+        await calls(50)  # warm caches (cattrs hooks, capabilities) first
+        gc.collect()
+        tracemalloc.start()
+        try:
+            await calls(200)
+            gc.collect()
+            after_200, _ = tracemalloc.get_traced_memory()
+            await calls(600)
+            gc.collect()
+            after_800, _ = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    # 600 more calls may not keep more than a few KiB (no per-request table or cache).
+    assert after_800 - after_200 < 16 * 1024, (after_200, after_800)

@@ -10,10 +10,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from trimcp.errors import METHOD_NOT_FOUND, McpError
-from trimcp.protocol.versions import SUPPORTED_VERSIONS, negotiate_version
+from trimcp.protocol import modern
+from trimcp.protocol.negotiated import Negotiated
+from trimcp.protocol.versions import STATELESS_VERSIONS, SUPPORTED_VERSIONS, negotiate_version
 from trimcp.session.context import RequestContext
 from trimcp.session.engine import Session
 from trimcp.types import (
+    DiscoverResult,
     Implementation,
     InitializeRequestParams,
     InitializeResult,
@@ -76,9 +79,31 @@ class LowLevelServer:
             instructions=self.instructions,
         )
 
+    # --- 2026-07-28: stateless requests (ctx.session is None for them) ------------------
+
+    @property
+    def advertised_versions(self) -> tuple[str, ...]:
+        """The versions ``server/discover`` and ``-32022`` name, 2026-07-28 first."""
+        return (*STATELESS_VERSIONS, *self.supported_versions)
+
+    def negotiate_request(self, meta: modern.RequestMeta) -> Negotiated:
+        """The agreement of one 2026-07-28 request (its ``_meta``, our identity)."""
+        return modern.negotiated(
+            meta, server_info=self.info, server_capabilities=self.capabilities,
+            instructions=self.instructions,
+        )
+
     async def handle_request(self, ctx: RequestContext) -> Any:
+        """Answer ``initialize`` and ``server/discover`` ourselves, the rest with the
+        registered handlers (a 2026 request arrives with ``ctx.session`` None)."""
         if ctx.method == "initialize":
             return self.initialize_result(ctx.params)
+        if ctx.method == "server/discover" and ctx.session is None:
+            return DiscoverResult(
+                supported_versions=list(self.advertised_versions),
+                capabilities=self.capabilities, instructions=self.instructions,
+                ttl_ms=0, cache_scope="public",
+            )
         handler = self._requests.get(ctx.method)
         if handler is None:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {ctx.method}")
