@@ -92,6 +92,8 @@ class SessionManager:
         self._factory = handler_factory
         self.config = config
         self._sessions: dict[str, SessionEntry] = {}
+        #: Sessions that may still be half-open, oldest first (pruned lazily).
+        self._half_open: dict[str, SessionEntry] = {}
         self._nursery: trio.Nursery | None = None
         #: Engine sessions alive now (registered ones, closing ones and stateless ones).
         self.alive = 0
@@ -140,10 +142,35 @@ class SessionManager:
         """Count one more live session, or refuse with 503 (nothing allocated yet)."""
         if self._nursery is None or self.stopping:
             raise HttpRejection(503, "The server is not accepting sessions")
-        if self.alive >= self.config.max_sessions:
+        if self.alive >= self.config.max_sessions and not self._evict_half_open():
             raise HttpRejection(503, "Too many sessions; try again later")
         self.alive += 1
         self._all_done = trio.Event() if self._all_done.is_set() else self._all_done
+
+    def _evict_half_open(self) -> bool:
+        """End the oldest half-open session (``initialize`` answered, no
+        ``notifications/initialized`` yet, no request being served) to make room.
+
+        Its slot is free at once; its close finishes in the background (bounded by the
+        engine's close sequence, and quick: it has nothing under way). False when every
+        session completed its handshake: those are never evicted.
+        """
+        half_open = self._half_open
+        for session_id, entry in list(half_open.items()):  # oldest first
+            session = entry.session
+            if entry.closed or session is None or session.connection.peer_initialized:
+                del half_open[session_id]  # established or gone: no longer a candidate
+                continue
+            if entry.active:
+                continue
+            del half_open[session_id]
+            logger.info("evicting half-open session %s…: the session limit (%d) is reached",
+                        session_id[:8], self.config.max_sessions)
+            self.end(entry, "evicted: no notifications/initialized and the session limit "
+                     "was reached")
+            self._release_once(entry)
+            return True
+        return False
 
     def release(self) -> None:
         self.alive -= 1
@@ -192,6 +219,8 @@ class SessionManager:
             self._release_once(entry)
             raise
         self._sessions[session_id] = entry
+        if not entry.session.connection.peer_initialized:
+            self._half_open[session_id] = entry
         return entry
 
     def get(self, session_id: str, principal: Hashable | None, kind: str) -> SessionEntry | None:
@@ -224,6 +253,7 @@ class SessionManager:
 
     def _deregister(self, entry: SessionEntry) -> None:
         entry.closed = True
+        self._half_open.pop(entry.session_id, None)
         if self._sessions.get(entry.session_id) is entry:
             del self._sessions[entry.session_id]
 
