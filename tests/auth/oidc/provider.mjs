@@ -9,7 +9,7 @@
 // 300). Clients: "machine" (client_credentials, secret "machine-secret"), "rs" (introspection,
 // secret "rs-secret"), and dynamic registration is open. The login step is scripted: the
 // interaction page is a form; POST /interaction/:uid/login with login=<name> signs that
-// user in and grants what was asked.
+// user in; the consent step that follows grants what was asked.
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -56,7 +56,6 @@ const configuration = {
     },
   },
   issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
-  loadExistingGrant: async () => undefined,
   ttl: { AccessToken: ACCESS_TTL, ClientCredentials: ACCESS_TTL, RefreshToken: 3600,
          Interaction: 600, Session: 3600, Grant: 3600, AuthorizationCode: 60 },
   interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
@@ -71,6 +70,23 @@ provider.use(async (ctx, next) => {
   const match = /^\/interaction\/([^/]+)(\/login)?$/.exec(ctx.path);
   if (!match) return next();
   const details = await provider.interactionDetails(ctx.req, ctx.res);
+  const { prompt, params } = details;
+  if (process.env.OIDC_DEBUG) console.error(JSON.stringify(prompt));
+  if (prompt.name === 'consent') {
+    // Grant what is asked (the scripted user always consents).
+    const grant = details.grantId
+      ? await provider.Grant.find(details.grantId)
+      : new provider.Grant({ accountId: details.session.accountId, clientId: params.client_id });
+    const missing = prompt.details;
+    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
+    for (const [resource, scopes] of Object.entries(missing.missingResourceScopes || {})) {
+      grant.addResourceScope(resource, scopes.join(' '));
+    }
+    const grantId = await grant.save();
+    await provider.interactionFinished(ctx.req, ctx.res, { consent: { grantId } },
+      { mergeWithLastSubmission: true });
+    return undefined;
+  }
   if (!match[2]) {
     ctx.type = 'html';
     ctx.body = `<form method="post" action="/interaction/${details.uid}/login">` +
@@ -83,18 +99,8 @@ provider.use(async (ctx, next) => {
     ctx.req.on('end', () => resolve(new URLSearchParams(data)));
   });
   const accountId = body.get('login') || 'alice';
-  const { params } = details;
-  const grant = new provider.Grant({ accountId, clientId: params.client_id });
-  const scope = String(params.scope || '');
-  const oidc = scope.split(' ').filter((s) => s === 'openid' || s === 'offline_access');
-  if (oidc.length) grant.addOIDCScope(oidc.join(' '));
-  const resources = [].concat(params.resource || []);
-  const wanted = scope.split(' ').filter((s) => s && s !== 'openid' && s !== 'offline_access');
-  for (const resource of resources) grant.addResourceScope(resource, wanted.join(' '));
-  const grantId = await grant.save();
-  await provider.interactionFinished(ctx.req, ctx.res, {
-    login: { accountId }, consent: { grantId },
-  }, { mergeWithLastSubmission: false });
+  await provider.interactionFinished(ctx.req, ctx.res, { login: { accountId } },
+    { mergeWithLastSubmission: false });
   return undefined;
 });
 

@@ -84,6 +84,12 @@ class HttpClientTransport:
         return self._streamable.protocol_version if self._streamable is not None else None
 
     @property
+    def auth(self) -> Any:
+        """The connection's :class:`~trimcp.auth.client.AuthSession` (None without
+        ``auth=``): its ``logins`` and ``refreshes`` counters, its current token."""
+        return self._streamable.auth if self._streamable is not None else None
+
+    @property
     def reinitializations(self) -> int:
         """How many times an expired session was replaced by a new one."""
         return self._streamable.reinitializations if self._streamable is not None else 0

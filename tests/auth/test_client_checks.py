@@ -1,0 +1,176 @@
+"""Client-side refusals: a redirect back that is not ours (state, iss, host), a PKCE
+mismatch the authorization server catches, unsafe metadata URLs (SSRF), metadata for
+another resource; and the token stores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import pytest
+import trio
+
+from tests.auth.conftest import OidcProvider
+from tests.auth.test_oidc_client import ScriptedUser, call_whoami
+from tests.auth.test_oidc_server import whoami_server
+from trimcp.auth import (
+    AuthorizationFailed,
+    FileTokenStore,
+    FollowRedirects,
+    IntrospectionVerifier,
+    OAuthClient,
+    ProtectedResource,
+    TokenSet,
+    UnsafeUrl,
+)
+from trimcp.auth.client import check_callback
+from trimcp.auth.discovery import (
+    Discovery,
+    as_metadata_urls,
+    parse_challenge,
+    prm_urls,
+    resource_allowed,
+)
+from trimcp.auth.fetch import check_url
+from trimcp.auth.pkce import challenge_of
+from trimcp.auth.tokens import ClientRegistration, StoredAuth
+from trimcp.errors import McpError
+from trimcp.transports.http_server import HttpServerConfig, serve_http
+
+FOUND = Discovery(resource="https://mcp.example.com/mcp", issuer="https://as.example.com",
+                  metadata={"issuer": "https://as.example.com"})
+REDIRECT = "http://127.0.0.1:4000/callback"
+
+
+def callback(**params: str) -> str:
+    return f"{REDIRECT}?{urlencode(params)}"
+
+
+def test_callback_accepted() -> None:
+    url = callback(code="c1", state="s1", iss="https://as.example.com")
+    assert check_callback(url, REDIRECT, "s1", FOUND) == "c1"
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        (callback(code="c1", state="other"), "state does not match"),
+        (callback(code="c1"), "state does not match"),
+        (callback(code="c1", state="s1", iss="https://evil.example.com"), "RFC 9207"),
+        ("http://evil.example.com/callback?code=c1&state=s1", "not to"),
+        ("http://127.0.0.1:4001/callback?code=c1&state=s1", "not to"),
+        ("http://127.0.0.1:4000/other?code=c1&state=s1", "not to"),
+        (callback(state="s1", error="access_denied"), "access_denied"),
+        (callback(state="s1"), "no code"),
+    ],
+)
+def test_callback_refused(url: str, reason: str) -> None:
+    with pytest.raises(AuthorizationFailed, match=reason):
+        check_callback(url, REDIRECT, "s1", FOUND)
+
+
+def test_iss_required_when_promised() -> None:
+    promised = Discovery(resource=FOUND.resource, issuer=FOUND.issuer, metadata={
+        "issuer": FOUND.issuer, "authorization_response_iss_parameter_supported": True})
+    with pytest.raises(AuthorizationFailed, match="promises an iss"):
+        check_callback(callback(code="c", state="s"), REDIRECT, "s", promised)
+
+
+def test_pkce_s256_challenge() -> None:
+    import base64
+    import hashlib
+
+    from trimcp.auth.pkce import new_verifier
+
+    verifier = new_verifier()
+    assert 43 <= len(verifier) <= 128
+    digest = hashlib.sha256(verifier.encode()).digest()
+    assert challenge_of(verifier) == base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://10.0.0.1/x", "http://192.168.1.1/.well-known/x", "http://169.254.169.254/latest",
+     "http://[::1]/x", "http://127.0.0.1:8080/x", "http://localhost/x", "file:///etc/passwd",
+     "ftp://as.example.com/", "http://user:pw@as.example.com/"],
+)
+def test_ssrf_guard_refuses(url: str) -> None:
+    with pytest.raises(UnsafeUrl):
+        check_url(url, allow_private=False)
+
+
+def test_ssrf_guard_allows_public_and_opt_in() -> None:
+    assert check_url("https://as.example.com/.well-known/x", allow_private=False).host == \
+        "as.example.com"
+    assert check_url("http://127.0.0.1:8080/x", allow_private=True).port == 8080
+
+
+def test_public_server_gets_no_private_metadata() -> None:
+    fetcher = OAuthClient().fetcher("https://mcp.example.com/mcp")
+    with pytest.raises(UnsafeUrl):
+        fetcher.endpoint("http://169.254.169.254/latest/meta-data")
+    local = OAuthClient().fetcher("http://127.0.0.1:8000/mcp")
+    assert local.endpoint("http://127.0.0.1:9000/x").port == 9000
+
+
+def test_discovery_urls_and_resource_match() -> None:
+    challenge = parse_challenge(
+        'Bearer error="invalid_token", scope="a b", resource_metadata="https://m/x"')
+    assert challenge.scope == "a b"
+    assert challenge.error == "invalid_token"
+    assert prm_urls("https://m/api/mcp", challenge) == [
+        "https://m/x", "https://m/.well-known/oauth-protected-resource/api/mcp",
+        "https://m/.well-known/oauth-protected-resource"]
+    assert as_metadata_urls("https://as/t1") == [
+        "https://as/.well-known/oauth-authorization-server/t1",
+        "https://as/.well-known/openid-configuration/t1",
+        "https://as/t1/.well-known/openid-configuration"]
+    assert resource_allowed("https://m/mcp", "https://m/mcp")
+    assert resource_allowed("https://m", "https://m/mcp")
+    assert not resource_allowed("https://evil/mcp", "https://m/mcp")
+    assert not resource_allowed("https://m/other", "https://m/mcp")
+
+
+async def test_file_token_store(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    store = FileTokenStore(path)
+    value = StoredAuth(tokens=TokenSet(access_token="a", refresh_token="r", expires_at=5.0),
+                       registration=ClientRegistration(client_id="c", issuer="i"))
+    await store.save("https://m/mcp", value)
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert await FileTokenStore(path).load("https://m/mcp") == value
+    await store.delete("https://m/mcp")
+    assert await store.load("https://m/mcp") is None
+    path.write_text("not json")
+    assert await store.load("x") is None
+
+
+class TamperedChallenge(FollowRedirects):
+    """Swaps the PKCE challenge on the way to the authorization server (an attacker's
+    code injection would look like this to the token endpoint)."""
+
+    async def authorize(self, url: str) -> str:
+        parts = urlsplit(url)
+        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        query["code_challenge"] = challenge_of("another-verifier-" + "x" * 40)
+        return await super().authorize(parts._replace(query=urlencode(query)).geturl())
+
+
+async def test_pkce_mismatch_fails_cleanly(oidc_provider: OidcProvider, free_port: int) -> None:
+    resource = f"http://127.0.0.1:{free_port}/opaque"
+    verifier = IntrospectionVerifier(
+        f"{oidc_provider.issuer}/token/introspection", client_id="rs", client_secret="rs-secret")
+    protected = ProtectedResource(resource=resource, authorization_servers=[oidc_provider.issuer],
+                                  verifier=verifier, required_scopes=["mcp"])
+    auth = OAuthClient(
+        interaction=TamperedChallenge(f"http://127.0.0.1:{free_port}/cb", login=ScriptedUser()),
+        allow_private_addresses=True,
+    )
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(lambda task_status: serve_http(
+                whoami_server(), port=free_port, path="/opaque",
+                config=HttpServerConfig(auth=protected), task_status=task_status))
+            with pytest.raises(McpError, match="invalid_grant"):
+                await call_whoami(resource, auth)
+            nursery.cancel_scope.cancel()
