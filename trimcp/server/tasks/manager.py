@@ -145,6 +145,10 @@ class TaskManager:
         """How many tasks run in this process now."""
         return len(self._live)
 
+    async def wait_idle(self) -> None:
+        """Wait until no task runs in this process. Cancellation: stops waiting."""
+        await self._idle.wait()
+
     @contextlib.asynccontextmanager
     async def open(self) -> AsyncIterator[None]:
         """Run the task nursery for the body; shared when it already runs.
