@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import math
 import os
 import shutil
@@ -30,7 +31,7 @@ from trimcp.protocol.versions import LATEST_VERSION
 from trimcp.session import SessionOptions
 from trimcp.transports.base import Transport
 from trimcp.transports.stdio import ShutdownTimeouts, open_stdio_client_transport
-from trimcp.types import Implementation, LoggingMessageNotificationParams
+from trimcp.types import CallToolResult, Implementation, LoggingMessageNotificationParams
 
 #: Lines of the server's stderr kept to explain a failure when ``--verbose`` is off.
 STDERR_TAIL = 20
@@ -232,13 +233,16 @@ async def cmd_call(client: Client, args: argparse.Namespace) -> int:
             err(output.format_progress(progress, total, message))
 
     timeout = None if args.timeout == 0 else args.timeout
-    result = await client.call_tool(
-        args.tool,
-        arguments,
-        timeout=timeout,
-        on_progress=on_progress,
-        reset_timeout_on_progress=True,
-    )
+    if getattr(args, "task", False):
+        result = await _call_as_task(client, args, arguments, timeout)
+    else:
+        result = await client.call_tool(
+            args.tool,
+            arguments,
+            timeout=timeout,
+            on_progress=on_progress,
+            reset_timeout_on_progress=True,
+        )
     if args.json:
         _emit(output.to_json(result))
     elif not result.is_error:
@@ -248,6 +252,32 @@ async def cmd_call(client: Client, args: argparse.Namespace) -> int:
         err(f"trimcp: tool {args.tool!r} failed" + (f": {detail}" if detail else ""))
         return EXIT_FAILURE
     return EXIT_OK
+
+
+#: Seconds ``trimcp call --task`` waits for ``tasks/cancel`` after Ctrl+C.
+CANCEL_TASK_TIMEOUT = 5.0
+
+
+async def _call_as_task(
+    client: Client, args: argparse.Namespace, arguments: Any, timeout: float | None
+) -> CallToolResult:
+    """``trimcp call --task``: start the task, show its states, return its result.
+
+    Interrupted (Ctrl+C), it cancels the task on the server (bounded) before exiting."""
+    handle = await client.call_tool_as_task(args.tool, arguments, ttl=args.ttl,
+                                            timeout=timeout)
+    try:
+        async for task in handle:
+            if not args.quiet and handle.task_id:
+                message = f": {task.status_message}" if task.status_message else ""
+                err(f"task {handle.task_id}: {task.status}{message}")
+        return await handle.result()
+    except trio.Cancelled:
+        if handle.task_id and not handle.done:
+            with trio.CancelScope(shield=True) as scope, contextlib.suppress(Exception):
+                scope.deadline = trio.current_time() + CANCEL_TASK_TIMEOUT
+                await handle.cancel()
+        raise
 
 
 async def cmd_read(client: Client, args: argparse.Namespace) -> int:

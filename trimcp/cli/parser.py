@@ -163,6 +163,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", nargs="?", const=True, default=False, metavar="'{...}'",
         help="alone: print the wire JSON; with a JSON object: the arguments (like --args)",
     )
+    call.add_argument("--task", action="store_true",
+                      help="run the call as a task: print its status changes on stderr, "
+                           "then its result; Ctrl+C cancels the task")
+    call.add_argument("--ttl", type=float, default=None, metavar="SECONDS",
+                      help="with --task: how long the server should keep the task")
     _client_options(call)
 
     read = client_command("read", "read a resource")
