@@ -315,6 +315,7 @@ class TaskManager:
             record.status_message = _first_text(wire) or "The tool reported an error"
         else:
             record.status = "completed"
+            record.status_message = None  # a progress message means nothing any more
 
     async def _set_status(self, live: _Live, status: TaskStatus, message: str | None) -> None:
         record = live.record
