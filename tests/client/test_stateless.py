@@ -149,9 +149,11 @@ async def test_a_refusal_repeated_after_the_retry_is_not_retried_forever() -> No
 
 async def test_pinned_2026_does_not_fall_back() -> None:
     server = ScriptedServer()  # a 2025 server: discover gets -32601
-    with pytest.raises(McpError, match="server/discover"):
+    with pytest.raises(McpError, match="mode='2026-07-28' needs a 2026-07-28 server") as info:
         async with server.open_client(mode=V2026):
             pass
+    assert info.value.code == -32601  # the server's own code is kept
+    assert "mode='auto'" in info.value.message
     assert [m["method"] for m in server.requests()] == ["server/discover"]
 
 

@@ -134,7 +134,10 @@ def _after_error(
         if plan.may_fall_back:
             logger.info("no answer to server/discover; assuming a 2025 (session) server")
             raise _Legacy(plan.legacy_version) from None
-        raise exc
+        raise RequestTimeout(
+            f"mode={tried!r}: no answer to server/discover; a 2025 server that ignores it "
+            "needs mode='auto' or 'legacy'"
+        ) from exc
     if isinstance(exc, SessionClosed):
         raise exc
     supported = supported_of(exc)
@@ -148,8 +151,15 @@ def _after_error(
             raise NoCommonVersion(supported, ours) from exc
         logger.info("the server refused %s; retrying with %s", tried, chosen)
         return chosen
-    if is_modern_error(exc) or not plan.may_fall_back:
+    if is_modern_error(exc):
         raise exc
+    if not plan.may_fall_back:
+        raise McpError(
+            exc.code,
+            f"mode={tried!r} needs a 2026-07-28 server, but server/discover failed "
+            f"({exc.message}); a 2025 server needs mode='auto' or 'legacy'",
+            exc.data,
+        ) from exc
     logger.info("server/discover failed (%s); assuming a 2025 (session) server", exc.message)
     raise _Legacy(plan.legacy_version) from None
 
