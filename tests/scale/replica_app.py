@@ -1,8 +1,8 @@
 """The server every replica of the scale tests runs (``trimcp run`` on this file).
 
-``whoami`` names the process that answered (to see the balancer spread a session's
-requests); ``slow`` reports progress ``steps`` times, ``delay`` seconds apart, and
-answers ``done <tag>`` (the kill tests count these).
+``echo`` is what the benchmarks call; ``whoami`` names the process that answered (to
+see the balancer spread a session's requests); ``slow`` reports progress ``steps``
+times, ``delay`` seconds apart, and answers ``done <tag>`` (the kill tests count these).
 """
 
 from __future__ import annotations
@@ -14,6 +14,12 @@ import trio
 import trimcp
 
 app = trimcp.Server("scale-replica", version="1.0.0")
+
+
+@app.tool()
+def echo(text: str) -> str:
+    """Answer ``text`` (the load generator's call)."""
+    return text
 
 
 @app.tool()

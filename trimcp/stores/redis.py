@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import secrets
 from contextlib import suppress
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -81,6 +81,18 @@ class RedisStore:
             self.client, self.key("ev", session_id),
             max_events=self.max_events, ttl=self.event_ttl,
             replica=self.replica, alive=self.replica_alive,
+        )
+
+    def task_store(self, *, max_per_owner: int = 1000, max_ttl: float = 24 * 3600.0) -> Any:
+        """A task store in this Redis (a :class:`~trimcp.stores.redis_tasks.RedisTaskStore`):
+        ``Server(..., task_store=store.task_store())``. Tasks are readable from any replica;
+        a task whose replica died is failed when next read. This store's :meth:`run` must
+        run (``serve_http(store=...)`` runs it) so others see this replica alive."""
+        from trimcp.stores.redis_tasks import RedisTaskStore
+
+        return RedisTaskStore(
+            self.client, self.prefix, replica=self.replica, alive=self.replica_alive,
+            max_per_owner=max_per_owner, max_ttl=max_ttl,
         )
 
     # --- sessions -------------------------------------------------------------------------

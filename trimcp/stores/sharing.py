@@ -5,8 +5,9 @@ lifecycle state and what ``initialize`` agreed on), saved to the store after eac
 that changed it, with the session's idle timeout as its expiry. A replica that gets a
 request for a session it does not hold loads that record and takes the session over as a
 resting session (it wakes on this request, here). Every request to a shared session also
-reads its record (one round trip, which pushes its expiry out), so a session ended on one
-replica (DELETE) is gone on all (its record becomes a marker that outlives every
+reads its record (one round trip, which pushes its expiry out; at most once a second per
+replica and session), so a session ended on one replica (DELETE) is gone on all within a
+second (its record becomes a marker that outlives every
 replica's copy); a session held here but missing from the store (Redis lost its data) is
 saved again. Requests under way stay with the replica running them;
 their answer streams are resumable anywhere through the shared event store.
@@ -54,6 +55,10 @@ def session_record(entry: SessionEntry) -> bytes | None:
 class SharedSessions:
     """The session lookups of one HTTP app whose ``config.store`` is shared."""
 
+    #: How long a replica trusts its copy of a session before asking the store again
+    #: (a DELETE on another replica reaches it within this time).
+    recheck = 1.0
+
     def __init__(self, manager: SessionManager, store: Store, adopt: Adopt) -> None:
         self.manager = manager
         self.store = store
@@ -73,6 +78,9 @@ class SharedSessions:
         Cancellation: nothing is taken over.
         """
         entry = self.manager.get(session_id, principal, kind)
+        now = trio.current_time()
+        if entry is not None and now - entry.shared_checked < self.recheck:
+            return entry  # confirmed a moment ago: no round trip
         try:
             record = await self.store.load_session(session_id, self.ttl)
         except StoreUnavailable as error:
@@ -87,6 +95,7 @@ class SharedSessions:
                 self.manager.end(entry, "the session was ended on another replica")
             return None
         if entry is not None:
+            entry.shared_checked = now
             if record is None and entry.shared_record is not None:
                 # Held here, gone from the store (it lost its data, e.g. a restart
                 # without persistence): keep it shared.
@@ -107,6 +116,7 @@ class SharedSessions:
         try:
             entry = await self._adopt(principal, session_id, lambda s: _restore(s, state))
             entry.shared_record = record
+            entry.shared_checked = now
         finally:
             del self._adopting[session_id]
             done.set()

@@ -49,7 +49,8 @@ class SessionEntry:
     """
 
     __slots__ = ("_manager", "active", "closed", "kind", "last_seen", "principal",
-                 "released", "session", "session_id", "shared_record", "transport")
+                 "released", "session", "session_id", "shared_checked", "shared_record",
+                 "transport")
 
     def __init__(
         self,
@@ -73,6 +74,8 @@ class SessionEntry:
         self.released = False
         #: The record last saved to (or read from) a shared store (trimcp.stores.sharing).
         self.shared_record: bytes | None = None
+        #: When the shared store last confirmed the session (Trio clock; -inf: never).
+        self.shared_checked = float("-inf")
 
     def touch(self) -> None:
         """Record activity now (the idle reaper looks at the least recent first)."""

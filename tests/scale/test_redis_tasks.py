@@ -1,0 +1,97 @@
+"""The task store on a real Redis: readable from any replica, a dead runner's task fails."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import trio
+
+from tests.scale.peers import RedisServer
+from trimcp.server.tasks import TaskRecord, TaskStore
+from trimcp.server.tasks.store import TaskStoreFull
+from trimcp.stores import RedisStore
+from trimcp.stores.redis_tasks import RUNNER_STOPPED
+
+
+def record(task_id: str, owner: str | None = "ann", ttl: float | None = 60.0) -> TaskRecord:
+    now = time.time()
+    return TaskRecord(
+        task_id=task_id, owner=owner, method="tools/call", protocol_version="2025-11-25",
+        created_at=now, updated_at=now, ttl_ms=None if ttl is None else int(ttl * 1000),
+        poll_interval_ms=500,
+        expires_at=None if ttl is None else trio.current_time() + ttl,
+    )
+
+
+async def test_a_task_is_read_on_another_replica_and_fails_when_its_runner_dies(
+    redis_server: RedisServer,
+) -> None:
+    a = RedisStore(redis_server.url, prefix="tk1:")
+    b = RedisStore(redis_server.url, prefix="tk1:")
+    try:
+        on_a, on_b = a.task_store(), b.task_store()
+        assert isinstance(on_a, TaskStore)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(a.run)  # replica a is alive and runs the tasks
+            await on_a.create(record("t1"))
+            await on_a.create(record("t2"))
+            with pytest.raises(ValueError, match="already in use"):
+                await on_a.create(record("t1"))
+            seen = await on_b.get("t1")
+            assert seen is not None
+            assert seen.status == "working"
+            assert seen.expires_at is not None
+            assert 50 < seen.expires_at - trio.current_time() <= 60
+            done = await on_a.get("t1")
+            assert done is not None
+            done.status, done.result = "completed", {"content": []}
+            await on_a.save(done)
+            finished = await on_b.get("t1")
+            assert finished is not None
+            assert (finished.status, finished.result) == ("completed", {"content": []})
+            assert [r.task_id for r in await on_b.owned_by("ann")] == ["t1", "t2"]
+            assert await on_b.owned_by("bob") == []
+            nursery.cancel_scope.cancel()
+        # a stopped (its heartbeat key is gone): its unfinished task fails, for everyone.
+        lost = await on_b.get("t2")
+        assert lost is not None
+        assert lost.status == "failed"
+        assert lost.status_message == RUNNER_STOPPED
+        assert lost.error is not None
+        again = await on_a.get("t2")
+        assert again is not None
+        assert again.status == "failed"
+        completed = await on_b.get("t1")
+        assert completed is not None
+        assert completed.status == "completed"  # a finished task stays as it ended
+    finally:
+        await a.aclose()
+        await b.aclose()
+
+
+async def test_tasks_expire_and_are_bounded_per_owner(redis_server: RedisServer) -> None:
+    store = RedisStore(redis_server.url, prefix="tk2:")
+    try:
+        tasks = store.task_store(max_per_owner=3)
+        for n in range(3):
+            await tasks.create(record(f"e{n}", owner="carl", ttl=30))
+        with pytest.raises(TaskStoreFull):
+            await tasks.create(record("e3", owner="carl"))
+        ttl = await store.client.execute("PTTL", "tk2:task:e0")
+        assert isinstance(ttl, int)
+        assert 0 < ttl <= 30_000
+        forever = record("f", owner="dora", ttl=None)
+        await tasks.create(forever)  # no TTL: still expires, after max_ttl
+        ttl = await store.client.execute("PTTL", "tk2:task:f")
+        assert isinstance(ttl, int)
+        assert 0 < ttl <= 24 * 3600 * 1000
+        await store.client.execute("DEL", "tk2:task:e0")  # as its expiry would
+        assert await tasks.get("e0") is None
+        assert await tasks.expired("e0")
+        assert not await tasks.expired("e1")
+        assert not await tasks.expired("never")
+        assert [r.task_id for r in await tasks.owned_by("carl")] == ["e1", "e2"]
+        await tasks.create(record("e3", owner="carl"))  # room again
+    finally:
+        await store.aclose()

@@ -1,0 +1,169 @@
+"""The task store on Redis: a task's status and result are readable from any replica.
+
+One key per task (``<prefix>task:<id>``, JSON), expiring with the task's TTL (tasks without
+one expire after ``max_ttl``); a sorted set per owner (``<prefix>tasks-of:<owner>``)
+lists them for ``tasks/list``, bounded to ``max_per_owner``; a marker per task
+(``<prefix>task-seen:<id>``) outlives it by ``seen_for`` seconds, so a late poll is told
+"expired" rather than "unknown".
+
+A record remembers the replica running the task. When a replica reads a task that is
+still working but whose replica has stopped saying it is alive, the task is failed there
+and then (its runner died: it will never finish), never left working for ever.
+
+Times: a record's ``expires_at`` is on the reading process's Trio clock; Redis keeps the
+expiry as a Unix time, converted on every read and write.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import trio
+
+from trimcp.errors import INTERNAL_ERROR
+from trimcp.server.tasks.store import TaskRecord, TaskStoreFull
+from trimcp.stores.redis_client import RedisClient
+
+RUNNER_STOPPED = "the server process running this task stopped; start the task again"
+
+
+def _encode(record: TaskRecord, replica: str) -> bytes:
+    expires = record.expires_at
+    unix_expiry = None if expires is None else time.time() + (expires - trio.current_time())
+    return json.dumps({
+        "id": record.task_id, "owner": record.owner, "method": record.method,
+        "version": record.protocol_version, "status": record.status,
+        "message": record.status_message, "created": record.created_at,
+        "updated": record.updated_at, "ttl": record.ttl_ms, "poll": record.poll_interval_ms,
+        "expires": unix_expiry, "result": record.result, "error": record.error,
+        "runner": replica,
+    }, separators=(",", ":")).encode()
+
+
+def _decode(raw: bytes) -> tuple[TaskRecord, str]:
+    data: dict[str, Any] = json.loads(raw)
+    unix_expiry = data["expires"]
+    expires_at = (
+        None if unix_expiry is None else trio.current_time() + (unix_expiry - time.time())
+    )
+    record = TaskRecord(
+        task_id=data["id"], owner=data["owner"], method=data["method"],
+        protocol_version=data["version"], status=data["status"],
+        status_message=data["message"], created_at=data["created"],
+        updated_at=data["updated"], ttl_ms=data["ttl"], poll_interval_ms=data["poll"],
+        expires_at=expires_at, result=data["result"], error=data["error"],
+    )
+    return record, str(data["runner"])
+
+
+class RedisTaskStore:
+    """A :class:`~trimcp.server.tasks.TaskStore` in Redis (see the module docstring).
+
+    Made by :meth:`trimcp.stores.RedisStore.task_store`; give it to the server:
+    ``Server(..., task_store=store.task_store())``. Raises StoreUnavailable when Redis
+    does not answer in time (the task call fails with an error).
+    """
+
+    def __init__(
+        self,
+        client: RedisClient,
+        prefix: str,
+        *,
+        replica: str,
+        alive: Callable[[str], Awaitable[bool]],
+        max_per_owner: int = 1000,
+        max_ttl: float = 24 * 3600.0,
+        seen_for: float = 3600.0,
+    ) -> None:
+        self._client = client
+        self._prefix = prefix
+        self.replica = replica
+        self._alive = alive
+        self.max_per_owner = max_per_owner
+        self.max_ttl = max_ttl
+        self.seen_for = seen_for
+
+    def _key(self, task_id: str) -> str:
+        return f"{self._prefix}task:{task_id}"
+
+    def _owner_key(self, owner: str | None) -> str:
+        return f"{self._prefix}tasks-of:{'' if owner is None else owner}"
+
+    def _ttl_ms(self, record: TaskRecord) -> int:
+        if record.expires_at is None:
+            return int(self.max_ttl * 1000)
+        left = record.expires_at - trio.current_time()
+        return max(1, min(int(left * 1000), int(self.max_ttl * 1000)))
+
+    async def create(self, record: TaskRecord) -> None:
+        owners = self._owner_key(record.owner)
+        count = await self._client.execute("ZCARD", owners)
+        if isinstance(count, int) and count >= self.max_per_owner:
+            raise TaskStoreFull(
+                f"this owner has {count} tasks, the most the server keeps; wait for some "
+                "to expire"
+            )
+        ttl = self._ttl_ms(record)
+        created, *_ = await self._client.pipeline([
+            ("SET", self._key(record.task_id), _encode(record, self.replica), "NX", "PX", ttl),
+            # NX everywhere: a refused duplicate id changes nothing of the first task.
+            ("SET", f"{self._prefix}task-seen:{record.task_id}", b"1", "NX",
+             "PX", ttl + int(self.seen_for * 1000)),
+            ("ZADD", owners, "NX", repr(float(record.created_at)), record.task_id),
+            ("PEXPIRE", owners, int(self.max_ttl * 1000)),
+        ])
+        if created is None:
+            raise ValueError(f"task id {record.task_id!r} is already in use")
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        raw = await self._client.execute("GET", self._key(task_id))
+        if not isinstance(raw, bytes):
+            return None
+        record, runner = _decode(raw)
+        if (
+            not record.terminal
+            and runner != self.replica
+            and not await self._alive(runner)
+        ):
+            record.status = "failed"
+            record.status_message = RUNNER_STOPPED
+            record.error = {"code": INTERNAL_ERROR, "message": RUNNER_STOPPED}
+            record.updated_at = time.time()
+            await self._write(record, runner)
+        return record
+
+    async def save(self, record: TaskRecord) -> None:
+        await self._write(record, self.replica)
+
+    async def _write(self, record: TaskRecord, runner: str) -> None:
+        await self._client.execute(
+            "SET", self._key(record.task_id), _encode(record, runner), "XX",
+            "PX", self._ttl_ms(record),
+        )
+
+    async def owned_by(self, owner: str | None) -> Sequence[TaskRecord]:
+        owners = self._owner_key(owner)
+        ids = await self._client.execute("ZRANGE", owners, 0, -1)
+        if not isinstance(ids, list) or not ids:
+            return []
+        raws = await self._client.execute("MGET", *[self._key(i.decode()) for i in ids])
+        records: list[TaskRecord] = []
+        gone: list[bytes] = []
+        for task_id, raw in zip(ids, raws if isinstance(raws, list) else [], strict=False):
+            if isinstance(raw, bytes):
+                records.append(_decode(raw)[0])
+            else:
+                gone.append(task_id)
+        if gone:  # expired tasks leave the owner's list too
+            await self._client.execute("ZREM", owners, *gone)
+        return records
+
+    async def expired(self, task_id: str) -> bool:
+        seen, live = await self._client.pipeline([
+            ("EXISTS", f"{self._prefix}task-seen:{task_id}"),
+            ("EXISTS", self._key(task_id)),
+        ])
+        return seen == 1 and live == 0
