@@ -126,6 +126,13 @@ class SharedSessions:
     async def persist(self, entry: SessionEntry) -> None:
         """Save the session's record if it changed since last saved (bounded; a store
         outage is logged, and the session goes on here)."""
+        session = entry.session
+        if (
+            entry.shared_record is not None
+            and session is not None
+            and session.connection.state is State.OPERATING
+        ):
+            return  # saved once operating: nothing it keeps changes any more (the cheap path)
         record = session_record(entry)
         if record is None or record == entry.shared_record:
             return
