@@ -32,6 +32,7 @@ import trio
 from trimcp import Context, McpError, Server, ToolError, serve_http
 from trimcp.errors import INTERNAL_ERROR
 from trimcp.server import Audio, Image, PromptMessage, user_message
+from trimcp.server.tasks import start_task
 from trimcp.transports.http_server import close_request_stream
 from trimcp.types import (
     CallToolResult,
@@ -633,6 +634,20 @@ async def multi_input(ctx: Context) -> str:
         nursery.start_soon(ask, "first")
         nursery.start_soon(ask, "second")
     return f"first={answers['first']} second={answers['second']}"
+
+
+@app.tool(task_support="required", task_start="explicit")
+async def test_tool_with_task(ctx: Context) -> CallToolResult:
+    """Asks the user's name in the request (2026: input_required rounds), then runs as a
+    task that greets them."""
+    outcome = await ctx.elicit("What is your name?", NAME_FORM, key="user_name")
+    name = outcome.data["name"] if outcome.data else "stranger"
+
+    async def greet_later(task_ctx: Context) -> str:
+        await trio.sleep(0.5)
+        return f"Hello, {name}! (from a task)"
+
+    return await start_task(ctx, greet_later)
 
 
 # --- running --------------------------------------------------------------------------------

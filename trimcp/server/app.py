@@ -48,7 +48,7 @@ from trimcp.server.stateless import CacheHint, StatelessOptions, StatelessServin
 from trimcp.server.tasks import methods as task_methods
 from trimcp.server.tasks.manager import TaskManager, TaskOptions
 from trimcp.server.tasks.store import TaskStore
-from trimcp.server.tools import AUTO, RegisteredTool, TaskSupport, icon_list
+from trimcp.server.tools import AUTO, RegisteredTool, TaskStart, TaskSupport, icon_list
 from trimcp.session import RequestContext, Session, SessionOptions, open_session
 from trimcp.transports.base import Transport
 from trimcp.types import (
@@ -254,6 +254,7 @@ class Server:
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
         meta: Mapping[str, Any] | None = None,
         task_support: TaskSupport | None = None,
+        task_start: TaskStart = "auto",
         output_schema: Mapping[str, Any] | None = AUTO,
         input_schema: Mapping[str, Any] | None = None,
         run_sync_in_thread: bool = False,
@@ -681,9 +682,11 @@ class Server:
         tool = self.tools.get(name)
         if tool is None:
             raise McpError(INVALID_PARAMS, f"Unknown tool: {name[:200]}", {"tool": name})
-        if task_methods.runs_as_task(tool, ctx):
+        if tool.task_start == "auto" and task_methods.runs_as_task(tool, ctx):
             return await task_methods.call_tool_as_task(self, tool, ctx)
-        return await tool.run(ctx.params.arguments, Context(self, ctx))
+        result = await tool.run(ctx.params.arguments, Context(self, ctx))
+        # task_start="explicit": the body asked start_task() for a task.
+        return task_methods.unwrap_started(result)
 
     async def _list_resources(self, ctx: RequestContext) -> ListResourcesResult:
         resources = [resource.definition() for resource in _visible(

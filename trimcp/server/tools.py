@@ -51,6 +51,7 @@ R = TypeVar("R")
 
 TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 TaskSupport = Literal["forbidden", "optional", "required"]
+TaskStart = Literal["auto", "explicit"]
 
 
 class _Auto:
@@ -90,11 +91,18 @@ class RegisteredTool(FunctionHandle[P, R]):
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
         meta: Mapping[str, Any] | None = None,
         task_support: TaskSupport | None = None,
+        task_start: TaskStart = "auto",
         output_schema: Mapping[str, Any] | None = AUTO,
         input_schema: Mapping[str, Any] | None = None,
         run_sync_in_thread: bool = False,
     ) -> None:
         info = inspect_function(fn, what="tool")
+        if task_start not in ("auto", "explicit"):
+            raise ValueError(f"task_start must be 'auto' or 'explicit', not {task_start!r}")
+        #: "auto": a call that runs as a task runs the whole body in the task; "explicit":
+        #: the body runs in the request and starts the task itself
+        #: (:func:`trimcp.server.tasks.start_task`), e.g. after asking for input.
+        self.task_start = task_start
         self.fn = fn
         self.name = name or info.name
         if not TOOL_NAME.fullmatch(self.name):

@@ -12,6 +12,7 @@
 from trimcp.server.tasks.context import TaskContext as TaskContext
 from trimcp.server.tasks.manager import TaskManager as TaskManager
 from trimcp.server.tasks.manager import TaskOptions as TaskOptions
+from trimcp.server.tasks.methods import start_task as start_task
 from trimcp.server.tasks.store import MemoryTaskStore as MemoryTaskStore
 from trimcp.server.tasks.store import TaskRecord as TaskRecord
 from trimcp.server.tasks.store import TaskStore as TaskStore
@@ -25,4 +26,5 @@ __all__ = [
     "TaskRecord",
     "TaskStore",
     "TaskStoreFull",
+    "start_task",
 ]

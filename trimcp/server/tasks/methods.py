@@ -12,12 +12,15 @@ random bits: knowing the id is what grants access (see ``docs/tasks.md``).
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+
+import attrs
 
 from trimcp.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError
 from trimcp.protocol.versions import V2025_11_25, is_stateless
 from trimcp.server.context import Context
+from trimcp.server.results import to_content
 from trimcp.server.tasks import modern
 from trimcp.server.tasks.context import TaskContext, TaskRequestContext
 from trimcp.server.tasks.manager import TaskManager, _TaskHandle
@@ -25,6 +28,7 @@ from trimcp.server.tasks.store import TaskRecord
 from trimcp.session.context import RequestContext
 from trimcp.types import (
     RELATED_TASK_META_KEY,
+    CallToolResult,
     CancelTaskResult,
     CreateTaskResult,
     GetTaskResult,
@@ -121,9 +125,13 @@ def runs_as_task(tool: RegisteredTool[Any, Any], ctx: RequestContext) -> bool:
 
 
 async def call_tool_as_task(
-    server: Server, tool: RegisteredTool[Any, Any], ctx: RequestContext
+    server: Server,
+    tool: RegisteredTool[Any, Any],
+    ctx: RequestContext,
+    body: Callable[[TaskContext], Awaitable[CallToolResult]] | None = None,
 ) -> CreateTaskResult | dict[str, Any]:
-    """Create the task for a task-augmented ``tools/call`` and answer with its handle."""
+    """Create the task for a ``tools/call`` and answer with its handle. The task runs
+    ``body(task_ctx)`` (default: the whole tool with the call's arguments)."""
     manager: TaskManager = server.tasks
     session = ctx.session
     arguments = ctx.params.arguments
@@ -131,8 +139,10 @@ async def call_tool_as_task(
     auth = Context(server, ctx).auth  # a context variable of the request's task
 
     async def run(handle: _TaskHandle) -> Any:
-        task_ctx = TaskRequestContext(ctx, handle, options, auth)
-        return await tool.run(arguments, TaskContext(server, task_ctx))
+        task_ctx = TaskContext(server, TaskRequestContext(ctx, handle, options, auth))
+        if body is not None:
+            return await body(task_ctx)
+        return await tool.run(arguments, task_ctx)
 
     async def notify(record: TaskRecord) -> None:
         if session is not None and not session.closed:
@@ -234,3 +244,52 @@ async def tasks_update(server: Server, ctx: RequestContext) -> dict[str, Any]:
     if not ctx.stateless:
         raise McpError(METHOD_NOT_FOUND, "Method not found: tasks/update (2026-07-28 only)")
     return await modern.tasks_update(server, _owner(server, ctx), ctx)
+
+
+@attrs.frozen(kw_only=True)
+class TaskStarted(CallToolResult):
+    """What :func:`start_task` returns from a tool: the answer to send (the handle)."""
+
+    created: Any = None
+
+
+def unwrap_started(result: Any) -> Any:
+    """The ``tools/call`` answer for what a tool returned (a started task's handle)."""
+    return result.created if isinstance(result, TaskStarted) else result
+
+
+async def start_task(
+    ctx: Context, work: Callable[[Context], Awaitable[Any]]
+) -> CallToolResult:
+    """From a tool registered with ``task_start="explicit"``: run ``work`` as this call's
+    task, and return what the tool must return.
+
+    The tool body runs in the request first, so it can ask for input there (2026: the
+    ``input_required`` rounds of the request, resolved before the task exists, as the
+    extension recommends) and validate; then ``return await start_task(ctx, work)``.
+    ``work(task_ctx)`` gets the task's context (:class:`TaskContext`) and returns what a
+    tool returns (text, content, a ``CallToolResult``; :class:`ToolError` for a tool
+    error). When the call does not run as a task (a plain call of an optional tool),
+    ``work(ctx)`` runs at once with the request's context instead. Cancellation: creating
+    the task is atomic; the task then runs in the server's nursery.
+    """
+    if isinstance(ctx, TaskContext):
+        raise TypeError("start_task() is called from the tool body, not from inside a task")
+    request = ctx.request_context
+    tool = ctx.server.get_tool(getattr(request.params, "name", ""))
+    if request.method != "tools/call" or tool is None:
+        raise TypeError("start_task() is for the body of a tool answering tools/call")
+
+    async def shaped(run_ctx: Context) -> CallToolResult:
+        try:
+            value = await work(run_ctx)
+        except Exception as exc:
+            return tool._failure(exc)
+        if isinstance(value, CallToolResult):
+            return value
+        return CallToolResult(content=to_content(value, tool.name))
+
+    if not runs_as_task(tool, request):
+        return await shaped(ctx)
+    created = await call_tool_as_task(ctx.server, tool, request, shaped)
+    return TaskStarted(content=[], created=created)
