@@ -102,6 +102,6 @@ def test_task_start_is_checked_at_registration() -> None:
     app = trimcp.Server("bad")
     with pytest.raises(ValueError, match="task_start"):
 
-        @app.tool(task_start="sometimes")  # type: ignore[arg-type]
+        @app.tool(task_start="sometimes")  # type: ignore[call-overload]
         async def nope() -> str:
             return ""
