@@ -100,8 +100,10 @@ async def test_start_task_misuse() -> None:
 
 def test_task_start_is_checked_at_registration() -> None:
     app = trimcp.Server("bad")
-    with pytest.raises(ValueError, match="task_start"):
+    options: Any = {"task_start": "sometimes"}
 
-        @app.tool(task_start="sometimes")  # type: ignore[call-overload]
-        async def nope() -> str:
-            return ""
+    async def nope() -> str:
+        return ""
+
+    with pytest.raises(ValueError, match="task_start"):
+        app.add_tool(nope, **options)
