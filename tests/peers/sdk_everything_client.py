@@ -168,16 +168,30 @@ async def _call(session: ClientSession, rec: Recorder, name: str, timeout: float
     return entry
 
 
+#: Tools of the tasks tests that are not tasks themselves (they need arguments).
+TASK_COMPANIONS = frozenset({"greet"})
+
+
 async def _tools(session: ClientSession, rec: Recorder, report: dict[str, Any],
                  timeout: float) -> None:
     listed = await session.list_tools()
     report["tools"] = {tool.name: dump(tool) for tool in listed.tools}
     # The 2026-07-28 diagnostics (input_required fixtures, list-change triggers...) are
     # driven by the 2026 interop peer; calling the triggers here would change the lists.
+    # The task fixtures (execution.taskSupport set) are the tasks tests' to drive: some
+    # refuse a plain call (as the spec says), some fail on purpose as tasks.
+    must_be_tasks = {
+        tool.name
+        for tool in listed.tools
+        if tool.execution is not None and tool.execution.task_support in ("optional", "required")
+    } | TASK_COMPANIONS
+    report["task_fixtures"] = sorted(must_be_tasks)
     report["calls"] = {
         name: await _call(session, rec, name, timeout)
         for name in report["tools"]
-        if name not in DIAGNOSTICS_2026 and not name.startswith("test_input_required_result_")
+        if name not in DIAGNOSTICS_2026
+        and name not in must_be_tasks
+        and not name.startswith("test_input_required_result_")
     }
 
 
