@@ -10,6 +10,8 @@ own time.
         [--engine {auto,hypercorn,lean}]
     python -m benchmarks.http_server_micro --serve PORT [--json] [--engine ...]  # the server
     python -m benchmarks.http_server_micro --in-process [-n N] [--json] [--profile]
+    python -m benchmarks.http_server_micro --jwt ...   # every call carries a JWT the
+        # server verifies (trimcp.auth: ProtectedResource + JwtVerifier, RS256)
 
 ``--engine`` is ``serve_http``'s: ``auto`` (the default, which is the lean engine here),
 ``hypercorn`` or ``lean``; ``--lean`` is an alias of ``--engine lean``. ``--in-process``
@@ -80,8 +82,49 @@ async def _serve(port: int, json_response: bool, engine: Any = "auto") -> None:
 
     token = trio.lowlevel.current_trio_token()
     signal.signal(signal.SIGTERM, lambda *_: token.run_sync_soon(stop.set))
-    config = HttpServerConfig(json_response=json_response, max_sessions=10_000)
+    config = HttpServerConfig(json_response=json_response, max_sessions=10_000,
+                              auth=_bench_auth(port))
     await serve_http(server, port=port, config=config, shutdown_trigger=stop.wait, engine=engine)
+
+
+BENCH_ISSUER = "https://bench.example"
+
+
+def _bench_auth(port: int) -> Any:
+    """With BENCH_JWKS set (``--jwt``): protect the server, keys from that JSON."""
+    jwks = os.environ.get("BENCH_JWKS")
+    if not jwks:
+        return None
+    from trimcp.auth import JwtVerifier, ProtectedResource
+
+    keys = json.loads(jwks)
+
+    async def fetch(url: str) -> Any:
+        return keys
+
+    return ProtectedResource(
+        resource=f"http://127.0.0.1:{port}/mcp", authorization_servers=[BENCH_ISSUER],
+        verifier=JwtVerifier(issuer=BENCH_ISSUER, jwks_url=f"{BENCH_ISSUER}/jwks", fetch=fetch),
+        required_scopes=["mcp"],
+    )
+
+
+def _bench_token(port: int) -> tuple[str, str]:
+    """A signing key's JWKS (JSON) and a token for the benchmark server on ``port``."""
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from jwt.algorithms import RSAAlgorithm
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = json.loads(RSAAlgorithm.to_jwk(key.public_key()))
+    jwk.update({"kid": "bench", "use": "sig", "alg": "RS256"})
+    now = int(time.time())
+    token = jwt.encode(
+        {"iss": BENCH_ISSUER, "aud": f"http://127.0.0.1:{port}/mcp", "sub": "bench",
+         "scope": "mcp", "iat": now, "exp": now + 3600},
+        key, algorithm="RS256", headers={"kid": "bench"},
+    )
+    return json.dumps({"keys": [jwk]}), token
 
 
 async def _in_process(n: int, sessions: int, json_response: bool) -> dict[str, Any]:
@@ -205,6 +248,7 @@ def main() -> int:
         "--engine", choices=("auto", "hypercorn", "lean"), default="auto", help="serve_http's"
     )
     parser.add_argument("--lean", action="store_true", help="alias of --engine lean")
+    parser.add_argument("--jwt", action="store_true", help="protect the server; calls carry a JWT")
     opts = parser.parse_args()
     if opts.lean:
         opts.engine = "lean"
@@ -234,7 +278,12 @@ def main() -> int:
     if opts.json:
         argv.append("--json")
     argv += ["--engine", opts.engine]
-    child = subprocess.Popen(argv, env={**os.environ, "PYTHONHASHSEED": "0"})
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    headers: tuple[tuple[str, str], ...] = ()
+    if opts.jwt:
+        env["BENCH_JWKS"], token = _bench_token(port)
+        headers = (("Authorization", f"Bearer {token}"),)
+    child = subprocess.Popen(argv, env=env)
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -246,8 +295,10 @@ def main() -> int:
                     raise
                 time.sleep(0.05)
         result = run_calls(
-            f"http://127.0.0.1:{port}/mcp", opts.n, sessions=opts.sessions, pid=child.pid
+            f"http://127.0.0.1:{port}/mcp", opts.n, sessions=opts.sessions, pid=child.pid,
+            headers=headers,
         )
+        result["jwt"] = opts.jwt
         result["engine"] = choose_engine(opts.engine, hypercorn_config())
         print(json.dumps(result, indent=2))
     finally:

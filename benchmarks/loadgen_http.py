@@ -247,7 +247,10 @@ class HttpConnection:
 
 
 class _Endpoint:
-    def __init__(self, url: str, protocol_version: str) -> None:
+    def __init__(
+        self, url: str, protocol_version: str, headers: tuple[tuple[str, str], ...] = ()
+    ) -> None:
+        self.headers = headers
         parts = urlsplit(url)
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"only http:// URLs are supported, got {url!r}")
@@ -283,6 +286,7 @@ class _Endpoint:
             "Accept: application/json, text/event-stream",
             f"MCP-Protocol-Version: {self.protocol_version}",
             f"Content-Length: {len(payload)}",
+            *(f"{name}: {value}" for name, value in self.headers),
         ]
         if body is not None and self.stateless and "method" in body:
             head.append(f"Mcp-Method: {body['method']}")
@@ -413,8 +417,11 @@ def run_calls(
     pid: int | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     protocol_version: str = DEFAULT_PROTOCOL_VERSION,
+    headers: tuple[tuple[str, str], ...] = (),
 ) -> dict[str, Any]:
     """``n`` echo calls over ``sessions`` concurrent sessions (one call in flight each).
+
+    ``headers``: extra headers on every request (e.g. ``Authorization``).
 
     ``warmup`` unmeasured calls per session come first. ``pid`` (the server process)
     enables server CPU figures. Latency runs from queueing a request to its complete
@@ -422,7 +429,7 @@ def run_calls(
     """
     if n <= 0 or sessions <= 0:
         raise ValueError("n and sessions must be positive")
-    endpoint = _Endpoint(url, protocol_version)
+    endpoint = _Endpoint(url, protocol_version, headers)
     conns = [HttpConnection(endpoint.host, endpoint.port, timeout) for _ in range(sessions)]
     ids: list[str | None] = []
     try:

@@ -144,6 +144,9 @@ class ProtectedResource:
         self.metadata_url = f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{path}"
         self.metadata_paths = frozenset({f"{WELL_KNOWN}{path}", WELL_KNOWN})
         self._metadata_body = dump_json(self.metadata())
+        # The verifier's answer for a token -> what authenticate() made of it: a verifier
+        # that caches returns the same object again, and the checks below need not rerun.
+        self._admitted: dict[str, tuple[AuthInfo, AuthInfo]] = {}
 
     # --- metadata (RFC 9728) ------------------------------------------------------------
 
@@ -215,6 +218,9 @@ class ProtectedResource:
         except InvalidToken as exc:
             logger.info("refused a token: %s", exc)
             raise self.challenge(401, str(exc), error="invalid_token") from None
+        admitted = self._admitted.get(token)
+        if admitted is not None and admitted[0] is info:
+            return admitted[1]
         if self.verify_audience and not self.audiences.intersection(
             _canonical_all(info.audience)
         ):
@@ -229,7 +235,11 @@ class ProtectedResource:
                 error="insufficient_scope",
                 scopes=self.required_scopes | info.scopes,
             )
-        return _with_rules(info, self)
+        final = _with_rules(info, self)
+        if len(self._admitted) >= 1024:
+            self._admitted.clear()
+        self._admitted[token] = (info, final)
+        return final
 
     def scopes_for(self, method: str, name: str) -> frozenset[str]:
         """Scopes a ``method`` request on ``name`` needs beyond ``required_scopes``."""

@@ -12,6 +12,7 @@ trimcp chooses keys, algorithms and claims, and does no cryptography itself.
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -105,7 +106,10 @@ class JwtVerifier:
     ``required_claims``: claims that must be present. ``max_token_bytes``: longer tokens
     are refused unread. Key set: see :class:`JwksCache` (``refresh_interval``,
     ``min_refresh_interval``, ``fetch_timeout``, ``max_keys``; ``fetch`` replaces the
-    HTTP GET, for tests).
+    HTTP GET, for tests). ``cache_size`` / ``cache_ttl``: a token accepted recently is
+    not checked again for ``cache_ttl`` seconds (never past its ``exp``; LRU of
+    ``cache_size``): clients send the same token with every request, and a signature
+    check costs more than a small call (``cache_ttl=0``: check every time).
     """
 
     def __init__(
@@ -123,8 +127,13 @@ class JwtVerifier:
         fetch_timeout: float = 10.0,
         max_keys: int = 32,
         fetch: FetchJson | None = None,
+        cache_size: int = 1024,
+        cache_ttl: float = 60.0,
     ) -> None:
         require_jwt_library()
+        self.cache_size = cache_size
+        self.cache_ttl = cache_ttl
+        self._accepted: OrderedDict[str, tuple[float, AuthInfo]] = OrderedDict()
         bad = [a for a in algorithms if key_type_for(a) is None]
         if bad:
             raise ValueError(
@@ -159,6 +168,22 @@ class JwtVerifier:
 
         Waits only when the key it needs is being fetched (at most ``fetch_timeout``).
         """
+        cached = self._accepted.get(token)
+        if cached is not None:
+            until, known = cached
+            if until > trio.current_time() and (
+                known.expires_at is None or known.expires_at > time.time() - self.leeway
+            ):
+                return known
+            del self._accepted[token]
+        info = await self._verify(token)
+        if self.cache_ttl > 0:
+            self._accepted[token] = (trio.current_time() + self.cache_ttl, info)
+            if len(self._accepted) > self.cache_size:
+                self._accepted.popitem(last=False)
+        return info
+
+    async def _verify(self, token: str) -> AuthInfo:
         import jwt
 
         if len(token) > self.max_token_bytes:
