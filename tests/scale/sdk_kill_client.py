@@ -51,6 +51,7 @@ async def run(url: str, calls: int, lanes: int, report: dict[str, Any]) -> None:
             read, write, read_timeout_seconds=60
         ) as session:
             await session.initialize()
+            print("ready", file=sys.stderr, flush=True)  # the test starts its kills now
             async with anyio.create_task_group() as group:
                 for n in range(lanes):
                     tags = [f"{n}-{i}" for i in range(n, calls, lanes)]

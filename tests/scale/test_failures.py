@@ -56,11 +56,19 @@ def cluster(
 
 
 def start_client(url: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    """The SDK client, once its session is initialized (faults start after that: a
+    client whose handshake fails has no session to resume)."""
+    client = subprocess.Popen(
         [sys.executable, str(HERE / "sdk_kill_client.py"), url,
          "--calls", str(CALLS), "--lanes", str(LANES)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
+    assert client.stderr is not None
+    seen = []
+    while (line := client.stderr.readline()) and line.strip() != "ready":
+        seen.append(line)  # (EOF when it exited; its own limit bounds the wait)
+    assert line.strip() == "ready", "".join(seen)
+    return client
 
 
 def finish(client: subprocess.Popen[str]) -> list[dict[str, object]]:
@@ -120,7 +128,7 @@ def test_replicas_killed_mid_call(cluster: Cluster) -> None:
 def test_redis_restarted_mid_run(cluster: Cluster) -> None:
     client = start_client(cluster.nginx.url)
     try:
-        time.sleep(1.0)  # calls under way: nothing to wait for
+        time.sleep(0.5)  # calls under way: nothing to wait for
         cluster.redis.stop()
         time.sleep(1.0)
         cluster.redis.start()  # empty: what was stored is gone
