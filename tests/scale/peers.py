@@ -163,7 +163,9 @@ class Replica:
         if store_url is not None:
             args += ["--store", store_url]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        self.log = Path(tempfile.mkstemp(prefix=f"replica-{self.port}-", suffix=".log")[1])
+        handle, name = tempfile.mkstemp(prefix=f"replica-{self.port}-", suffix=".log")
+        os.close(handle)
+        self.log = Path(name)
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=log,
                                             env=env)
@@ -179,6 +181,7 @@ class Replica:
 
     def kill(self) -> None:
         stop(self.process, signal.SIGKILL)
+        self.log.unlink(missing_ok=True)
 
     def respawn(self) -> Replica:
         """A fresh replica on this one's port (after it stopped)."""
@@ -186,3 +189,4 @@ class Replica:
 
     def stop(self) -> None:
         stop(self.process)
+        self.log.unlink(missing_ok=True)
