@@ -16,6 +16,7 @@ import shutil
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -114,6 +115,26 @@ def _headers(values: Sequence[str]) -> list[tuple[str, str]]:
     return headers
 
 
+def token_file() -> Path:
+    """Where ``--auth`` keeps tokens: ``$XDG_CACHE_HOME/trimcp/tokens.json``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "trimcp" / "tokens.json"
+
+
+def _oauth(args: argparse.Namespace) -> Any:
+    """``--auth``: log in through the browser (or a printed URL), tokens in a file."""
+    from trimcp.auth import FileTokenStore, LoopbackBrowser, OAuthClient
+
+    def announce(url: str) -> None:
+        print(f"Log in to continue: {url}", file=sys.stderr, flush=True)
+
+    return OAuthClient(
+        interaction=LoopbackBrowser(open_browser=not args.no_browser, announce=announce),
+        store=FileTokenStore(token_file()),
+        client_name="trimcp CLI",
+    )
+
+
 def open_transport(
     args: argparse.Namespace, stderr: ServerStderr
 ) -> AbstractAsyncContextManager[Transport]:
@@ -138,7 +159,8 @@ def open_transport(
         from trimcp.transports.http_client import open_http_client_transport
 
         timeout = 30.0 if args.timeout == 0 else args.timeout
-        return open_http_client_transport(url, headers=dict(headers), timeout=timeout)
+        auth = _oauth(args) if getattr(args, "auth", False) else None
+        return open_http_client_transport(url, headers=dict(headers), timeout=timeout, auth=auth)
     if scheme in ("ws", "wss"):
         from trimcp.transports.websocket import open_websocket_client_transport
 

@@ -62,6 +62,15 @@ def _client_options(parser: argparse.ArgumentParser) -> None:
         help="an HTTP header for --url (repeatable), e.g. 'Authorization: Bearer ...'",
     )
     parser.add_argument(
+        "--auth", action="store_true",
+        help="log in when the server asks (OAuth: opens your browser; tokens are kept in "
+             "$XDG_CACHE_HOME/trimcp/tokens.json)",
+    )
+    parser.add_argument(
+        "--no-browser", action="store_true",
+        help="with --auth: only print the login URL (then open it yourself)",
+    )
+    parser.add_argument(
         "--timeout", type=float, default=60.0, metavar="SECONDS",
         help="per request, also bounds the handshake (0: no limit; default 60)",
     )
