@@ -148,3 +148,18 @@ def test_trimcp_run_picks_the_server_that_mounts_the_others() -> None:
     module.other = Server("other")  # type: ignore[attr-defined]
     with pytest.raises(CliError, match=r"defines 3 servers \(child, app, other\)"):
         find_server(module, parse_target("composed.py"))
+
+
+async def test_resource_updates_of_the_mounted_server_reach_subscribers(
+    autojump_clock: Any,
+) -> None:
+    child = make_child([])
+    parent = Server("main")
+    parent.mount(child, prefix="wx")
+    scripted = ScriptedClient()
+    async with connect(parent, scripted) as (client, _):
+        await client.send_request("resources/subscribe", {"uri": "memo://wx/today"})
+        await child.notify_resource_updated("memo://today")
+        await trio.testing.wait_all_tasks_blocked()
+    updates = [p for m, p in scripted.notifications if m == "notifications/resources/updated"]
+    assert [u.uri if hasattr(u, "uri") else u["uri"] for u in updates] == ["memo://wx/today"]

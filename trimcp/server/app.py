@@ -38,7 +38,7 @@ from trimcp.server.lifespan import Lifespan, LifespanRunner
 from trimcp.server.listen import ListenHub
 from trimcp.server.logging import DEFAULT_LOG_BUFFER, LogBuffer, StdlibBridge, check_level
 from trimcp.server.middleware import Call, Middleware, Next, build_chain
-from trimcp.server.mount import Mount
+from trimcp.server.mount import Mount, prefixed_uri
 from trimcp.server.pagination import paginate
 from trimcp.server.prompts import RegisteredPrompt
 from trimcp.server.registry import Registry
@@ -160,6 +160,7 @@ class Server:
         self._middleware: list[Middleware] = []
         self._mounts: list[Mount] = []
         self._change_listeners: list[Callable[[str], None]] = []
+        self._mounted_into: list[Mount] = []
         self._chain: Next | None = None
         for layer in middleware:
             self.add_middleware(layer)
@@ -214,6 +215,7 @@ class Server:
             mount.sync(kind)
         mount.copy_completers()
         server._change_listeners.append(mount.sync)
+        server._mounted_into.append(mount)
         self._lifespan.children.append(server._lifespan)
         self._mounts.append(mount)
 
@@ -490,13 +492,16 @@ class Server:
         """Send ``notifications/resources/updated`` to the sessions subscribed to ``uri``.
 
         Sessions are sent to concurrently, each within ``notify_timeout``; closed or slow
-        ones are skipped. Cancellation: stops sending; some sessions may have been told.
+        ones are skipped. A server this one is mounted into tells its own subscribers of
+        the prefixed URI. Cancellation: stops sending; some sessions may have been told.
         """
         self._stateless.hub.resource_updated(uri)
         targets = [s for s, state in self._sessions.live() if state.subscribed(uri)]
         await self._sessions.broadcast(
             targets, "notifications/resources/updated", ResourceUpdatedNotificationParams(uri=uri)
         )
+        for mount in self._mounted_into:
+            await mount.parent.notify_resource_updated(prefixed_uri(mount.prefix, uri))
 
     def session_values(self, session: Session) -> dict[str, Any]:
         """The per-session dict behind ``ctx.session_state`` (made on first use)."""

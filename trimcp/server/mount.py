@@ -12,7 +12,9 @@ itself). Returned resource contents carry the prefixed URI.
 Lifespans: the mounted server's lifespan is entered with the mounting server's, once (and
 shared with any other serving loop that enters it). List changes: adding, removing,
 enabling or disabling anything on the mounted server afterwards updates the mounting
-server, whose sessions get ``notifications/*/list_changed``. Completers registered on the
+server, whose sessions get ``notifications/*/list_changed``; its
+``notify_resource_updated(uri)`` reaches the subscribers of the prefixed URI. Completers
+registered on the
 mounted server before ``mount`` are carried over under the new names.
 """
 
