@@ -11,12 +11,12 @@ import attrs
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.logging import Logger as HypercornLogger
-from hypercorn.trio import serve as hypercorn_serve
 
 from trimcp.session import SessionHandler
 from trimcp.transports.http_server.app import create_asgi_app
 from trimcp.transports.http_server.config import HttpServerConfig, default_event_store
 from trimcp.transports.http_server.guard import GuardedApp
+from trimcp.transports.http_server.hypercorn_engine import serve_hypercorn
 from trimcp.transports.http_server.lean import serve_lean
 
 if TYPE_CHECKING:
@@ -193,7 +193,7 @@ async def serve_http(
         # unknown HTTP versions, as the lean engine does.
         guarded = GuardedApp(app, max_head_bytes=int(server.h11_max_incomplete_size))
         binds: list[str] = await nursery.start(
-            partial(hypercorn_serve, guarded, server, shutdown_trigger=trigger)  # type: ignore[arg-type]
+            partial(serve_hypercorn, guarded, server, shutdown_trigger=trigger)
         )
         task_status.started(int(binds[0].rsplit(":", 1)[1]))
 
