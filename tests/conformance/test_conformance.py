@@ -385,11 +385,21 @@ AUTH_SCENARIOS_ALPHA = [
     ("auth/client-credentials-jwt", None), ("auth/client-credentials-basic", None),
     ("auth/enterprise-managed-authorization", None),
 ]
+#: Suite 0.2.0-alpha.12's authorization scenarios at --spec-version 2026-07-28.
+AUTH_SCENARIOS_2026 = [
+    *AUTH_SCENARIOS,
+    "auth/resource-mismatch", "auth/offline-access-scope", "auth/offline-access-not-supported",
+    "auth/authorization-server-migration", "auth/iss-supported", "auth/iss-not-advertised",
+    "auth/iss-supported-missing", "auth/iss-wrong-issuer", "auth/iss-unexpected",
+    "auth/iss-normalized", "auth/metadata-issuer-mismatch",
+]
 #: Scenarios where the client must give up (the suite allows it to exit non-zero).
 AUTH_REFUSALS = {"auth/scope-retry-limit", "auth/resource-mismatch"}
 
 
-def _check_auth_run(done: subprocess.CompletedProcess[str], out: Path, scenario: str) -> None:
+def _check_auth_run(
+    done: subprocess.CompletedProcess[str], out: Path, scenario: str, *, may_refuse: bool = False
+) -> None:
     text = ANSI.sub("", done.stderr)
     report = f"exit {done.returncode}\n{text[-6000:]}\n{done.stdout[-2000:]}"
     assert done.returncode == 0, report
@@ -405,7 +415,10 @@ def _check_auth_run(done: subprocess.CompletedProcess[str], out: Path, scenario:
     assert any(check.get("status") == "SUCCESS" for check in items), report
     [stdout] = list(out.rglob("stdout.txt"))
     [stderr] = list(out.rglob("stderr.txt"))
-    if scenario in AUTH_REFUSALS:
+    if may_refuse:  # the suite's checks say whether refusing was right
+        finished = f"{scenario}: done" in stdout.read_text(encoding="utf-8")
+        assert finished or "failed: " in stderr.read_text(encoding="utf-8"), report
+    elif scenario in AUTH_REFUSALS:
         assert "failed: " in stderr.read_text(encoding="utf-8"), report
     else:
         assert f"{scenario}: done" in stdout.read_text(encoding="utf-8"), report
@@ -432,6 +445,19 @@ def test_conformance_client_passes_auth_alpha(
         *extra, "-o", str(out), timeout=CLIENT_SCENARIO_TIMEOUT, version=SUITE_2026,
     )
     _check_auth_run(done, out, scenario)
+
+
+@pytest.mark.parametrize("scenario", AUTH_SCENARIOS_2026)
+def test_conformance_client_passes_auth_at_2026(
+    scenario: str, suite_2026: None, tmp_path: Path
+) -> None:
+    out = tmp_path / "results"
+    done = run_suite(
+        "client", "--command", f"{sys.executable} {CLIENT}", "--scenario", scenario,
+        "--spec-version", "2026-07-28", "-o", str(out), timeout=CLIENT_SCENARIO_TIMEOUT,
+        version=SUITE_2026,
+    )
+    _check_auth_run(done, out, scenario, may_refuse=True)
 
 
 def test_expected_failures_file_is_empty() -> None:
