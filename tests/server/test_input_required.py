@@ -360,3 +360,20 @@ def test_states_are_encrypted_not_just_signed() -> None:
     keyring = RequestStateKeyring()
     token = keyring.seal(b'{"secret answer": "swordfish"}', b"b")
     assert "swordfish" not in token
+
+
+async def test_resources_read_may_ask_too() -> None:
+    app, _ = make_server()
+
+    @app.resource("secret://vault")
+    async def vault(ctx: Context) -> str:
+        answer = await ctx.elicit("Passphrase hint?", FORM, key="hint")
+        return f"opened with {answer.data['name'] if answer.data else '?'}"
+
+    first = (await call(app, {"uri": "secret://vault"}, method="resources/read"))["result"]
+    assert first["resultType"] == "input_required"
+    assert "ttlMs" not in first  # interim results carry no cache hints
+    done = await call(app, {"uri": "secret://vault", "requestState": first["requestState"],
+                            "inputResponses": {"hint": accept("moon")}}, method="resources/read")
+    assert done["result"]["contents"][0]["text"] == "opened with moon"
+    assert done["result"]["cacheScope"] == "private"
