@@ -127,16 +127,24 @@ def _bench_token(port: int) -> tuple[str, str]:
     return json.dumps({"keys": [jwk]}), token
 
 
-async def _in_process(n: int, sessions: int, json_response: bool) -> dict[str, Any]:
+async def _in_process(
+    n: int, sessions: int, json_response: bool, jwt: bool = False
+) -> dict[str, Any]:
     from trimcp.transports.http_server import create_asgi_app
 
-    app = create_asgi_app(server, config=HttpServerConfig(json_response=json_response))
-    accept = b"application/json, text/event-stream"
+    auth = None
     base = [
         (b"host", b"127.0.0.1:8000"),
         (b"content-type", b"application/json"),
-        (b"accept", accept),
+        (b"accept", b"application/json, text/event-stream"),
     ]
+    if jwt:  # every request carries a JWT the app verifies (as --jwt does over sockets)
+        os.environ["BENCH_JWKS"], token = _bench_token(8000)
+        auth = _bench_auth(8000)
+        base.append((b"authorization", f"Bearer {token}".encode()))
+    app = create_asgi_app(
+        server, config=HttpServerConfig(json_response=json_response, auth=auth)
+    )
 
     async def exchange(headers: list[tuple[bytes, bytes]], body: bytes) -> tuple[int, Any, bytes]:
         sent = False
@@ -222,6 +230,7 @@ async def _in_process(n: int, sessions: int, json_response: bool) -> dict[str, A
     return {
         "mode": "in-process",
         "json_response": json_response,
+        "jwt": jwt,
         "calls": calls,
         "cpu_us_per_call": round(cpu / calls * 1e6, 1),
         "wall_calls_per_s": round(calls / wall),
@@ -259,7 +268,7 @@ def main() -> int:
 
             profiler = cProfile.Profile()
             profiler.enable()
-        result = trio.run(_in_process, opts.n, opts.sessions, opts.json)
+        result = trio.run(_in_process, opts.n, opts.sessions, opts.json, opts.jwt)
         print(json.dumps(result, indent=2))
         if opts.profile:
             profiler.disable()
