@@ -382,6 +382,8 @@ AUTH_SCENARIOS_0_1_16 = [
 ]
 AUTH_SCENARIOS_ALPHA = [
     *((name, "2025-11-25") for name in AUTH_SCENARIOS),
+    # With these five, every client scenario of suite 0.2.0-alpha.12 at 2025-11-25 (19).
+    *((name, "2025-11-25") for name in (*CLIENT_SCENARIOS, "json-schema-2020-12-preservation")),
     ("auth/client-credentials-jwt", None), ("auth/client-credentials-basic", None),
     ("auth/enterprise-managed-authorization", None),
 ]
