@@ -128,6 +128,12 @@ async def test_capabilities_and_listings(autojump_clock: trio.abc.Clock) -> None
                 "elicitation", "sampling", "list_roots", "request_state", "multiple_inputs",
                 "multi_round", "tampered_state", "capabilities")
         }
+        task_tools = {name for name, tool in tools.items()
+                      if (tool.get("execution") or {}).get("taskSupport") in ("optional",
+                                                                              "required")}
+        assert task_tools == {"slow_compute", "failing_job", "protocol_error_job",
+                              "confirm_delete", "multi_input", "test_tool_with_task"}
+        assert caps["tasks"]["requests"]["tools"]["call"] == {}
         for tool in tools.values():
             assert tool["description"], tool
             assert tool["inputSchema"]["type"] == "object"

@@ -39,10 +39,12 @@ def report() -> dict[str, Any]:
 
 
 def is_2026_diagnostic(name: str) -> bool:
-    """The everything server's fixtures for the 2026-07-28 scenarios (listed in both eras)."""
+    """The everything server's fixtures for the 2026-07-28 scenarios (listed in both eras),
+    the tasks fixtures included (tests/tasks covers them)."""
     return name.startswith(("test_input_required_result_", "test_trigger_")) or name in {
         "test_missing_capability", "test_streaming_elicitation", "test_logging_tool",
-        "test_custom_headers",
+        "test_custom_headers", "greet", "slow_compute", "failing_job", "protocol_error_job",
+        "confirm_delete", "multi_input", "test_tool_with_task",
     }
 
 
