@@ -129,12 +129,11 @@ def parse_json(data: bytes | str) -> Any:
     orjson parses when it can (3-5x faster); what it refuses or would read inexactly goes
     to the stdlib, with the same checks, so the accepted language is the same either way.
     """
-    if _orjson_loads is not None:
-        if not _may_hold_a_big_integer(data):
-            try:
-                return _orjson_loads(data)
-            except ValueError:
-                pass
+    if _orjson_loads is not None and not _may_hold_a_big_integer(data):
+        try:
+            return _orjson_loads(data)
+        except ValueError:
+            pass
     return _parse_strictly(data)
 
 
