@@ -50,8 +50,10 @@ def main(argv: list[str] | None = None) -> int:
                 times[name].append(result["initialize_ms"]["median"])
     medians = {name: statistics.median(values) for name, values in times.items()}
     for name, value in medians.items():
-        print(f"{name:7s} spawn -> initialize answer: median {value:7.1f} ms "
-              f"(min {min(times[name]):.1f}, max {max(times[name]):.1f}, n={opts.repeats})")
+        print(
+            f"{name:7s} spawn -> initialize answer: median {value:7.1f} ms "
+            f"(min {min(times[name]):.1f}, max {max(times[name]):.1f}, n={opts.repeats})"
+        )
     print(f"ratio trimcp/sdk: {medians['trimcp'] / medians['sdk']:.2f}")
     return 0
 

@@ -82,8 +82,9 @@ async def _serve(port: int, json_response: bool, engine: Any = "auto") -> None:
 
     token = trio.lowlevel.current_trio_token()
     signal.signal(signal.SIGTERM, lambda *_: token.run_sync_soon(stop.set))
-    config = HttpServerConfig(json_response=json_response, max_sessions=10_000,
-                              auth=_bench_auth(port))
+    config = HttpServerConfig(
+        json_response=json_response, max_sessions=10_000, auth=_bench_auth(port)
+    )
     await serve_http(server, port=port, config=config, shutdown_trigger=stop.wait, engine=engine)
 
 
@@ -103,7 +104,8 @@ def _bench_auth(port: int) -> Any:
         return keys
 
     return ProtectedResource(
-        resource=f"http://127.0.0.1:{port}/mcp", authorization_servers=[BENCH_ISSUER],
+        resource=f"http://127.0.0.1:{port}/mcp",
+        authorization_servers=[BENCH_ISSUER],
         verifier=JwtVerifier(issuer=BENCH_ISSUER, jwks_url=f"{BENCH_ISSUER}/jwks", fetch=fetch),
         required_scopes=["mcp"],
     )
@@ -120,9 +122,17 @@ def _bench_token(port: int) -> tuple[str, str]:
     jwk.update({"kid": "bench", "use": "sig", "alg": "RS256"})
     now = int(time.time())
     token = jwt.encode(
-        {"iss": BENCH_ISSUER, "aud": f"http://127.0.0.1:{port}/mcp", "sub": "bench",
-         "scope": "mcp", "iat": now, "exp": now + 3600},
-        key, algorithm="RS256", headers={"kid": "bench"},
+        {
+            "iss": BENCH_ISSUER,
+            "aud": f"http://127.0.0.1:{port}/mcp",
+            "sub": "bench",
+            "scope": "mcp",
+            "iat": now,
+            "exp": now + 3600,
+        },
+        key,
+        algorithm="RS256",
+        headers={"kid": "bench"},
     )
     return json.dumps({"keys": [jwk]}), token
 
@@ -142,9 +152,7 @@ async def _in_process(
         os.environ["BENCH_JWKS"], token = _bench_token(8000)
         auth = _bench_auth(8000)
         base.append((b"authorization", f"Bearer {token}".encode()))
-    app = create_asgi_app(
-        server, config=HttpServerConfig(json_response=json_response, auth=auth)
-    )
+    app = create_asgi_app(server, config=HttpServerConfig(json_response=json_response, auth=auth))
 
     async def exchange(headers: list[tuple[bytes, bytes]], body: bytes) -> tuple[int, Any, bytes]:
         sent = False
@@ -304,7 +312,10 @@ def main() -> int:
                     raise
                 time.sleep(0.05)
         result = run_calls(
-            f"http://127.0.0.1:{port}/mcp", opts.n, sessions=opts.sessions, pid=child.pid,
+            f"http://127.0.0.1:{port}/mcp",
+            opts.n,
+            sessions=opts.sessions,
+            pid=child.pid,
             headers=headers,
         )
         result["jwt"] = opts.jwt

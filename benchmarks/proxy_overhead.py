@@ -30,23 +30,30 @@ def main(argv: list[str] | None = None) -> int:
     opts = parser.parse_args(argv)
     rows = {"direct": BACKEND, "trimcp proxy": [*TRIMCP_PROXY, *BACKEND]}
     if opts.fastmcp_python:
-        rows["fastmcp proxy"] = [opts.fastmcp_python, str(HERE / "servers" / "fastmcp_proxy.py"),
-                                 *BACKEND]
+        rows["fastmcp proxy"] = [
+            opts.fastmcp_python,
+            str(HERE / "servers" / "fastmcp_proxy.py"),
+            *BACKEND,
+        ]
     results = {}
     for name, argv_ in rows.items():
         own = run_seq(argv_, opts.n)
         tree = run_seq(argv_, opts.n, tree_cpu=True)
         results[name] = (own, tree)
-        print(f"{name:14s} {own['calls_per_s']:8.0f} calls/s  "
-              f"p50 {own['latency_us']['p50'] / 1000:6.2f} ms  "
-              f"proxy CPU {own['server_cpu_us_per_call']:7.0f} us/call  "
-              f"tree CPU {tree['server_cpu_us_per_call']:7.0f} us/call")
+        print(
+            f"{name:14s} {own['calls_per_s']:8.0f} calls/s  "
+            f"p50 {own['latency_us']['p50'] / 1000:6.2f} ms  "
+            f"proxy CPU {own['server_cpu_us_per_call']:7.0f} us/call  "
+            f"tree CPU {tree['server_cpu_us_per_call']:7.0f} us/call"
+        )
     direct = results["direct"][0]["server_cpu_us_per_call"]
     for name in rows:
         if name != "direct":
             own, tree = results[name]
-            print(f"{name}: proxy CPU / direct CPU = {own['server_cpu_us_per_call'] / direct:.2f}"
-                  f"; tree / direct = {tree['server_cpu_us_per_call'] / direct:.2f}")
+            print(
+                f"{name}: proxy CPU / direct CPU = {own['server_cpu_us_per_call'] / direct:.2f}"
+                f"; tree / direct = {tree['server_cpu_us_per_call'] / direct:.2f}"
+            )
     return 0
 
 

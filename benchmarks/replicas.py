@@ -36,9 +36,20 @@ V2026 = "2026-07-28"
 def serve(*extra: str) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "trimcp", "run", str(REPLICA_APP), "--transport", "http",
-         "--port", str(port), *extra],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "trimcp",
+            "run",
+            str(REPLICA_APP),
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+            *extra,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     wait_for_port(port, process, "trimcp server")
@@ -48,7 +59,11 @@ def serve(*extra: str) -> tuple[subprocess.Popen[bytes], str]:
 def loadgen(url: str, *args: str) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.loadgen_http", url, *args],
-        capture_output=True, text=True, timeout=900, check=False, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+        cwd=ROOT,
     )
     if done.returncode != 0:
         raise RuntimeError(done.stderr)
@@ -65,8 +80,17 @@ def measure(
     try:
         redis_pid = redis.process.pid if redis is not None and redis.process else None
         redis_before = read_cpu(redis_pid).total if redis_pid else 0.0
-        result = loadgen(url, "-n", str(n), "--sessions", "16", "--protocol-version", version,
-                         "--pid", str(process.pid))
+        result = loadgen(
+            url,
+            "-n",
+            str(n),
+            "--sessions",
+            "16",
+            "--protocol-version",
+            version,
+            "--pid",
+            str(process.pid),
+        )
         redis_after = read_cpu(redis_pid).total if redis_pid else 0.0
     finally:
         stop(process)
@@ -87,8 +111,13 @@ def best_of(runs: int, *args: Any) -> dict[str, float]:
 
 
 def redis_used_memory(redis: RedisServer) -> int:
-    done = subprocess.run(["redis-cli", "-p", str(redis.port), "INFO", "memory"],
-                          capture_output=True, text=True, timeout=30, check=True)
+    done = subprocess.run(
+        ["redis-cli", "-p", str(redis.port), "INFO", "memory"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     for line in done.stdout.splitlines():
         if line.startswith("used_memory:"):
             return int(line.split(":", 1)[1])
@@ -96,8 +125,13 @@ def redis_used_memory(redis: RedisServer) -> int:
 
 
 def redis_cli(redis: RedisServer, *args: str) -> str:
-    done = subprocess.run(["redis-cli", "-p", str(redis.port), *args],
-                          capture_output=True, text=True, timeout=30, check=True)
+    done = subprocess.run(
+        ["redis-cli", "-p", str(redis.port), *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     return done.stdout.strip()
 
 
@@ -123,7 +157,8 @@ def main() -> int:
                 memory = best_of(opts.runs, [], version, opts.n)
                 shared = best_of(opts.runs, ["--store", redis.url], version, opts.n, redis)
                 results[f"store {version}"] = {
-                    "memory": memory, "redis": shared,
+                    "memory": memory,
+                    "redis": shared,
                     "calls_per_s_change": round(
                         shared["calls_per_s"] / memory["calls_per_s"] - 1, 3
                     ),

@@ -88,8 +88,13 @@ async def concurrent_tasks(count: int, work: float, poll: float) -> dict[str, An
     assert len(results) == count
     assert all(r.startswith("done ") for r in results)
     assert app.tasks.live_count() == 0
-    return {"created_s": created, "all_done_s": total, "polls": polls, "changes": changes,
-            "cpu_s": cpu}
+    return {
+        "created_s": created,
+        "all_done_s": total,
+        "polls": polls,
+        "changes": changes,
+        "cpu_s": cpu,
+    }
 
 
 async def memory_per_finished_task(count: int) -> float:
@@ -104,8 +109,13 @@ async def memory_per_finished_task(count: int) -> float:
         tracemalloc.start()
         before = tracemalloc.get_traced_memory()[0]
         for _ in range(count):
-            await manager.create(run, owner=None, method="tools/call",
-                                 protocol_version="2025-11-25", ttl_ms=3_600_000)
+            await manager.create(
+                run,
+                owner=None,
+                method="tools/call",
+                protocol_version="2025-11-25",
+                ttl_ms=3_600_000,
+            )
         await manager.wait_idle()
         gc.collect()
         after = tracemalloc.get_traced_memory()[0]
@@ -123,8 +133,10 @@ async def main(args: argparse.Namespace) -> None:
         f" CPU {run['cpu_s']:.2f} s"
     )
     per_task = await memory_per_finished_task(args.kept)
-    print(f"memory per finished task kept until its TTL: {per_task:,.0f} bytes "
-          f"({args.kept} tasks, tracemalloc)")
+    print(
+        f"memory per finished task kept until its TTL: {per_task:,.0f} bytes "
+        f"({args.kept} tasks, tracemalloc)"
+    )
 
 
 def cli(argv: list[str] | None = None) -> None:

@@ -35,8 +35,12 @@ def context() -> dict[str, Any]:
 def scenario_auth(scenario: str) -> OAuthClient:
     """The OAuth client for an ``auth/...`` scenario."""
     data = context()
-    common: dict[str, Any] = {"allow_private_addresses": True, "timeout": 10.0,
-                              "flow_timeout": 15.0, "client_name": "trimcp-conformance-client"}
+    common: dict[str, Any] = {
+        "allow_private_addresses": True,
+        "timeout": 10.0,
+        "flow_timeout": 15.0,
+        "client_name": "trimcp-conformance-client",
+    }
     if "idp_id_token" in data:
         return EnterpriseManaged(
             id_token=data["idp_id_token"],
@@ -47,18 +51,23 @@ def scenario_auth(scenario: str) -> OAuthClient:
             **common,
         )
     if "private_key_pem" in data:
-        key = PrivateKey(pem=data["private_key_pem"],
-                         algorithm=data.get("signing_algorithm", "ES256"))
+        key = PrivateKey(
+            pem=data["private_key_pem"], algorithm=data.get("signing_algorithm", "ES256")
+        )
         return ClientCredentials(client_id=data["client_id"], private_key=key, **common)
     if scenario.startswith("auth/client-credentials") and "client_secret" in data:
-        return ClientCredentials(client_id=data["client_id"],
-                                 client_secret=data["client_secret"], **common)
+        return ClientCredentials(
+            client_id=data["client_id"], client_secret=data["client_secret"], **common
+        )
     interaction = FollowRedirects(REDIRECT_URI, timeout=10.0)
     if "client_id" in data:  # pre-registration
-        return OAuthClient(interaction=interaction, client_id=data["client_id"],
-                           client_secret=data.get("client_secret"), **common)
-    return OAuthClient(interaction=interaction, client_metadata_url=CLIENT_METADATA_URL,
-                       **common)
+        return OAuthClient(
+            interaction=interaction,
+            client_id=data["client_id"],
+            client_secret=data.get("client_secret"),
+            **common,
+        )
+    return OAuthClient(interaction=interaction, client_metadata_url=CLIENT_METADATA_URL, **common)
 
 
 async def run_auth(client: Client) -> None:

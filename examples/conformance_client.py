@@ -111,8 +111,12 @@ async def run_request_metadata(client: Client) -> None:
 
 
 async def run_request_state(client: Client) -> None:
-    for name in ("test_mrtr_echo_state", "test_mrtr_unrelated", "test_mrtr_no_state",
-                 "test_mrtr_no_result_type"):
+    for name in (
+        "test_mrtr_echo_state",
+        "test_mrtr_unrelated",
+        "test_mrtr_no_state",
+        "test_mrtr_no_result_type",
+    ):
         result = await client.call_tool(name, {})
         print(f"{name}: {texts(result.content)}")
 
@@ -197,15 +201,16 @@ async def run(scenario: str, url: str, deadline: float) -> None:
         modern = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION") == "2026-07-28"
         auth = conformance_auth.scenario_auth(scenario) if is_auth(scenario) else None
         action = conformance_auth.run_auth if is_auth(scenario) else SCENARIOS[scenario]
-        async with open_http_client_transport(
-            url, timeout=10.0, auth=auth
-        ) as transport, connect_transport(
-            transport,
-            client_info=CLIENT_INFO,
-            elicitation_handler=confirm if modern else accept_with_defaults,
-            # The 2025 mock servers expect initialize first; at 2026 the client probes.
-            mode="auto" if modern else "legacy",
-        ) as client:
+        async with (
+            open_http_client_transport(url, timeout=10.0, auth=auth) as transport,
+            connect_transport(
+                transport,
+                client_info=CLIENT_INFO,
+                elicitation_handler=confirm if modern else accept_with_defaults,
+                # The 2025 mock servers expect initialize first; at 2026 the client probes.
+                mode="auto" if modern else "legacy",
+            ) as client,
+        ):
             await action(client)
 
 

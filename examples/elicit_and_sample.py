@@ -44,8 +44,9 @@ class StoryOptions:
 
     tone: Annotated[
         Literal["funny", "serious", "poetic"],
-        Field(title="Tone", option_titles={"funny": "Funny", "serious": "Serious",
-                                           "poetic": "Poetic"}),
+        Field(
+            title="Tone", option_titles={"funny": "Funny", "serious": "Serious", "poetic": "Poetic"}
+        ),
     ]
     sentences: Annotated[int, Field("How many sentences", ge=1, le=5)] = 2
 
@@ -99,9 +100,7 @@ class ScriptedUser:
         return ElicitResult(action="accept", content={"tone": "poetic", "sentences": 2})
 
 
-async def toy_model(ctx: RequestContext, params: CreateMessageRequestParams) -> (
-    CreateMessageResult
-):
+async def toy_model(ctx: RequestContext, params: CreateMessageRequestParams) -> CreateMessageResult:
     prompt = params.messages[-1].content
     asked = prompt.text if isinstance(prompt, TextContent) else "?"
     print(f"model is asked: {asked!r} (max {params.max_tokens} tokens)")
@@ -120,7 +119,9 @@ async def main() -> None:
         logged.set()
 
     async with connect_memory(
-        app, elicitation_handler=ScriptedUser(), sampling_handler=toy_model,
+        app,
+        elicitation_handler=ScriptedUser(),
+        sampling_handler=toy_model,
         on_log_message=on_log,
     ) as client:
         accepted = await client.call_tool("write_story", {"topic": "the sea"})

@@ -287,9 +287,7 @@ class Address:
     city: str | None = None
 
 
-@app.tool(
-    description="Tool with JSON Schema 2020-12 features", input_schema=JSON_SCHEMA_2020_12
-)
+@app.tool(description="Tool with JSON Schema 2020-12 features", input_schema=JSON_SCHEMA_2020_12)
 def json_schema_2020_12_tool(
     name: str | None = None,
     address: Address | None = None,
@@ -396,7 +394,9 @@ def test_prompt_with_image() -> list[PromptMessage]:
 # --- 2026-07-28 diagnostics (the same handler bodies serve sessions too) --------------------
 
 NAME_FORM: dict[str, Any] = {
-    "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]
+    "type": "object",
+    "properties": {"name": {"type": "string"}},
+    "required": ["name"],
 }
 
 
@@ -451,8 +451,7 @@ async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
         answers["name"] = await ctx.elicit("What is your name?", NAME_FORM, key="user_name")
 
     async def greeting() -> None:
-        answers["greeting"] = await ctx.sample("Generate a greeting", max_tokens=50,
-                                               key="greeting")
+        answers["greeting"] = await ctx.sample("Generate a greeting", max_tokens=50, key="greeting")
 
     async def roots() -> None:
         answers["roots"] = await ctx.list_roots(key="client_roots")
@@ -461,16 +460,17 @@ async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
         for ask in (name, greeting, roots):
             nursery.start_soon(ask)
     who = answers["name"].data["name"] if answers["name"].data else "stranger"
-    return (f"Name: {who}; Greeting: {_text_of(answers['greeting'].content)}; "
-            f"Roots: {len(answers['roots'])}")
+    return (
+        f"Name: {who}; Greeting: {_text_of(answers['greeting'].content)}; "
+        f"Roots: {len(answers['roots'])}"
+    )
 
 
 @app.tool()
 async def test_input_required_result_multi_round(ctx: Context) -> str:
     """Two questions in a row (two rounds in 2026)."""
     first = await ctx.elicit("Step 1: What is your name?", NAME_FORM, key="step1")
-    second = await ctx.elicit("Step 2: What is your favorite color?", _form("color"),
-                              key="step2")
+    second = await ctx.elicit("Step 2: What is your favorite color?", _form("color"), key="step2")
     name = first.data["name"] if first.data else "friend"
     color = second.data["color"] if second.data else "no color"
     return f"Multi-round complete for {name} who likes {color}"
@@ -551,15 +551,18 @@ def test_trigger_prompt_change() -> str:
     return "Mutation triggered"
 
 
-@app.tool("test_custom_headers", input_schema={
-    "type": "object",
-    "properties": {
-        "region": {"type": "string", "x-mcp-header": "Region"},
-        "priority": {"type": "integer", "x-mcp-header": "Priority"},
-        "query": {"type": "string"},
+@app.tool(
+    "test_custom_headers",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "priority": {"type": "integer", "x-mcp-header": "Priority"},
+            "query": {"type": "string"},
+        },
+        "required": ["region"],
     },
-    "required": ["region"],
-})
+)
 def custom_headers(region: str, priority: int | None = None, query: str = "") -> str:
     """Region and priority travel in Mcp-Param-* headers too (2026, HTTP)."""
     return f"region={region} priority={priority} query={query}"
@@ -568,8 +571,9 @@ def custom_headers(region: str, priority: int | None = None, query: str = "") ->
 @app.prompt()
 async def test_input_required_result_prompt(ctx: Context) -> list[PromptMessage]:
     """A prompt that asks the user for context first."""
-    outcome = await ctx.elicit("What context should the prompt use?", _form("context"),
-                               key="user_context")
+    outcome = await ctx.elicit(
+        "What context should the prompt use?", _form("context"), key="user_context"
+    )
     context = outcome.data["context"] if outcome.data else "none"
     return [user_message(f"Prompt with context: {context}")]
 
@@ -624,10 +628,13 @@ async def multi_input(ctx: Context) -> str:
     answers: dict[str, str] = {}
 
     async def ask(field: str) -> None:
-        outcome = await ctx.elicit(f"Your {field}?", {
-            "type": "object",
-            "properties": {"name": {"type": "string"}, "confirm": {"type": "boolean"}},
-        })
+        outcome = await ctx.elicit(
+            f"Your {field}?",
+            {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "confirm": {"type": "boolean"}},
+            },
+        )
         answers[field] = str((outcome.data or {}).get("name", outcome.action))
 
     async with trio.open_nursery() as nursery:
@@ -665,7 +672,11 @@ async def serve_http_until_signalled(host: str, port: int, store: str | None = N
 
             async def serve(task_status: trio.TaskStatus[int]) -> None:
                 await serve_http(
-                    app, host=host, port=port, shutdown_trigger=stop, store=store,
+                    app,
+                    host=host,
+                    port=port,
+                    shutdown_trigger=stop,
+                    store=store,
                     task_status=task_status,
                 )
 
@@ -679,8 +690,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
-    parser.add_argument("--store", default=None, metavar="URL",
-                        help="http: memory:// (default) or redis://HOST:PORT/DB (replicas)")
+    parser.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help="http: memory:// (default) or redis://HOST:PORT/DB (replicas)",
+    )
     args = parser.parse_args(argv)
     if args.transport == "stdio":
         app.run()

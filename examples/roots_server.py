@@ -42,8 +42,11 @@ MAX_READ = 64 * 1024
 #: Seconds read_file waits for its worker thread.
 READ_TIMEOUT = 5.0
 
-app = Server("roots-explorer", version="1.0.0",
-             instructions="Lists and reads files inside the client's roots only.")
+app = Server(
+    "roots-explorer",
+    version="1.0.0",
+    instructions="Lists and reads files inside the client's roots only.",
+)
 
 
 @attrs.frozen
@@ -203,9 +206,7 @@ async def demo(base: Path) -> None:
         listing = await client.call_tool("list_files")
         for entry in (listing.structured_content or {})["result"]:
             print(f"{name_of(entry['root'])}: {entry['files']}")
-        readme = await client.call_tool(
-            "read_file", {"root": first.as_uri(), "path": "README.md"}
-        )
+        readme = await client.call_tool("read_file", {"root": first.as_uri(), "path": "README.md"})
         [block] = readme.content
         assert isinstance(block, TextContent)
         print(f"README.md: {block.text.strip()!r}")

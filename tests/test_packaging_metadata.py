@@ -15,7 +15,14 @@ ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 #: Peers whose behaviour the tests check: pinned exactly (a bump is a deliberate commit).
 PINNED_PEERS = {
-    "mcp", "mcp-types", "pydantic", "anyio", "uvicorn", "cryptography", "pyjwt", "jsonschema",
+    "mcp",
+    "mcp-types",
+    "pydantic",
+    "anyio",
+    "uvicorn",
+    "cryptography",
+    "pyjwt",
+    "jsonschema",
     "hiredis",
 }
 

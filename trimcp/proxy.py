@@ -64,8 +64,9 @@ logger = logging.getLogger("trimcp.proxy")
 #: Opens a transport to the backend for the body of the ``async with``.
 TransportFactory = Callable[[], AbstractAsyncContextManager[Transport]]
 #: Notifications the engine consumes itself (never forwarded by the handler).
-_OWN_NOTIFICATIONS = frozenset({"notifications/initialized", "notifications/cancelled",
-                                "notifications/progress"})
+_OWN_NOTIFICATIONS = frozenset(
+    {"notifications/initialized", "notifications/cancelled", "notifications/progress"}
+)
 
 
 class _Link:
@@ -214,7 +215,9 @@ class ProxyServer:
         async with (
             self._connect() as transport,
             open_session(
-                transport, role=Role.CLIENT, handler=_TowardsClient(client),
+                transport,
+                role=Role.CLIENT,
+                handler=_TowardsClient(client),
                 options=self.backend_options,
             ) as backend,
         ):
@@ -225,8 +228,9 @@ class ProxyServer:
     async def handle_request(self, ctx: RequestContext) -> Any:
         session = ctx.session
         if session is None:
-            raise McpError(INVALID_REQUEST, "This proxy serves session clients only "
-                                            "(send initialize first)")
+            raise McpError(
+                INVALID_REQUEST, "This proxy serves session clients only (send initialize first)"
+            )
         link = self._links.get(session)
         if link is None:
             raise McpError(INTERNAL_ERROR, "The proxy has no backend for this session")
@@ -250,8 +254,9 @@ class ProxyServer:
                 on_progress=progress if report is not None else None,
             )
         except SessionClosed as exc:
-            raise McpError(INTERNAL_ERROR, f"{self.label} closed the connection: "
-                                           f"{exc.message}") from None
+            raise McpError(
+                INTERNAL_ERROR, f"{self.label} closed the connection: {exc.message}"
+            ) from None
 
     async def _initialize(self, link: _Link, params: InitializeRequestParams) -> Any:
         # The backend is asked for the version the client wants; the client gets what we

@@ -45,8 +45,7 @@ try:
     from opentelemetry.trace import SpanKind, StatusCode
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "trimcp.telemetry needs OpenTelemetry: pip install 'trimcp[otel]' "
-        "(opentelemetry-api)"
+        "trimcp.telemetry needs OpenTelemetry: pip install 'trimcp[otel]' (opentelemetry-api)"
     ) from exc
 
 INSTRUMENTATION = "trimcp"
@@ -145,7 +144,9 @@ class ServerTracing:
             carrier = {k: getattr(trace_context, k) for k in _META_KEYS}
         negotiated = request.negotiated if request is not None else None
         attributes = _attributes(
-            call.method, call.params, call.request_id,
+            call.method,
+            call.params,
+            call.request_id,
             negotiated.protocol_version if negotiated is not None else None,
         )
         parent = extract_context(carrier)

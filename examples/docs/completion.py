@@ -46,9 +46,7 @@ async def demo() -> None:
         result = await client.complete(PromptReference(name="explain"), "language", "py")
         print(result.completion.values)
         template = ResourceTemplateReference(uri="repo://{owner}/{name}")
-        result = await client.complete(
-            template, "name", "t", context_arguments={"owner": "python"}
-        )
+        result = await client.complete(template, "name", "t", context_arguments={"owner": "python"})
         print(result.completion.values, result.completion.has_more)
 
 

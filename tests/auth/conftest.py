@@ -52,9 +52,7 @@ def oidc_provider() -> Iterator[OidcProvider]:
     )
     if setup.returncode != 0:
         pytest.fail(f"tests/auth/oidc/setup.sh failed:\n{setup.stderr[-2000:]}")
-    values = dict(
-        line.split("=", 1) for line in setup.stdout.splitlines() if "=" in line
-    )
+    values = dict(line.split("=", 1) for line in setup.stdout.splitlines() if "=" in line)
     env = {**os.environ, "OIDC_MODULES": values["OIDC_MODULES"], "ACCESS_TTL": "300"}
     process = subprocess.Popen(
         [values["OIDC_NODE"], str(PROVIDER)],

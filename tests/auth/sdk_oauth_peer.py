@@ -67,7 +67,8 @@ class User:
                     if target.startswith(REDIRECT):
                         query = {k: v[0] for k, v in parse_qs(urlsplit(target).query).items()}
                         self.result = AuthorizationCodeResult(
-                            code=query["code"], state=query.get("state"), iss=query.get("iss"))
+                            code=query["code"], state=query.get("state"), iss=query.get("iss")
+                        )
                         return
                     url, method, data = target, "GET", None
                     continue
@@ -87,8 +88,10 @@ async def main(url: str) -> dict[str, Any]:
     provider = OAuthClientProvider(
         server_url=url,
         client_metadata=OAuthClientMetadata(
-            client_name="sdk-peer", redirect_uris=[REDIRECT],  # type: ignore[list-item]
-            grant_types=["authorization_code", "refresh_token"], response_types=["code"],
+            client_name="sdk-peer",
+            redirect_uris=[REDIRECT],  # type: ignore[list-item]
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
             token_endpoint_auth_method="none",
         ),
         storage=Memory(),
@@ -97,9 +100,11 @@ async def main(url: str) -> dict[str, Any]:
     )
     report: dict[str, Any] = {}
     with anyio.fail_after(60):
-        async with httpx2.AsyncClient(auth=provider, timeout=30) as http, \
-                streamable_http_client(url, http_client=http) as (read, write), \
-                ClientSession(read, write) as session:
+        async with (
+            httpx2.AsyncClient(auth=provider, timeout=30) as http,
+            streamable_http_client(url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
             await session.initialize()
             result = await session.call_tool("whoami", {})
             texts = [c.text for c in result.content if isinstance(c, types.TextContent)]

@@ -25,9 +25,21 @@ PREFIX = "Log in to continue: "
 
 def cli(url: str, cache: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "trimcp", "call", "whoami", "--url", url, "--auth",
-         "--no-browser", "-q"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "trimcp",
+            "call",
+            "whoami",
+            "--url",
+            url,
+            "--auth",
+            "--no-browser",
+            "-q",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "XDG_CACHE_HOME": str(cache)},
     )
 
@@ -35,20 +47,31 @@ def cli(url: str, cache: Path) -> subprocess.Popen[str]:
 async def test_cli_logs_in(oidc_provider: OidcProvider, free_port: int, tmp_path: Path) -> None:
     resource = f"http://127.0.0.1:{free_port}/opaque"
     verifier = IntrospectionVerifier(
-        f"{oidc_provider.issuer}/token/introspection", client_id="rs", client_secret="rs-secret")
-    protected = ProtectedResource(resource=resource, authorization_servers=[oidc_provider.issuer],
-                                  verifier=verifier, required_scopes=["mcp"])
+        f"{oidc_provider.issuer}/token/introspection", client_id="rs", client_secret="rs-secret"
+    )
+    protected = ProtectedResource(
+        resource=resource,
+        authorization_servers=[oidc_provider.issuer],
+        verifier=verifier,
+        required_scopes=["mcp"],
+    )
     with trio.fail_after(BOUND):
         async with trio.open_nursery() as nursery:
-            await nursery.start(lambda task_status: serve_http(
-                whoami_server(), port=free_port, path="/opaque",
-                config=HttpServerConfig(auth=protected), task_status=task_status))
+            await nursery.start(
+                lambda task_status: serve_http(
+                    whoami_server(),
+                    port=free_port,
+                    path="/opaque",
+                    config=HttpServerConfig(auth=protected),
+                    task_status=task_status,
+                )
+            )
             process = cli(resource, tmp_path)
             try:
                 assert process.stderr is not None
                 line = await trio.to_thread.run_sync(process.stderr.readline)
                 assert line.startswith(PREFIX), line
-                login_url = line[len(PREFIX):].strip()
+                login_url = line[len(PREFIX) :].strip()
                 # The "browser": log in, then follow the redirect to the CLI's listener.
                 redirect = login_url.split("redirect_uri=", 1)[1].split("&", 1)[0]
                 from urllib.parse import unquote

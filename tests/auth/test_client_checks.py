@@ -37,8 +37,11 @@ from trimcp.auth.tokens import ClientRegistration, StoredAuth
 from trimcp.errors import McpError
 from trimcp.transports.http_server import HttpServerConfig, serve_http
 
-FOUND = Discovery(resource="https://mcp.example.com/mcp", issuer="https://as.example.com",
-                  metadata={"issuer": "https://as.example.com"})
+FOUND = Discovery(
+    resource="https://mcp.example.com/mcp",
+    issuer="https://as.example.com",
+    metadata={"issuer": "https://as.example.com"},
+)
 REDIRECT = "http://127.0.0.1:4000/callback"
 
 
@@ -70,8 +73,11 @@ def test_callback_refused(url: str, reason: str) -> None:
 
 
 def test_iss_required_when_promised() -> None:
-    promised = Discovery(resource=FOUND.resource, issuer=FOUND.issuer, metadata={
-        "issuer": FOUND.issuer, "authorization_response_iss_parameter_supported": True})
+    promised = Discovery(
+        resource=FOUND.resource,
+        issuer=FOUND.issuer,
+        metadata={"issuer": FOUND.issuer, "authorization_response_iss_parameter_supported": True},
+    )
     with pytest.raises(AuthorizationFailed, match="promises an iss"):
         check_callback(callback(code="c", state="s"), REDIRECT, "s", promised)
 
@@ -90,9 +96,17 @@ def test_pkce_s256_challenge() -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["http://10.0.0.1/x", "http://192.168.1.1/.well-known/x", "http://169.254.169.254/latest",
-     "http://[::1]/x", "http://127.0.0.1:8080/x", "http://localhost/x", "file:///etc/passwd",
-     "ftp://as.example.com/", "http://user:pw@as.example.com/"],
+    [
+        "http://10.0.0.1/x",
+        "http://192.168.1.1/.well-known/x",
+        "http://169.254.169.254/latest",
+        "http://[::1]/x",
+        "http://127.0.0.1:8080/x",
+        "http://localhost/x",
+        "file:///etc/passwd",
+        "ftp://as.example.com/",
+        "http://user:pw@as.example.com/",
+    ],
 )
 def test_ssrf_guard_refuses(url: str) -> None:
     with pytest.raises(UnsafeUrl):
@@ -100,8 +114,10 @@ def test_ssrf_guard_refuses(url: str) -> None:
 
 
 def test_ssrf_guard_allows_public_and_opt_in() -> None:
-    assert check_url("https://as.example.com/.well-known/x", allow_private=False).host == \
-        "as.example.com"
+    assert (
+        check_url("https://as.example.com/.well-known/x", allow_private=False).host
+        == "as.example.com"
+    )
     assert check_url("http://127.0.0.1:8080/x", allow_private=True).port == 8080
 
 
@@ -115,16 +131,20 @@ def test_public_server_gets_no_private_metadata() -> None:
 
 def test_discovery_urls_and_resource_match() -> None:
     challenge = parse_challenge(
-        'Bearer error="invalid_token", scope="a b", resource_metadata="https://m/x"')
+        'Bearer error="invalid_token", scope="a b", resource_metadata="https://m/x"'
+    )
     assert challenge.scope == "a b"
     assert challenge.error == "invalid_token"
     assert prm_urls("https://m/api/mcp", challenge) == [
-        "https://m/x", "https://m/.well-known/oauth-protected-resource/api/mcp",
-        "https://m/.well-known/oauth-protected-resource"]
+        "https://m/x",
+        "https://m/.well-known/oauth-protected-resource/api/mcp",
+        "https://m/.well-known/oauth-protected-resource",
+    ]
     assert as_metadata_urls("https://as/t1") == [
         "https://as/.well-known/oauth-authorization-server/t1",
         "https://as/.well-known/openid-configuration/t1",
-        "https://as/t1/.well-known/openid-configuration"]
+        "https://as/t1/.well-known/openid-configuration",
+    ]
     assert resource_allowed("https://m/mcp", "https://m/mcp")
     assert resource_allowed("https://m", "https://m/mcp")
     assert not resource_allowed("https://evil/mcp", "https://m/mcp")
@@ -134,8 +154,10 @@ def test_discovery_urls_and_resource_match() -> None:
 async def test_file_token_store(tmp_path: Path) -> None:
     path = tmp_path / "tokens.json"
     store = FileTokenStore(path)
-    value = StoredAuth(tokens=TokenSet(access_token="a", refresh_token="r", expires_at=5.0),
-                       registration=ClientRegistration(client_id="c", issuer="i"))
+    value = StoredAuth(
+        tokens=TokenSet(access_token="a", refresh_token="r", expires_at=5.0),
+        registration=ClientRegistration(client_id="c", issuer="i"),
+    )
     await store.save("https://m/mcp", value)
     assert path.stat().st_mode & 0o777 == 0o600
     assert await FileTokenStore(path).load("https://m/mcp") == value
@@ -159,18 +181,29 @@ class TamperedChallenge(FollowRedirects):
 async def test_pkce_mismatch_fails_cleanly(oidc_provider: OidcProvider, free_port: int) -> None:
     resource = f"http://127.0.0.1:{free_port}/opaque"
     verifier = IntrospectionVerifier(
-        f"{oidc_provider.issuer}/token/introspection", client_id="rs", client_secret="rs-secret")
-    protected = ProtectedResource(resource=resource, authorization_servers=[oidc_provider.issuer],
-                                  verifier=verifier, required_scopes=["mcp"])
+        f"{oidc_provider.issuer}/token/introspection", client_id="rs", client_secret="rs-secret"
+    )
+    protected = ProtectedResource(
+        resource=resource,
+        authorization_servers=[oidc_provider.issuer],
+        verifier=verifier,
+        required_scopes=["mcp"],
+    )
     auth = OAuthClient(
         interaction=TamperedChallenge(f"http://127.0.0.1:{free_port}/cb", login=ScriptedUser()),
         allow_private_addresses=True,
     )
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
-            await nursery.start(lambda task_status: serve_http(
-                whoami_server(), port=free_port, path="/opaque",
-                config=HttpServerConfig(auth=protected), task_status=task_status))
+            await nursery.start(
+                lambda task_status: serve_http(
+                    whoami_server(),
+                    port=free_port,
+                    path="/opaque",
+                    config=HttpServerConfig(auth=protected),
+                    task_status=task_status,
+                )
+            )
             with pytest.raises(McpError, match="invalid_grant"):
                 await call_whoami(resource, auth)
             nursery.cancel_scope.cancel()

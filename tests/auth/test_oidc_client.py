@@ -49,8 +49,10 @@ class ScriptedUser:
 
 
 async def call_whoami(url: str, auth: OAuthClient) -> tuple[Any, Any]:
-    async with open_http_client_transport(url, auth=auth, timeout=BOUND) as transport, \
-            connect_transport(transport) as client:
+    async with (
+        open_http_client_transport(url, auth=auth, timeout=BOUND) as transport,
+        connect_transport(transport) as client,
+    ):
         result = await client.call_tool("whoami", {})
         text = result.content[0].text  # type: ignore[union-attr]
         return json.loads(text), transport.auth
@@ -61,22 +63,37 @@ async def test_login_refresh_and_revocation_with_oidc_provider(
 ) -> None:
     resource = f"http://127.0.0.1:{free_port}/opaque"
     verifier = IntrospectionVerifier(
-        f"{oidc_provider.issuer}/token/introspection", client_id="rs",
-        client_secret="rs-secret", issuer=oidc_provider.issuer, cache_ttl=0.001,
+        f"{oidc_provider.issuer}/token/introspection",
+        client_id="rs",
+        client_secret="rs-secret",
+        issuer=oidc_provider.issuer,
+        cache_ttl=0.001,
     )
-    protected = ProtectedResource(resource=resource, authorization_servers=[oidc_provider.issuer],
-                                  verifier=verifier, required_scopes=["mcp"])
+    protected = ProtectedResource(
+        resource=resource,
+        authorization_servers=[oidc_provider.issuer],
+        verifier=verifier,
+        required_scopes=["mcp"],
+    )
     user = ScriptedUser()
     store = MemoryTokenStore()
     auth = OAuthClient(
         interaction=FollowRedirects(f"http://127.0.0.1:{free_port}/callback", login=user),
-        store=store, client_name="trimcp-test", allow_private_addresses=True,
+        store=store,
+        client_name="trimcp-test",
+        allow_private_addresses=True,
     )
     with trio.fail_after(BOUND):
         async with trio.open_nursery() as nursery:
-            await nursery.start(lambda task_status: serve_http(
-                whoami_server(), port=free_port, path="/opaque",
-                config=HttpServerConfig(auth=protected), task_status=task_status))
+            await nursery.start(
+                lambda task_status: serve_http(
+                    whoami_server(),
+                    port=free_port,
+                    path="/opaque",
+                    config=HttpServerConfig(auth=protected),
+                    task_status=task_status,
+                )
+            )
             # 1. The full flow: 401, discovery, registration, login, code + PKCE, token.
             seen, session = await call_whoami(resource, auth)
             assert seen["sub"] == "alice"
@@ -106,7 +123,8 @@ async def test_login_refresh_and_revocation_with_oidc_provider(
                 assert token is not None
                 response = await fetcher.post_form(
                     f"{oidc_provider.issuer}/token/revocation",
-                    {"token": token, "client_id": stored.registration.client_id})
+                    {"token": token, "client_id": stored.registration.client_id},
+                )
                 assert response.status == 200, response.body
             await fetcher.aclose()
             user.allowed = False

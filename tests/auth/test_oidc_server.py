@@ -32,8 +32,9 @@ def whoami_server() -> Server:
     async def whoami(ctx: Context) -> str:
         auth = ctx.auth
         assert auth is not None
-        return json.dumps({"sub": auth.subject, "client": auth.client_id,
-                           "scopes": sorted(auth.scopes)})
+        return json.dumps(
+            {"sub": auth.subject, "client": auth.client_id, "scopes": sorted(auth.scopes)}
+        )
 
     return app
 
@@ -41,9 +42,14 @@ def whoami_server() -> Server:
 @asynccontextmanager
 async def protected_server(resource: ProtectedResource, port: int) -> AsyncIterator[str]:
     async with trio.open_nursery() as nursery:
-        await nursery.start(lambda task_status: serve_http(
-            whoami_server(), port=port, config=HttpServerConfig(auth=resource),
-            task_status=task_status))
+        await nursery.start(
+            lambda task_status: serve_http(
+                whoami_server(),
+                port=port,
+                config=HttpServerConfig(auth=resource),
+                task_status=task_status,
+            )
+        )
         yield f"http://127.0.0.1:{port}/mcp"
         nursery.cancel_scope.cancel()
 
@@ -96,18 +102,28 @@ async def test_introspection_against_oidc_provider(
     resource = f"http://127.0.0.1:{free_port}/opaque"
     verifier = IntrospectionVerifier(
         f"{oidc_provider.issuer}/token/introspection",
-        client_id="rs", client_secret="rs-secret", issuer=oidc_provider.issuer,
+        client_id="rs",
+        client_secret="rs-secret",
+        issuer=oidc_provider.issuer,
         cache_ttl=0.001,
     )
     protected = ProtectedResource(
-        resource=resource, authorization_servers=[oidc_provider.issuer],
-        verifier=verifier, required_scopes=["mcp"],
+        resource=resource,
+        authorization_servers=[oidc_provider.issuer],
+        verifier=verifier,
+        required_scopes=["mcp"],
     )
     with trio.fail_after(BOUND):
         async with trio.open_nursery() as nursery:
-            await nursery.start(lambda task_status: serve_http(
-                whoami_server(), port=free_port, path="/opaque",
-                config=HttpServerConfig(auth=protected), task_status=task_status))
+            await nursery.start(
+                lambda task_status: serve_http(
+                    whoami_server(),
+                    port=free_port,
+                    path="/opaque",
+                    config=HttpServerConfig(auth=protected),
+                    task_status=task_status,
+                )
+            )
             token = await client_credentials(oidc_provider, resource)
             assert token.count(".") != 2  # opaque, not a JWT
             seen = await whoami(resource, token)
@@ -117,8 +133,10 @@ async def test_introspection_against_oidc_provider(
             # Revoked at the authorization server: refused at the next check.
             fetcher = Fetcher(timeout=BOUND)
             response = await fetcher.post_form(
-                f"{oidc_provider.issuer}/token/revocation", {"token": token},
-                {"authorization": basic_auth("machine", "machine-secret")})
+                f"{oidc_provider.issuer}/token/revocation",
+                {"token": token},
+                {"authorization": basic_auth("machine", "machine-secret")},
+            )
             await fetcher.aclose()
             assert response.status == 200
             await trio.sleep(0.01)  # past the (tiny) cache lifetime: real clock

@@ -21,16 +21,27 @@ PEER = Path(__file__).resolve().parent / "sdk_oauth_peer.py"
 async def test_sdk_client_logs_in_to_trimcp(oidc_provider: OidcProvider, free_port: int) -> None:
     resource = f"http://127.0.0.1:{free_port}/mcp"
     protected = ProtectedResource(
-        resource=resource, authorization_servers=[oidc_provider.issuer],
-        verifier=JwtVerifier(issuer=oidc_provider.issuer), required_scopes=["mcp"])
+        resource=resource,
+        authorization_servers=[oidc_provider.issuer],
+        verifier=JwtVerifier(issuer=oidc_provider.issuer),
+        required_scopes=["mcp"],
+    )
     with trio.fail_after(120):
         async with trio.open_nursery() as nursery:
-            await nursery.start(lambda task_status: serve_http(
-                whoami_server(), port=free_port, config=HttpServerConfig(auth=protected),
-                task_status=task_status))
+            await nursery.start(
+                lambda task_status: serve_http(
+                    whoami_server(),
+                    port=free_port,
+                    config=HttpServerConfig(auth=protected),
+                    task_status=task_status,
+                )
+            )
             done = await trio.run_process(
-                [sys.executable, str(PEER), resource], capture_stdout=True,
-                capture_stderr=True, check=False)
+                [sys.executable, str(PEER), resource],
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
             nursery.cancel_scope.cancel()
     report = json.loads(done.stdout or b"{}")
     assert done.returncode == 0, (report.get("error"), done.stderr[-3000:])

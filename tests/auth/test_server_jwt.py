@@ -38,9 +38,15 @@ def make_server(calls: Calls) -> Server:
         auth = ctx.auth
         assert auth is not None
         calls.seen.append(auth)
-        return json.dumps({"sub": auth.subject, "client": auth.client_id,
-                           "scopes": sorted(auth.scopes), "exp": auth.expires_at,
-                           "claims": dict(auth.claims)})
+        return json.dumps(
+            {
+                "sub": auth.subject,
+                "client": auth.client_id,
+                "scopes": sorted(auth.scopes),
+                "exp": auth.expires_at,
+                "claims": dict(auth.claims),
+            }
+        )
 
     @app.tool()
     async def delete_file(path: str, ctx: Context) -> str:
@@ -65,8 +71,9 @@ def make_server(calls: Calls) -> Server:
 
 def make_resource(keys: KeySet, **options: Any) -> ProtectedResource:
     verifier_options = options.pop("verifier_options", {})
-    verifier = JwtVerifier(issuer=ISSUER, jwks_url="https://as.example.com/jwks",
-                           fetch=keys.fetch, **verifier_options)
+    verifier = JwtVerifier(
+        issuer=ISSUER, jwks_url="https://as.example.com/jwks", fetch=keys.fetch, **verifier_options
+    )
     return ProtectedResource(
         resource=RESOURCE,
         authorization_servers=[ISSUER],
@@ -99,7 +106,7 @@ def challenge(reply: Any) -> dict[str, str]:
     value = reply.headers["www-authenticate"]
     assert value.startswith("Bearer "), value
     params: dict[str, str] = {}
-    for part in value[len("Bearer "):].split('", '):
+    for part in value[len("Bearer ") :].split('", '):
         name, _, text = part.partition("=")
         params[name.strip()] = text.strip('"')
     return params
@@ -122,7 +129,10 @@ async def test_protected_resource_metadata(autojump_clock: trio.abc.Clock, path:
         assert document["resource"] == RESOURCE
         assert document["authorization_servers"] == [ISSUER]
         assert set(document["scopes_supported"]) == {
-            "mcp", "files:write", "prompts:secret", "files:private"
+            "mcp",
+            "files:write",
+            "prompts:secret",
+            "files:private",
         }
         assert resource.metadata_url == METADATA_URL
         options = await client.request("OPTIONS", path)
@@ -171,11 +181,13 @@ def _bad_tokens() -> dict[str, Any]:
     import hmac
 
     header = _b64({"alg": "HS256", "typ": "JWT", "kid": "k1"})
-    payload = _b64({"iss": ISSUER, "aud": RESOURCE, "sub": "mallory", "exp": 4102444800,
-                    "scope": "mcp"})
+    payload = _b64(
+        {"iss": ISSUER, "aud": RESOURCE, "sub": "mallory", "exp": 4102444800, "scope": "mcp"}
+    )
     signature = hmac.new(KEY.public_pem, f"{header}.{payload}".encode(), hashlib.sha256)
-    forged = f"{header}.{payload}." + base64.urlsafe_b64encode(signature.digest()).rstrip(
-        b"=").decode()
+    forged = (
+        f"{header}.{payload}." + base64.urlsafe_b64encode(signature.digest()).rstrip(b"=").decode()
+    )
     none_token = _b64({"alg": "none", "typ": "JWT"}) + "." + payload + "."
     return {
         "expired": (lambda: KEY.mint(exp=1_000_000, iat=999_000), "expired"),
@@ -200,8 +212,9 @@ async def test_bad_tokens_are_401_and_nothing_runs(
     async with protected() as (client, calls, _):
         good = KEY.mint()
         session_id = await client.initialize(extra=bearer(good))
-        reply = await client.post(tool_call(1, "whoami"), session_id=session_id,
-                                  extra=bearer(make()))
+        reply = await client.post(
+            tool_call(1, "whoami"), session_id=session_id, extra=bearer(make())
+        )
         assert reply.status == 401, reply.body
         params = challenge(reply)
         assert params["error"] == "invalid_token"
@@ -212,7 +225,8 @@ async def test_bad_tokens_are_401_and_nothing_runs(
         # An initialize with the bad token creates no session either.
         reply = await client.post(
             {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}},
-            version=None, extra=bearer(make()),
+            version=None,
+            extra=bearer(make()),
         )
         assert reply.status == 401
         assert "mcp-session-id" not in reply.headers
@@ -237,8 +251,10 @@ async def test_jwks_hanging_is_bounded(autojump_clock: trio.abc.Clock) -> None:
         start = trio.current_time()
         reply = await client.post(tool_call(1, "whoami"), extra=bearer(KEY.mint()))
         assert reply.status == 401
-        assert "within 3 s" in challenge(reply)["error_description"] or \
-            "longer than 3 s" in challenge(reply)["error_description"]
+        assert (
+            "within 3 s" in challenge(reply)["error_description"]
+            or "longer than 3 s" in challenge(reply)["error_description"]
+        )
         assert trio.current_time() - start <= 3.0 + 1e-6
 
 
@@ -255,8 +271,11 @@ async def test_key_rotation_by_kid(autojump_clock: trio.abc.Clock) -> None:
         assert keys.fetches == before + 1
         # Made-up kids do not make the server fetch again and again.
         for n in range(5):
-            reply = await client.post(tool_call(2 + n, "whoami"), session_id=session_id,
-                                      extra=bearer(KEY.mint(headers={"kid": f"x{n}"})))
+            reply = await client.post(
+                tool_call(2 + n, "whoami"),
+                session_id=session_id,
+                extra=bearer(KEY.mint(headers={"kid": f"x{n}"})),
+            )
             assert reply.status == 401
         assert keys.fetches == before + 1
 
@@ -277,8 +296,9 @@ async def test_tool_scope_step_up(autojump_clock: trio.abc.Clock) -> None:
     async with protected() as (client, calls, _):
         token = KEY.mint()
         session_id = await client.initialize(extra=bearer(token))
-        reply = await client.post(tool_call(1, "delete_file", {"path": "/x"}),
-                                  session_id=session_id, extra=bearer(token))
+        reply = await client.post(
+            tool_call(1, "delete_file", {"path": "/x"}), session_id=session_id, extra=bearer(token)
+        )
         assert reply.status == 403
         params = challenge(reply)
         assert params["error"] == "insufficient_scope"
@@ -287,8 +307,9 @@ async def test_tool_scope_step_up(autojump_clock: trio.abc.Clock) -> None:
         assert calls.seen == []
         # Step up: a token with more scopes, same principal, same session.
         stronger = KEY.mint(scope="mcp files:write")
-        answer = await client.call(session_id, 2, "delete_file", {"path": "/x"},
-                                   extra=bearer(stronger))
+        answer = await client.call(
+            session_id, 2, "delete_file", {"path": "/x"}, extra=bearer(stronger)
+        )
         assert answer["result"]["content"][0]["text"] == "deleted"
 
 
@@ -296,13 +317,21 @@ async def test_prompt_and_resource_scopes(autojump_clock: trio.abc.Clock) -> Non
     async with protected() as (client, calls, _):
         token = KEY.mint()
         session_id = await client.initialize(extra=bearer(token))
-        get = {"jsonrpc": "2.0", "id": 1, "method": "prompts/get",
-               "params": {"name": "secret_prompt"}}
+        get = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "prompts/get",
+            "params": {"name": "secret_prompt"},
+        }
         reply = await client.post(get, session_id=session_id, extra=bearer(token))
         assert reply.status == 403
         assert challenge(reply)["scope"].split().count("prompts:secret") == 1
-        read = {"jsonrpc": "2.0", "id": 2, "method": "resources/read",
-                "params": {"uri": "files://private/keys"}}
+        read = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "resources/read",
+            "params": {"uri": "files://private/keys"},
+        }
         reply = await client.post(read, session_id=session_id, extra=bearer(token))
         assert reply.status == 403
         read["params"] = {"uri": "files://public/readme"}
@@ -312,8 +341,9 @@ async def test_prompt_and_resource_scopes(autojump_clock: trio.abc.Clock) -> Non
 
 
 async def _list(client: AsgiClient, session_id: str, token: str, method: str) -> Any:
-    reply = await client.post({"jsonrpc": "2.0", "id": 9, "method": method},
-                              session_id=session_id, extra=bearer(token))
+    reply = await client.post(
+        {"jsonrpc": "2.0", "id": 9, "method": method}, session_id=session_id, extra=bearer(token)
+    )
     assert reply.status == 200
     return next(m for m in reply.messages() if m.get("id") == 9)["result"]
 
@@ -349,15 +379,17 @@ async def test_session_of_a_used_with_b_token_is_404(autojump_clock: trio.abc.Cl
         alice = KEY.mint(sub="alice")
         session_id = await client.initialize(extra=bearer(alice))
         bob = KEY.mint(sub="bob")
-        reply = await client.post(tool_call(1, "whoami"), session_id=session_id,
-                                  extra=bearer(bob))
+        reply = await client.post(tool_call(1, "whoami"), session_id=session_id, extra=bearer(bob))
         assert reply.status == 404
         assert reply.read_requests == 0
-        get = await client.request("GET", headers=[
-            ("accept", "text/event-stream"), ("mcp-session-id", session_id), *bearer(bob)])
+        get = await client.request(
+            "GET",
+            headers=[("accept", "text/event-stream"), ("mcp-session-id", session_id), *bearer(bob)],
+        )
         assert get.status == 404
-        delete = await client.request("DELETE", headers=[
-            ("mcp-session-id", session_id), *bearer(bob)])
+        delete = await client.request(
+            "DELETE", headers=[("mcp-session-id", session_id), *bearer(bob)]
+        )
         assert delete.status == 404
         assert calls.seen == []
         # Alice's refreshed token (new iat/exp, same subject) still reaches her session.

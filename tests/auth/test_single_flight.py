@@ -16,10 +16,15 @@ from trimcp.auth.discovery import Discovery
 from trimcp.auth.fetch import Fetcher
 from trimcp.auth.tokens import ClientRegistration, StoredAuth
 
-FOUND = Discovery(resource="http://127.0.0.1:1/mcp", issuer="https://as.example",
-                  metadata={"token_endpoint": "https://as.example/token"})
-OLD = StoredAuth(tokens=TokenSet(access_token="old", refresh_token="r1"),
-                 registration=ClientRegistration(client_id="c"))
+FOUND = Discovery(
+    resource="http://127.0.0.1:1/mcp",
+    issuer="https://as.example",
+    metadata={"token_endpoint": "https://as.example/token"},
+)
+OLD = StoredAuth(
+    tokens=TokenSet(access_token="old", refresh_token="r1"),
+    registration=ClientRegistration(client_id="c"),
+)
 
 
 class SlowRefresh(OAuthClient):
@@ -35,8 +40,9 @@ class SlowRefresh(OAuthClient):
         if self.fail:
             raise AuthorizationFailed("the refresh token was revoked")
         assert stored.tokens is not None
-        return attrs.evolve(stored, tokens=TokenSet(access_token=f"new{self.refreshes}",
-                                                    refresh_token="r2"))
+        return attrs.evolve(
+            stored, tokens=TokenSet(access_token=f"new{self.refreshes}", refresh_token="r2")
+        )
 
 
 async def make_session(client: SlowRefresh, nursery: trio.Nursery) -> AuthSession:

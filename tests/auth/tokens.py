@@ -51,8 +51,9 @@ class SigningKey:
         body.update(claims)
         for name in [k for k, v in body.items() if v is None]:
             del body[name]
-        return jwt.encode(body, self.private, algorithm=self.alg,
-                          headers={"kid": self.kid, **(headers or {})})
+        return jwt.encode(
+            body, self.private, algorithm=self.alg, headers={"kid": self.kid, **(headers or {})}
+        )
 
 
 class KeySet:

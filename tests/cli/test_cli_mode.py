@@ -10,15 +10,17 @@ from tests.cli.support import PEER_ARGV, cli, cli_json
 def test_ping_json_names_the_version_and_the_era() -> None:
     answer = cli_json("ping", "--json", *PEER_ARGV)
     assert answer["era"] in ("legacy", "modern")
-    assert answer["protocolVersion"] == ("2026-07-28" if answer["era"] == "modern"
-                                         else "2025-11-25")
+    assert answer["protocolVersion"] == (
+        "2026-07-28" if answer["era"] == "modern" else "2025-11-25"
+    )
 
 
 def test_legacy_mode_sends_initialize_first_and_verbose_shows_the_agreement() -> None:
     completed = cli("ping", "--mode", "legacy", "--verbose", *PEER_ARGV)
     assert completed.returncode == 0, completed.stderr
-    sent = [json.loads(line[3:]) for line in completed.stderr.splitlines()
-            if line.startswith("-> ")]
+    sent = [
+        json.loads(line[3:]) for line in completed.stderr.splitlines() if line.startswith("-> ")
+    ]
     assert sent[0]["method"] == "initialize"
     assert "protocol 2025-11-25 (legacy)" in completed.stderr
     assert "(protocol 2025-11-25, legacy)" in completed.stdout

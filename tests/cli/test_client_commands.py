@@ -83,8 +83,9 @@ def test_ping() -> None:
 def test_verbose_shows_the_wire_on_stderr() -> None:
     completed = cli("ping", "--verbose", *PEER_ARGV)
     assert completed.returncode == 0, completed.stderr
-    sent = [json.loads(line[3:]) for line in completed.stderr.splitlines()
-            if line.startswith("-> ")]
+    sent = [
+        json.loads(line[3:]) for line in completed.stderr.splitlines() if line.startswith("-> ")
+    ]
     received = [line for line in completed.stderr.splitlines() if line.startswith("<- ")]
     # Auto mode probes with server/discover; a 2025 server refuses it and the client
     # falls back to initialize, a 2026 one answers it (and ping is discover there).

@@ -36,9 +36,7 @@ def test_the_getting_started_server_is_the_example_file() -> None:
 def test_the_cli_reference_names_every_command() -> None:
     page = (DOCS / "getting-started.md").read_text()
     parser = build_parser()
-    commands = next(
-        action.choices for action in parser._actions if action.dest == "command"
-    )
+    commands = next(action.choices for action in parser._actions if action.dest == "command")
     assert commands is not None
     for name in commands:
         assert f"`trimcp {name}" in page, name

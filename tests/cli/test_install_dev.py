@@ -64,7 +64,10 @@ def test_dev_restarts_the_server_when_a_file_changes(tmp_path: Path) -> None:
     )
     process = subprocess.Popen(
         [sys.executable, "-m", "trimcp", "dev", "--interval", "0.1", str(app), "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
     )
     try:
         assert "watching" in read_line(process.stderr)

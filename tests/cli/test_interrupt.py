@@ -55,8 +55,9 @@ def test_the_server_runs_in_its_own_process_group(tmp_path: Path) -> None:
     )
     cli = spawn("ping", "--timeout", "600", "--", sys.executable, "-c", script)
     try:
-        pgid, parent = map(int, wait_for(lambda: probe.exists() and probe.read_text(),
-                                         "the probe").split())
+        pgid, parent = map(
+            int, wait_for(lambda: probe.exists() and probe.read_text(), "the probe").split()
+        )
         assert parent == cli.pid  # exec kept the wrapper's pid: the CLI's own child
         assert pgid != cli.pid
         import os

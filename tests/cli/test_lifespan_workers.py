@@ -59,9 +59,23 @@ def test_once_per_worker(tmp_path: Path) -> None:
     app = tmp_path / "workers_app.py"
     app.write_text(APP.format(log=str(log)))
     process = subprocess.Popen(
-        [sys.executable, "-m", "trimcp", "run", str(app), "--transport", "http", "--port", "0",
-         "--workers", "2"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "trimcp",
+            "run",
+            str(app),
+            "--transport",
+            "http",
+            "--port",
+            "0",
+            "--workers",
+            "2",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
         env=dict(os.environ),
     )
     try:

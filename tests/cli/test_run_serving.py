@@ -33,8 +33,12 @@ def _spawn(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Pop
     import os
 
     return subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-        text=True, env={**os.environ, **(env or {})},
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -79,7 +83,8 @@ def test_the_files_own_run_arguments_are_defaults_flags_win(tmp_path: Path) -> N
 
 def test_two_servers_in_one_file_is_an_error_naming_both(tmp_path: Path) -> None:
     target = _write(
-        tmp_path, "two.py",
+        tmp_path,
+        "two.py",
         "from trimcp import Server\napp = Server('a')\nadmin = Server('b')\n",
     )
     completed = cli("run", target)
@@ -95,8 +100,12 @@ def test_two_servers_in_one_file_is_an_error_naming_both(tmp_path: Path) -> None
 def test_settings_from_the_environment(tmp_path: Path) -> None:
     target = _write(tmp_path, "envapp.py", TOOL)
     env = {
-        "TRIMCP_TRANSPORT": "http", "TRIMCP_PORT": "0", "TRIMCP_PATH": "/env",
-        "TRIMCP_JSON_RESPONSE": "true", "TRIMCP_STATELESS": "1", "TRIMCP_LOG_LEVEL": "info",
+        "TRIMCP_TRANSPORT": "http",
+        "TRIMCP_PORT": "0",
+        "TRIMCP_PATH": "/env",
+        "TRIMCP_JSON_RESPONSE": "true",
+        "TRIMCP_STATELESS": "1",
+        "TRIMCP_LOG_LEVEL": "info",
     }
     server = _spawn([sys.executable, "-m", "trimcp", "run", target], env)
     url = _url(server)
@@ -151,7 +160,8 @@ def test_server_run_websocket(tmp_path: Path) -> None:
 @pytest.mark.parametrize("how", ["script", "trimcp run"])
 def test_a_failing_lifespan_is_one_line_and_exit_1(tmp_path: Path, how: str) -> None:
     script = _write(
-        tmp_path, "broken.py",
+        tmp_path,
+        "broken.py",
         "from contextlib import asynccontextmanager\n"
         "from trimcp import Server\n"
         "@asynccontextmanager\n"
@@ -162,11 +172,19 @@ def test_a_failing_lifespan_is_one_line_and_exit_1(tmp_path: Path, how: str) -> 
         "if __name__ == '__main__':\n"
         "    app.run(transport='http', port=0)\n",
     )
-    argv = [sys.executable, script] if how == "script" else [
-        sys.executable, "-m", "trimcp", "run", script, "--transport", "http", "--port", "0"
-    ]
-    completed = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT,
-                               check=False, stdin=subprocess.DEVNULL)
+    argv = (
+        [sys.executable, script]
+        if how == "script"
+        else [sys.executable, "-m", "trimcp", "run", script, "--transport", "http", "--port", "0"]
+    )
+    completed = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
     assert completed.returncode == 1
     assert (
         "trimcp: the lifespan of server 'broken' failed while starting: "

@@ -66,9 +66,7 @@ def test_targets() -> None:
         parse_target("not a module")
 
 
-def test_a_factory_function_is_called_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_factory_function_is_called_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setattr(sys, "modules", dict(sys.modules))
     source = tmp_path / "factory_app.py"
@@ -88,8 +86,11 @@ def test_a_factory_function_is_called_once(
 
 def test_output_formats() -> None:
     tools = [
-        Tool(name="a", input_schema={"properties": {"x": {}, "y": {}}, "required": ["x"]},
-             description="First line.\nSecond line."),
+        Tool(
+            name="a",
+            input_schema={"properties": {"x": {}, "y": {}}, "required": ["x"]},
+            description="First line.\nSecond line.",
+        ),
     ]
     assert format_tools(tools) == "a(x, [y])  First line."
     assert format_progress(1, 4, "copying") == "progress 1/4 (25%) copying"
@@ -119,5 +120,7 @@ def test_main_returns_codes_instead_of_exiting(capsys: pytest.CaptureFixture[str
     assert capsys.readouterr().err == "trimcp: no command given\ntrimcp: see: trimcp --help\n"
     assert main(["config", "claude", "tests/cli/app_server.py", "--name", "x"]) == 0
     assert json.loads(capsys.readouterr().out)["mcpServers"]["x"]["args"][:3] == [
-        "-m", "trimcp", "run"
+        "-m",
+        "trimcp",
+        "run",
     ]

@@ -297,9 +297,7 @@ async def test_server_logs_go_to_the_python_logger_by_default(
         await server.send_notification("notifications/tools/list_changed")
         await trio.testing.wait_all_tasks_blocked()
     records = [r for r in caplog.records if r.name == "trimcp.client.server_log"]
-    assert [(r.levelno, r.getMessage()) for r in records] == [
-        (logging.WARNING, "[db] 'disk full'")
-    ]
+    assert [(r.levelno, r.getMessage()) for r in records] == [(logging.WARNING, "[db] 'disk full'")]
 
 
 async def test_a_failing_callback_is_logged_and_the_session_goes_on(

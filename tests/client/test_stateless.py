@@ -96,8 +96,11 @@ async def test_auto_falls_back_to_initialize_with_a_2025_server() -> None:
 async def test_legacy_mode_sends_initialize_first() -> None:
     server = ScriptedServer(protocol_version=V2026)
     server.expect("initialize").reply(
-        {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "d",
-                                                                           "version": "1"}}
+        {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "serverInfo": {"name": "d", "version": "1"},
+        }
     )
     server.auto_initialize = False
     server.expect("notifications/initialized")
@@ -122,7 +125,8 @@ async def test_a_version_list_with_nothing_in_common_is_a_clear_error() -> None:
 async def test_unsupported_version_error_is_retried_once_with_a_listed_version() -> None:
     server = ScriptedServer(auto_initialize=False)
     server.expect("server/discover").error(
-        UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
+        UNSUPPORTED_PROTOCOL_VERSION,
+        "Unsupported protocol version",
         {"supported": [V2026], "requested": V2026},
     )
     server.expect("server/discover").reply(
@@ -161,10 +165,13 @@ async def test_a_silent_server_is_taken_for_a_2025_one(autojump_clock: Any) -> N
     server = ScriptedServer(auto_initialize=False)
     server.expect("server/discover")  # no answer: some 2025 servers ignore it
     server.expect("notifications/cancelled")
-    server.expect("initialize").reply({
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "serverInfo": {"name": "quiet", "version": "1"},
-    })
+    server.expect("initialize").reply(
+        {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "serverInfo": {"name": "quiet", "version": "1"},
+        }
+    )
     server.expect("notifications/initialized")
     async with server.open_client(mode="auto", discover_timeout=3) as client:
         assert client.era is Era.LEGACY
@@ -180,21 +187,34 @@ def test_mode_is_checked() -> None:
 async def test_input_required_is_answered_and_retried_with_the_echoed_state() -> None:
     server = ScriptedServer(protocol_version=V2026)
     state = '{"nonce": "n1",  "x": 1}'  # odd spacing: must come back byte for byte
-    server.expect("tools/call", {"name": "login"}).reply({
-        "resultType": "input_required",
-        "inputRequests": {
-            "who": {"method": "elicitation/create", "params": {
-                "message": "GitHub login?",
-                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
-            }},
-            "llm": {"method": "sampling/createMessage", "params": {
-                "messages": [{"role": "user", "content": {"type": "text", "text": "capital?"}}],
-                "maxTokens": 10,
-            }},
-            "dirs": {"method": "roots/list", "params": {}},
-        },
-        "requestState": state,
-    })
+    server.expect("tools/call", {"name": "login"}).reply(
+        {
+            "resultType": "input_required",
+            "inputRequests": {
+                "who": {
+                    "method": "elicitation/create",
+                    "params": {
+                        "message": "GitHub login?",
+                        "requestedSchema": {
+                            "type": "object",
+                            "properties": {"name": {"type": "string"}},
+                        },
+                    },
+                },
+                "llm": {
+                    "method": "sampling/createMessage",
+                    "params": {
+                        "messages": [
+                            {"role": "user", "content": {"type": "text", "text": "capital?"}}
+                        ],
+                        "maxTokens": 10,
+                    },
+                },
+                "dirs": {"method": "roots/list", "params": {}},
+            },
+            "requestState": state,
+        }
+    )
     server.expect("tools/call", {"name": "login"}).reply(done("welcome"))
     async with server.open_client(
         elicitation_handler=accept,
@@ -217,11 +237,20 @@ async def test_input_required_is_answered_and_retried_with_the_echoed_state() ->
 
 async def test_no_request_state_means_none_in_the_retry() -> None:
     server = ScriptedServer(protocol_version=V2026)
-    server.expect("prompts/get").reply({
-        "resultType": "input_required",
-        "inputRequests": {"c": {"method": "elicitation/create", "params": {
-            "message": "ok?", "requestedSchema": {"type": "object", "properties": {}}}}},
-    })
+    server.expect("prompts/get").reply(
+        {
+            "resultType": "input_required",
+            "inputRequests": {
+                "c": {
+                    "method": "elicitation/create",
+                    "params": {
+                        "message": "ok?",
+                        "requestedSchema": {"type": "object", "properties": {}},
+                    },
+                }
+            },
+        }
+    )
     server.expect("prompts/get").reply({"resultType": "complete", "messages": []})
     async with server.open_client(elicitation_handler=accept) as client:
         await client.get_prompt("p")
@@ -248,11 +277,18 @@ async def test_endless_input_required_stops_after_max_rounds() -> None:
     ("answer", "message"),
     [
         ({"resultType": "input_required"}, "neither inputRequests nor requestState"),
-        ({"resultType": "input_required", "inputRequests": {"k": {"method": "tools/call"}}},
-         "not one of"),
+        (
+            {"resultType": "input_required", "inputRequests": {"k": {"method": "tools/call"}}},
+            "not one of",
+        ),
         ({"resultType": "input_required", "inputRequests": {"k": 5}}, "has no method"),
-        ({"resultType": "input_required", "inputRequests": {
-            "k": {"method": "elicitation/create", "params": {"message": 3}}}}, "invalid params"),
+        (
+            {
+                "resultType": "input_required",
+                "inputRequests": {"k": {"method": "elicitation/create", "params": {"message": 3}}},
+            },
+            "invalid params",
+        ),
     ],
 )
 async def test_malformed_input_required_results_are_refused(
@@ -268,11 +304,17 @@ async def test_malformed_input_required_results_are_refused(
 
 async def test_input_for_a_handler_the_client_lacks_names_it() -> None:
     server = ScriptedServer(protocol_version=V2026)
-    server.expect("tools/call").reply({
-        "resultType": "input_required",
-        "inputRequests": {"llm": {"method": "sampling/createMessage", "params": {
-            "messages": [], "maxTokens": 1}}},
-    })
+    server.expect("tools/call").reply(
+        {
+            "resultType": "input_required",
+            "inputRequests": {
+                "llm": {
+                    "method": "sampling/createMessage",
+                    "params": {"messages": [], "maxTokens": 1},
+                }
+            },
+        }
+    )
     async with server.open_client() as client:
         with pytest.raises(McpError, match="no sampling handler"):
             await client.call_tool("t")
@@ -339,14 +381,17 @@ SUB = "io.modelcontextprotocol/subscriptionId"
 async def test_listen_yields_the_opted_in_changes_and_ends_gracefully() -> None:
     server = ScriptedServer(protocol_version=V2026)
     # Ids are the client's own: server/discover was 1, so this listen request is 2.
-    server.expect("subscriptions/listen", {"notifications": {
-        "toolsListChanged": True, "resourceSubscriptions": ["file:///a"]}}).notify(
+    server.expect(
+        "subscriptions/listen",
+        {"notifications": {"toolsListChanged": True, "resourceSubscriptions": ["file:///a"]}},
+    ).notify(
         "notifications/subscriptions/acknowledged",
         {"_meta": {SUB: 2}, "notifications": {"toolsListChanged": True}},
     ).notify("notifications/tools/list_changed", {"_meta": {SUB: 2}}).notify(
         "notifications/resources/updated", {"_meta": {SUB: 2}, "uri": "file:///a"}
     ).notify(
-        "notifications/tools/list_changed", {"_meta": {SUB: 99}}  # another subscription
+        "notifications/tools/list_changed",
+        {"_meta": {SUB: 99}},  # another subscription
     ).reply({"resultType": "complete", "_meta": {SUB: 2}})
     changed: list[str] = []
     async with (
@@ -371,8 +416,8 @@ async def test_leaving_listen_cancels_it_on_the_wire() -> None:
     server = ScriptedServer(protocol_version=V2026)
     hold = trio.Event()
     server.expect("subscriptions/listen").notify(
-        "notifications/subscriptions/acknowledged", {"_meta": {SUB: 2}, "notifications": {
-            "promptsListChanged": True}},
+        "notifications/subscriptions/acknowledged",
+        {"_meta": {SUB: 2}, "notifications": {"promptsListChanged": True}},
     ).hold(hold)
     server.expect("notifications/cancelled", {"requestId": 2})
     async with server.open_client() as client:
@@ -385,8 +430,8 @@ async def test_leaving_listen_cancels_it_on_the_wire() -> None:
 async def test_a_dropped_listen_stream_raises_subscription_lost(autojump_clock: Any) -> None:
     server = ScriptedServer(protocol_version=V2026)
     server.expect("subscriptions/listen").notify(
-        "notifications/subscriptions/acknowledged", {"_meta": {SUB: 2}, "notifications": {
-            "toolsListChanged": True}},
+        "notifications/subscriptions/acknowledged",
+        {"_meta": {SUB: 2}, "notifications": {"toolsListChanged": True}},
     ).notify("notifications/tools/list_changed", {"_meta": {SUB: 2}}).send(
         {"jsonrpc": "2.0", "id": 2, "error": {"code": -32000, "message": "stream dropped"}}
     )
@@ -419,8 +464,11 @@ async def test_listen_refusals() -> None:
 
 
 def listing(ttl_ms: int | None, *names: str) -> dict[str, Any]:
-    result: dict[str, Any] = {"resultType": "complete", "cacheScope": "private", "tools": [
-        {"name": name, "inputSchema": {"type": "object"}} for name in names]}
+    result: dict[str, Any] = {
+        "resultType": "complete",
+        "cacheScope": "private",
+        "tools": [{"name": name, "inputSchema": {"type": "object"}} for name in names],
+    }
     if ttl_ms is not None:
         result["ttlMs"] = ttl_ms
     return result
@@ -433,11 +481,14 @@ async def test_fresh_results_come_from_the_cache_until_the_ttl_passes(
     server.expect("tools/list").reply(listing(5_000, "a"))
     server.expect("tools/list").reply(listing(5_000, "b"))
     server.expect("resources/read", {"uri": "file:///x"}).reply(
-        {"resultType": "complete", "contents": [], "ttlMs": 60_000, "cacheScope": "public"})
+        {"resultType": "complete", "contents": [], "ttlMs": 60_000, "cacheScope": "public"}
+    )
     server.expect("resources/read", {"uri": "file:///y"}).reply(
-        {"resultType": "complete", "contents": [], "ttlMs": 0, "cacheScope": "public"})
+        {"resultType": "complete", "contents": [], "ttlMs": 0, "cacheScope": "public"}
+    )
     server.expect("resources/read", {"uri": "file:///y"}).reply(
-        {"resultType": "complete", "contents": []})
+        {"resultType": "complete", "contents": []}
+    )
     async with server.open_client() as client:
         first = await client.list_tools()
         assert await client.list_tools() is first  # fresh: no request
@@ -460,11 +511,14 @@ async def test_change_notifications_empty_the_cache() -> None:
     server.expect("tools/call").notify("notifications/tools/list_changed").reply(done("ok"))
     server.expect("tools/list").reply(listing(60_000, "a", "b"))
     server.expect("resources/read").reply(
-        {"resultType": "complete", "contents": [], "ttlMs": 60_000})
+        {"resultType": "complete", "contents": [], "ttlMs": 60_000}
+    )
     server.expect("tools/call").notify(
-        "notifications/resources/updated", {"uri": "file:///r"}).reply(done("ok"))
+        "notifications/resources/updated", {"uri": "file:///r"}
+    ).reply(done("ok"))
     server.expect("resources/read").reply(
-        {"resultType": "complete", "contents": [], "ttlMs": 60_000})
+        {"resultType": "complete", "contents": [], "ttlMs": 60_000}
+    )
     async with server.open_client() as client:
         await client.list_tools()
         await client.call_tool("change")
@@ -481,9 +535,11 @@ async def test_retried_and_legacy_results_are_not_cached() -> None:
     server = ScriptedServer(protocol_version=V2026)
     server.expect("resources/read").reply({"resultType": "input_required", "requestState": "s"})
     server.expect("resources/read").reply(
-        {"resultType": "complete", "contents": [], "ttlMs": 60_000})
+        {"resultType": "complete", "contents": [], "ttlMs": 60_000}
+    )
     server.expect("resources/read").reply(
-        {"resultType": "complete", "contents": [], "ttlMs": 60_000})
+        {"resultType": "complete", "contents": [], "ttlMs": 60_000}
+    )
     async with server.open_client(cache_size=8) as client:
         await client.read_resource("file:///r")  # answered after a retry: not kept
         await client.read_resource("file:///r")  # kept now

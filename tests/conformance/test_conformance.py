@@ -178,8 +178,16 @@ def server_url(suite: None, tmp_path: Path) -> Iterator[str]:
     stderr_path = tmp_path / "server.stderr"
     with stderr_path.open("wb") as stderr:
         process = subprocess.Popen(
-            [sys.executable, str(SERVER), "--transport", "http", "--host", "127.0.0.1",
-             "--port", "0"],
+            [
+                sys.executable,
+                str(SERVER),
+                "--transport",
+                "http",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=stderr,
@@ -210,8 +218,15 @@ def test_everything_server_passes_every_server_scenario(server_url: str, tmp_pat
     expected = read_expected_failures()["server"]
     out = tmp_path / "results"
     done = run_suite(
-        "server", "--url", server_url, "--suite", "all", "-o", str(out),
-        "--expected-failures", str(EXPECTED_FAILURES),
+        "server",
+        "--url",
+        server_url,
+        "--suite",
+        "all",
+        "-o",
+        str(out),
+        "--expected-failures",
+        str(EXPECTED_FAILURES),
         timeout=SERVER_SUITE_TIMEOUT,
     )
     text = ANSI.sub("", done.stdout)
@@ -235,8 +250,16 @@ def test_everything_server_passes_every_server_scenario(server_url: str, tmp_pat
 
 def run_server_suite(url: str, out: Path, *args: str) -> tuple[str, str]:
     """Run suite 0.2.0-alpha.12 against ``url``; (stdout without colours, report)."""
-    done = run_suite("server", "--url", url, "-o", str(out), *args,
-                     timeout=SERVER_SUITE_TIMEOUT, version=SUITE_2026)
+    done = run_suite(
+        "server",
+        "--url",
+        url,
+        "-o",
+        str(out),
+        *args,
+        timeout=SERVER_SUITE_TIMEOUT,
+        version=SUITE_2026,
+    )
     text = ANSI.sub("", done.stdout)
     report = f"exit {done.returncode}\n{text[-6000:]}\n{done.stderr[-2000:]}"
     assert done.returncode == 0, report
@@ -252,8 +275,9 @@ def test_everything_server_passes_every_server_scenario_of_the_2026_suite(
 ) -> None:
     """One server, both eras: every scenario at 2026-07-28 (stateless) and at 2025-11-25."""
     out = tmp_path / "results"
-    text, report = run_server_suite(server_url, out, "--suite", "all",
-                                    "--spec-version", spec_version)
+    text, report = run_server_suite(
+        server_url, out, "--suite", "all", "--spec-version", spec_version
+    )
     scenarios = {name: mark for mark, name, _, _ in SCENARIO_LINE.findall(text)}
     assert len(scenarios) == count, report
     assert [n for n, mark in scenarios.items() if mark != "✓"] == [], report
@@ -271,8 +295,12 @@ def test_everything_server_meets_the_2026_requirements(
     expected = read_expected_failures(EXPECTED_FAILURES_2026)["server"]
     out = tmp_path / "results"
     text, report = run_server_suite(
-        server_url, out, "--requirements", "2026-07-28",
-        "--expected-failures", str(EXPECTED_FAILURES_2026),
+        server_url,
+        out,
+        "--requirements",
+        "2026-07-28",
+        "--expected-failures",
+        str(EXPECTED_FAILURES_2026),
     )
     assert "Baseline check passed" in text, report
     scenarios = {name: mark for mark, name, _, _ in SCENARIO_LINE.findall(text)}
@@ -306,8 +334,11 @@ def test_everything_server_passes_the_tasks_extension_scenarios(
 
 
 def test_the_2026_expected_failures_name_their_issue() -> None:
-    lines = [line for line in EXPECTED_FAILURES_2026.read_text().splitlines()
-             if line.lstrip().startswith("- ")]
+    lines = [
+        line
+        for line in EXPECTED_FAILURES_2026.read_text().splitlines()
+        if line.lstrip().startswith("- ")
+    ]
     assert all(re.search(r"issue #1[23]\b", line) for line in lines), lines
 
 
@@ -318,8 +349,15 @@ def test_conformance_client_passes(scenario: str, suite: None, tmp_path: Path) -
         pytest.fail("the suite splits --command on spaces; run from a path without any")
     out = tmp_path / "results"
     done = run_suite(
-        "client", "--command", f"{sys.executable} {CLIENT}", "--scenario", scenario,
-        "-o", str(out), "--expected-failures", str(EXPECTED_FAILURES),
+        "client",
+        "--command",
+        f"{sys.executable} {CLIENT}",
+        "--scenario",
+        scenario,
+        "-o",
+        str(out),
+        "--expected-failures",
+        str(EXPECTED_FAILURES),
         timeout=CLIENT_SCENARIO_TIMEOUT,
     )
     # Client mode reports on stderr.
@@ -347,9 +385,17 @@ def test_conformance_client_passes_at_2026(scenario: str, suite_2026: None, tmp_
         pytest.fail("the suite splits --command on spaces; run from a path without any")
     out = tmp_path / "results"
     done = run_suite(
-        "client", "--command", f"{sys.executable} {CLIENT}", "--scenario", scenario,
-        "--spec-version", "2026-07-28", "-o", str(out),
-        timeout=CLIENT_SCENARIO_TIMEOUT, version=SUITE_2026,
+        "client",
+        "--command",
+        f"{sys.executable} {CLIENT}",
+        "--scenario",
+        scenario,
+        "--spec-version",
+        "2026-07-28",
+        "-o",
+        str(out),
+        timeout=CLIENT_SCENARIO_TIMEOUT,
+        version=SUITE_2026,
     )
     text = ANSI.sub("", done.stderr)
     report = f"exit {done.returncode}\n{text[-6000:]}\n{done.stdout[-2000:]}"
@@ -367,33 +413,54 @@ def test_conformance_client_passes_at_2026(scenario: str, suite_2026: None, tmp_
 #: Authorization scenarios (examples/conformance_auth.py): every one of suite 0.1.16, and
 #: suite 0.2.0-alpha.12's at --spec-version 2025-11-25 plus its extension scenarios.
 AUTH_SCENARIOS = [
-    "auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
-    "auth/basic-cimd", "auth/scope-from-www-authenticate", "auth/scope-from-scopes-supported",
-    "auth/scope-omitted-when-undefined", "auth/scope-step-up", "auth/scope-retry-limit",
-    "auth/token-endpoint-auth-basic", "auth/token-endpoint-auth-post",
-    "auth/token-endpoint-auth-none", "auth/pre-registration",
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
 ]
 AUTH_SCENARIOS_0_1_16 = [
     *AUTH_SCENARIOS,
-    "auth/2025-03-26-oauth-metadata-backcompat", "auth/2025-03-26-oauth-endpoint-fallback",
-    "auth/resource-mismatch", "auth/offline-access-scope", "auth/offline-access-not-supported",
-    "auth/client-credentials-jwt", "auth/client-credentials-basic",
+    "auth/2025-03-26-oauth-metadata-backcompat",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/client-credentials-jwt",
+    "auth/client-credentials-basic",
     "auth/cross-app-access-complete-flow",
 ]
 AUTH_SCENARIOS_ALPHA = [
     *((name, "2025-11-25") for name in AUTH_SCENARIOS),
     # With these five, every client scenario of suite 0.2.0-alpha.12 at 2025-11-25 (19).
     *((name, "2025-11-25") for name in (*CLIENT_SCENARIOS, "json-schema-2020-12-preservation")),
-    ("auth/client-credentials-jwt", None), ("auth/client-credentials-basic", None),
+    ("auth/client-credentials-jwt", None),
+    ("auth/client-credentials-basic", None),
     ("auth/enterprise-managed-authorization", None),
 ]
 #: Suite 0.2.0-alpha.12's authorization scenarios at --spec-version 2026-07-28.
 AUTH_SCENARIOS_2026 = [
     *AUTH_SCENARIOS,
-    "auth/resource-mismatch", "auth/offline-access-scope", "auth/offline-access-not-supported",
-    "auth/authorization-server-migration", "auth/iss-supported", "auth/iss-not-advertised",
-    "auth/iss-supported-missing", "auth/iss-wrong-issuer", "auth/iss-unexpected",
-    "auth/iss-normalized", "auth/metadata-issuer-mismatch",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/authorization-server-migration",
+    "auth/iss-supported",
+    "auth/iss-not-advertised",
+    "auth/iss-supported-missing",
+    "auth/iss-wrong-issuer",
+    "auth/iss-unexpected",
+    "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
 ]
 #: Scenarios where the client must give up (the suite allows it to exit non-zero).
 AUTH_REFUSALS = {"auth/scope-retry-limit", "auth/resource-mismatch"}
@@ -430,8 +497,14 @@ def _check_auth_run(
 def test_conformance_client_passes_auth(scenario: str, suite: None, tmp_path: Path) -> None:
     out = tmp_path / "results"
     done = run_suite(
-        "client", "--command", f"{sys.executable} {CLIENT}", "--scenario", scenario,
-        "-o", str(out), timeout=CLIENT_SCENARIO_TIMEOUT,
+        "client",
+        "--command",
+        f"{sys.executable} {CLIENT}",
+        "--scenario",
+        scenario,
+        "-o",
+        str(out),
+        timeout=CLIENT_SCENARIO_TIMEOUT,
     )
     _check_auth_run(done, out, scenario)
 
@@ -443,8 +516,16 @@ def test_conformance_client_passes_auth_alpha(
     out = tmp_path / "results"
     extra = ["--spec-version", spec_version] if spec_version else []
     done = run_suite(
-        "client", "--command", f"{sys.executable} {CLIENT}", "--scenario", scenario,
-        *extra, "-o", str(out), timeout=CLIENT_SCENARIO_TIMEOUT, version=SUITE_2026,
+        "client",
+        "--command",
+        f"{sys.executable} {CLIENT}",
+        "--scenario",
+        scenario,
+        *extra,
+        "-o",
+        str(out),
+        timeout=CLIENT_SCENARIO_TIMEOUT,
+        version=SUITE_2026,
     )
     _check_auth_run(done, out, scenario)
 
@@ -455,8 +536,16 @@ def test_conformance_client_passes_auth_at_2026(
 ) -> None:
     out = tmp_path / "results"
     done = run_suite(
-        "client", "--command", f"{sys.executable} {CLIENT}", "--scenario", scenario,
-        "--spec-version", "2026-07-28", "-o", str(out), timeout=CLIENT_SCENARIO_TIMEOUT,
+        "client",
+        "--command",
+        f"{sys.executable} {CLIENT}",
+        "--scenario",
+        scenario,
+        "--spec-version",
+        "2026-07-28",
+        "-o",
+        str(out),
+        timeout=CLIENT_SCENARIO_TIMEOUT,
         version=SUITE_2026,
     )
     _check_auth_run(done, out, scenario, may_refuse=True)
@@ -481,7 +570,11 @@ def test_conformance_client_refuses_an_unknown_scenario() -> None:
     env = {k: v for k, v in os.environ.items() if k != "MCP_CONFORMANCE_SCENARIO"}
     done = subprocess.run(
         [sys.executable, str(CLIENT), "http://127.0.0.1:9/mcp"],
-        capture_output=True, text=True, timeout=60, env=env, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
     )
     assert done.returncode == 2
     assert "unknown scenario" in done.stderr

@@ -41,8 +41,9 @@ def test_transcript() -> None:
 async def model(ctx: RequestContext, params: CreateMessageRequestParams) -> CreateMessageResult:
     prompt = params.messages[-1].content
     assert isinstance(prompt, TextContent)
-    return CreateMessageResult(role="assistant", content=TextContent(text=prompt.text.upper()),
-                               model="upper")
+    return CreateMessageResult(
+        role="assistant", content=TextContent(text=prompt.text.upper()), model="upper"
+    )
 
 
 async def test_the_users_choice_reaches_the_model(autojump_clock: trio.abc.Clock) -> None:
@@ -52,18 +53,23 @@ async def test_the_users_choice_reaches_the_model(autojump_clock: trio.abc.Clock
         forms.append(params)
         return ElicitResult(action="accept", content={"tone": "serious", "sentences": 4})
 
-    async with connect_memory(example.app, elicitation_handler=user,
-                              sampling_handler=model) as client:
+    async with connect_memory(
+        example.app, elicitation_handler=user, sampling_handler=model
+    ) as client:
         result = await client.call_tool("write_story", {"topic": "rain"})
     assert result.structured_content == {
-        "topic": "rain", "tone": "serious", "model": "upper",
+        "topic": "rain",
+        "tone": "serious",
+        "model": "upper",
         "text": "WRITE A SERIOUS STORY ABOUT RAIN IN 4 SENTENCES.",
     }
     [form] = forms
     schema = form.requested_schema
     assert schema.required == ["tone"]
     assert [option.const for option in schema.properties["tone"].one_of] == [
-        "funny", "serious", "poetic"
+        "funny",
+        "serious",
+        "poetic",
     ]
     assert schema.properties["sentences"].default == 2
 
@@ -78,8 +84,9 @@ async def test_a_cancelled_form_writes_no_story(autojump_clock: trio.abc.Clock) 
         sampled.append(params)
         return await model(ctx, params)
 
-    async with connect_memory(example.app, elicitation_handler=user,
-                              sampling_handler=spy) as client:
+    async with connect_memory(
+        example.app, elicitation_handler=user, sampling_handler=spy
+    ) as client:
         result = await client.call_tool("write_story", {"topic": "rain"})
     assert result.is_error
     [block] = result.content
@@ -96,8 +103,9 @@ async def test_an_answer_outside_the_form_is_the_clients_error(
     async def user(ctx: RequestContext, params: ElicitRequestParams) -> ElicitResult:
         return ElicitResult(action="accept", content={"tone": "funny", "sentences": 6})
 
-    async with connect_memory(example.app, elicitation_handler=user,
-                              sampling_handler=model) as client:
+    async with connect_memory(
+        example.app, elicitation_handler=user, sampling_handler=model
+    ) as client:
         with pytest.raises(McpError) as caught:
             await client.call_tool("write_story", {"topic": "rain"})
     assert caught.value.code == INVALID_PARAMS

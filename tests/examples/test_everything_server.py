@@ -61,13 +61,15 @@ class Peer:
             while not condition():
                 await self._changed.wait()
 
-    async def sample(self, ctx: RequestContext, params: CreateMessageRequestParams) -> (
-        CreateMessageResult
-    ):
+    async def sample(
+        self, ctx: RequestContext, params: CreateMessageRequestParams
+    ) -> CreateMessageResult:
         self.sampling.append(serde.unstructure(params))
         return CreateMessageResult(
-            role="assistant", content=TextContent(text="This is a test response from the client"),
-            model="test-model", stop_reason="endTurn",
+            role="assistant",
+            content=TextContent(text="This is a test response from the client"),
+            model="test-model",
+            stop_reason="endTurn",
         )
 
     async def elicit(self, ctx: RequestContext, params: ElicitRequestParams) -> ElicitResult:
@@ -124,15 +126,31 @@ async def test_capabilities_and_listings(autojump_clock: trio.abc.Clock) -> None
         # task fixtures (tests/tasks check those).
         assert len(tools) >= 29
         assert {name for name in tools if name.startswith("test_input_required_result_")} == {
-            f"test_input_required_result_{kind}" for kind in (
-                "elicitation", "sampling", "list_roots", "request_state", "multiple_inputs",
-                "multi_round", "tampered_state", "capabilities")
+            f"test_input_required_result_{kind}"
+            for kind in (
+                "elicitation",
+                "sampling",
+                "list_roots",
+                "request_state",
+                "multiple_inputs",
+                "multi_round",
+                "tampered_state",
+                "capabilities",
+            )
         }
-        task_tools = {name for name, tool in tools.items()
-                      if (tool.get("execution") or {}).get("taskSupport") in ("optional",
-                                                                              "required")}
-        assert task_tools == {"slow_compute", "failing_job", "protocol_error_job",
-                              "confirm_delete", "multi_input", "test_tool_with_task"}
+        task_tools = {
+            name
+            for name, tool in tools.items()
+            if (tool.get("execution") or {}).get("taskSupport") in ("optional", "required")
+        }
+        assert task_tools == {
+            "slow_compute",
+            "failing_job",
+            "protocol_error_job",
+            "confirm_delete",
+            "multi_input",
+            "test_tool_with_task",
+        }
         assert caps["tasks"]["requests"]["tools"]["call"] == {}
         for tool in tools.values():
             assert tool["description"], tool
@@ -155,9 +173,13 @@ async def test_capabilities_and_listings(autojump_clock: trio.abc.Clock) -> None
         assert templates == ["test://template/{id}/data"]
 
         prompts = {p.name: p async for p in client.iter_prompts()}
-        assert set(prompts) == {"test_simple_prompt", "test_prompt_with_arguments",
-                                "test_prompt_with_embedded_resource", "test_prompt_with_image",
-                                "test_input_required_result_prompt"}
+        assert set(prompts) == {
+            "test_simple_prompt",
+            "test_prompt_with_arguments",
+            "test_prompt_with_embedded_resource",
+            "test_prompt_with_image",
+            "test_input_required_result_prompt",
+        }
         assert all(p.description for p in prompts.values())
         args = prompts["test_prompt_with_arguments"].arguments or []
         assert [(a.name, a.required) for a in args] == [("arg1", True), ("arg2", True)]
@@ -166,28 +188,47 @@ async def test_capabilities_and_listings(autojump_clock: trio.abc.Clock) -> None
 async def test_content_tools_answer_exactly(autojump_clock: trio.abc.Clock) -> None:
     png = everything.PNG_BASE64
     async with client_for(Peer()) as client:
-        assert wire(await client.call_tool("test_simple_text")) == {"content": [
-            {"type": "text", "text": "This is a simple text response for testing."}]}
-        assert wire(await client.call_tool("test_image_content", {})) == {"content": [
-            {"type": "image", "data": png, "mimeType": "image/png"}]}
+        assert wire(await client.call_tool("test_simple_text")) == {
+            "content": [{"type": "text", "text": "This is a simple text response for testing."}]
+        }
+        assert wire(await client.call_tool("test_image_content", {})) == {
+            "content": [{"type": "image", "data": png, "mimeType": "image/png"}]
+        }
         [audio] = wire(await client.call_tool("test_audio_content", {}))["content"]
         assert audio["type"] == "audio"
         assert audio["mimeType"] == "audio/wav"
         with wave.open(io.BytesIO(base64.b64decode(audio["data"], validate=True))) as clip:
             assert clip.getnframes() > 0
-        assert wire(await client.call_tool("test_embedded_resource", {})) == {"content": [
-            {"type": "resource", "resource": {
-                "uri": "test://embedded-resource", "mimeType": "text/plain",
-                "text": "This is an embedded resource content."}}]}
-        assert wire(await client.call_tool("test_multiple_content_types", {})) == {"content": [
-            {"type": "text", "text": "Multiple content types test:"},
-            {"type": "image", "data": png, "mimeType": "image/png"},
-            {"type": "resource", "resource": {
-                "uri": "test://mixed-content-resource", "mimeType": "application/json",
-                "text": '{"test":"data","value":123}'}}]}
+        assert wire(await client.call_tool("test_embedded_resource", {})) == {
+            "content": [
+                {
+                    "type": "resource",
+                    "resource": {
+                        "uri": "test://embedded-resource",
+                        "mimeType": "text/plain",
+                        "text": "This is an embedded resource content.",
+                    },
+                }
+            ]
+        }
+        assert wire(await client.call_tool("test_multiple_content_types", {})) == {
+            "content": [
+                {"type": "text", "text": "Multiple content types test:"},
+                {"type": "image", "data": png, "mimeType": "image/png"},
+                {
+                    "type": "resource",
+                    "resource": {
+                        "uri": "test://mixed-content-resource",
+                        "mimeType": "application/json",
+                        "text": '{"test":"data","value":123}',
+                    },
+                },
+            ]
+        }
         assert wire(await client.call_tool("test_error_handling", {})) == {
-            "content": [{"type": "text",
-                         "text": "This tool intentionally returns an error for testing"}],
+            "content": [
+                {"type": "text", "text": "This tool intentionally returns an error for testing"}
+            ],
             "isError": True,
         }
         assert base64.b64decode(png, validate=True).startswith(b"\x89PNG\r\n\x1a\n")
@@ -223,11 +264,14 @@ async def test_sampling_request_and_answer(autojump_clock: trio.abc.Clock) -> No
     async with client_for(peer) as client:
         result = await client.call_tool("test_sampling", {"prompt": "Test prompt for sampling"})
         assert only_text(result) == "LLM response: This is a test response from the client"
-    assert peer.sampling == [{
-        "messages": [{"role": "user", "content": {"type": "text",
-                                                  "text": "Test prompt for sampling"}}],
-        "maxTokens": 100,
-    }]
+    assert peer.sampling == [
+        {
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": "Test prompt for sampling"}}
+            ],
+            "maxTokens": 100,
+        }
+    ]
 
 
 async def test_elicitation_requests_and_answers(autojump_clock: trio.abc.Clock) -> None:
@@ -248,15 +292,24 @@ async def test_elicitation_requests_and_answers(autojump_clock: trio.abc.Clock) 
     assert first == {
         "mode": "form",
         "message": "Please provide your information",
-        "requestedSchema": {"type": "object", "properties": {
-            "username": {"type": "string", "description": "User's response"},
-            "email": {"type": "string", "description": "User's email address"}},
-            "required": ["username", "email"]},
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                "username": {"type": "string", "description": "User's response"},
+                "email": {"type": "string", "description": "User's email address"},
+            },
+            "required": ["username", "email"],
+        },
     }
     assert second["requestedSchema"] == everything.SEP1034_SCHEMA
     props = second["requestedSchema"]["properties"]
     assert {k: v["default"] for k, v in props.items()} == {
-        "name": "John Doe", "age": 30, "score": 95.5, "status": "active", "verified": True}
+        "name": "John Doe",
+        "age": 30,
+        "score": 95.5,
+        "status": "active",
+        "verified": True,
+    }
     assert props["status"]["default"] in props["status"]["enum"]
     assert third["requestedSchema"] == everything.SEP1330_SCHEMA
     enum_props = third["requestedSchema"]["properties"]
@@ -289,20 +342,30 @@ async def test_other_tools(autojump_clock: trio.abc.Clock) -> None:
 async def test_resources_and_subscription(autojump_clock: trio.abc.Clock) -> None:
     peer = Peer()
     async with client_for(peer) as client:
+
         async def read(uri: str) -> list[dict[str, Any]]:
-            contents: list[dict[str, Any]] = serde.unstructure(
-                await client.read_resource(uri))["contents"]
+            contents: list[dict[str, Any]] = serde.unstructure(await client.read_resource(uri))[
+                "contents"
+            ]
             return contents
 
-        assert await read("test://static-text") == [{
-            "uri": "test://static-text", "mimeType": "text/plain",
-            "text": "This is the content of the static text resource."}]
-        assert await read("test://static-binary") == [{
-            "uri": "test://static-binary", "mimeType": "image/png",
-            "blob": everything.PNG_BASE64}]
-        assert await read("test://template/123/data") == [{
-            "uri": "test://template/123/data", "mimeType": "application/json",
-            "text": '{"id":"123","templateTest":true,"data":"Data for ID: 123"}'}]
+        assert await read("test://static-text") == [
+            {
+                "uri": "test://static-text",
+                "mimeType": "text/plain",
+                "text": "This is the content of the static text resource.",
+            }
+        ]
+        assert await read("test://static-binary") == [
+            {"uri": "test://static-binary", "mimeType": "image/png", "blob": everything.PNG_BASE64}
+        ]
+        assert await read("test://template/123/data") == [
+            {
+                "uri": "test://template/123/data",
+                "mimeType": "application/json",
+                "text": '{"id":"123","templateTest":true,"data":"Data for ID: 123"}',
+            }
+        ]
 
         await client.subscribe_resource("test://watched-resource")
         await client.call_tool("update_watched_resource", {"text": "new text"})
@@ -319,28 +382,52 @@ async def test_resources_and_subscription(autojump_clock: trio.abc.Clock) -> Non
 async def test_prompts_and_completion(autojump_clock: trio.abc.Clock) -> None:
     png = everything.PNG_BASE64
     async with client_for(Peer()) as client:
+
         async def messages(name: str, arguments: dict[str, str] | None = None) -> Any:
             return serde.unstructure(await client.get_prompt(name, arguments))["messages"]
 
-        assert await messages("test_simple_prompt") == [{"role": "user", "content": {
-            "type": "text", "text": "This is a simple prompt for testing."}}]
+        assert await messages("test_simple_prompt") == [
+            {
+                "role": "user",
+                "content": {"type": "text", "text": "This is a simple prompt for testing."},
+            }
+        ]
         assert await messages(
             "test_prompt_with_arguments", {"arg1": "testValue1", "arg2": "testValue2"}
-        ) == [{"role": "user", "content": {
-            "type": "text", "text": "Prompt with arguments: arg1='testValue1', arg2='testValue2'"}}]
+        ) == [
+            {
+                "role": "user",
+                "content": {
+                    "type": "text",
+                    "text": "Prompt with arguments: arg1='testValue1', arg2='testValue2'",
+                },
+            }
+        ]
         assert await messages(
             "test_prompt_with_embedded_resource", {"resourceUri": "test://example-resource"}
         ) == [
-            {"role": "user", "content": {"type": "resource", "resource": {
-                "uri": "test://example-resource", "mimeType": "text/plain",
-                "text": "Embedded resource content for testing."}}},
-            {"role": "user", "content": {
-                "type": "text", "text": "Please process the embedded resource above."}},
+            {
+                "role": "user",
+                "content": {
+                    "type": "resource",
+                    "resource": {
+                        "uri": "test://example-resource",
+                        "mimeType": "text/plain",
+                        "text": "Embedded resource content for testing.",
+                    },
+                },
+            },
+            {
+                "role": "user",
+                "content": {"type": "text", "text": "Please process the embedded resource above."},
+            },
         ]
         assert await messages("test_prompt_with_image") == [
             {"role": "user", "content": {"type": "image", "data": png, "mimeType": "image/png"}},
-            {"role": "user", "content": {"type": "text",
-                                         "text": "Please analyze the image above."}},
+            {
+                "role": "user",
+                "content": {"type": "text", "text": "Please analyze the image above."},
+            },
         ]
         ref = PromptReference(name="test_prompt_with_arguments")
         completed = await client.complete(ref, "arg1", "test")
@@ -375,7 +462,9 @@ async def test_http_transport_serves_polling_progress_and_sampling(tmp_path: Pat
     with stderr.open("wb") as sink:
         process = await trio.lowlevel.open_process(
             [*SERVER_ARGV, "--transport", "http", "--port", "0"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=sink,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=sink,
         )
     assert process.stdout is not None
     try:
@@ -409,14 +498,15 @@ async def test_http_transport_serves_polling_progress_and_sampling(tmp_path: Pat
     assert "Traceback" not in log, log
 
 
-
 async def test_the_2026_diagnostics_serve_sessions_too(autojump_clock: trio.abc.Clock) -> None:
     """The same handler bodies as the 2026 input_required scenarios, in a 2025 session:
     their questions are requests to the client, answered by its handlers."""
     peer = Peer()
 
     async with connect_memory(
-        everything.app, sampling_handler=peer.sample, elicitation_handler=peer.elicit,
+        everything.app,
+        sampling_handler=peer.sample,
+        elicitation_handler=peer.elicit,
         roots=[Root(uri="file:///work", name="work")],
     ) as client:
         several = await client.call_tool("test_input_required_result_multiple_inputs")
@@ -428,6 +518,8 @@ async def test_the_2026_diagnostics_serve_sessions_too(autojump_clock: trio.abc.
         prompt = await client.get_prompt("test_input_required_result_prompt")
         assert serde.unstructure(prompt.messages[0].content)["text"] == "Prompt with context: x"
         assert [e["message"] for e in peer.elicitations] == [
-            "What is your name?", "Step 1: What is your name?",
-            "Step 2: What is your favorite color?", "What context should the prompt use?",
+            "What is your name?",
+            "Step 1: What is your name?",
+            "Step 2: What is your favorite color?",
+            "What context should the prompt use?",
         ]

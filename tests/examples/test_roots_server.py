@@ -46,8 +46,11 @@ def text(result: Any) -> str:
 
 async def test_lists_and_reads_inside_the_roots_only(tmp_path: Path) -> None:
     one, two = tree(tmp_path)
-    roots = [Root(uri=one.as_uri(), name="one"), Root(uri=two.as_uri(), name="two"),
-             Root(uri="https://example.com/not-a-directory")]
+    roots = [
+        Root(uri=one.as_uri(), name="one"),
+        Root(uri=two.as_uri(), name="two"),
+        Root(uri="https://example.com/not-a-directory"),
+    ]
     with trio.fail_after(BOUND):
         async with connect_memory(roots_server.app, roots=roots) as client:
             known = await client.call_tool("roots")

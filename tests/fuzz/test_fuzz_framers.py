@@ -14,11 +14,32 @@ from trimcp.protocol.framing import EOF, NEED_DATA, LineFramer
 from trimcp.protocol.sse import SSEDecoder
 
 # Bytes rich in what the framers care about: line endings, field names, BOMs, UTF-8.
-_PIECES = st.sampled_from([
-    b"\n", b"\r", b"\r\n", b"\n\n", b":", b" ", b"data:", b"data: ", b"id:", b"id: 1",
-    b"event:", b"retry:", b"retry: 10", b"retry: 99999999999999999999", b"\xef\xbb\xbf",
-    b"{}", b'{"jsonrpc":"2.0"}', b"\x00", b"\xff", b"\xc3\xa9", b"\xed\xa0\x80", b"x" * 40,
-])
+_PIECES = st.sampled_from(
+    [
+        b"\n",
+        b"\r",
+        b"\r\n",
+        b"\n\n",
+        b":",
+        b" ",
+        b"data:",
+        b"data: ",
+        b"id:",
+        b"id: 1",
+        b"event:",
+        b"retry:",
+        b"retry: 10",
+        b"retry: 99999999999999999999",
+        b"\xef\xbb\xbf",
+        b"{}",
+        b'{"jsonrpc":"2.0"}',
+        b"\x00",
+        b"\xff",
+        b"\xc3\xa9",
+        b"\xed\xa0\x80",
+        b"x" * 40,
+    ]
+)
 _STREAMS = st.one_of(
     st.binary(max_size=600),
     st.lists(st.one_of(_PIECES, st.binary(max_size=8)), max_size=80).map(b"".join),
@@ -48,8 +69,9 @@ def _drain(decoder: LineFramer | SSEDecoder, chunks: list[bytes], bound: int) ->
 
 
 @FUZZ
-@given(stream=_STREAMS, cuts=st.lists(st.integers(0, 10_000), max_size=12),
-       limit=st.integers(1, 64))
+@given(
+    stream=_STREAMS, cuts=st.lists(st.integers(0, 10_000), max_size=12), limit=st.integers(1, 64)
+)
 def test_the_ndjson_framer_takes_any_bytes_split_anywhere(
     stream: bytes, cuts: list[int], limit: int
 ) -> None:
@@ -63,8 +85,9 @@ def test_the_ndjson_framer_takes_any_bytes_split_anywhere(
 
 
 @FUZZ
-@given(stream=_STREAMS, cuts=st.lists(st.integers(0, 10_000), max_size=12),
-       limit=st.integers(1, 128))
+@given(
+    stream=_STREAMS, cuts=st.lists(st.integers(0, 10_000), max_size=12), limit=st.integers(1, 128)
+)
 def test_the_sse_decoder_takes_any_bytes_split_anywhere(
     stream: bytes, cuts: list[int], limit: int
 ) -> None:

@@ -32,40 +32,97 @@ LIMITS = _Limits(
     keep_alive_max_requests=1000,
     root_path="",
 )
-_INIT = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
-         b'"2025-11-25","capabilities":{},"clientInfo":{"name":"f","version":"0"}}}')
+_INIT = (
+    b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+    b'"2025-11-25","capabilities":{},"clientInfo":{"name":"f","version":"0"}}}'
+)
 
 _METHODS = st.sampled_from([b"GET", b"POST", b"DELETE", b"PUT", b"OPTIONS", b"G\x00T", b""])
-_TARGETS = st.sampled_from([b"/mcp", b"/mcp?x=1", b"/", b"/sse", b"/messages?sessionId=x",
-                            b"*", b"/%00", b"/" + b"a" * 3000, b"http://127.0.0.1/mcp"])
-_VERSIONS = st.sampled_from([b"HTTP/1.1", b"HTTP/1.0", b"HTTP/1.2", b"HTTP/2.0", b"HTTP/1",
-                             b"http/1.1", b""])
-_HEADERS = st.sampled_from([
-    b"Host: 127.0.0.1", b"Host: evil.example", b"Host:", b"Content-Type: application/json",
-    b"Content-Type: text/plain", b"Accept: application/json, text/event-stream",
-    b"Accept: text/event-stream", b"Accept: */*;q=0", b"Content-Length: 0",
-    b"Content-Length: 5", b"Content-Length: -1", b"Content-Length: 99999999999999999999",
-    b"Transfer-Encoding: chunked", b"Transfer-Encoding: gzip, chunked",
-    b"Transfer-Encoding:\tchunked", b"Expect: 100-continue", b"Connection: close",
-    b"Mcp-Session-Id: nope", b"MCP-Protocol-Version: 2025-11-25",
-    b"MCP-Protocol-Version: 1999-01-01", b"Last-Event-ID: 0_1", b"Origin: http://127.0.0.1",
-    b"Origin: null", b" folded", b"X: \x00", b"X: " + b"y" * 2100, b"NoColon",
-])
-_BODIES = st.sampled_from([b"", _INIT, b"{", b"[]", b"[{}]", b"0\r\n\r\n",
-                           b"5\r\nhello\r\n0\r\n\r\n", b"zz\r\n",
-                           b"\xff\xfe", b'{"jsonrpc":"2.0","method":"ping","id":2}'])
+_TARGETS = st.sampled_from(
+    [
+        b"/mcp",
+        b"/mcp?x=1",
+        b"/",
+        b"/sse",
+        b"/messages?sessionId=x",
+        b"*",
+        b"/%00",
+        b"/" + b"a" * 3000,
+        b"http://127.0.0.1/mcp",
+    ]
+)
+_VERSIONS = st.sampled_from(
+    [b"HTTP/1.1", b"HTTP/1.0", b"HTTP/1.2", b"HTTP/2.0", b"HTTP/1", b"http/1.1", b""]
+)
+_HEADERS = st.sampled_from(
+    [
+        b"Host: 127.0.0.1",
+        b"Host: evil.example",
+        b"Host:",
+        b"Content-Type: application/json",
+        b"Content-Type: text/plain",
+        b"Accept: application/json, text/event-stream",
+        b"Accept: text/event-stream",
+        b"Accept: */*;q=0",
+        b"Content-Length: 0",
+        b"Content-Length: 5",
+        b"Content-Length: -1",
+        b"Content-Length: 99999999999999999999",
+        b"Transfer-Encoding: chunked",
+        b"Transfer-Encoding: gzip, chunked",
+        b"Transfer-Encoding:\tchunked",
+        b"Expect: 100-continue",
+        b"Connection: close",
+        b"Mcp-Session-Id: nope",
+        b"MCP-Protocol-Version: 2025-11-25",
+        b"MCP-Protocol-Version: 1999-01-01",
+        b"Last-Event-ID: 0_1",
+        b"Origin: http://127.0.0.1",
+        b"Origin: null",
+        b" folded",
+        b"X: \x00",
+        b"X: " + b"y" * 2100,
+        b"NoColon",
+    ]
+)
+_BODIES = st.sampled_from(
+    [
+        b"",
+        _INIT,
+        b"{",
+        b"[]",
+        b"[{}]",
+        b"0\r\n\r\n",
+        b"5\r\nhello\r\n0\r\n\r\n",
+        b"zz\r\n",
+        b"\xff\xfe",
+        b'{"jsonrpc":"2.0","method":"ping","id":2}',
+    ]
+)
 
 
-_GOOD = [b"Host: 127.0.0.1", b"Content-Type: application/json",
-         b"Accept: application/json, text/event-stream"]
+_GOOD = [
+    b"Host: 127.0.0.1",
+    b"Content-Type: application/json",
+    b"Accept: application/json, text/event-stream",
+]
 
 
 @st.composite
 def _request(draw: st.DrawFn) -> bytes:
     if draw(st.integers(0, 9)) < 7:  # mostly well-formed, to reach the app's own paths
-        line = draw(st.sampled_from([b"POST /mcp HTTP/1.1", b"GET /mcp HTTP/1.1",
-                                     b"DELETE /mcp HTTP/1.1", b"POST /mcp HTTP/1.0",
-                                     b"GET /sse HTTP/1.1", b"POST /messages HTTP/1.1"]))
+        line = draw(
+            st.sampled_from(
+                [
+                    b"POST /mcp HTTP/1.1",
+                    b"GET /mcp HTTP/1.1",
+                    b"DELETE /mcp HTTP/1.1",
+                    b"POST /mcp HTTP/1.0",
+                    b"GET /sse HTTP/1.1",
+                    b"POST /messages HTTP/1.1",
+                ]
+            )
+        )
         headers = [*_GOOD, *draw(st.lists(_HEADERS, max_size=3))]
     else:
         line = b" ".join([draw(_METHODS), draw(_TARGETS), draw(_VERSIONS)])

@@ -18,16 +18,29 @@ from trimcp.transports.http_client import open_http_client_transport
 
 V2026 = "2026-07-28"
 TOOLS = [
-    {"name": "sql", "inputSchema": {"type": "object", "properties": {
-        "region": {"type": "string", "x-mcp-header": "Region"},
-        "priority": {"type": "integer", "x-mcp-header": "Priority"},
-        "verbose": {"type": "boolean", "x-mcp-header": "Verbose"},
-        "where": {"type": "object", "properties": {
-            "zone": {"type": "string", "x-mcp-header": "Zone"}}},
-        "query": {"type": "string"},
-    }}},
-    {"name": "bad", "inputSchema": {"type": "object", "properties": {
-        "score": {"type": "number", "x-mcp-header": "Score"}}}},
+    {
+        "name": "sql",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+                "priority": {"type": "integer", "x-mcp-header": "Priority"},
+                "verbose": {"type": "boolean", "x-mcp-header": "Verbose"},
+                "where": {
+                    "type": "object",
+                    "properties": {"zone": {"type": "string", "x-mcp-header": "Zone"}},
+                },
+                "query": {"type": "string"},
+            },
+        },
+    },
+    {
+        "name": "bad",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"score": {"type": "number", "x-mcp-header": "Score"}},
+        },
+    },
     {"name": "slow", "inputSchema": {"type": "object"}},
     {"name": "über tool", "inputSchema": {"type": "object"}},
 ]
@@ -50,34 +63,75 @@ class ModernApp:
             await reply.status(202)
             return
         if method == "server/discover":
-            await reply.json({"jsonrpc": "2.0", "id": rid, "result": {
-                "resultType": "complete", "supportedVersions": [V2026],
-                "capabilities": {"tools": {}, "resources": {}},
-                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "m", "version": "2"}},
-            }})
+            await reply.json(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "result": {
+                        "resultType": "complete",
+                        "supportedVersions": [V2026],
+                        "capabilities": {"tools": {}, "resources": {}},
+                        "_meta": {
+                            "io.modelcontextprotocol/serverInfo": {"name": "m", "version": "2"}
+                        },
+                    },
+                }
+            )
         elif method == "tools/list":
-            await reply.json({"jsonrpc": "2.0", "id": rid, "result": {
-                "resultType": "complete", "tools": TOOLS, "ttlMs": 0, "cacheScope": "private"}})
+            await reply.json(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "result": {
+                        "resultType": "complete",
+                        "tools": TOOLS,
+                        "ttlMs": 0,
+                        "cacheScope": "private",
+                    },
+                }
+            )
         elif method == "tools/call" and body["params"]["name"] == "slow":
             await reply.start_sse()
             self.slow_started.set()
             try:
-                await reply.event({"jsonrpc": "2.0", "method": "notifications/progress",
-                                   "params": {"progressToken": 1, "progress": 1}})
+                await reply.event(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/progress",
+                        "params": {"progressToken": 1, "progress": 1},
+                    }
+                )
                 while True:  # keep-alives: a write is how the server notices a hang-up
                     await trio.sleep(1)
                     await reply.body(b": keep-alive\n\n")
             finally:
                 self.slow_ended.set()
         elif method == "tools/call":
-            await reply.json({"jsonrpc": "2.0", "id": rid, "result": {
-                "resultType": "complete", "content": []}})
+            await reply.json(
+                {"jsonrpc": "2.0", "id": rid, "result": {"resultType": "complete", "content": []}}
+            )
         elif method == "resources/read":
-            await reply.json({"jsonrpc": "2.0", "id": rid, "result": {
-                "resultType": "complete", "contents": [], "ttlMs": 0, "cacheScope": "public"}})
+            await reply.json(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "result": {
+                        "resultType": "complete",
+                        "contents": [],
+                        "ttlMs": 0,
+                        "cacheScope": "public",
+                    },
+                }
+            )
         else:
-            await reply.json({"jsonrpc": "2.0", "id": rid, "error": {
-                "code": -32601, "message": "Method not found"}}, status=404)
+            await reply.json(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "error": {"code": -32601, "message": "Method not found"},
+                },
+                status=404,
+            )
 
 
 def decoded(value: str) -> str:
@@ -97,10 +151,16 @@ async def test_2026_requests_carry_the_headers_and_no_session(autojump_clock: An
         assert client.server_info.name == "m"
         names = [tool.name for tool in (await client.list_tools()).tools]
         assert names == ["sql", "slow", "über tool"]  # "bad" left out (number header)
-        await client.call_tool("sql", {
-            "region": "us-west1", "priority": 42, "verbose": None, "where": {"zone": " z "},
-            "query": "SELECT 1",
-        })
+        await client.call_tool(
+            "sql",
+            {
+                "region": "us-west1",
+                "priority": 42,
+                "verbose": None,
+                "where": {"zone": " z "},
+                "query": "SELECT 1",
+            },
+        )
         await client.call_tool("über tool", {})
         await client.read_resource("file:///a b.txt")
         assert transport.session_id is None
@@ -150,7 +210,8 @@ async def test_auto_falls_back_to_initialize_over_http(autojump_clock: Any) -> N
         assert client.protocol_version == "2025-11-25"
         await client.list_tools()
     assert [r.rpc_method for r in server.requests if r.method == "POST"][:2] == [
-        "server/discover", "initialize"
+        "server/discover",
+        "initialize",
     ]
 
 
@@ -173,16 +234,28 @@ def test_value_encoding_follows_the_spec_examples() -> None:
         ({"v": {"type": "array", "x-mcp-header": "V"}}, "needs type"),
         ({"v": {"type": "null", "x-mcp-header": "V"}}, "needs type"),
         ({"v": {"type": "number", "x-mcp-header": "V"}}, "needs type"),
-        ({"a": {"type": "string", "x-mcp-header": "R"},
-          "b": {"type": "string", "x-mcp-header": "R"}}, "twice"),
-        ({"a": {"type": "string", "x-mcp-header": "MyField"},
-          "b": {"type": "string", "x-mcp-header": "myfield"}}, "twice"),
+        (
+            {
+                "a": {"type": "string", "x-mcp-header": "R"},
+                "b": {"type": "string", "x-mcp-header": "R"},
+            },
+            "twice",
+        ),
+        (
+            {
+                "a": {"type": "string", "x-mcp-header": "MyField"},
+                "b": {"type": "string", "x-mcp-header": "myfield"},
+            },
+            "twice",
+        ),
         ({"v": {"type": "string", "x-mcp-header": "My Region"}}, "header token"),
         ({"v": {"type": "string", "x-mcp-header": "Region:Primary"}}, "header token"),
         ({"v": {"type": "string", "x-mcp-header": "Région"}}, "header token"),
         ({"v": {"type": "string", "x-mcp-header": "Region\t1"}}, "header token"),
-        ({"v": {"type": "array", "items": {"type": "string", "x-mcp-header": "I"}}},
-         "not reachable"),
+        (
+            {"v": {"type": "array", "items": {"type": "string", "x-mcp-header": "I"}}},
+            "not reachable",
+        ),
         ({"v": {"anyOf": [{"type": "string", "x-mcp-header": "A"}]}}, "not reachable"),
     ],
 )
@@ -192,13 +265,23 @@ def test_invalid_annotations_are_refused(properties: dict[str, Any], reason: str
 
 
 def test_param_headers_follow_nested_paths_and_types() -> None:
-    params = header_parameters({"type": "object", "properties": {
-        "a": {"type": "object", "properties": {"b": {"type": "integer", "x-mcp-header": "B"}}},
-        "t": {"type": "boolean", "x-mcp-header": "T"},
-    }})
+    params = header_parameters(
+        {
+            "type": "object",
+            "properties": {
+                "a": {
+                    "type": "object",
+                    "properties": {"b": {"type": "integer", "x-mcp-header": "B"}},
+                },
+                "t": {"type": "boolean", "x-mcp-header": "T"},
+            },
+        }
+    )
     assert params == {"b": ("a", "b"), "t": ("t",)}
     assert parameter_headers({"a": {"b": 7}, "t": False}, params) == {
-        "Mcp-Param-b": "7", "Mcp-Param-t": "false"}
+        "Mcp-Param-b": "7",
+        "Mcp-Param-t": "false",
+    }
     assert parameter_headers({"a": {"b": None}}, params) == {}
     assert parameter_headers(None, params) == {}
 
@@ -219,13 +302,34 @@ class ChangingSchemaApp(ModernApp):
             region: dict[str, Any] = {"type": "string"}
             if self.listings > 1:
                 region["x-mcp-header"] = "Region"
-            await reply.json({"jsonrpc": "2.0", "id": rid, "result": {
-                "resultType": "complete", "ttlMs": 60_000, "tools": [{"name": "sql",
-                "inputSchema": {"type": "object", "properties": {"region": region}}}]}})
+            await reply.json(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "result": {
+                        "resultType": "complete",
+                        "ttlMs": 60_000,
+                        "tools": [
+                            {
+                                "name": "sql",
+                                "inputSchema": {"type": "object", "properties": {"region": region}},
+                            }
+                        ],
+                    },
+                }
+            )
         elif method == "tools/call" and "mcp-param-region" not in request.headers:
-            await reply.json({"jsonrpc": "2.0", "id": rid, "error": {
-                "code": -32020, "message": "Header mismatch: Mcp-Param-Region is missing"}},
-                status=400)
+            await reply.json(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "error": {
+                        "code": -32020,
+                        "message": "Header mismatch: Mcp-Param-Region is missing",
+                    },
+                },
+                status=400,
+            )
         else:
             await super().__call__(request, reply)
 
@@ -253,11 +357,23 @@ class DroppingListenApp(ModernApp):
             return
         sid = body["id"]
         await reply.start_sse()
-        await reply.event({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
-                           "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": sid},
-                                      "notifications": {"toolsListChanged": True}}})
-        await reply.event({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
-                           "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": sid}}})
+        await reply.event(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/subscriptions/acknowledged",
+                "params": {
+                    "_meta": {"io.modelcontextprotocol/subscriptionId": sid},
+                    "notifications": {"toolsListChanged": True},
+                },
+            }
+        )
+        await reply.event(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/tools/list_changed",
+                "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": sid}},
+            }
+        )
         reply.drop()  # the connection goes away without the closing answer
 
 

@@ -208,8 +208,12 @@ class AsgiClient:
         if not isinstance(body, bytes):
             body = json.dumps(body).encode()
         exchange = Exchange(
-            method, path, all_headers, chunks if chunks is not None else [body],
-            blocking=blocking, query=query,
+            method,
+            path,
+            all_headers,
+            chunks if chunks is not None else [body],
+            blocking=blocking,
+            query=query,
         )
         self.nursery.start_soon(self._run, exchange)
         return exchange
@@ -250,12 +254,11 @@ class AsgiClient:
         assert note.status == 202, (note.status, note.body)
         return session_id
 
-    async def call(self, session_id: str, request_id: int, name: str, args: Any = None,
-                   **kwargs: Any) -> Any:
+    async def call(
+        self, session_id: str, request_id: int, name: str, args: Any = None, **kwargs: Any
+    ) -> Any:
         """tools/call over a POST; returns the JSON-RPC answer (SSE or JSON)."""
-        reply = await self.post(
-            tool_call(request_id, name, args), session_id=session_id, **kwargs
-        )
+        reply = await self.post(tool_call(request_id, name, args), session_id=session_id, **kwargs)
         assert reply.status == 200, (reply.status, reply.body)
         if reply.headers["content-type"].startswith("application/json"):
             return reply.json()
@@ -288,8 +291,9 @@ def init_request(version: str = "2025-11-25", request_id: int = 0) -> dict[str, 
     }
 
 
-def tool_call(request_id: int | str, name: str, args: Any = None,
-              meta: Any = None) -> dict[str, Any]:
+def tool_call(
+    request_id: int | str, name: str, args: Any = None, meta: Any = None
+) -> dict[str, Any]:
     params: dict[str, Any] = {"name": name, "arguments": args or {}}
     if meta is not None:
         params["_meta"] = meta
@@ -352,8 +356,10 @@ def make_server(log: ServerLog | None = None) -> LowLevelServer:
         if name == "sample":
             result = await ctx.send_request(
                 "sampling/createMessage",
-                {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
-                 "maxTokens": 10},
+                {
+                    "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                    "maxTokens": 10,
+                },
             )
             return text(f"sampled: {result.content.text}")
         if name == "poll":

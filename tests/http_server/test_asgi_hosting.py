@@ -62,9 +62,12 @@ async def test_mounted_under_a_root_path(autojump_clock: trio.abc.Clock) -> None
         await nursery.start(app.run)
         client = AsgiClient(app, nursery)
         exchange = client.start(
-            "POST", "/api/mcp",
-            headers=[("content-type", "application/json"),
-                     ("accept", "application/json, text/event-stream")],
+            "POST",
+            "/api/mcp",
+            headers=[
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+            ],
             body=init_request(),
         )
         exchange.scope["root_path"] = "/api"

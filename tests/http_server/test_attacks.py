@@ -59,8 +59,9 @@ class Server:
 
 def parse_answer(received: bytes) -> tuple[int, dict[str, str], bytes]:
     conn = h11.Connection(h11.CLIENT)
-    conn.send(h11.Request(method="POST", target="/", headers=[("host", "x"),
-                                                              ("content-length", "0")]))
+    conn.send(
+        h11.Request(method="POST", target="/", headers=[("host", "x"), ("content-length", "0")])
+    )
     conn.send(h11.EndOfMessage())
     conn.receive_data(received)
     conn.receive_data(b"")
@@ -98,13 +99,18 @@ def head(lines: list[str]) -> bytes:
 
 
 def post(body: bytes, extra: list[str], target: str = "/mcp", version: str = "1.1") -> bytes:
-    return head([
-        f"POST {target} HTTP/{version}",
-        "Host: 127.0.0.1",
-        "Content-Type: application/json",
-        f"Accept: {ACCEPT}",
-        *extra,
-    ]) + body
+    return (
+        head(
+            [
+                f"POST {target} HTTP/{version}",
+                "Host: 127.0.0.1",
+                "Content-Type: application/json",
+                f"Accept: {ACCEPT}",
+                *extra,
+            ]
+        )
+        + body
+    )
 
 
 INIT = json.dumps(init_request()).encode()
@@ -187,19 +193,25 @@ async def test_unknown_http_versions_get_505_and_close(engine: str, version: str
 
 
 def _post_with(headers: list[str]) -> bytes:
-    return head([
-        "POST /mcp HTTP/1.1",
-        "Content-Type: application/json",
-        f"Content-Length: {len(INIT)}",
-        "Connection: close",
-        *headers,
-    ]) + INIT
+    return (
+        head(
+            [
+                "POST /mcp HTTP/1.1",
+                "Content-Type: application/json",
+                f"Content-Length: {len(INIT)}",
+                "Connection: close",
+                *headers,
+            ]
+        )
+        + INIT
+    )
 
 
 async def test_two_accept_headers_are_one_list(engine: str) -> None:
     async with serving(engine) as server:
-        raw = _post_with(["Host: 127.0.0.1", "Accept: application/json",
-                          "Accept: text/event-stream"])
+        raw = _post_with(
+            ["Host: 127.0.0.1", "Accept: application/json", "Accept: text/event-stream"]
+        )
         got, _, _ = await server.exchange(raw)
         assert got == 200
         assert server.sessions == 1
@@ -212,12 +224,17 @@ async def test_two_accept_headers_are_one_list(engine: str) -> None:
         ["Host: 127.0.0.1", "Origin: http://127.0.0.1", "Origin: http://evil.example"],
         ["Host: 127.0.0.1", "Content-Type: application/json"],
         ["Host: 127.0.0.1", "Mcp-Session-Id: a", "Mcp-Session-Id: b"],
-        ["Host: 127.0.0.1", "MCP-Protocol-Version: 2025-11-25",
-         "MCP-Protocol-Version: 2025-06-18"],
+        ["Host: 127.0.0.1", "MCP-Protocol-Version: 2025-11-25", "MCP-Protocol-Version: 2025-06-18"],
         ["Host: 127.0.0.1", f"Content-Length: {len(INIT) + 1}"],
     ],
-    ids=["Host", "Origin", "Content-Type", "Mcp-Session-Id", "MCP-Protocol-Version",
-         "Content-Length"],
+    ids=[
+        "Host",
+        "Origin",
+        "Content-Type",
+        "Mcp-Session-Id",
+        "MCP-Protocol-Version",
+        "Content-Length",
+    ],
 )
 async def test_a_repeated_singleton_header_is_refused(engine: str, repeated: list[str]) -> None:
     async with serving(engine) as server:

@@ -54,6 +54,7 @@ async def test_a_head_of_exactly_the_limit_is_served(autojump_clock: trio.abc.Cl
     pad = 16 * 1024 - (len(base) - 4) - 4
     raw = request("POST", "/elsewhere", b"", [("x-pad", "p" * pad)])
     assert raw.index(b"\r\n\r\n") + 4 == 16 * 1024
-    got, _, _ = await _answer(raw + request("GET", "/elsewhere", b"", [("connection", "close")]),
-                              "whole")
+    got, _, _ = await _answer(
+        raw + request("GET", "/elsewhere", b"", [("connection", "close")]), "whole"
+    )
     assert got == 404  # served: the app answered

@@ -43,8 +43,11 @@ async def open_session(app: Any, version: str) -> str:
 
 
 def get(session_id: str, version: str, last_event_id: str | None = None) -> bytes:
-    headers = [("accept", "text/event-stream"), ("mcp-session-id", session_id),
-               ("mcp-protocol-version", version)]
+    headers = [
+        ("accept", "text/event-stream"),
+        ("mcp-session-id", session_id),
+        ("mcp-protocol-version", version),
+    ]
     if last_event_id is not None:
         headers.append(("last-event-id", last_event_id))
     return request("GET", headers=headers)
@@ -165,8 +168,9 @@ async def test_resuming_a_finished_stream_keeps_the_connection_usable(
             if resumed.headers.get("connection") == "close":
                 assert await wire.eof() == b""
             else:  # kept alive: the next request on it is answered
-                await client.send_all(post(tool_call(8, "echo", {"text": "y"}), session_id,
-                                           version))
+                await client.send_all(
+                    post(tool_call(8, "echo", {"text": "y"}), session_id, version)
+                )
                 assert (await wire.response()).status == 200
             await client.aclose()
 

@@ -53,7 +53,8 @@ def make_server(fixture: Fixture) -> Server:
     async def greet(ctx: Context) -> str:
         fixture.ran.append("greet")
         answer = await ctx.elicit(
-            "Name?", {"type": "object", "properties": {"name": {"type": "string"}}},
+            "Name?",
+            {"type": "object", "properties": {"name": {"type": "string"}}},
             key="user_name",
         )
         assert answer.data is not None
@@ -68,12 +69,16 @@ def make_server(fixture: Fixture) -> Server:
             fixture.cancelled.set()
         return "never"
 
-    @app.tool(input_schema={
-        "type": "object",
-        "properties": {"region": {"type": "string", "x-mcp-header": "Region"},
-                       "query": {"type": "string"}},
-        "required": ["region"],
-    })
+    @app.tool(
+        input_schema={
+            "type": "object",
+            "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+                "query": {"type": "string"},
+            },
+            "required": ["region"],
+        }
+    )
     def routed(region: str, query: str = "") -> str:
         return region
 
@@ -84,22 +89,31 @@ def make_server(fixture: Fixture) -> Server:
     return app
 
 
-def headers_for(method: str, params: Any, *, version: str | None = V,
-                drop: Sequence[str] = (), **override: str) -> list[tuple[str, str]]:
-    headers = {"content-type": "application/json",
-               "accept": "application/json, text/event-stream"}
+def headers_for(
+    method: str, params: Any, *, version: str | None = V, drop: Sequence[str] = (), **override: str
+) -> list[tuple[str, str]]:
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
     if version is not None:
-        headers.update({k.lower(): v for k, v in modern.standard_headers(method, params, version)
-                        .items()})
+        headers.update(
+            {k.lower(): v for k, v in modern.standard_headers(method, params, version).items()}
+        )
     for name in drop:
         headers.pop(name, None)
     headers.update({k.replace("_", "-"): v for k, v in override.items()})
     return list(headers.items())
 
 
-async def post(client: AsgiClient, method: str, params: dict[str, Any] | None = None,
-               request_id: int = 1, *, wait: bool = True, with_meta: bool = True,
-               extra: Sequence[tuple[str, str]] = (), **header_options: Any) -> Exchange:
+async def post(
+    client: AsgiClient,
+    method: str,
+    params: dict[str, Any] | None = None,
+    request_id: int = 1,
+    *,
+    wait: bool = True,
+    with_meta: bool = True,
+    extra: Sequence[tuple[str, str]] = (),
+    **header_options: Any,
+) -> Exchange:
     params = dict(params or {})
     if with_meta:
         params.setdefault("_meta", meta())
@@ -148,9 +162,12 @@ async def test_discover_and_a_call_answer_json_without_a_session() -> None:
 async def test_notifications_turn_the_answer_into_an_event_stream() -> None:
     async with serving() as (_, client, _):
         reply = await post(
-            client, "tools/call",
-            {"name": "progress", "_meta": meta(progressToken="p", **{
-                modern.META_LOG_LEVEL: "info"})},
+            client,
+            "tools/call",
+            {
+                "name": "progress",
+                "_meta": meta(progressToken="p", **{modern.META_LOG_LEVEL: "info"}),
+            },
         )
         assert reply.headers["content-type"] == "text/event-stream"
         methods = [m.get("method") for m in reply.messages()]
@@ -160,8 +177,9 @@ async def test_notifications_turn_the_answer_into_an_event_stream() -> None:
 
 async def test_no_log_messages_without_a_log_level() -> None:
     async with serving() as (_, client, _):
-        reply = await post(client, "tools/call",
-                           {"name": "progress", "_meta": meta(progressToken="p")})
+        reply = await post(
+            client, "tools/call", {"name": "progress", "_meta": meta(progressToken="p")}
+        )
         methods = [m.get("method") for m in reply.messages()]
         assert methods == ["notifications/progress", None]
 
@@ -176,8 +194,9 @@ async def test_no_log_messages_without_a_log_level() -> None:
         ({"mcp_protocol_version": "2025-11-25"}, "does not match"),
     ],
 )
-async def test_header_mismatch_is_400_and_nothing_runs(options: dict[str, Any],
-                                                      fragment: str) -> None:
+async def test_header_mismatch_is_400_and_nothing_runs(
+    options: dict[str, Any], fragment: str
+) -> None:
     async with serving() as (_, client, fixture):
         reply = await post(client, "tools/call", {"name": "greet"}, request_id=7, **options)
         assert reply.status == 400
@@ -190,8 +209,7 @@ async def test_header_mismatch_is_400_and_nothing_runs(options: dict[str, Any],
 
 async def test_missing_protocol_version_header_on_a_2026_body() -> None:
     async with serving() as (_, client, _):
-        reply = await post(client, "tools/list", version=None,
-                           extra=[("mcp-method", "tools/list")])
+        reply = await post(client, "tools/list", version=None, extra=[("mcp-method", "tools/list")])
         assert reply.status == 400
         assert reply.json()["error"]["code"] == -32020
 
@@ -207,12 +225,16 @@ async def test_param_headers_are_checked_against_the_arguments() -> None:
         assert "Mcp-Param-region is missing" in missing.json()["error"]["message"]
         wrong = await post(client, "tools/call", args, extra=[("mcp-param-region", "eu")])
         assert wrong.json()["error"]["code"] == -32020
-        bad_b64 = await post(client, "tools/call", args,
-                             extra=[("mcp-param-region", "=?base64?SGVsbG8?=")])
+        bad_b64 = await post(
+            client, "tools/call", args, extra=[("mcp-param-region", "=?base64?SGVsbG8?=")]
+        )
         assert bad_b64.status == 400
-        encoded = await post(client, "tools/call",
-                             {"name": "routed", "arguments": {"region": "Hello"}},
-                             extra=[("mcp-param-region", "=?base64?SGVsbG8=?=")])
+        encoded = await post(
+            client,
+            "tools/call",
+            {"name": "routed", "arguments": {"region": "Hello"}},
+            extra=[("mcp-param-region", "=?base64?SGVsbG8=?=")],
+        )
         assert encoded.status == 200
 
 
@@ -221,9 +243,13 @@ async def test_envelope_errors_are_400_with_the_spec_data() -> None:
         no_meta = await post(client, "server/discover", with_meta=False, request_id=101)
         assert no_meta.status == 400
         assert no_meta.json() == {
-            "jsonrpc": "2.0", "id": 101,
-            "error": {"code": -32602, "message": no_meta.json()["error"]["message"],
-                      "data": {"path": "params._meta"}},
+            "jsonrpc": "2.0",
+            "id": 101,
+            "error": {
+                "code": -32602,
+                "message": no_meta.json()["error"]["message"],
+                "data": {"path": "params._meta"},
+            },
         }
         bad = meta(**{modern.META_PROTOCOL_VERSION: "v999"})
         unsupported = await post(client, "server/discover", {"_meta": bad}, version="v999")
@@ -235,8 +261,14 @@ async def test_envelope_errors_are_400_with_the_spec_data() -> None:
 
 async def test_removed_and_unknown_methods_are_404() -> None:
     async with serving() as (_, client, _):
-        for method in ("initialize", "ping", "logging/setLevel", "resources/subscribe",
-                       "resources/unsubscribe", "unknown/method"):
+        for method in (
+            "initialize",
+            "ping",
+            "logging/setLevel",
+            "resources/subscribe",
+            "resources/unsubscribe",
+            "unknown/method",
+        ):
             reply = await post(client, method, request_id=500)
             assert reply.status == 404, method
             assert reply.json()["error"]["code"] == -32601
@@ -259,11 +291,16 @@ async def test_elicitation_through_input_required() -> None:
         first = (await post(client, "tools/call", {"name": "greet"})).json()["result"]
         assert first["resultType"] == "input_required"
         assert first["inputRequests"]["user_name"]["method"] == "elicitation/create"
-        retry = await post(client, "tools/call", {
-            "name": "greet",
-            "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ada"}}},
-            "requestState": first["requestState"],
-        }, request_id=2)
+        retry = await post(
+            client,
+            "tools/call",
+            {
+                "name": "greet",
+                "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ada"}}},
+                "requestState": first["requestState"],
+            },
+            request_id=2,
+        )
         assert retry.json()["result"]["content"][0]["text"] == "Hello, Ada!"
         assert fixture.ran == ["greet", "greet"]  # the same body, run twice
 
@@ -274,10 +311,15 @@ async def test_a_tampered_state_runs_nothing() -> None:
         fixture.ran.clear()
         state = first["requestState"]
         tampered = state[:-2] + ("A" if state[-2] != "A" else "B") + state[-1]
-        reply = await post(client, "tools/call", {
-            "name": "greet", "requestState": tampered,
-            "inputResponses": {"user_name": {"action": "accept", "content": {"name": "x"}}},
-        })
+        reply = await post(
+            client,
+            "tools/call",
+            {
+                "name": "greet",
+                "requestState": tampered,
+                "inputResponses": {"user_name": {"action": "accept", "content": {"name": "x"}}},
+            },
+        )
         assert reply.json()["error"]["code"] == -32602
         assert "requestState" in reply.json()["error"]["message"]
         assert fixture.ran == []
@@ -309,16 +351,18 @@ async def test_the_handler_timeout_applies(autojump_clock: trio.testing.MockCloc
 async def test_get_and_delete_with_a_2026_header_are_405() -> None:
     async with serving() as (_, client, _):
         for method in ("GET", "DELETE"):
-            reply = await client.request(method, headers=[("mcp-protocol-version", V),
-                                                          ("accept", "text/event-stream")])
+            reply = await client.request(
+                method, headers=[("mcp-protocol-version", V), ("accept", "text/event-stream")]
+            )
             assert reply.status == 405
             assert reply.headers["allow"] == "POST"
 
 
 async def test_an_unknown_header_version_on_a_legacy_body_stays_400() -> None:
     async with serving() as (_, client, _):
-        reply = await client.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                                  version="1999-01-01")
+        reply = await client.post(
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, version="1999-01-01"
+        )
         assert reply.status == 400
         assert "Unsupported MCP-Protocol-Version" in reply.json()["error"]["message"]
 
@@ -326,8 +370,12 @@ async def test_an_unknown_header_version_on_a_legacy_body_stays_400() -> None:
 async def test_a_2026_request_on_a_2025_session_is_refused() -> None:
     async with serving() as (_, client, fixture):
         session_id = await client.initialize()
-        body = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                "params": {"name": "greet", "_meta": meta()}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "greet", "_meta": meta()},
+        }
         reply = await client.post(body, session_id=session_id)
         error = answer_of(reply)["error"]
         assert error["code"] == -32600
@@ -346,32 +394,49 @@ async def test_listen_streams_acknowledge_then_tag_changes() -> None:
     async with serving() as (app, client, _):
         server = app._lifespan_of
         assert isinstance(server, Server)
-        exchange = await post(client, "subscriptions/listen",
-                              {"notifications": {"toolsListChanged": True,
-                                                 "resourceSubscriptions": ["test://static",
-                                                                           "test://nope"]}},
-                              request_id=9, wait=False)
+        exchange = await post(
+            client,
+            "subscriptions/listen",
+            {
+                "notifications": {
+                    "toolsListChanged": True,
+                    "resourceSubscriptions": ["test://static", "test://nope"],
+                }
+            },
+            request_id=9,
+            wait=False,
+        )
         ack = await exchange.next_message()
         assert exchange.headers["content-type"] == "text/event-stream"
         assert ack["method"] == "notifications/subscriptions/acknowledged"
         assert ack["params"]["_meta"] == {modern.META_SUBSCRIPTION_ID: 9}
         assert ack["params"]["notifications"] == {
-            "toolsListChanged": True, "resourceSubscriptions": ["test://static"]}
+            "toolsListChanged": True,
+            "resourceSubscriptions": ["test://static"],
+        }
         server.add_tool(lambda: "new", name="fresh")
         changed = await exchange.next_message()
-        assert changed == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
-                           "params": {"_meta": {modern.META_SUBSCRIPTION_ID: 9}}}
+        assert changed == {
+            "jsonrpc": "2.0",
+            "method": "notifications/tools/list_changed",
+            "params": {"_meta": {modern.META_SUBSCRIPTION_ID: 9}},
+        }
         await server.notify_resource_updated("test://static")
         updated = await exchange.next_message()
-        assert updated["params"] == {"_meta": {modern.META_SUBSCRIPTION_ID: 9},
-                                     "uri": "test://static"}
+        assert updated["params"] == {
+            "_meta": {modern.META_SUBSCRIPTION_ID: 9},
+            "uri": "test://static",
+        }
         await app.shutdown()  # ends the stream gracefully, with its result
         final = await exchange.next_message()
         assert final["id"] == 9
-        assert final["result"] == {"resultType": "complete",
-                                   "_meta": {modern.META_SUBSCRIPTION_ID: 9,
-                                             modern.META_SERVER_INFO: {"name": "modern",
-                                                                       "version": "2.0"}}}
+        assert final["result"] == {
+            "resultType": "complete",
+            "_meta": {
+                modern.META_SUBSCRIPTION_ID: 9,
+                modern.META_SERVER_INFO: {"name": "modern", "version": "2.0"},
+            },
+        }
 
 
 async def test_a_listen_request_with_no_kinds_is_refused() -> None:
@@ -380,8 +445,9 @@ async def test_a_listen_request_with_no_kinds_is_refused() -> None:
         error = reply.json()["error"]
         assert error["code"] == -32602
         assert "at least one kind" in error["message"]
-        falsy = await post(client, "subscriptions/listen",
-                           {"notifications": {"toolsListChanged": False}})
+        falsy = await post(
+            client, "subscriptions/listen", {"notifications": {"toolsListChanged": False}}
+        )
         assert falsy.json()["error"]["code"] == -32602
 
 
@@ -406,10 +472,12 @@ async def test_finished_requests_leave_no_memory_behind() -> None:
     import tracemalloc
 
     async with serving() as (_, client, _):
+
         async def calls(n: int) -> None:
             for i in range(n):
-                reply = await post(client, "tools/call",
-                                   {"name": "echo", "arguments": {"text": f"t{i}"}}, i)
+                reply = await post(
+                    client, "tools/call", {"name": "echo", "arguments": {"text": f"t{i}"}}, i
+                )
                 assert reply.status == 200
 
         await calls(50)  # warm caches (cattrs hooks, capabilities) first

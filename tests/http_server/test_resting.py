@@ -127,8 +127,12 @@ async def test_framework_notifications_reach_a_resting_session_on_its_get_stream
     async with running_app(CONFIG, server) as (app, client):
         session_id = await client.initialize()
         subscribe = await client.post(
-            {"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe",
-             "params": {"uri": "memo://one"}},
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "resources/subscribe",
+                "params": {"uri": "memo://one"},
+            },
             session_id=session_id,
         )
         assert subscribe.status == 200
@@ -157,20 +161,26 @@ async def test_a_resting_session_keeps_its_log_level(autojump_clock: trio.abc.Cl
     async with running_app(CONFIG, framework_server()) as (app, client):
         session_id = await client.initialize()
         level = await client.post(
-            {"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel",
-             "params": {"level": "error"}},
+            {"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "error"}},
             session_id=session_id,
         )
         assert level.status == 200
         await settle()
         assert session_of(app, session_id).resting
         reply = await client.post(
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-             "params": {"name": "shout", "arguments": {}}},
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "shout", "arguments": {}},
+            },
             session_id=session_id,
         )
-        logs = [m["params"]["data"] for m in reply.messages()
-                if m.get("method") == "notifications/message"]
+        logs = [
+            m["params"]["data"]
+            for m in reply.messages()
+            if m.get("method") == "notifications/message"
+        ]
         assert logs == ["loud"]
 
 

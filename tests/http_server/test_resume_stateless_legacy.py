@@ -82,9 +82,7 @@ async def test_sse_polling_the_server_closes_and_the_client_resumes(
     async with running_app() as (_, client):
         session_id = await client.initialize()
         # What the conformance suite sends: a 2025-03-26 header inside a 2025-11-25 session.
-        post = await client.post(
-            tool_call(1, "poll"), session_id=session_id, version="2025-03-26"
-        )
+        post = await client.post(tool_call(1, "poll"), session_id=session_id, version="2025-03-26")
         events = post.events
         assert events[0].id is not None
         assert events[0].data == ""
@@ -92,14 +90,20 @@ async def test_sse_polling_the_server_closes_and_the_client_resumes(
         assert events[-1].retry_ms == 1000 or post.body.endswith(b"retry: 1000\n\n")
         resumed = await client.request(
             "GET",
-            headers=[*GET, ("mcp-session-id", session_id), ("mcp-protocol-version", "2025-03-26"),
-                     ("last-event-id", events[0].id)],
+            headers=[
+                *GET,
+                ("mcp-session-id", session_id),
+                ("mcp-protocol-version", "2025-03-26"),
+                ("last-event-id", events[0].id),
+            ],
         )
         assert resumed.status == 200
         note, answer = resumed.messages()
         assert note["params"]["data"] == "closed=True"
         assert answer == {
-            "jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "polled"}]}
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {"content": [{"type": "text", "text": "polled"}]},
         }
 
 
@@ -173,7 +177,9 @@ async def test_stateless_requests_need_no_handshake(autojump_clock: trio.abc.Clo
             tool_call(9, "progress", {"n": 2}, meta={"progressToken": "p"}), version="2025-06-18"
         )
         assert [m.get("method") for m in progress.messages()] == [
-            "notifications/progress", "notifications/progress", None
+            "notifications/progress",
+            "notifications/progress",
+            None,
         ]
         await progress.wait_returned()
         assert len({id(s) for s in log.sessions}) == 4  # a fresh session for each POST
@@ -229,7 +235,10 @@ async def test_legacy_sse_session(autojump_clock: trio.abc.Clock) -> None:
 
         async def post(message: object) -> int:
             reply = await client.request(
-                "POST", "/messages", headers=post_headers(version=None), body=message,
+                "POST",
+                "/messages",
+                headers=post_headers(version=None),
+                body=message,
                 query=query.encode(),
             )
             return reply.status or 0
@@ -260,7 +269,10 @@ async def test_legacy_post_errors(autojump_clock: trio.abc.Clock) -> None:
         )
         assert unknown.status == 404
         wrong_type = await client.request(
-            "POST", "/messages", headers=[("content-type", "text/plain")], body=b"{}",
+            "POST",
+            "/messages",
+            headers=[("content-type", "text/plain")],
+            body=b"{}",
             query=query,
         )
         assert wrong_type.status == 415
@@ -312,7 +324,10 @@ async def test_legacy_client_that_does_not_read_loses_its_session(
 
         async def post(message: object) -> int:
             reply = await client.request(
-                "POST", "/messages", headers=post_headers(version=None), body=message,
+                "POST",
+                "/messages",
+                headers=post_headers(version=None),
+                body=message,
                 query=query,
             )
             return reply.status or 0

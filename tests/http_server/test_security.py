@@ -31,8 +31,15 @@ LOCAL = ("localhost", "127.0.0.1", "[::1]")
 
 @pytest.mark.parametrize(
     "host",
-    ["localhost", "localhost:8000", "127.0.0.1", "127.0.0.1:1", "[::1]", "[::1]:8080",
-     "LOCALHOST:9"],
+    [
+        "localhost",
+        "localhost:8000",
+        "127.0.0.1",
+        "127.0.0.1:1",
+        "[::1]",
+        "[::1]:8080",
+        "LOCALHOST:9",
+    ],
 )
 def test_local_hosts_pass(host: str) -> None:
     assert host_allowed(host, LOCAL)
@@ -40,10 +47,28 @@ def test_local_hosts_pass(host: str) -> None:
 
 @pytest.mark.parametrize(
     "host",
-    [None, "", "evil.example.com", "localhost.evil.com", "evil.com:8000", "127.0.0.1.nip.io",
-     "::1", "[::1", "[::2]", "[0:0:0:0:0:0:0:1]", "[::1]x", "localhost:abc", "localhost:",
-     "localhost.", "user@localhost", "localhost/x", "127.0.0.1 ", "[::1]:80:80",
-     "[::ffff:127.0.0.1]", "0.0.0.0"],
+    [
+        None,
+        "",
+        "evil.example.com",
+        "localhost.evil.com",
+        "evil.com:8000",
+        "127.0.0.1.nip.io",
+        "::1",
+        "[::1",
+        "[::2]",
+        "[0:0:0:0:0:0:0:1]",
+        "[::1]x",
+        "localhost:abc",
+        "localhost:",
+        "localhost.",
+        "user@localhost",
+        "localhost/x",
+        "127.0.0.1 ",
+        "[::1]:80:80",
+        "[::ffff:127.0.0.1]",
+        "0.0.0.0",
+    ],
 )
 def test_hostile_hosts_fail(host: str | None) -> None:
     assert not host_allowed(host, LOCAL)
@@ -113,8 +138,7 @@ async def test_hostile_host_or_origin_is_refused_on_every_method(
 
 async def test_missing_host_is_refused(autojump_clock: trio.abc.Clock) -> None:
     async with running_app() as (_, client):
-        reply = await client.request("POST", headers=post_headers(), body=init_request(),
-                                     host=None)
+        reply = await client.request("POST", headers=post_headers(), body=init_request(), host=None)
         assert reply.status == 421
 
 
@@ -152,8 +176,14 @@ async def test_legacy_endpoints_check_host_too(autojump_clock: trio.abc.Clock) -
 
 @pytest.mark.parametrize(
     "content_type",
-    [None, "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
-     "application/jsonp", "text/json"],
+    [
+        None,
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "application/jsonp",
+        "text/json",
+    ],
 )
 async def test_non_json_post_is_415_before_reading(
     autojump_clock: trio.abc.Clock, content_type: str | None
@@ -179,11 +209,19 @@ async def test_json_with_charset_is_fine(autojump_clock: trio.abc.Clock) -> None
 
 
 @pytest.mark.parametrize(
-    "accept", [None, "", "application/json", "text/event-stream", "text/html",
-               "application/json, text/event-stream;q=0"],
+    "accept",
+    [
+        None,
+        "",
+        "application/json",
+        "text/event-stream",
+        "text/html",
+        "application/json, text/event-stream;q=0",
+    ],
 )
-async def test_post_needs_both_media_types(autojump_clock: trio.abc.Clock,
-                                           accept: str | None) -> None:
+async def test_post_needs_both_media_types(
+    autojump_clock: trio.abc.Clock, accept: str | None
+) -> None:
     async with running_app() as (_, client):
         headers = [("content-type", "application/json")]
         if accept is not None:
@@ -255,8 +293,10 @@ async def test_chunked_oversized_body_is_413_while_reading(
 
 
 async def test_body_at_the_limit_is_fine(autojump_clock: trio.abc.Clock) -> None:
-    body = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":'
-            b'"2025-11-25","capabilities":{},"clientInfo":{"name":"a","version":"0"}}}')
+    body = (
+        b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":'
+        b'"2025-11-25","capabilities":{},"clientInfo":{"name":"a","version":"0"}}}'
+    )
     padded = body[:-1] + b" " * 100 + b"}"
     config = HttpServerConfig(max_body_bytes=len(padded))
     async with running_app(config) as (_, client):
@@ -267,9 +307,7 @@ async def test_body_at_the_limit_is_fine(autojump_clock: trio.abc.Clock) -> None
 
 async def test_slow_body_gets_408(autojump_clock: trio.abc.Clock) -> None:
     async with running_app(HttpServerConfig(body_timeout=5)) as (app, client):
-        exchange = client.start(
-            "POST", headers=post_headers(version=None), chunks=[b"{", b"}"]
-        )
+        exchange = client.start("POST", headers=post_headers(version=None), chunks=[b"{", b"}"])
         # the exchange's receive() hands out "{" then waits for a disconnect: a stalled body
         exchange._requests[0]["more_body"] = True
         exchange._requests.pop()
@@ -355,8 +393,8 @@ async def test_another_principal_gets_the_same_404(autojump_clock: trio.abc.Cloc
             reply = await client.post(tool_call(2, "echo"), session_id=session_id, extra=other)
             assert reply.status == 404
             get = await client.request(
-                "GET", headers=[("accept", "text/event-stream"), ("mcp-session-id", session_id),
-                                *other],
+                "GET",
+                headers=[("accept", "text/event-stream"), ("mcp-session-id", session_id), *other],
             )
             assert get.status == 404
             delete = await client.request(

@@ -19,16 +19,22 @@ from trimcp.transports.http_server import HttpServerConfig, hypercorn_config, se
 from trimcp.transports.http_server.serve import Engine
 
 BOUND = 60.0  # graceful_timeout is 1 s and the sessions' close bound 11 s
-HEADERS = ("Host: 127.0.0.1\r\nContent-Type: application/json\r\n"
-           "Accept: application/json, text/event-stream\r\n")
+HEADERS = (
+    "Host: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    "Accept: application/json, text/event-stream\r\n"
+)
 
 
 def post(body: dict[str, object], session_id: str | None = None) -> bytes:
     data = json.dumps(body).encode()
-    extra = f"Mcp-Session-Id: {session_id}\r\nMCP-Protocol-Version: 2025-11-25\r\n" \
-        if session_id else ""
-    return (f"POST /mcp HTTP/1.1\r\n{HEADERS}{extra}Content-Length: {len(data)}\r\n\r\n"
-            .encode() + data)
+    extra = (
+        f"Mcp-Session-Id: {session_id}\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+        if session_id
+        else ""
+    )
+    return (
+        f"POST /mcp HTTP/1.1\r\n{HEADERS}{extra}Content-Length: {len(data)}\r\n\r\n".encode() + data
+    )
 
 
 async def read_head(stream: trio.SocketStream) -> bytes:
@@ -50,9 +56,13 @@ async def test_shutdown_is_bounded_with_a_client_that_never_reads(engine: Engine
 
             async def run(task_status: trio.TaskStatus[int]) -> None:
                 await serve_http(
-                    make_server(), port=0, engine=engine, config=config,
+                    make_server(),
+                    port=0,
+                    engine=engine,
+                    config=config,
                     hypercorn=hypercorn_config(graceful_timeout=1.0),
-                    shutdown_trigger=stop.wait, task_status=task_status,
+                    shutdown_trigger=stop.wait,
+                    task_status=task_status,
                 )
                 stopped.set()
 
@@ -63,12 +73,15 @@ async def test_shutdown_is_bounded_with_a_client_that_never_reads(engine: Engine
             reader = trio.SocketStream(sock)
             await reader.send_all(post(init_request()))
             head = await read_head(reader)
-            session_id = next(line.split(b":", 1)[1].strip().decode()
-                              for line in head.split(b"\r\n")
-                              if line.lower().startswith(b"mcp-session-id"))
+            session_id = next(
+                line.split(b":", 1)[1].strip().decode()
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"mcp-session-id")
+            )
             # A call whose answer stream carries megabytes of progress: never read.
-            await reader.send_all(post({"jsonrpc": "2.0", "method": "notifications/initialized"},
-                                       session_id))
+            await reader.send_all(
+                post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session_id)
+            )
             call = tool_call(1, "progress", {"n": 100_000}, meta={"progressToken": "p"})
             await reader.send_all(post(call, session_id))
             # Not a synchronisation (the bound holds whenever the trigger comes): a little

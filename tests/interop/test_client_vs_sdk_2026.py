@@ -133,8 +133,11 @@ async def test_sampling_elicitation_and_roots_through_input_required(transport: 
 async def test_resources_templates_prompts_and_completion(transport: str) -> None:
     async with connected(transport) as client:
         static = await client.read_resource("sdk://static")
-        assert static.contents == [TextResourceContents(
-            uri="sdk://static", text="static text from the SDK peer", mime_type="text/plain")]
+        assert static.contents == [
+            TextResourceContents(
+                uri="sdk://static", text="static text from the SDK peer", mime_type="text/plain"
+            )
+        ]
         assert static.ttl_ms is not None
         templates = [t.uri_template async for t in client.iter_resource_templates()]
         assert templates == ["sdk://items/{item_id}"]

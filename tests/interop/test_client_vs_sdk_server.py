@@ -47,9 +47,7 @@ async def test_trimcp_client_drives_the_sdk_server(tmp_path: Path) -> None:
     stderr: list[str] = []
     with trio.fail_after(TEST_BOUND):
         # The session era (this SDK also speaks 2026-07-28: see test_client_vs_sdk_2026.py).
-        async with connect_stdio(
-            SERVER, env=env, on_stderr=stderr.append, mode="legacy"
-        ) as client:
+        async with connect_stdio(SERVER, env=env, on_stderr=stderr.append, mode="legacy") as client:
             assert client.server_info.name == "sdk-stdio-peer"
             assert client.protocol_version == "2025-11-25"
             assert client.server_capabilities.tools is not None

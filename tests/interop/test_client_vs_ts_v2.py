@@ -53,7 +53,10 @@ def ts_v2() -> dict[str, str]:
             pytest.fail(f"{reason} (CI must provide npm)")
         pytest.skip(reason)
     done = subprocess.run(
-        [str(SETUP), "--quiet"], capture_output=True, text=True, timeout=SETUP_TIMEOUT,
+        [str(SETUP), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=SETUP_TIMEOUT,
         check=False,
     )
     assert done.returncode == 0, f"setup.sh failed:\n{done.stderr}"
@@ -81,7 +84,10 @@ async def sample(ctx: RequestContext, params: CreateMessageRequestParams) -> Cre
 async def http_url(ts_v2: dict[str, str]) -> AsyncIterator[str]:
     async with trio.open_nursery() as nursery:
         run = functools.partial(
-            trio.run_process, argv(ts_v2, "http"), stdout=subprocess.PIPE, env=env(ts_v2),
+            trio.run_process,
+            argv(ts_v2, "http"),
+            stdout=subprocess.PIPE,
+            env=env(ts_v2),
             check=False,
         )
         process = await nursery.start(run)
@@ -131,8 +137,15 @@ async def test_every_feature_in_2026(ts_v2: dict[str, str], transport: str) -> N
         assert client.server_info.name == "ts-v2-peer"
         assert client.instructions == "The TypeScript v2 peer."
         names = [tool.name async for tool in client.iter_tools()]
-        assert names == ["add", "count", "log_levels", "ask_user", "ask_model", "client_roots",
-                         "touch"]
+        assert names == [
+            "add",
+            "count",
+            "log_levels",
+            "ask_user",
+            "ask_model",
+            "client_roots",
+            "touch",
+        ]
         assert (await client.call_tool("add", {"a": 2, "b": 3})).content == [TextContent(text="5")]
 
         updates: list[tuple[float, float | None, str | None]] = []
@@ -154,7 +167,8 @@ async def test_every_feature_in_2026(ts_v2: dict[str, str], transport: str) -> N
 
         static = await client.read_resource("ts://static")
         assert static.contents == [
-            TextResourceContents(uri="ts://static", text="static text from the TS peer")]
+            TextResourceContents(uri="ts://static", text="static text from the TS peer")
+        ]
         templates = [t.uri_template async for t in client.iter_resource_templates()]
         assert templates == ["ts://items/{id}"]
         apple = await client.read_resource("ts://items/apple")
@@ -169,9 +183,10 @@ async def test_every_feature_in_2026(ts_v2: dict[str, str], transport: str) -> N
 
 
 async def test_listen_over_http(ts_v2: dict[str, str]) -> None:
-    async with connected(ts_v2, "http") as client, client.listen(
-        tools_list_changed=True
-    ) as subscription:
+    async with (
+        connected(ts_v2, "http") as client,
+        client.listen(tools_list_changed=True) as subscription,
+    ):
         assert subscription.acknowledged is not None
         assert subscription.acknowledged.tools_list_changed is True
         await client.call_tool("touch", {"uri": "ts://static"})

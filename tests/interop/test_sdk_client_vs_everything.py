@@ -26,8 +26,17 @@ WAV_MAGIC = b"RIFF".hex()
 @pytest.fixture(scope="module")
 def report() -> dict[str, Any]:
     completed = subprocess.run(
-        [sys.executable, str(PEER), "--timeout", "20", "--overall-timeout", "100", "--",
-         sys.executable, str(SERVER)],
+        [
+            sys.executable,
+            str(PEER),
+            "--timeout",
+            "20",
+            "--overall-timeout",
+            "100",
+            "--",
+            sys.executable,
+            str(SERVER),
+        ],
         capture_output=True,
         text=True,
         timeout=150,
@@ -42,9 +51,17 @@ def is_2026_diagnostic(name: str) -> bool:
     """The everything server's fixtures for the 2026-07-28 scenarios (listed in both eras),
     the tasks fixtures included (tests/tasks covers them)."""
     return name.startswith(("test_input_required_result_", "test_trigger_")) or name in {
-        "test_missing_capability", "test_streaming_elicitation", "test_logging_tool",
-        "test_custom_headers", "greet", "slow_compute", "failing_job", "protocol_error_job",
-        "confirm_delete", "multi_input", "test_tool_with_task",
+        "test_missing_capability",
+        "test_streaming_elicitation",
+        "test_logging_tool",
+        "test_custom_headers",
+        "greet",
+        "slow_compute",
+        "failing_job",
+        "protocol_error_job",
+        "confirm_delete",
+        "multi_input",
+        "test_tool_with_task",
     }
 
 
@@ -65,11 +82,21 @@ def test_handshake_ping_and_logging_level(report: dict[str, Any]) -> None:
 def test_every_tool_is_listed_with_a_description(report: dict[str, Any]) -> None:
     tools = report["tools"]
     assert {
-        "test_simple_text", "test_image_content", "test_audio_content",
-        "test_embedded_resource", "test_multiple_content_types", "test_tool_with_logging",
-        "test_error_handling", "test_tool_with_progress", "test_sampling", "test_elicitation",
-        "test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums",
-        "json_schema_2020_12_tool", "test_reconnection", "update_watched_resource",
+        "test_simple_text",
+        "test_image_content",
+        "test_audio_content",
+        "test_embedded_resource",
+        "test_multiple_content_types",
+        "test_tool_with_logging",
+        "test_error_handling",
+        "test_tool_with_progress",
+        "test_sampling",
+        "test_elicitation",
+        "test_elicitation_sep1034_defaults",
+        "test_elicitation_sep1330_enums",
+        "json_schema_2020_12_tool",
+        "test_reconnection",
+        "update_watched_resource",
     } == {
         name
         for name in tools
@@ -105,8 +132,9 @@ def test_content_tools(report: dict[str, Any]) -> None:
     mixed = calls["test_multiple_content_types"]["content"]
     assert [block["type"] for block in mixed] == ["text", "image", "resource"]
     assert json.loads(mixed[2]["resource"]["text"]) == {"test": "data", "value": 123}
-    assert not any(call["is_error"] for name, call in calls.items()
-                   if name != "test_error_handling")
+    assert not any(
+        call["is_error"] for name, call in calls.items() if name != "test_error_handling"
+    )
 
 
 def test_error_is_a_tool_result(report: dict[str, Any]) -> None:
@@ -144,19 +172,31 @@ def test_elicitation_round_trips(report: dict[str, Any]) -> None:
     assert contact["requestedSchema"]["required"] == ["username", "email"]
     calls = report["calls"]
     assert '"username": "testuser"' in text_of(calls["test_elicitation"]["content"])
-    defaults = next(r for r in report["elicitation_requests"]
-                    if "verified" in r["requestedSchema"]["properties"])
+    defaults = next(
+        r
+        for r in report["elicitation_requests"]
+        if "verified" in r["requestedSchema"]["properties"]
+    )
     props = defaults["requestedSchema"]["properties"]
     assert {name: p["default"] for name, p in props.items()} == {
-        "name": "John Doe", "age": 30, "score": 95.5, "status": "active", "verified": True,
+        "name": "John Doe",
+        "age": 30,
+        "score": 95.5,
+        "status": "active",
+        "verified": True,
     }
     assert '"name": "Jane Smith"' in text_of(calls["test_elicitation_sep1034_defaults"]["content"])
-    enums = next(r for r in report["elicitation_requests"]
-                 if "legacyEnum" in r["requestedSchema"]["properties"])
+    enums = next(
+        r
+        for r in report["elicitation_requests"]
+        if "legacyEnum" in r["requestedSchema"]["properties"]
+    )
     props = enums["requestedSchema"]["properties"]
     assert props["legacyEnum"]["enumNames"] == ["Option One", "Option Two", "Option Three"]
     assert [o["const"] for o in props["titledMulti"]["items"]["anyOf"]] == [
-        "value1", "value2", "value3"
+        "value1",
+        "value2",
+        "value3",
     ]
     text = text_of(calls["test_elicitation_sep1330_enums"]["content"])
     assert text.startswith("Elicitation completed: action=accept")
@@ -176,17 +216,22 @@ def test_resources_templates_and_reads(report: dict[str, Any]) -> None:
     assert all(r["name"] and r["description"] and r["mimeType"] for r in listed.values())
     assert [t["uriTemplate"] for t in report["templates"]] == ["test://template/{id}/data"]
     reads = report["reads"]
-    assert reads["test://static-text"] == [{
-        "uri": "test://static-text", "mimeType": "text/plain",
-        "text": "This is the content of the static text resource.",
-    }]
+    assert reads["test://static-text"] == [
+        {
+            "uri": "test://static-text",
+            "mimeType": "text/plain",
+            "text": "This is the content of the static text resource.",
+        }
+    ]
     [binary] = reads["test://static-binary"]
     assert binary["mimeType"] == "image/png"
     assert base64.b64decode(binary["blob"]).startswith(b"\x89PNG")
     [templated] = reads["test://template/123/data"]
     assert templated["mimeType"] == "application/json"
     assert json.loads(templated["text"]) == {
-        "id": "123", "templateTest": True, "data": "Data for ID: 123"
+        "id": "123",
+        "templateTest": True,
+        "data": "Data for ID: 123",
     }
 
 
@@ -202,18 +247,30 @@ def test_subscription_delivers_updates_until_unsubscribed(report: dict[str, Any]
 def test_prompts_and_completion(report: dict[str, Any]) -> None:
     prompts = report["prompts"]
     assert set(prompts) == {
-        "test_simple_prompt", "test_prompt_with_arguments",
-        "test_prompt_with_embedded_resource", "test_prompt_with_image",
+        "test_simple_prompt",
+        "test_prompt_with_arguments",
+        "test_prompt_with_embedded_resource",
+        "test_prompt_with_image",
         "test_input_required_result_prompt",
     }
     assert all(p["description"] for p in prompts.values())
     args = prompts["test_prompt_with_arguments"]["arguments"]
     assert [(a["name"], a["required"]) for a in args] == [("arg1", True), ("arg2", True)]
     messages = report["prompt_messages"]
-    assert messages["test_prompt_with_arguments"] == [{"role": "user", "content": {
-        "type": "text", "text": "Prompt with arguments: arg1='testValue1', arg2='testValue2'"}}]
+    assert messages["test_prompt_with_arguments"] == [
+        {
+            "role": "user",
+            "content": {
+                "type": "text",
+                "text": "Prompt with arguments: arg1='testValue1', arg2='testValue2'",
+            },
+        }
+    ]
     embedded = messages["test_prompt_with_embedded_resource"]
     assert embedded[0]["content"]["resource"]["uri"] == "test://example-resource"
     assert [m["content"]["type"] for m in messages["test_prompt_with_image"]] == ["image", "text"]
-    assert report["completion"] == {"values": ["test", "testing", "tested"], "total": 3,
-                                    "hasMore": False}
+    assert report["completion"] == {
+        "values": ["test", "testing", "tested"],
+        "total": 3,
+        "hasMore": False,
+    }

@@ -28,8 +28,12 @@ def run_peer(*args: str) -> dict[str, Any]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT)  # the server child imports this checkout's trimcp
     done = subprocess.run(
-        [sys.executable, str(PEER), *args], capture_output=True, text=True, timeout=TIMEOUT,
-        env=env, check=False,
+        [sys.executable, str(PEER), *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=env,
+        check=False,
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     report: dict[str, Any] = json.loads(done.stdout)
@@ -46,7 +50,10 @@ def report(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     process = subprocess.Popen(
         [sys.executable, str(SERVER), "--transport", "http", "--port", "0"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
     )
     assert process.stdout is not None
     try:
@@ -79,7 +86,9 @@ def test_tools_progress_and_opted_in_logs(report: dict[str, Any]) -> None:
     assert calls["test_simple_text"] == "This is a simple text response for testing."
     assert report["progress"] == [0, 50, 100]
     assert [log["data"] for log in report["logs"]] == [
-        "Tool execution started", "Tool processing data", "Tool execution completed",
+        "Tool execution started",
+        "Tool processing data",
+        "Tool execution completed",
     ]
 
 
@@ -96,15 +105,19 @@ def test_sampling_elicitation_and_roots_through_input_required(report: dict[str,
     )
     # Each question reached the client once per round it was asked in.
     assert report["elicitations"] == [
-        "Please provide your information", "What is your name?",
-        "Step 1: What is your name?", "Step 2: What is your favorite color?",
+        "Please provide your information",
+        "What is your name?",
+        "Step 1: What is your name?",
+        "Step 2: What is your favorite color?",
     ]
     assert report["roots_requests"] == 2
 
 
 def test_resources_templates_prompts_and_completion(report: dict[str, Any]) -> None:
     assert report["resources"] == [
-        "test://static-binary", "test://static-text", "test://watched-resource",
+        "test://static-binary",
+        "test://static-text",
+        "test://watched-resource",
     ]
     assert report["templates"] == ["test://template/{id}/data"]
     assert report["read"][0]["text"] == "This is the content of the static text resource."

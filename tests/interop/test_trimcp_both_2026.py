@@ -84,8 +84,11 @@ async def sample(ctx: RequestContext, params: CreateMessageRequestParams) -> Cre
 async def served() -> AsyncIterator[str]:
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
-        port = await nursery.start(lambda task_status: serve_http(
-            app, port=0, shutdown_trigger=stop.wait, task_status=task_status))
+        port = await nursery.start(
+            lambda task_status: serve_http(
+                app, port=0, shutdown_trigger=stop.wait, task_status=task_status
+            )
+        )
         try:
             yield f"http://127.0.0.1:{port}/mcp"
         finally:
@@ -95,10 +98,16 @@ async def served() -> AsyncIterator[str]:
 async def test_every_feature_over_the_stateless_path() -> None:
     logs: list[LoggingMessageNotificationParams] = []
     with trio.fail_after(30):
-        async with served() as url, connect_http(
-            url, elicitation_handler=elicit, sampling_handler=sample,
-            roots=[Root(uri="file:///w")], on_log_message=logs.append,
-        ) as client:
+        async with (
+            served() as url,
+            connect_http(
+                url,
+                elicitation_handler=elicit,
+                sampling_handler=sample,
+                roots=[Root(uri="file:///w")],
+                on_log_message=logs.append,
+            ) as client,
+        ):
             assert client.era is Era.MODERN
             assert client.server_info.name == "both"
             updates: list[Any] = []
@@ -116,16 +125,21 @@ async def test_every_feature_over_the_stateless_path() -> None:
             assert {str(log.data) for log in logs} == {"asked capital?"}
 
             static = await client.read_resource("both://static")
-            assert static.contents == [TextResourceContents(
-                uri="both://static", text="static text", mime_type="text/plain")]
+            assert static.contents == [
+                TextResourceContents(
+                    uri="both://static", text="static text", mime_type="text/plain"
+                )
+            ]
             assert [t.uri_template async for t in client.iter_resource_templates()] == [
-                "both://items/{item}"]
+                "both://items/{item}"
+            ]
             got = await client.read_resource("both://items/7")
             assert isinstance(got.contents[0], TextResourceContents)
             assert got.contents[0].text == "item 7"
             prompt = await client.get_prompt("greet", {"name": "Bob"})
             assert prompt.messages[0].content == TextContent(
-                text="Write a friendly greeting for Bob.")
+                text="Write a friendly greeting for Bob."
+            )
             done = await client.complete(PromptReference(name="greet"), "style", "f")
             assert done.completion.values == ["formal", "friendly", "funny"]
 

@@ -36,8 +36,10 @@ from trimcp.types import (
     TextResourceContents,
 )
 
-SERVER = [sys.executable, str(Path(__file__).resolve().parents[1] / "peers"
-                              / "sdk_everything_server.py")]
+SERVER = [
+    sys.executable,
+    str(Path(__file__).resolve().parents[1] / "peers" / "sdk_everything_server.py"),
+]
 TEST_BOUND = 60.0
 NOTIFY_WAIT = 10.0
 
@@ -98,8 +100,17 @@ async def test_handshake_tools_progress_errors_and_logging() -> None:
         await client.ping()
 
         tools = {tool.name: tool async for tool in client.iter_tools()}
-        assert set(tools) == {"add", "count", "ask_model", "ask_user", "client_roots",
-                              "roots_changes", "log_levels", "touch", "fail"}
+        assert set(tools) == {
+            "add",
+            "count",
+            "ask_model",
+            "ask_user",
+            "client_roots",
+            "roots_changes",
+            "log_levels",
+            "touch",
+            "fail",
+        }
         assert tools["add"].output_schema is not None
 
         # Structured output, validated by the client against the listed output schema.
@@ -127,7 +138,12 @@ async def test_handshake_tools_progress_errors_and_logging() -> None:
         assert filtered.structured_content == {"result": 2}
         await inbox.wait_for(lambda: len(inbox.logs) >= 6)
         assert [log.level for log in inbox.logs] == [
-            "debug", "info", "warning", "error", "warning", "error"
+            "debug",
+            "info",
+            "warning",
+            "error",
+            "warning",
+            "error",
         ]
         assert inbox.logs[0].logger == "sdk-peer"
         assert inbox.logs[0].data == {"level": "debug", "n": 0}
@@ -135,18 +151,20 @@ async def test_handshake_tools_progress_errors_and_logging() -> None:
 
 async def test_sampling_elicitation_and_roots() -> None:
     sampled: list[CreateMessageRequestParams] = []
-    answers = iter([
-        ElicitResult(action="accept", content={"name": "Ada", "age": 36, "subscribe": True}),
-        ElicitResult(action="decline"),
-    ])
+    answers = iter(
+        [
+            ElicitResult(action="accept", content={"name": "Ada", "age": 36, "subscribe": True}),
+            ElicitResult(action="decline"),
+        ]
+    )
     forms: list[ElicitRequestFormParams] = []
 
-    async def model(ctx: RequestContext, params: CreateMessageRequestParams) -> (
-        CreateMessageResult
-    ):
+    async def model(ctx: RequestContext, params: CreateMessageRequestParams) -> CreateMessageResult:
         sampled.append(params)
         return CreateMessageResult(
-            role="assistant", content=TextContent(text="forty-two"), model="toy-model",
+            role="assistant",
+            content=TextContent(text="forty-two"),
+            model="toy-model",
             stop_reason="endTurn",
         )
 

@@ -44,10 +44,20 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 SAMPLED_TEXT = "This is a test response from the client"
 CONTACT = {"username": "testuser", "email": "test@example.com"}
-SEP1034_ANSWER = {"name": "Jane Smith", "age": 25, "score": 88.0, "status": "inactive",
-                  "verified": False}
-SEP1330_ANSWER = {"untitledSingle": "option1", "titledSingle": "value1", "legacyEnum": "opt1",
-                  "untitledMulti": ["option1", "option2"], "titledMulti": ["value1", "value2"]}
+SEP1034_ANSWER = {
+    "name": "Jane Smith",
+    "age": 25,
+    "score": 88.0,
+    "status": "inactive",
+    "verified": False,
+}
+SEP1330_ANSWER = {
+    "untitledSingle": "option1",
+    "titledSingle": "value1",
+    "legacyEnum": "opt1",
+    "untitledMulti": ["option1", "option2"],
+    "titledMulti": ["value1", "value2"],
+}
 WATCHED = "test://watched-resource"
 ROOT_URI = "file:///tmp/sdk-everything-client"
 
@@ -127,21 +137,34 @@ def _decoded_prefix(data: str, n: int) -> str:
     return base64.b64decode(data, validate=True)[:n].hex()
 
 
-DIAGNOSTICS_2026 = frozenset({
-    "test_missing_capability", "test_streaming_elicitation", "test_logging_tool",
-    "test_trigger_tool_change", "test_trigger_prompt_change", "test_custom_headers",
-    # The tasks fixtures (tests/tasks, the conformance tasks-* scenarios): some run only
-    # as tasks, some wait for input; this peer calls tools plainly.
-    "greet", "slow_compute", "failing_job", "protocol_error_job", "confirm_delete",
-    "multi_input", "test_tool_with_task",
-})
+DIAGNOSTICS_2026 = frozenset(
+    {
+        "test_missing_capability",
+        "test_streaming_elicitation",
+        "test_logging_tool",
+        "test_trigger_tool_change",
+        "test_trigger_prompt_change",
+        "test_custom_headers",
+        # The tasks fixtures (tests/tasks, the conformance tasks-* scenarios): some run only
+        # as tasks, some wait for input; this peer calls tools plainly.
+        "greet",
+        "slow_compute",
+        "failing_job",
+        "protocol_error_job",
+        "confirm_delete",
+        "multi_input",
+        "test_tool_with_task",
+    }
+)
 
 TOOL_ARGUMENTS: dict[str, dict[str, Any] | None] = {
     "test_simple_text": None,  # as the suite does: no "arguments" key at all
     "test_sampling": {"prompt": "Test prompt for sampling"},
     "test_elicitation": {"message": "Please provide your information"},
-    "json_schema_2020_12_tool": {"name": "Ann", "address": {"street": "1 Main St",
-                                                            "city": "Paris"}},
+    "json_schema_2020_12_tool": {
+        "name": "Ann",
+        "address": {"street": "1 Main St", "city": "Paris"},
+    },
     "update_watched_resource": {"text": "first update"},
 }
 
@@ -176,8 +199,9 @@ async def _call(session: ClientSession, rec: Recorder, name: str, timeout: float
 TASK_COMPANIONS = frozenset({"greet"})
 
 
-async def _tools(session: ClientSession, rec: Recorder, report: dict[str, Any],
-                 timeout: float) -> None:
+async def _tools(
+    session: ClientSession, rec: Recorder, report: dict[str, Any], timeout: float
+) -> None:
     listed = await session.list_tools()
     report["tools"] = {tool.name: dump(tool) for tool in listed.tools}
     # The 2026-07-28 diagnostics (input_required fixtures, list-change triggers...) are
@@ -199,8 +223,9 @@ async def _tools(session: ClientSession, rec: Recorder, report: dict[str, Any],
     }
 
 
-async def _resources(session: ClientSession, rec: Recorder, report: dict[str, Any],
-                     timeout: float) -> None:
+async def _resources(
+    session: ClientSession, rec: Recorder, report: dict[str, Any], timeout: float
+) -> None:
     listed = await session.list_resources()
     report["resources"] = [dump(resource) for resource in listed.resources]
     templates = await session.list_resource_templates()
@@ -249,8 +274,9 @@ async def _prompts(session: ClientSession, report: dict[str, Any]) -> None:
     report["completion"] = dump(completion.completion)
 
 
-async def exercise(session: ClientSession, rec: Recorder, report: dict[str, Any],
-                   timeout: float) -> None:
+async def exercise(
+    session: ClientSession, rec: Recorder, report: dict[str, Any], timeout: float
+) -> None:
     init = await session.initialize()
     report["protocol_version"] = init.protocol_version
     report["server_info"] = dump(init.server_info)
@@ -270,16 +296,19 @@ async def run(opts: argparse.Namespace, server_argv: list[str], report: dict[str
     )
     try:
         with anyio.fail_after(opts.overall_timeout):
-            async with stdio_client(params) as (read, write), ClientSession(
-                read,
-                write,
-                read_timeout_seconds=opts.timeout,
-                sampling_callback=rec.on_sampling,
-                elicitation_callback=rec.on_elicitation,
-                list_roots_callback=rec.on_list_roots,
-                logging_callback=rec.on_log,
-                message_handler=rec.on_message,
-            ) as session:
+            async with (
+                stdio_client(params) as (read, write),
+                ClientSession(
+                    read,
+                    write,
+                    read_timeout_seconds=opts.timeout,
+                    sampling_callback=rec.on_sampling,
+                    elicitation_callback=rec.on_elicitation,
+                    list_roots_callback=rec.on_list_roots,
+                    logging_callback=rec.on_log,
+                    message_handler=rec.on_message,
+                ) as session,
+            ):
                 await exercise(session, rec, report, opts.timeout)
     finally:
         report["sampling_requests"] = rec.sampling

@@ -37,7 +37,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 LEVELS: list[types.LoggingLevel] = [
-    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
 ]
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
@@ -45,7 +52,9 @@ PNG = base64.b64decode(
 ITEMS = {"apple": "A red fruit.", "apricot": "An orange fruit.", "banana": "A yellow fruit."}
 
 server = MCPServer(
-    "sdk-everything-peer", version="2.0.0", instructions="The SDK's everything peer.",
+    "sdk-everything-peer",
+    version="2.0.0",
+    instructions="The SDK's everything peer.",
     log_level="WARNING",
 )
 # Per process (one stdio session): what the client asked for and told us.
@@ -83,7 +92,9 @@ async def ask_model(question: str, ctx: Context) -> str:
         role="user", content=types.TextContent(type="text", text=question)
     )
     result = await ctx.session.create_message(
-        [message], max_tokens=64, system_prompt="Answer briefly.",
+        [message],
+        max_tokens=64,
+        system_prompt="Answer briefly.",
         related_request_id=ctx.request_id,
     )
     content = result.content
@@ -208,9 +219,7 @@ async def roots_changed(ctx: Any, params: types.NotificationParams) -> None:
 
 lowlevel.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
 lowlevel.add_request_handler("resources/subscribe", types.SubscribeRequestParams, subscribe)
-lowlevel.add_request_handler(
-    "resources/unsubscribe", types.UnsubscribeRequestParams, unsubscribe
-)
+lowlevel.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, unsubscribe)
 lowlevel.add_notification_handler(
     "notifications/roots/list_changed", types.NotificationParams, roots_changed
 )

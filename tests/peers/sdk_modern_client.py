@@ -56,8 +56,10 @@ class Peer:
     ) -> types.CreateMessageResult:
         self.sampling.append(dump(params))
         return types.CreateMessageResult(
-            role="assistant", content=types.TextContent(type="text", text=SAMPLED_TEXT),
-            model="test-model", stop_reason="endTurn",
+            role="assistant",
+            content=types.TextContent(type="text", text=SAMPLED_TEXT),
+            model="test-model",
+            stop_reason="endTurn",
         )
 
     async def on_elicitation(
@@ -84,9 +86,14 @@ async def drive(target: Any, report: dict[str, Any], http: bool) -> None:
         progress.append(value)
 
     async with Client(
-        target, mode="auto", sampling_callback=peer.on_sampling,
-        elicitation_callback=peer.on_elicitation, list_roots_callback=peer.on_roots,
-        logging_callback=peer.on_log, log_level="debug", read_timeout_seconds=20,
+        target,
+        mode="auto",
+        sampling_callback=peer.on_sampling,
+        elicitation_callback=peer.on_elicitation,
+        list_roots_callback=peer.on_roots,
+        logging_callback=peer.on_log,
+        log_level="debug",
+        read_timeout_seconds=20,
     ) as client:
         report["protocol_version"] = client.protocol_version
         report["server_info"] = dump(client.server_info) if client.server_info else None
@@ -105,17 +112,21 @@ async def drive(target: Any, report: dict[str, Any], http: bool) -> None:
             await client.call_tool("test_sampling", {"prompt": "Test prompt for sampling"})
         )
         calls["test_elicitation"] = text_of(
-            await client.call_tool("test_elicitation",
-                                   {"message": "Please provide your information"})
+            await client.call_tool(
+                "test_elicitation", {"message": "Please provide your information"}
+            )
         )
-        for name in ("test_input_required_result_list_roots",
-                     "test_input_required_result_multiple_inputs",
-                     "test_input_required_result_multi_round"):
+        for name in (
+            "test_input_required_result_list_roots",
+            "test_input_required_result_multiple_inputs",
+            "test_input_required_result_multi_round",
+        ):
             calls[name] = text_of(await client.call_tool(name))
         if http:
             calls["test_custom_headers"] = text_of(
-                await client.call_tool("test_custom_headers", {"region": "eu-west\u00e9",
-                                                               "priority": 7})
+                await client.call_tool(
+                    "test_custom_headers", {"region": "eu-west\u00e9", "priority": 7}
+                )
             )
         report["calls"] = calls
         report["progress"] = progress
@@ -134,9 +145,7 @@ async def drive(target: Any, report: dict[str, Any], http: bool) -> None:
         report["templated"] = [dump(c) for c in templated.contents]
         prompts = await client.list_prompts()
         report["prompts"] = sorted(p.name for p in prompts.prompts)
-        prompt = await client.get_prompt(
-            "test_prompt_with_arguments", {"arg1": "a", "arg2": "b"}
-        )
+        prompt = await client.get_prompt("test_prompt_with_arguments", {"arg1": "a", "arg2": "b"})
         report["prompt"] = [dump(m) for m in prompt.messages]
         asked = await client.get_prompt("test_input_required_result_prompt")
         report["prompt_after_input"] = [dump(m) for m in asked.messages]
@@ -167,6 +176,7 @@ def main() -> int:
         # The SDK passes the child a minimal environment: keep PYTHONPATH (a checkout).
         env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else None
         target = StdioServerParameters(command=args.server[0], args=args.server[1:], env=env)
+
     async def bounded() -> None:
         with anyio.fail_after(120):
             await drive(target, report, bool(args.url))

@@ -72,15 +72,23 @@ def test_client_info_log_level_and_trace_are_optional() -> None:
         (None, "params._meta"),
         ({"_meta": "x"}, "params._meta"),
         ({"_meta": {m.META_CLIENT_CAPABILITIES: {}}}, f"params._meta.{m.META_PROTOCOL_VERSION}"),
-        ({"_meta": {m.META_PROTOCOL_VERSION: 7, m.META_CLIENT_CAPABILITIES: {}}},
-         f"params._meta.{m.META_PROTOCOL_VERSION}"),
+        (
+            {"_meta": {m.META_PROTOCOL_VERSION: 7, m.META_CLIENT_CAPABILITIES: {}}},
+            f"params._meta.{m.META_PROTOCOL_VERSION}",
+        ),
         ({"_meta": {m.META_PROTOCOL_VERSION: V}}, f"params._meta.{m.META_CLIENT_CAPABILITIES}"),
-        ({"_meta": meta(**{m.META_CLIENT_CAPABILITIES: []})},
-         f"params._meta.{m.META_CLIENT_CAPABILITIES}"),
-        ({"_meta": meta(**{m.META_CLIENT_CAPABILITIES: {"sampling": 3}})},
-         f"params._meta.{m.META_CLIENT_CAPABILITIES}.sampling"),
-        ({"_meta": meta(**{m.META_CLIENT_INFO: {"name": 1}})},
-         f"params._meta.{m.META_CLIENT_INFO}.name"),
+        (
+            {"_meta": meta(**{m.META_CLIENT_CAPABILITIES: []})},
+            f"params._meta.{m.META_CLIENT_CAPABILITIES}",
+        ),
+        (
+            {"_meta": meta(**{m.META_CLIENT_CAPABILITIES: {"sampling": 3}})},
+            f"params._meta.{m.META_CLIENT_CAPABILITIES}.sampling",
+        ),
+        (
+            {"_meta": meta(**{m.META_CLIENT_INFO: {"name": 1}})},
+            f"params._meta.{m.META_CLIENT_INFO}.name",
+        ),
         ({"_meta": meta(**{m.META_LOG_LEVEL: "loud"})}, f"params._meta.{m.META_LOG_LEVEL}"),
     ],
 )
@@ -117,7 +125,10 @@ def test_negotiated_is_built_per_request() -> None:
 
 def test_request_meta_builds_the_client_envelope() -> None:
     built = m.request_meta(
-        V, ClientCapabilities(), Implementation(name="c", version="1"), log_level="debug",
+        V,
+        ClientCapabilities(),
+        Implementation(name="c", version="1"),
+        log_level="debug",
         extra={"progressToken": 5},
     )
     assert built == {
@@ -153,8 +164,13 @@ def test_http_status_per_code() -> None:
 
 
 def test_removed_methods() -> None:
-    for method in ("initialize", "ping", "logging/setLevel", "resources/subscribe",
-                   "notifications/roots/list_changed"):
+    for method in (
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "notifications/roots/list_changed",
+    ):
         assert method in m.REMOVED_METHODS
     assert "tools/call" not in m.REMOVED_METHODS
     assert {"tools/call", "prompts/get", "resources/read"} == m.INPUT_METHODS
@@ -166,7 +182,9 @@ def test_removed_methods() -> None:
 def test_stamp_result_adds_type_and_server_info() -> None:
     info = {"name": "s", "version": "1"}
     assert m.stamp_result({"tools": []}, info) == {
-        "tools": [], "resultType": "complete", "_meta": {m.META_SERVER_INFO: info}
+        "tools": [],
+        "resultType": "complete",
+        "_meta": {m.META_SERVER_INFO: info},
     }
     kept = m.stamp_result({"_meta": {"k": 1}}, info, "input_required")
     assert kept == {"_meta": {"k": 1, m.META_SERVER_INFO: info}, "resultType": "input_required"}
@@ -333,8 +351,13 @@ def test_annotations_must_be_statically_reachable_and_unique() -> None:
 
 def test_parameter_headers_round_trip_through_the_check() -> None:
     annotations = m.header_parameters(SCHEMA)
-    arguments = {"region": "us-west1", "priority": 42, "verbose": None,
-                 "nested": {"tenant": " t\u00e9 "}, "query": "q"}
+    arguments = {
+        "region": "us-west1",
+        "priority": 42,
+        "verbose": None,
+        "nested": {"tenant": " t\u00e9 "},
+        "query": "q",
+    }
     sent = m.parameter_headers(arguments, annotations)
     assert sent == {
         "Mcp-Param-region": "us-west1",

@@ -11,8 +11,7 @@ import pytest
 
 import tests.interop.test_trimcp_client_vs_sdk_everything as direct
 
-PROXY = [sys.executable, str(Path(__file__).resolve().parents[1] / "peers" / "proxy_peer.py"),
-         "--"]
+PROXY = [sys.executable, str(Path(__file__).resolve().parents[1] / "peers" / "proxy_peer.py"), "--"]
 
 
 @pytest.fixture(autouse=True)

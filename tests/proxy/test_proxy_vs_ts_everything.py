@@ -18,8 +18,7 @@ from tests.interop.ts_everything.conftest import (
     ts_everything_fixture,  # noqa: F401
 )
 
-PROXY = [sys.executable, str(Path(__file__).resolve().parents[1] / "peers" / "proxy_peer.py"),
-         "--"]
+PROXY = [sys.executable, str(Path(__file__).resolve().parents[1] / "peers" / "proxy_peer.py"), "--"]
 
 
 @attrs.frozen(kw_only=True)
@@ -30,8 +29,9 @@ class ProxiedTs(TsEverything):
 
 @pytest.fixture(name="peer")
 def proxied_peer(ts_everything: TsEverything) -> StdioPeer:
-    proxied = ProxiedTs(node=ts_everything.node, entry=ts_everything.entry,
-                        preload=ts_everything.preload)
+    proxied = ProxiedTs(
+        node=ts_everything.node, entry=ts_everything.entry, preload=ts_everything.preload
+    )
     return StdioPeer(proxied)
 
 

@@ -82,8 +82,21 @@ class RedisServer:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.workdir), "--loglevel", "warning"],
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+                "--loglevel",
+                "warning",
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -125,14 +138,19 @@ class Nginx:
 
     def __init__(self, binary: str, workdir: Path, upstreams: list[int]) -> None:
         self.port = free_port()
-        servers = "".join(f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=2s;\n"
-                          for p in upstreams)
+        servers = "".join(
+            f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=2s;\n" for p in upstreams
+        )
         include = f"    upstream trimcp {{\n{servers}        keepalive 16;\n    }}\n"
         conf = workdir / "nginx.conf"
-        conf.write_text(NGINX_CONF.format(
-            dir=workdir, port=self.port, include=include,
-            site=ROOT / "examples" / "deploy" / "nginx-mcp-location.conf",
-        ))
+        conf.write_text(
+            NGINX_CONF.format(
+                dir=workdir,
+                port=self.port,
+                include=include,
+                site=ROOT / "examples" / "deploy" / "nginx-mcp-location.conf",
+            )
+        )
         self.process = subprocess.Popen(
             [binary, "-c", str(conf), "-p", str(workdir), "-e", str(workdir / "error.log")],
             stdout=subprocess.DEVNULL,
@@ -158,8 +176,18 @@ class Replica:
         self.port = free_port() if port is None else port
         self.store_url = store_url
         self.extra = extra
-        args = [sys.executable, "-m", "trimcp", "run", str(REPLICA_APP),
-                "--transport", "http", "--port", str(self.port), *extra]
+        args = [
+            sys.executable,
+            "-m",
+            "trimcp",
+            "run",
+            str(REPLICA_APP),
+            "--transport",
+            "http",
+            "--port",
+            str(self.port),
+            *extra,
+        ]
         if store_url is not None:
             args += ["--store", store_url]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -167,8 +195,7 @@ class Replica:
         os.close(handle)
         self.log = Path(name)
         with self.log.open("wb") as log:
-            self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=log,
-                                            env=env)
+            self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=log, env=env)
         wait_for_port(self.port, self.process, "trimcp replica")
 
     @property

@@ -24,9 +24,10 @@ async def exercise(url: str, calls: int, pause: float, report: dict[str, Any]) -
 
 
 async def _steps(url: str, calls: int, pause: float, report: dict[str, Any]) -> None:
-    async with streamable_http_client(url) as (read, write), ClientSession(
-        read, write, read_timeout_seconds=30
-    ) as session:
+    async with (
+        streamable_http_client(url) as (read, write),
+        ClientSession(read, write, read_timeout_seconds=30) as session,
+    ):
         init = await session.initialize()
         report["protocol_version"] = init.protocol_version
         await session.send_ping()

@@ -27,8 +27,9 @@ async def lane(session: ClientSession, tags: list[str], calls: list[dict[str, An
         calls.append(record)
         progress: list[float] = record["progress"]
 
-        async def on_progress(value: float, total: float | None, message: str | None,
-                              progress: list[float] = progress) -> None:
+        async def on_progress(
+            value: float, total: float | None, message: str | None, progress: list[float] = progress
+        ) -> None:
             progress.append(value)
 
         started = time.monotonic()
@@ -47,9 +48,10 @@ async def run(url: str, calls: int, lanes: int, report: dict[str, Any]) -> None:
     records: list[dict[str, Any]] = []
     report["calls"] = records
     with anyio.fail_after(600):
-        async with streamable_http_client(url) as (read, write), ClientSession(
-            read, write, read_timeout_seconds=60
-        ) as session:
+        async with (
+            streamable_http_client(url) as (read, write),
+            ClientSession(read, write, read_timeout_seconds=60) as session,
+        ):
             await session.initialize()
             print("ready", file=sys.stderr, flush=True)  # the test starts its kills now
             async with anyio.create_task_group() as group:

@@ -41,7 +41,8 @@ def cluster(
     try:
         replicas = [Replica(redis_server.url) for _ in range(3)]
         nginx = Nginx(
-            scale_tools["SCALE_NGINX"], tmp_path_factory.mktemp("nginx"),
+            scale_tools["SCALE_NGINX"],
+            tmp_path_factory.mktemp("nginx"),
             [r.port for r in replicas],
         )
         yield Cluster(redis_server, replicas, nginx)
@@ -55,7 +56,10 @@ def cluster(
 def run_sdk_client(cluster: Cluster, *args: str) -> dict[str, object]:
     done = subprocess.run(
         [sys.executable, str(HERE / "sdk_balanced_client.py"), cluster.nginx.url, *args],
-        capture_output=True, text=True, timeout=CLIENT_TIMEOUT, check=False,
+        capture_output=True,
+        text=True,
+        timeout=CLIENT_TIMEOUT,
+        check=False,
     )
     report: dict[str, object] = json.loads(done.stdout or "{}")
     replicas = "\n".join(f"--- replica {r.port}:\n{r.output()[-2000:]}" for r in cluster.replicas)
@@ -87,9 +91,11 @@ def post(
 ) -> tuple[int, str, str]:
     """One POST straight to a replica: (status, session id header, body text)."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    headers = {"content-type": "application/json",
-               "accept": "application/json, text/event-stream",
-               "mcp-protocol-version": "2025-11-25"}
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+    }
     if session is not None:
         headers["mcp-session-id"] = session
     try:
@@ -103,22 +109,40 @@ def post(
 def delete(port: int, session: str) -> int:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
-        connection.request("DELETE", "/mcp", headers={"mcp-session-id": session,
-                                                      "mcp-protocol-version": "2025-11-25"})
+        connection.request(
+            "DELETE",
+            "/mcp",
+            headers={"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"},
+        )
         return connection.getresponse().status
     finally:
         connection.close()
 
 
-INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-    "protocolVersion": "2025-11-25", "capabilities": {},
-    "clientInfo": {"name": "raw", "version": "1"}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
 def whoami(port: int, session: str, request_id: int) -> tuple[int, str]:
-    status, _, body = post(port, {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                                  "params": {"name": "whoami", "arguments": {}}}, session)
+    status, _, body = post(
+        port,
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "tools/call",
+            "params": {"name": "whoami", "arguments": {}},
+        },
+        session,
+    )
     return status, body
 
 
@@ -150,7 +174,10 @@ def test_a_held_session_survives_redis_losing_its_data(cluster: Cluster) -> None
     assert post(b, INITIALIZED, session)[0] == 202
     done = subprocess.run(
         ["redis-cli", "-p", str(cluster.redis.port), "FLUSHALL"],
-        capture_output=True, text=True, timeout=30, check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
     )
     assert done.stdout.strip() == "OK", done.stderr
     # Held by b: served, and saved again once b asks the store (within a second), so c

@@ -59,9 +59,18 @@ def start_client(url: str) -> subprocess.Popen[str]:
     """The SDK client, once its session is initialized (faults start after that: a
     client whose handshake fails has no session to resume)."""
     client = subprocess.Popen(
-        [sys.executable, str(HERE / "sdk_kill_client.py"), url,
-         "--calls", str(CALLS), "--lanes", str(LANES)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            str(HERE / "sdk_kill_client.py"),
+            url,
+            "--calls",
+            str(CALLS),
+            "--lanes",
+            str(LANES),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert client.stderr is not None
     seen = []

@@ -99,7 +99,8 @@ async def test_events_replay_on_another_replica(redis_server: RedisServer) -> No
             assert prime.startswith(f"{a.replica}.1_")
             # On b, a's stream is replayed under its shared name (not live on b) ...
             assert await on_b.replay_after(prime) == (
-                f"{a.replica}.1", [(first, b"one"), (second, b"two")]
+                f"{a.replica}.1",
+                [(first, b"one"), (second, b"two")],
             )
             # ... and on a under the name a's transport knows it by.
             assert await on_a.replay_after(first) == ("1", [(second, b"two")])
@@ -117,7 +118,8 @@ async def test_events_replay_on_another_replica(redis_server: RedisServer) -> No
         # a has stopped: nothing new on its stream means its answer will never come.
         assert await on_b.replay_after(second) is None
         assert await on_b.replay_after(prime) == (
-            f"{a.replica}.1", [(first, b"one"), (second, b"two")]
+            f"{a.replica}.1",
+            [(first, b"one"), (second, b"two")],
         )
     finally:
         await a.aclose()

@@ -17,8 +17,13 @@ from trimcp.stores.redis_tasks import RUNNER_STOPPED
 def record(task_id: str, owner: str | None = "ann", ttl: float | None = 60.0) -> TaskRecord:
     now = time.time()
     return TaskRecord(
-        task_id=task_id, owner=owner, method="tools/call", protocol_version="2025-11-25",
-        created_at=now, updated_at=now, ttl_ms=None if ttl is None else int(ttl * 1000),
+        task_id=task_id,
+        owner=owner,
+        method="tools/call",
+        protocol_version="2025-11-25",
+        created_at=now,
+        updated_at=now,
+        ttl_ms=None if ttl is None else int(ttl * 1000),
         poll_interval_ms=500,
         expires_at=None if ttl is None else trio.current_time() + ttl,
     )

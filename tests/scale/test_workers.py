@@ -28,10 +28,26 @@ SESSIONS = 20  # each worker is missed by 20 connections with probability 2**-19
 class Supervisor:
     def __init__(self, store_url: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "trimcp", "run", str(REPLICA_APP), "--transport", "http",
-             "--port", "0", "--workers", "2", "--store", store_url],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+            [
+                sys.executable,
+                "-m",
+                "trimcp",
+                "run",
+                str(REPLICA_APP),
+                "--transport",
+                "http",
+                "--port",
+                "0",
+                "--workers",
+                "2",
+                "--store",
+                store_url,
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
@@ -99,7 +115,10 @@ async def test_workers_share_a_port_reload_and_stop(supervisor: Supervisor) -> N
 def test_workers_need_the_http_transport() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "trimcp", "run", str(REPLICA_APP), "--workers", "2"],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert done.returncode == 2

@@ -118,10 +118,15 @@ async def test_list_changed_reaches_initialized_sessions_only(autojump_clock: An
         async with trio.open_nursery() as nursery:
             await nursery.start(functools.partial(app.serve_session, server_end))
             raw = RawPeer(peer_end)
-            await raw.request(0, "initialize", {
-                "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "0"},
-            })
+            await raw.request(
+                0,
+                "initialize",
+                {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            )
             app.add_tool(lambda: "new", name="new_tool")
             app.prompts.entry("prompt0").disable()  # type: ignore[union-attr]
             await trio.testing.wait_all_tasks_blocked()
@@ -129,7 +134,8 @@ async def test_list_changed_reaches_initialized_sessions_only(autojump_clock: An
             await peer_end.aclose()
         for recorder in (done, second):
             assert recorder.methods() == [
-                "notifications/tools/list_changed", "notifications/prompts/list_changed"
+                "notifications/tools/list_changed",
+                "notifications/prompts/list_changed",
             ]
 
 

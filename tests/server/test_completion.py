@@ -31,8 +31,9 @@ def build_app() -> Server:
         return [lang for lang in LANGUAGES if lang.startswith(value)]
 
     @app.completion(ResourceTemplateReference(uri="repo://{owner}/{name}"))
-    async def repo_parts(argument: str, value: str, arguments: Mapping[str, str],
-                         ctx: Context) -> list[str]:
+    async def repo_parts(
+        argument: str, value: str, arguments: Mapping[str, str], ctx: Context
+    ) -> list[str]:
         if argument == "owner":
             return [f"{value}-org", f"{value}-user"]
         assert ctx.client_info is not None
@@ -55,8 +56,9 @@ def build_app() -> Server:
     return app
 
 
-async def complete(client: Any, ref: dict[str, Any], name: str, value: str,
-                   arguments: dict[str, str] | None = None) -> Any:
+async def complete(
+    client: Any, ref: dict[str, Any], name: str, value: str, arguments: dict[str, str] | None = None
+) -> Any:
     params: dict[str, Any] = {"ref": ref, "argument": {"name": name, "value": value}}
     if arguments is not None:
         params["context"] = {"arguments": arguments}
@@ -67,7 +69,9 @@ async def test_argument_completer(autojump_clock: Any) -> None:
     async with connect(build_app()) as (client, _):
         ref = {"type": "ref/prompt", "name": "review"}
         assert await complete(client, ref, "language", "p") == {
-            "values": ["python", "perl", "php"], "total": 3, "hasMore": False
+            "values": ["python", "perl", "php"],
+            "total": 3,
+            "hasMore": False,
         }
         # No completer, but a Literal: its choices by prefix.
         assert (await complete(client, ref, "style", "TH"))["values"] == ["thorough"]
@@ -80,11 +84,10 @@ async def test_argument_completer(autojump_clock: Any) -> None:
 async def test_reference_completer_with_context(autojump_clock: Any) -> None:
     async with connect(build_app()) as (client, _):
         ref = {"type": "ref/resource", "uri": "repo://{owner}/{name}"}
-        assert (await complete(client, ref, "owner", "acme"))["values"] == [
-            "acme-org", "acme-user"
-        ]
+        assert (await complete(client, ref, "owner", "acme"))["values"] == ["acme-org", "acme-user"]
         assert (await complete(client, ref, "name", "tri", {"owner": "acme"}))["values"] == [
-            "acme/tri", "test-client"
+            "acme/tri",
+            "test-client",
         ]
 
 

@@ -178,10 +178,16 @@ async def test_sampling_round_trip(autojump_clock: Any) -> None:
     ("capabilities", "arguments", "fragment"),
     [
         (ClientCapabilities(), {}, "does not support sampling"),
-        (ClientCapabilities(sampling=SamplingCapability()), {"tools": True},
-         "'sampling.tools' capability"),
-        (ClientCapabilities(sampling=SamplingCapability()), {"context": True},
-         "'sampling.context' capability"),
+        (
+            ClientCapabilities(sampling=SamplingCapability()),
+            {"tools": True},
+            "'sampling.tools' capability",
+        ),
+        (
+            ClientCapabilities(sampling=SamplingCapability()),
+            {"context": True},
+            "'sampling.context' capability",
+        ),
     ],
 )
 async def test_sampling_needs_the_capability(
@@ -221,7 +227,10 @@ async def test_elicitation_accept_decline_cancel(autojump_clock: Any) -> None:
             "properties": {
                 "name": {"type": "string", "description": "Who orders."},
                 "quantity": {
-                    "type": "integer", "title": "How many", "minimum": 1, "maximum": 10,
+                    "type": "integer",
+                    "title": "How many",
+                    "minimum": 1,
+                    "maximum": 10,
                     "default": 1,
                 },
                 "size": {
@@ -231,8 +240,7 @@ async def test_elicitation_accept_decline_cancel(autojump_clock: Any) -> None:
                 },
                 "gift": {"type": "boolean", "default": False},
                 "email": {"type": "string", "format": "email"},
-                "extras": {"type": "array", "items": {"type": "string",
-                                                       "enum": ["milk", "sugar"]}},
+                "extras": {"type": "array", "items": {"type": "string", "enum": ["milk", "sugar"]}},
             },
             "required": ["name"],
         },
@@ -258,7 +266,9 @@ async def test_elicitation_on_2025_06_18_uses_the_older_form(autojump_clock: Any
     params = wire(client_handler.requests[0][1])
     assert "mode" not in params
     assert params["requestedSchema"]["properties"]["size"] == {
-        "type": "string", "enum": ["s", "l"], "enumNames": ["Small", "Large"]
+        "type": "string",
+        "enum": ["s", "l"],
+        "enumNames": ["Small", "Large"],
     }
 
 
@@ -306,7 +316,9 @@ async def test_url_elicitation_and_its_completion(autojump_clock: Any) -> None:
         assert text_of(await call_tool(client, "visit")) == "accept"
         await trio.testing.wait_all_tasks_blocked()
     assert wire(client_handler.requests[0][1]) == {
-        "mode": "url", "message": "Log in", "url": "https://example.com/login",
+        "mode": "url",
+        "message": "Log in",
+        "url": "https://example.com/login",
         "elicitationId": "e-1",
     }
     assert [(m, wire(p)) for m, p in client_handler.notifications] == [
@@ -321,9 +333,7 @@ async def test_url_elicitation_and_its_completion(autojump_clock: Any) -> None:
 async def test_roots_round_trip_and_refusal(autojump_clock: Any) -> None:
     app, _ = build_app()
     async with connect(app, full_client(), capabilities=EVERYTHING) as (client, _):
-        assert (await call_tool(client, "roots")).structured_content == {
-            "result": ["file:///work"]
-        }
+        assert (await call_tool(client, "roots")).structured_content == {"result": ["file:///work"]}
     async with connect(app, full_client()) as (client, _):
         result = await call_tool(client, "roots")
     assert result.is_error is True
@@ -337,9 +347,15 @@ async def test_reading_own_resources_and_request_facts(autojump_clock: Any) -> N
     @app.tool()
     async def facts_tool(ctx: Context) -> str:
         assert ctx.session is not None
-        facts.append((ctx.server is app, ctx.session.negotiated is not None,
-                      ctx.client_capabilities, ctx.cancel_requested,
-                      ctx.request_context.method))
+        facts.append(
+            (
+                ctx.server is app,
+                ctx.session.negotiated is not None,
+                ctx.client_capabilities,
+                ctx.cancel_requested,
+                ctx.request_context.method,
+            )
+        )
         return "ok"
 
     async with connect(app, capabilities=EVERYTHING) as (client, _):
@@ -359,6 +375,8 @@ def test_form_building_refuses_what_forms_cannot_hold() -> None:
         build_form({"type": "object", "properties": {"x": {"type": "object"}}}, None)
     form = build_form(Contact, None)
     assert serde.unstructure(form.schema) == {
-        "type": "object", "properties": {"phone": {"type": "string"}}, "required": ["phone"]
+        "type": "object",
+        "properties": {"phone": {"type": "string"}},
+        "required": ["phone"],
     }
     assert form.read({"phone": "123"}) == {"phone": "123"}

@@ -37,16 +37,19 @@ class Outlet:
     def __init__(self) -> None:
         self.sent: list[tuple[str, Any]] = []
 
-    async def send_notification(self, method: str, params: Any = None, *,
-                                related_request_id: Any = None) -> None:
+    async def send_notification(
+        self, method: str, params: Any = None, *, related_request_id: Any = None
+    ) -> None:
         self.sent.append((method, params))
 
 
-def make_server(*, keyring: RequestStateKeyring | None = None, clock: Clock | None = None,
-                max_rounds: int = 8) -> tuple[Server, list[str]]:
+def make_server(
+    *, keyring: RequestStateKeyring | None = None, clock: Clock | None = None, max_rounds: int = 8
+) -> tuple[Server, list[str]]:
     ran: list[str] = []
-    inputs = InputOptions(keyring=keyring or RequestStateKeyring(), clock=clock or Clock(),
-                          max_rounds=max_rounds)
+    inputs = InputOptions(
+        keyring=keyring or RequestStateKeyring(), clock=clock or Clock(), max_rounds=max_rounds
+    )
     app = Server("inputs", "1.0", stateless=StatelessOptions(inputs=inputs))
 
     @app.tool()
@@ -88,12 +91,20 @@ def make_server(*, keyring: RequestStateKeyring | None = None, clock: Clock | No
     return app, ran
 
 
-async def call(app: Server, params: dict[str, Any], *, caps: dict[str, Any] | None = None,
-               principal: Hashable | None = None, method: str = "tools/call",
-               extra_meta: dict[str, Any] | None = None) -> dict[str, Any]:
-    meta = {modern.META_PROTOCOL_VERSION: "2026-07-28",
-            modern.META_CLIENT_CAPABILITIES: CAPS if caps is None else caps,
-            **(extra_meta or {})}
+async def call(
+    app: Server,
+    params: dict[str, Any],
+    *,
+    caps: dict[str, Any] | None = None,
+    principal: Hashable | None = None,
+    method: str = "tools/call",
+    extra_meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    meta = {
+        modern.META_PROTOCOL_VERSION: "2026-07-28",
+        modern.META_CLIENT_CAPABILITIES: CAPS if caps is None else caps,
+        **(extra_meta or {}),
+    }
     request = Request(id=1, method=method, params={**params, "_meta": meta})
     try:
         prepared = prepare(app, request)
@@ -111,8 +122,9 @@ def accept(name: str) -> dict[str, Any]:
     return {"action": "accept", "content": {"name": name}}
 
 
-async def first_round(app: Server, arguments: dict[str, Any] | None = None,
-                      **kwargs: Any) -> dict[str, Any]:
+async def first_round(
+    app: Server, arguments: dict[str, Any] | None = None, **kwargs: Any
+) -> dict[str, Any]:
     reply = await call(app, {"name": "greet", "arguments": arguments or {}}, **kwargs)
     result: dict[str, Any] = reply["result"]
     assert result["resultType"] == "input_required"
@@ -122,11 +134,21 @@ async def first_round(app: Server, arguments: dict[str, Any] | None = None,
 async def test_the_retry_runs_the_same_body_with_its_answer() -> None:
     app, ran = make_server()
     first = await first_round(app, {"who": "ann"})
-    assert first["inputRequests"] == {"name": {"method": "elicitation/create", "params": {
-        "message": "Name for ann?", "requestedSchema": FORM, "mode": "form"}}}
-    retry = await call(app, {"name": "greet", "arguments": {"who": "ann"},
-                             "requestState": first["requestState"],
-                             "inputResponses": {"name": accept("Ann")}})
+    assert first["inputRequests"] == {
+        "name": {
+            "method": "elicitation/create",
+            "params": {"message": "Name for ann?", "requestedSchema": FORM, "mode": "form"},
+        }
+    }
+    retry = await call(
+        app,
+        {
+            "name": "greet",
+            "arguments": {"who": "ann"},
+            "requestState": first["requestState"],
+            "inputResponses": {"name": accept("Ann")},
+        },
+    )
     assert retry["result"]["content"][0]["text"] == "hello Ann"
     assert ran == ["greet ann", "greet ann"]
 
@@ -135,9 +157,15 @@ async def test_state_replayed_for_other_arguments_runs_nothing() -> None:
     app, ran = make_server()
     first = await first_round(app, {"who": "ann"})
     ran.clear()
-    replay = await call(app, {"name": "greet", "arguments": {"who": "bob"},
-                              "requestState": first["requestState"],
-                              "inputResponses": {"name": accept("Bob")}})
+    replay = await call(
+        app,
+        {
+            "name": "greet",
+            "arguments": {"who": "bob"},
+            "requestState": first["requestState"],
+            "inputResponses": {"name": accept("Bob")},
+        },
+    )
     assert replay["error"]["code"] == -32602
     assert "issued for another request" in replay["error"]["message"]
     assert ran == []
@@ -152,20 +180,29 @@ async def test_state_replayed_on_another_tool_or_method_runs_nothing() -> None:
     assert ran == []
 
 
-@pytest.mark.parametrize("mangle", [
-    lambda s: s + "x",
-    lambda s: s[:-4] + ("AAAA" if not s.endswith("AAAA") else "BBBB"),
-    lambda s: "v1.other." + s.split(".", 2)[2],
-    lambda s: "v2." + s.split(".", 1)[1],
-    lambda s: "garbage",
-    lambda s: "",
-])
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda s: s + "x",
+        lambda s: s[:-4] + ("AAAA" if not s.endswith("AAAA") else "BBBB"),
+        lambda s: "v1.other." + s.split(".", 2)[2],
+        lambda s: "v2." + s.split(".", 1)[1],
+        lambda s: "garbage",
+        lambda s: "",
+    ],
+)
 async def test_tampered_state_runs_nothing(mangle: Any) -> None:
     app, ran = make_server()
     first = await first_round(app)
     ran.clear()
-    tampered = await call(app, {"name": "greet", "requestState": mangle(first["requestState"]),
-                                "inputResponses": {"name": accept("x")}})
+    tampered = await call(
+        app,
+        {
+            "name": "greet",
+            "requestState": mangle(first["requestState"]),
+            "inputResponses": {"name": accept("x")},
+        },
+    )
     assert tampered["error"]["code"] == -32602
     assert tampered["error"]["data"] == {"path": "params.requestState"}
     assert ran == []
@@ -177,8 +214,14 @@ async def test_expired_state_runs_nothing() -> None:
     first = await first_round(app)
     ran.clear()
     clock.now += 601  # the default state_ttl is 600 s
-    expired = await call(app, {"name": "greet", "requestState": first["requestState"],
-                               "inputResponses": {"name": accept("x")}})
+    expired = await call(
+        app,
+        {
+            "name": "greet",
+            "requestState": first["requestState"],
+            "inputResponses": {"name": accept("x")},
+        },
+    )
     assert expired["error"]["code"] == -32602
     assert "expired" in expired["error"]["message"]
     assert ran == []
@@ -188,20 +231,40 @@ async def test_state_is_bound_to_the_principal() -> None:
     app, ran = make_server()
     first = await first_round(app, principal="alice")
     ran.clear()
-    stolen = await call(app, {"name": "greet", "requestState": first["requestState"],
-                              "inputResponses": {"name": accept("x")}}, principal="mallory")
+    stolen = await call(
+        app,
+        {
+            "name": "greet",
+            "requestState": first["requestState"],
+            "inputResponses": {"name": accept("x")},
+        },
+        principal="mallory",
+    )
     assert stolen["error"]["code"] == -32602
     assert ran == []
-    own = await call(app, {"name": "greet", "requestState": first["requestState"],
-                           "inputResponses": {"name": accept("Al")}}, principal="alice")
+    own = await call(
+        app,
+        {
+            "name": "greet",
+            "requestState": first["requestState"],
+            "inputResponses": {"name": accept("Al")},
+        },
+        principal="alice",
+    )
     assert own["result"]["content"][0]["text"] == "hello Al"
 
 
 async def test_answers_to_questions_never_asked_are_ignored() -> None:
     app, _ran = make_server()
     first = await first_round(app)
-    again = await call(app, {"name": "greet", "requestState": first["requestState"],
-                             "inputResponses": {"bogus": accept("x"), "other": accept("y")}})
+    again = await call(
+        app,
+        {
+            "name": "greet",
+            "requestState": first["requestState"],
+            "inputResponses": {"bogus": accept("x"), "other": accept("y")},
+        },
+    )
     # The handler never sees them: its own question is asked again.
     assert again["result"]["resultType"] == "input_required"
     assert list(again["result"]["inputRequests"]) == ["name"]
@@ -220,13 +283,25 @@ async def test_an_answer_is_never_reused_for_another_question() -> None:
     first = (await call(app, {"name": "delete"}))["result"]
     assert first["inputRequests"]["confirm"]["params"]["message"] == "Delete a.txt?"
     target["file"] = "b.txt"
-    retry = await call(app, {"name": "delete", "requestState": first["requestState"],
-                             "inputResponses": {"confirm": accept("yes")}})
+    retry = await call(
+        app,
+        {
+            "name": "delete",
+            "requestState": first["requestState"],
+            "inputResponses": {"confirm": accept("yes")},
+        },
+    )
     # The answer was to "Delete a.txt?": the new question is asked, nothing is deleted.
     assert retry["result"]["resultType"] == "input_required"
     assert retry["result"]["inputRequests"]["confirm"]["params"]["message"] == "Delete b.txt?"
-    done = await call(app, {"name": "delete", "requestState": retry["result"]["requestState"],
-                            "inputResponses": {"confirm": accept("yes")}})
+    done = await call(
+        app,
+        {
+            "name": "delete",
+            "requestState": retry["result"]["requestState"],
+            "inputResponses": {"confirm": accept("yes")},
+        },
+    )
     assert done["result"]["content"][0]["text"] == "deleted b.txt"
 
 
@@ -252,8 +327,14 @@ async def test_unbounded_rounds_end_with_an_error() -> None:
         assert result["resultType"] == "input_required"
         key = f"q{round_no}"
         assert list(result["inputRequests"]) == [key]
-        reply = await call(app, {"name": "endless", "requestState": result["requestState"],
-                                 "inputResponses": {key: accept("x")}})
+        reply = await call(
+            app,
+            {
+                "name": "endless",
+                "requestState": result["requestState"],
+                "inputResponses": {key: accept("x")},
+            },
+        )
     assert reply["error"]["code"] == -32600
     assert "3 input_required rounds" in reply["error"]["message"]
 
@@ -263,14 +344,34 @@ async def test_keys_default_to_the_kind_and_order_asked() -> None:
     first = (await call(app, {"name": "auto_keys"}))["result"]
     assert list(first["inputRequests"]) == ["sampling-1"]
     sample = {"role": "assistant", "content": {"type": "text", "text": "t"}, "model": "m1"}
-    second = (await call(app, {"name": "auto_keys", "requestState": first["requestState"],
-                               "inputResponses": {"sampling-1": sample}}))["result"]
+    second = (
+        await call(
+            app,
+            {
+                "name": "auto_keys",
+                "requestState": first["requestState"],
+                "inputResponses": {"sampling-1": sample},
+            },
+        )
+    )["result"]
     assert list(second["inputRequests"]) == ["sampling-2"]
-    third = (await call(app, {"name": "auto_keys", "requestState": second["requestState"],
-                              "inputResponses": {"sampling-2": {**sample, "model": "m2"}}}))
+    third = await call(
+        app,
+        {
+            "name": "auto_keys",
+            "requestState": second["requestState"],
+            "inputResponses": {"sampling-2": {**sample, "model": "m2"}},
+        },
+    )
     assert list(third["result"]["inputRequests"]) == ["roots-1"]
-    done = await call(app, {"name": "auto_keys", "requestState": third["result"]["requestState"],
-                            "inputResponses": {"roots-1": {"roots": []}}})
+    done = await call(
+        app,
+        {
+            "name": "auto_keys",
+            "requestState": third["result"]["requestState"],
+            "inputResponses": {"roots-1": {"roots": []}},
+        },
+    )
     # Answers from earlier rounds travel in the state: round 3 only answered roots.
     assert done["result"]["content"][0]["text"] == "m1/m2/0"
 
@@ -278,8 +379,14 @@ async def test_keys_default_to_the_kind_and_order_asked() -> None:
 async def test_asking_twice_under_one_key_is_a_server_bug() -> None:
     app, _ = make_server()
     first = (await call(app, {"name": "asks_twice"}))["result"]
-    reply = await call(app, {"name": "asks_twice", "requestState": first["requestState"],
-                             "inputResponses": {"same": accept("x")}})
+    reply = await call(
+        app,
+        {
+            "name": "asks_twice",
+            "requestState": first["requestState"],
+            "inputResponses": {"same": accept("x")},
+        },
+    )
     assert reply["result"]["isError"] is True
     assert "already asked" in reply["result"]["content"][0]["text"]
 
@@ -307,12 +414,18 @@ async def test_input_required_only_on_the_three_methods() -> None:
 
 async def test_trace_context_reaches_the_handler() -> None:
     app, _ = make_server()
-    reply = await call(app, {"name": "traced"}, extra_meta={
-        "traceparent": "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01",
-        "baggage": "user=1",
-    })
+    reply = await call(
+        app,
+        {"name": "traced"},
+        extra_meta={
+            "traceparent": "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01",
+            "baggage": "user=1",
+        },
+    )
     assert json.loads(reply["result"]["content"][0]["text"]) == [
-        "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01", "user=1"]
+        "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01",
+        "user=1",
+    ]
 
 
 # --- the keyring ----------------------------------------------------------------------------
@@ -373,7 +486,14 @@ async def test_resources_read_may_ask_too() -> None:
     first = (await call(app, {"uri": "secret://vault"}, method="resources/read"))["result"]
     assert first["resultType"] == "input_required"
     assert "ttlMs" not in first  # interim results carry no cache hints
-    done = await call(app, {"uri": "secret://vault", "requestState": first["requestState"],
-                            "inputResponses": {"hint": accept("moon")}}, method="resources/read")
+    done = await call(
+        app,
+        {
+            "uri": "secret://vault",
+            "requestState": first["requestState"],
+            "inputResponses": {"hint": accept("moon")},
+        },
+        method="resources/read",
+    )
     assert done["result"]["contents"][0]["text"] == "opened with moon"
     assert done["result"]["cacheScope"] == "private"

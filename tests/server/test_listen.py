@@ -20,8 +20,9 @@ class Outlet:
         self.keepalives = 0
         self.changed = trio.Event()
 
-    async def send_notification(self, method: str, params: Any = None, *,
-                                related_request_id: Any = None) -> None:
+    async def send_notification(
+        self, method: str, params: Any = None, *, related_request_id: Any = None
+    ) -> None:
         self.sent.append((method, params))
         self.changed.set()
         self.changed = trio.Event()
@@ -32,8 +33,11 @@ class Outlet:
 
 def listen_request(request_id: int, notifications: dict[str, Any]) -> Request:
     meta = {modern.META_PROTOCOL_VERSION: "2026-07-28", modern.META_CLIENT_CAPABILITIES: {}}
-    return Request(id=request_id, method="subscriptions/listen",
-                   params={"_meta": meta, "notifications": notifications})
+    return Request(
+        id=request_id,
+        method="subscriptions/listen",
+        params={"_meta": meta, "notifications": notifications},
+    )
 
 
 def make_server(**options: Any) -> Server:
@@ -47,8 +51,9 @@ def make_server(**options: Any) -> Server:
     return app
 
 
-async def open_listen(app: Server, request_id: int, notifications: dict[str, Any],
-                      nursery: trio.Nursery) -> tuple[Outlet, list[Answer]]:
+async def open_listen(
+    app: Server, request_id: int, notifications: dict[str, Any], nursery: trio.Nursery
+) -> tuple[Outlet, list[Answer]]:
     outlet = Outlet()
     answers: list[Answer] = []
     prepared = prepare(app, listen_request(request_id, notifications))
@@ -82,12 +87,16 @@ async def test_changes_before_delivery_merge_and_resource_updates_are_tagged(
     app = make_server()
     async with trio.open_nursery() as nursery:
         outlet, _ = await open_listen(
-            app, 2, {"toolsListChanged": True, "resourceSubscriptions": ["test://watched"]},
+            app,
+            2,
+            {"toolsListChanged": True, "resourceSubscriptions": ["test://watched"]},
             nursery,
         )
         ack = outlet.sent[0][1]
-        assert ack["notifications"] == {"toolsListChanged": True,
-                                        "resourceSubscriptions": ["test://watched"]}
+        assert ack["notifications"] == {
+            "toolsListChanged": True,
+            "resourceSubscriptions": ["test://watched"],
+        }
         for name in ("a", "b", "c"):  # three changes while the stream is not looking
             app.add_tool(lambda: "x", name=name)
         await app.notify_resource_updated("test://watched")
@@ -95,8 +104,10 @@ async def test_changes_before_delivery_merge_and_resource_updates_are_tagged(
         await trio.testing.wait_all_tasks_blocked()
         methods = [method for method, _ in outlet.sent[1:]]
         assert methods == ["notifications/tools/list_changed", "notifications/resources/updated"]
-        assert outlet.sent[2][1] == {"_meta": {modern.META_SUBSCRIPTION_ID: 2},
-                                     "uri": "test://watched"}
+        assert outlet.sent[2][1] == {
+            "_meta": {modern.META_SUBSCRIPTION_ID: 2},
+            "uri": "test://watched",
+        }
         nursery.cancel_scope.cancel()
 
 
@@ -121,7 +132,9 @@ async def test_kinds_the_server_cannot_honour_are_left_out_of_the_ack(
     app = make_server()  # no prompts registered: no prompts.listChanged
     async with trio.open_nursery() as nursery:
         outlet, _ = await open_listen(
-            app, 4, {"promptsListChanged": True, "resourceSubscriptions": ["test://nope"]},
+            app,
+            4,
+            {"promptsListChanged": True, "resourceSubscriptions": ["test://nope"]},
             nursery,
         )
         assert outlet.sent[0][1]["notifications"] == {"resourceSubscriptions": []}

@@ -17,8 +17,9 @@ from trimcp.types import LoggingMessageNotificationParams
 
 
 def messages(client: ScriptedClient) -> list[Any]:
-    return [wire(params) for method, params in client.notifications
-            if method == "notifications/message"]
+    return [
+        wire(params) for method, params in client.notifications if method == "notifications/message"
+    ]
 
 
 def build_app() -> Server:
@@ -124,9 +125,7 @@ async def test_a_full_buffer_drops_the_oldest_records(autojump_clock: Any) -> No
             for n in range(10):  # no checkpoint: the session cannot send in between
                 logger.info("record %d", n)
             await trio.testing.wait_all_tasks_blocked()
-            assert [m["data"] for m in messages(recorder)] == [
-                "record 7", "record 8", "record 9"
-            ]
+            assert [m["data"] for m in messages(recorder)] == ["record 7", "record 8", "record 9"]
             assert app._sessions.state(server).dropped_logs == 7
     finally:
         logger.removeHandler(handler)
@@ -164,7 +163,13 @@ def test_level_helpers() -> None:
     assert level_enabled("warning", "error")
     assert not level_enabled("warning", "notice")
     assert [mcp_level(n) for n in (5, 10, 20, 30, 40, 50, 60)] == [
-        "debug", "debug", "info", "warning", "error", "critical", "critical"
+        "debug",
+        "debug",
+        "info",
+        "warning",
+        "error",
+        "critical",
+        "critical",
     ]
     buffer = LogBuffer(2)
     record = LoggingMessageNotificationParams(level="info", data="x")

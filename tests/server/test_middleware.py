@@ -85,9 +85,7 @@ async def test_short_circuit_wrap_and_replace_params(autojump_clock: Any) -> Non
             call.params = type(call.params)(name="add", arguments={**args, "b": args["b"] * 2})
         result = await call_next(call)
         if isinstance(result, CallToolResult) and result.structured_content is not None:
-            return CallToolResult(
-                content=result.content, structured_content={"result": "wrapped"}
-            )
+            return CallToolResult(content=result.content, structured_content={"result": "wrapped"})
         return result
 
     app = make_app(middleware=[gate, doubler])
@@ -95,8 +93,7 @@ async def test_short_circuit_wrap_and_replace_params(autojump_clock: Any) -> Non
         with pytest.raises(McpError) as info:
             await call_tool(client, "crash")
         assert (info.value.code, info.value.message) == (-32001, "crash is switched off here")
-        assert text_of(await call_tool(client, "add", {"a": 0, "b": 1})) == \
-            "answered by middleware"
+        assert text_of(await call_tool(client, "add", {"a": 0, "b": 1})) == "answered by middleware"
         result = await call_tool(client, "add", {"a": 1, "b": 2})
         assert text_of(result) == "5"  # b doubled before the tool ran
         assert result.structured_content == {"result": "wrapped"}
@@ -142,12 +139,11 @@ async def test_middleware_observes_the_handler_timeout(autojump_clock: Any) -> N
     assert events == ["tools/call"]
 
 
-async def test_timing_and_logging(
-    autojump_clock: Any, caplog: pytest.LogCaptureFixture
-) -> None:
+async def test_timing_and_logging(autojump_clock: Any, caplog: pytest.LogCaptureFixture) -> None:
     timings: list[tuple[str, str | None, str]] = []
-    timing = TimingMiddleware(lambda call, seconds, outcome: timings.append(
-        (call.method, call.name, outcome)))
+    timing = TimingMiddleware(
+        lambda call, seconds, outcome: timings.append((call.method, call.name, outcome))
+    )
     app = make_app(middleware=[timing, LoggingMiddleware(include_params=True)])
     with caplog.at_level(logging.INFO, logger="trimcp.requests"):
         async with connect(app) as (client, _):
@@ -211,7 +207,9 @@ async def test_error_masking(autojump_clock: Any, caplog: pytest.LogCaptureFixtu
             with pytest.raises(McpError) as info:
                 await call_tool(client, "add", {"a": 13, "b": 0})
             assert (info.value.code, info.value.message, info.value.data) == (
-                -32050, "The request failed", None
+                -32050,
+                "The request failed",
+                None,
             )
             with pytest.raises(McpError) as info:
                 await call_tool(client, "add", {"a": 14, "b": 0})

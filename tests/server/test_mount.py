@@ -69,12 +69,11 @@ async def test_mounted_items_are_namespaced_and_work(autojump_clock: Any) -> Non
         assert resources == ["memo://wx/today"]
         read = await client.read_resource("memo://wx/today")
         assert (read.contents[0].uri, read.contents[0].text) == (  # type: ignore[union-attr]
-            "memo://wx/today", "milk"
+            "memo://wx/today",
+            "milk",
         )
         templates = await client.list_resource_templates()
-        assert [t.uri_template for t in templates.resource_templates] == [
-            "weather://wx/{city}/now"
-        ]
+        assert [t.uri_template for t in templates.resource_templates] == ["weather://wx/{city}/now"]
         now = await client.read_resource("weather://wx/lima/now")
         assert now.contents[0].text == "now in lima"  # type: ignore[union-attr]
         assert now.contents[0].uri == "weather://wx/lima/now"

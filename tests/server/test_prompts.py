@@ -57,8 +57,9 @@ def build_app() -> Server:
     @app.prompt()
     async def whole(ctx: Context) -> GetPromptResult:
         assert ctx.client_info is not None
-        return GetPromptResult(messages=[user_message(f"from {ctx.client_info.name}")],
-                               description="custom")
+        return GetPromptResult(
+            messages=[user_message(f"from {ctx.client_info.name}")], description="custom"
+        )
 
     @app.prompt()
     def broken() -> str:
@@ -86,7 +87,9 @@ async def test_listing(autojump_clock: Any) -> None:
     }
     assert prompts[1]["name"] == "conversation"
     assert prompts[1]["arguments"][0] == {
-        "name": "topic", "description": "What to talk about.", "required": True
+        "name": "topic",
+        "description": "What to talk about.",
+        "required": True,
     }
     assert [p["name"] for p in prompts] == ["review", "conversation", "whole", "broken", "wrong"]
     assert "arguments" not in prompts[2]
@@ -110,8 +113,13 @@ async def test_getting(autojump_clock: Any) -> None:
                 "prompts/get",
                 {
                     "name": "conversation",
-                    "arguments": {"topic": "tea", "tone": "formal", "rounds": "3",
-                                  "strict": "true", "style": "short"},
+                    "arguments": {
+                        "topic": "tea",
+                        "tone": "formal",
+                        "rounds": "3",
+                        "strict": "true",
+                        "style": "short",
+                    },
                 },
             )
         )
@@ -119,7 +127,11 @@ async def test_getting(autojump_clock: Any) -> None:
         assert messages[0]["content"]["text"] == "Let's talk about tea (formal, 3, True, short)"
         assert [m["role"] for m in messages] == ["user", "assistant", "user", "user", "assistant"]
         assert [m["content"]["type"] for m in messages] == [
-            "text", "text", "text", "image", "resource"
+            "text",
+            "text",
+            "text",
+            "image",
+            "resource",
         ]
         result = wire(await client.send_request("prompts/get", {"name": "whole"}))
         assert result == {
@@ -133,10 +145,14 @@ async def test_getting(autojump_clock: Any) -> None:
     [
         ({"name": "missing"}, "Unknown prompt: missing"),
         ({"name": "review"}, "Missing required argument 'code'"),
-        ({"name": "conversation", "arguments": {"topic": "t", "rounds": "many"}},
-         "Invalid argument 'rounds'"),
-        ({"name": "conversation", "arguments": {"topic": "t", "tone": "rude"}},
-         "Invalid argument 'tone'"),
+        (
+            {"name": "conversation", "arguments": {"topic": "t", "rounds": "many"}},
+            "Invalid argument 'rounds'",
+        ),
+        (
+            {"name": "conversation", "arguments": {"topic": "t", "tone": "rude"}},
+            "Invalid argument 'tone'",
+        ),
     ],
 )
 async def test_bad_gets_are_32602(autojump_clock: Any, params: Any, fragment: str) -> None:

@@ -85,7 +85,10 @@ async def test_listing(autojump_clock: Any) -> None:
         "annotations": {"audience": ["user"], "priority": 0.5},
     }
     assert [r["uri"] for r in resources] == [
-        "config://app", "data://logo", "data://both", "broken://thing"
+        "config://app",
+        "data://logo",
+        "data://both",
+        "broken://thing",
     ]
     assert templates["resourceTemplates"][0] == {
         "uriTemplate": "users://{user_id}/profile",
@@ -122,16 +125,22 @@ async def test_reading(autojump_clock: Any) -> None:
                 }
             ]
         }
-        assert (await read(client, "files://a/b/c.txt"))["contents"][0]["text"] == \
-            "contents of a/b/c.txt"
+        assert (await read(client, "files://a/b/c.txt"))["contents"][0][
+            "text"
+        ] == "contents of a/b/c.txt"
         assert (await read(client, "shapes://round?size=3"))["contents"][0]["text"] == "roundx3"
         assert (await read(client, "shapes://square"))["contents"][0]["text"] == "squarex1"
 
 
 @pytest.mark.parametrize(
     "uri",
-    ["config://other", "users://abc/profile", "shapes://triangle", "shapes://round?size=x",
-     "nothing"],
+    [
+        "config://other",
+        "users://abc/profile",
+        "shapes://triangle",
+        "shapes://round?size=x",
+        "nothing",
+    ],
 )
 async def test_unknown_uri_is_32002(autojump_clock: Any, uri: str) -> None:
     async with connect(build_app()) as (client, _):

@@ -511,14 +511,34 @@ def test_functions_clients_cannot_call_are_refused() -> None:
 # --- property: on any JSON value, the converter and the schema agree -----------------------
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from([0.5, 2.0, -1.5])
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.sampled_from([0.5, 2.0, -1.5])
     | st.sampled_from(["a", "b", "red", "green", "", "Rue 1"]),
-    lambda children: st.lists(children, max_size=3)
-    | st.dictionaries(
-        st.sampled_from(["street", "city", "name", "address", "tags", "title", "year",
-                         "rating", "width", "label", "value", "children", "x"]),
-        children,
-        max_size=4,
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "street",
+                    "city",
+                    "name",
+                    "address",
+                    "tags",
+                    "title",
+                    "year",
+                    "rating",
+                    "width",
+                    "label",
+                    "value",
+                    "children",
+                    "x",
+                ]
+            ),
+            children,
+            max_size=4,
+        )
     ),
     max_leaves=8,
 )

@@ -20,8 +20,7 @@ PEER_CLIENT = HERE.parent / "peers" / "sdk_stdio_client.py"
 def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     log = tmp_path_factory.mktemp("peer") / "peer.log"
     completed = subprocess.run(
-        [sys.executable, str(PEER_CLIENT), "--", sys.executable,
-         str(HERE / "sdk_peer_server.py")],
+        [sys.executable, str(PEER_CLIENT), "--", sys.executable, str(HERE / "sdk_peer_server.py")],
         capture_output=True,
         text=True,
         timeout=120,
@@ -39,8 +38,7 @@ def test_the_sdk_client_uses_every_feature(report: dict[str, Any]) -> None:
     assert report["server_info"] == {"name": "trimcp-framework-peer", "version": "1.0.0"}
     assert report["tools"] == ["echo", "add", "slow", "progress"]
     assert report["echo"] == "hello from the SDK client"
-    assert report["add"] == {"structured": {"sum": 5}, "text": ['{"sum": 5.0}'],
-                             "is_error": False}
+    assert report["add"] == {"structured": {"sum": 5}, "text": ['{"sum": 5.0}'], "is_error": False}
     assert [n["progress"] for n in report["progress"]["notifications"]] == [1.0, 2.0, 3.0]
     assert report["resources"] == ["memo://hello"]
     assert report["resource_text"] == ["hello from a trimcp resource"]

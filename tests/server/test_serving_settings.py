@@ -10,9 +10,13 @@ from trimcp.server.serving import ServeSettings, SettingsError
 def test_defaults_environment_then_arguments() -> None:
     assert ServeSettings.from_env({}) == ServeSettings()
     env = {
-        "TRIMCP_TRANSPORT": "ws", "TRIMCP_HOST": "0.0.0.0", "TRIMCP_PORT": "9000",
-        "TRIMCP_ALLOWED_HOSTS": "api.example, localhost", "TRIMCP_JSON_RESPONSE": "off",
-        "TRIMCP_ALLOWED_ORIGINS": "https://app.example", "TRIMCP_LOG_LEVEL": "DEBUG",
+        "TRIMCP_TRANSPORT": "ws",
+        "TRIMCP_HOST": "0.0.0.0",
+        "TRIMCP_PORT": "9000",
+        "TRIMCP_ALLOWED_HOSTS": "api.example, localhost",
+        "TRIMCP_JSON_RESPONSE": "off",
+        "TRIMCP_ALLOWED_ORIGINS": "https://app.example",
+        "TRIMCP_LOG_LEVEL": "DEBUG",
     }
     settings = ServeSettings.from_env(env)
     assert settings.transport == "websocket"

@@ -106,8 +106,16 @@ async def test_tools_list_shows_definitions(autojump_clock: Any) -> None:
         result = wire(await client.send_request("tools/list"))
     tools = {tool["name"]: tool for tool in result["tools"]}
     assert list(tools) == [
-        "forecast", "add", "echo", "nothing", "names", "stats", "pair", "untyped",
-        "plain_number", "explicit",
+        "forecast",
+        "add",
+        "echo",
+        "nothing",
+        "names",
+        "stats",
+        "pair",
+        "untyped",
+        "plain_number",
+        "explicit",
     ]
     assert tools["forecast"] == {
         "name": "forecast",
@@ -210,8 +218,13 @@ async def test_content_returns(autojump_clock: Any) -> None:
         (image,) = (await call_tool(client, "picture")).content
         assert image == ImageContent(data=base64.b64encode(b"PNG").decode(), mime_type="image/png")
         result = await call_tool(client, "mixed")
-        assert [b.type for b in result.content] == ["text", "text", "resource_link", "audio",
-                                                    "resource"]
+        assert [b.type for b in result.content] == [
+            "text",
+            "text",
+            "resource_link",
+            "audio",
+            "resource",
+        ]
         assert result.structured_content is None  # list[Any] of content: not structured
         assert wire(await call_tool(client, "raw")) == {"content": [], "isError": True}
 
@@ -229,8 +242,10 @@ async def test_invalid_arguments_are_a_tool_error_on_2025_11_25(autojump_clock: 
     async with connect(build_app(), version="2025-11-25") as (client, _):
         result = await call_tool(client, "add", {"a": 1, "b": "two"})
         assert result.is_error is True
-        assert text_of(result) == "Invalid arguments for tool 'add': b: expected an integer, " \
+        assert (
+            text_of(result) == "Invalid arguments for tool 'add': b: expected an integer, "
             "got string"
+        )
         result = await call_tool(client, "pair", {"p": {"left": 1}})
         assert result.is_error is True
         assert "p.right: required property missing" in text_of(result)
@@ -289,8 +304,10 @@ async def test_tool_errors(autojump_clock: Any, caplog: pytest.LogCaptureFixture
 
     async with connect(app) as (client, _):
         result = await call_tool(client, "refuse", {"reason": "no"})
-        assert wire(result) == {"content": [{"type": "text", "text": "cannot: no"}],
-                                "isError": True}
+        assert wire(result) == {
+            "content": [{"type": "text", "text": "cannot: no"}],
+            "isError": True,
+        }
         with caplog.at_level(logging.ERROR, logger="trimcp.server"):
             result = await call_tool(client, "crash")
         assert result.is_error is True

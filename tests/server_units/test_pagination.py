@@ -22,9 +22,7 @@ def _ident(name: str) -> str:
     return name
 
 
-def _all_pages(
-    items: list[str], size: int, *, keyed: bool, salt: str = ""
-) -> list[list[str]]:
+def _all_pages(items: list[str], size: int, *, keyed: bool, salt: str = "") -> list[list[str]]:
     pages: list[list[str]] = []
     cursor: str | None = None
     while True:
@@ -178,8 +176,22 @@ def test_forger_helper_matches_issued_cursors() -> None:
 
 @pytest.mark.parametrize(
     "body",
-    [b"o21", b"o-1", b"o+1", b"o01", b"o 1", b"o1_0", b"o", b"x1", b"o1:k", b"k1", b"p1:x",
-     b"o" + b"9" * 19, b"", b"k1:\xff"],
+    [
+        b"o21",
+        b"o-1",
+        b"o+1",
+        b"o01",
+        b"o 1",
+        b"o1_0",
+        b"o",
+        b"x1",
+        b"o1:k",
+        b"k1",
+        b"p1:x",
+        b"o" + b"9" * 19,
+        b"",
+        b"k1:\xff",
+    ],
 )
 def test_well_tagged_but_bad_bodies_are_rejected(body: bytes) -> None:
     keyed = body[:1] in (b"k", b"p")

@@ -131,8 +131,14 @@ async def test_a_running_handler_keeps_the_session_awake_until_it_answers(
     release = trio.Event()
     started: list[Any] = []
     async with resting_host(slow_server(release, started)) as host:
-        await host.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                         "params": {"name": "slow", "arguments": {}}})
+        await host.post(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "slow", "arguments": {}},
+            }
+        )
         await trio.sleep(REST_AFTER * 10)
         assert started == [1]
         assert not host.session.resting
@@ -223,7 +229,10 @@ async def test_cancelling_the_owner_closes_an_awake_session(
         async with trio.open_nursery() as nursery:
             host = Host(nursery, RawPeer(peer_end), transport)
             host.session = resting_session(
-                transport, role=Role.SERVER, handler=make_server(), waker=host.waker,
+                transport,
+                role=Role.SERVER,
+                handler=make_server(),
+                waker=host.waker,
                 rest_after=REST_AFTER,
             )
             await nursery.start(host.run)

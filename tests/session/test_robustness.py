@@ -250,8 +250,13 @@ class _Custom(BaseException):
 
 @pytest.mark.parametrize(
     "raised",
-    [SystemExit(2), KeyboardInterrupt(), GeneratorExit(), _Custom("x"),
-     BaseExceptionGroup("g", [KeyboardInterrupt(), ValueError()])],
+    [
+        SystemExit(2),
+        KeyboardInterrupt(),
+        GeneratorExit(),
+        _Custom("x"),
+        BaseExceptionGroup("g", [KeyboardInterrupt(), ValueError()]),
+    ],
     ids=["SystemExit", "KeyboardInterrupt", "GeneratorExit", "custom", "group"],
 )
 async def test_a_handler_raising_a_base_exception_answers_that_call_only(
@@ -290,8 +295,10 @@ async def test_integers_of_any_size_stay_exact(autojump_clock: Any) -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    [b"\xef\xbb\xbf" + b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
-     '{"jsonrpc":"2.0","id":1,"method":"ping"}'.encode("utf-16")],
+    [
+        b"\xef\xbb\xbf" + b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
+        '{"jsonrpc":"2.0","id":1,"method":"ping"}'.encode("utf-16"),
+    ],
     ids=["utf-8 BOM", "UTF-16"],
 )
 async def test_only_utf8_without_a_bom_is_json(autojump_clock: Any, bad: bytes) -> None:

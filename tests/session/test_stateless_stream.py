@@ -16,8 +16,7 @@ from trimcp.transports.base import Outgoing
 from trimcp.transports.memory import MemoryTransport, memory_transport_pair
 
 V = "2026-07-28"
-META = {modern.META_PROTOCOL_VERSION: V,
-        modern.META_CLIENT_CAPABILITIES: {"elicitation": {}}}
+META = {modern.META_PROTOCOL_VERSION: V, modern.META_CLIENT_CAPABILITIES: {"elicitation": {}}}
 
 
 class Probe:
@@ -59,13 +58,18 @@ class Peer:
     async def send(self, message: dict[str, Any]) -> None:
         await self.transport.send([Outgoing(json.dumps(message).encode())])
 
-    async def request(self, request_id: int, method: str, params: dict[str, Any] | None = None,
-                      *, modern_meta: bool = True) -> None:
+    async def request(
+        self,
+        request_id: int,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        modern_meta: bool = True,
+    ) -> None:
         params = dict(params or {})
         if modern_meta:
             params["_meta"] = META
-        await self.send({"jsonrpc": "2.0", "id": request_id, "method": method,
-                         "params": params})
+        await self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
 
     async def next(self) -> Any:
         with trio.fail_after(30):
@@ -93,10 +97,16 @@ async def test_a_2026_first_request_makes_the_stream_stateless(
         await peer.request(2, "tools/call", {"name": "echo", "arguments": {"text": "x"}})
         assert (await peer.next())["result"]["content"][0]["text"] == "x"
         # The era is the connection's: a session-era handshake is refused on it.
-        await peer.request(3, "initialize", {"protocolVersion": "2025-11-25",
-                                             "capabilities": {},
-                                             "clientInfo": {"name": "c", "version": "1"}},
-                           modern_meta=False)
+        await peer.request(
+            3,
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "c", "version": "1"},
+            },
+            modern_meta=False,
+        )
         refused = await peer.next()
         assert refused["error"]["code"] == -32600
         assert "2026-07-28" in refused["error"]["message"]
@@ -108,10 +118,16 @@ async def test_an_initialize_first_makes_it_a_session(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with connection() as (_, peer):
-        await peer.request(0, "initialize", {"protocolVersion": "2025-11-25",
-                                             "capabilities": {},
-                                             "clientInfo": {"name": "c", "version": "1"}},
-                           modern_meta=False)
+        await peer.request(
+            0,
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "c", "version": "1"},
+            },
+            modern_meta=False,
+        )
         assert (await peer.next())["result"]["protocolVersion"] == "2025-11-25"
         await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         await peer.request(1, "ping", modern_meta=False)
@@ -128,8 +144,9 @@ async def test_notifications_cancelled_cancels_that_request_only(
     async with connection(probe) as (_, peer):
         await peer.request(1, "tools/call", {"name": "slow"})
         await probe.started.wait()
-        await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                         "params": {"requestId": 1}})
+        await peer.send(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+        )
         await probe.cancelled.wait()
         await peer.request(2, "tools/call", {"name": "echo", "arguments": {"text": "after"}})
         answer = await peer.next()
@@ -142,10 +159,15 @@ async def test_input_required_over_the_stream(autojump_clock: trio.testing.MockC
         await peer.request(1, "tools/call", {"name": "ask"})
         first = (await peer.next())["result"]
         assert first["resultType"] == "input_required"
-        await peer.request(2, "tools/call", {
-            "name": "ask", "requestState": first["requestState"],
-            "inputResponses": {"n": {"action": "accept", "content": {"n": "Bo"}}},
-        })
+        await peer.request(
+            2,
+            "tools/call",
+            {
+                "name": "ask",
+                "requestState": first["requestState"],
+                "inputResponses": {"n": {"action": "accept", "content": {"n": "Bo"}}},
+            },
+        )
         assert (await peer.next())["result"]["content"][0]["text"] == "hi Bo"
 
 
@@ -160,8 +182,9 @@ async def test_listen_on_the_stream_and_its_end(autojump_clock: trio.testing.Moc
         assert changed["method"] == "notifications/tools/list_changed"
         assert changed["params"]["_meta"] == {modern.META_SUBSCRIPTION_ID: 5}
         # Cancelling the listen request ends it without an answer.
-        await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                         "params": {"requestId": 5}})
+        await peer.send(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}
+        )
         await peer.request(6, "tools/list")
         listed = await peer.next()
         assert listed["id"] == 6
@@ -179,7 +202,14 @@ async def test_end_of_input_ends_listen_streams_with_their_result(
         await peer.next()
         client_end._send_channel.close()  # the client ends its input (stdin EOF)
         final = await peer.next()
-        assert final == {"jsonrpc": "2.0", "id": 7, "result": {
-            "resultType": "complete",
-            "_meta": {modern.META_SUBSCRIPTION_ID: 7,
-                      modern.META_SERVER_INFO: {"name": "stream", "version": "1.0"}}}}
+        assert final == {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "result": {
+                "resultType": "complete",
+                "_meta": {
+                    modern.META_SUBSCRIPTION_ID: 7,
+                    modern.META_SERVER_INFO: {"name": "stream", "version": "1.0"},
+                },
+            },
+        }

@@ -27,9 +27,10 @@ FAST_LADDER = ShutdownTimeouts(after_stdin_close=0.5, after_sigterm=0.5, after_s
 async def child_session(mode: str, lines: list[str] | None = None) -> AsyncIterator[Session]:
     argv = [sys.executable, CHILD, mode]
     on_stderr = lines.append if lines is not None else None
-    async with open_stdio_client_transport(
-        argv, on_stderr=on_stderr, shutdown=FAST_LADDER
-    ) as transport, open_session(transport, role=Role.CLIENT, handler=NullClient()) as session:
+    async with (
+        open_stdio_client_transport(argv, on_stderr=on_stderr, shutdown=FAST_LADDER) as transport,
+        open_session(transport, role=Role.CLIENT, handler=NullClient()) as session,
+    ):
         with trio.fail_after(30):
             await session.initialize(init_params())
         yield session
@@ -50,9 +51,10 @@ async def test_child_writing_1mib_to_stderr_still_completes() -> None:
 async def test_child_ignoring_sigterm_is_killed() -> None:
     argv = [sys.executable, CHILD, "ignore-sigterm"]
     with trio.fail_after(30):
-        async with open_stdio_client_transport(
-            argv, shutdown=FAST_LADDER
-        ) as transport, open_session(transport, role=Role.CLIENT, handler=NullClient()) as s:
+        async with (
+            open_stdio_client_transport(argv, shutdown=FAST_LADDER) as transport,
+            open_session(transport, role=Role.CLIENT, handler=NullClient()) as s,
+        ):
             await s.initialize(init_params())
     # stdin closed: ignored; SIGTERM: ignored; SIGKILL ended it.
     assert transport.process.returncode == -signal.SIGKILL
@@ -64,9 +66,10 @@ async def test_well_behaved_child_exits_on_stdin_close() -> None:
     # (0.5 s did not, in a full run: SIGTERM came first, returncode -15).
     patient = ShutdownTimeouts(after_stdin_close=20, after_sigterm=0.5, after_sigkill=5)
     with trio.fail_after(30):
-        async with open_stdio_client_transport(
-            argv, shutdown=patient
-        ) as transport, open_session(transport, role=Role.CLIENT, handler=NullClient()) as s:
+        async with (
+            open_stdio_client_transport(argv, shutdown=patient) as transport,
+            open_session(transport, role=Role.CLIENT, handler=NullClient()) as s,
+        ):
             await s.initialize(init_params())
     assert transport.process.returncode == 0  # no signal was needed
 
@@ -79,9 +82,10 @@ async def test_a_child_may_finish_writing_after_its_stdin_closes() -> None:
     argv = [sys.executable, CHILD, "finish-after-eof"]
     patient = ShutdownTimeouts(after_stdin_close=20, after_sigterm=0.5, after_sigkill=5)
     with trio.fail_after(60):
-        async with open_stdio_client_transport(
-            argv, shutdown=patient
-        ) as transport, open_session(transport, role=Role.CLIENT, handler=NullClient()) as s:
+        async with (
+            open_stdio_client_transport(argv, shutdown=patient) as transport,
+            open_session(transport, role=Role.CLIENT, handler=NullClient()) as s,
+        ):
             await s.initialize(init_params())
     assert transport.process.returncode == 0
 

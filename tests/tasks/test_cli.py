@@ -10,8 +10,16 @@ EVERYTHING_ARGV = ["--", sys.executable, str(ROOT / "examples" / "everything_ser
 
 
 def test_call_as_task_prints_states_then_the_result() -> None:
-    completed = cli("call", "slow_compute", "seconds=0.2", "label=cli", "--task", "--ttl", "60",
-                    *EVERYTHING_ARGV)
+    completed = cli(
+        "call",
+        "slow_compute",
+        "seconds=0.2",
+        "label=cli",
+        "--task",
+        "--ttl",
+        "60",
+        *EVERYTHING_ARGV,
+    )
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == "Computed cli after 0.2s\n"
     states = [line for line in completed.stderr.splitlines() if line.startswith("task ")]
@@ -37,8 +45,9 @@ def test_call_as_task_of_a_tool_that_cannot_be_one() -> None:
 
 
 def test_call_as_task_in_the_2025_era() -> None:
-    completed = cli("call", "slow_compute", "seconds=0.1", "--task", "--mode", "legacy",
-                    *EVERYTHING_ARGV)
+    completed = cli(
+        "call", "slow_compute", "seconds=0.1", "--task", "--mode", "legacy", *EVERYTHING_ARGV
+    )
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == "Computed result after 0.1s\n"
     assert completed.stderr.splitlines()[-1].endswith(": completed")

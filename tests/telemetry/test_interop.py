@@ -34,7 +34,10 @@ async def test_trimcp_client_to_sdk_server_continues_the_trace() -> None:
 def test_sdk_client_to_trimcp_server_continues_the_trace() -> None:
     completed = subprocess.run(
         [sys.executable, PEERS, "sdk-client", "--", sys.executable, PEERS, "trimcp-server"],
-        capture_output=True, text=True, timeout=90, check=False,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
     )
     assert completed.returncode == 0, completed.stderr
     report = json.loads(completed.stdout.strip().splitlines()[-1])

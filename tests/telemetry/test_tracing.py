@@ -75,9 +75,7 @@ async def test_spans_on_both_sides_share_a_trace(
     async with trimcp.connect_memory(
         make_app(provider), middleware=[ClientTracing(provider)], mode="legacy"
     ) as client:
-        assert (await client.call_tool("add", {"a": 1, "b": 2})).structured_content == {
-            "result": 3
-        }
+        assert (await client.call_tool("add", {"a": 1, "b": 2})).structured_content == {"result": 3}
         await client.read_resource("memo://today")
         await client.get_prompt("greet", {"name": "Ann"})
     spans = exporter.get_finished_spans()
@@ -182,6 +180,7 @@ def test_a_server_without_tracing_never_imports_opentelemetry() -> None:
         "trio.run(main)\n"
         "print(any(m.startswith('opentelemetry') for m in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
     assert out.stdout.strip() == "False"

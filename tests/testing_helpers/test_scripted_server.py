@@ -42,9 +42,7 @@ async def test_progress_uses_the_requests_token() -> None:
     server = ScriptedServer()
     server.expect("tools/call").progress(1, 2, "half").progress(2, 2).reply(text_result("ok"))
     async with server.open_client() as client:
-        await client.call_tool(
-            "work", on_progress=lambda p, t, m: seen.append((p, t, m))
-        )
+        await client.call_tool("work", on_progress=lambda p, t, m: seen.append((p, t, m)))
     assert seen == [(1, 2, "half"), (2, 2, None)]
 
 
@@ -186,8 +184,13 @@ async def test_the_raw_transport_for_clients_that_are_not_trimcp_clients() -> No
     server.expect("anything/custom", {"x": 1}).reply({"y": 2})
     async with server.open_transport() as transport:
         await transport.send(
-            [Outgoing(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "anything/custom",
-                                  "params": {"x": 1}}).encode())]
+            [
+                Outgoing(
+                    json.dumps(
+                        {"jsonrpc": "2.0", "id": 7, "method": "anything/custom", "params": {"x": 1}}
+                    ).encode()
+                )
+            ]
         )
         with trio.fail_after(5):
             answer = json.loads(await transport.receive())

@@ -70,10 +70,16 @@ async def test_session_over_websocket() -> None:
         ("ws://127.0.0.1:{port}/mcp", [("Origin", "http://localhost.evil.com")], 403),
         ("ws://127.0.0.1:{port}/other", [], 404),
         # Two Origins: one checked, the other used? Refused whatever their order.
-        ("ws://127.0.0.1:{port}/mcp",
-         [("Origin", "http://localhost"), ("Origin", "http://evil.example.com")], 400),
-        ("ws://127.0.0.1:{port}/mcp",
-         [("Origin", "http://evil.example.com"), ("Origin", "http://localhost")], 400),
+        (
+            "ws://127.0.0.1:{port}/mcp",
+            [("Origin", "http://localhost"), ("Origin", "http://evil.example.com")],
+            400,
+        ),
+        (
+            "ws://127.0.0.1:{port}/mcp",
+            [("Origin", "http://evil.example.com"), ("Origin", "http://localhost")],
+            400,
+        ),
     ],
 )
 async def test_hostile_handshakes_are_refused(
@@ -90,9 +96,14 @@ async def test_hostile_handshakes_are_refused(
 
 async def raw_handshake(port: int, headers: Sequence[str]) -> int:
     """The status a WebSocket handshake on a raw socket gets (no client library)."""
-    lines = ["GET /mcp HTTP/1.1", "Upgrade: websocket", "Connection: Upgrade",
-             "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13",
-             *headers]
+    lines = [
+        "GET /mcp HTTP/1.1",
+        "Upgrade: websocket",
+        "Connection: Upgrade",
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+        "Sec-WebSocket-Version: 13",
+        *headers,
+    ]
     async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
         await stream.send_all(("\r\n".join(lines) + "\r\n\r\n").encode())
         received = b""
@@ -108,8 +119,15 @@ async def raw_handshake(port: int, headers: Sequence[str]) -> int:
     [
         (["Host: 127.0.0.1"], 400),  # no mcp subprotocol
         (["Host: 127.0.0.1", "Sec-WebSocket-Protocol: mcp"], 101),
-        (["Host: 127.0.0.1", "Sec-WebSocket-Protocol: mcp", "Origin: http://localhost",
-          "Origin: http://evil.example.com"], 400),
+        (
+            [
+                "Host: 127.0.0.1",
+                "Sec-WebSocket-Protocol: mcp",
+                "Origin: http://localhost",
+                "Origin: http://evil.example.com",
+            ],
+            400,
+        ),
     ],
 )
 async def test_handshake_on_the_wire(headers: list[str], status: int) -> None:
@@ -187,7 +205,9 @@ async def test_an_idle_session_is_closed_but_not_a_busy_one(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
                 lambda: serve_until_idle(
-                    watched, server, idle_timeout=60.0,
+                    watched,
+                    server,
+                    idle_timeout=60.0,
                     last_activity=lambda: watched.last_activity,
                 )
             )

@@ -22,8 +22,9 @@ def test_importing_serde_builds_no_hooks_and_first_use_does() -> None:
         "serde.structure({'name': 'a', 'version': '1'}, Implementation)\n"
         "print(before, len(serde._STRUCTURE_HOOKS) > before)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
     assert out.stdout.split() == ["0", "True"]
 
 

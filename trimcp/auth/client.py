@@ -135,22 +135,31 @@ class OAuthClient:
         """Pre-registered credentials, a stored registration, CIMD, or DCR, in that order."""
         if self.client_id is not None:
             method = self.token_endpoint_auth_method or (
-                "private_key_jwt" if self.private_key is not None
-                else "client_secret_basic" if self.client_secret is not None else "none"
+                "private_key_jwt"
+                if self.private_key is not None
+                else "client_secret_basic"
+                if self.client_secret is not None
+                else "none"
             )
             return ClientRegistration(
-                client_id=self.client_id, client_secret=self.client_secret,
-                token_endpoint_auth_method=method, issuer=found.issuer,
+                client_id=self.client_id,
+                client_secret=self.client_secret,
+                token_endpoint_auth_method=method,
+                issuer=found.issuer,
             )
-        if stored is not None and stored.registration is not None and (
-            stored.registration.issuer == found.issuer
+        if (
+            stored is not None
+            and stored.registration is not None
+            and (stored.registration.issuer == found.issuer)
         ):
             return stored.registration
-        if self.client_metadata_url is not None and found.metadata.get(
-            "client_id_metadata_document_supported"
-        ) is True:
+        if (
+            self.client_metadata_url is not None
+            and found.metadata.get("client_id_metadata_document_supported") is True
+        ):
             return ClientRegistration(
-                client_id=self.client_metadata_url, issuer=found.issuer,
+                client_id=self.client_metadata_url,
+                issuer=found.issuer,
                 token_endpoint_auth_method="none",
             )
         endpoint = found.endpoint("registration_endpoint")
@@ -256,9 +265,7 @@ class OAuthClient:
         )
         return await token_request(fetcher, token_endpoint, form, headers)
 
-    async def refresh(
-        self, fetcher: Fetcher, found: Discovery, stored: StoredAuth
-    ) -> StoredAuth:
+    async def refresh(self, fetcher: Fetcher, found: Discovery, stored: StoredAuth) -> StoredAuth:
         """New tokens from the refresh token. Raises :class:`AuthorizationFailed`."""
         tokens, registration = stored.tokens, stored.registration
         token_endpoint = found.endpoint("token_endpoint")
@@ -293,7 +300,8 @@ class OAuthClient:
             return None
         supported = found.metadata.get("scopes_supported")
         if (
-            isinstance(supported, list) and "offline_access" in supported
+            isinstance(supported, list)
+            and "offline_access" in supported
             and "offline_access" not in scopes
         ):
             scopes.append("offline_access")  # ask for a refresh token where offered
@@ -377,8 +385,7 @@ class AuthSession:
         token = self.access_token
         return f"Bearer {token}" if token is not None else None
 
-    async def challenge(self, status: int, www_authenticate: str | None,
-                        used: str | None) -> None:
+    async def challenge(self, status: int, www_authenticate: str | None, used: str | None) -> None:
         """A request got 401/403: make a better token, or raise :class:`AuthError`.
 
         ``used`` is the ``Authorization`` value the request carried (if another task
@@ -395,7 +402,7 @@ class AuthSession:
         else:
             kind = "401"
         current = self.access_token
-        used_token = used[len("Bearer "):] if used and used.startswith("Bearer ") else None
+        used_token = used[len("Bearer ") :] if used and used.startswith("Bearer ") else None
         if current is not None and used_token != current and kind == "401":
             return  # another request already got a new token
         await self._run_once(kind, challenge, used_token)
@@ -415,8 +422,9 @@ class AuthSession:
         if self._error is not None:
             raise self._error
 
-    async def _fly(self, kind: str, challenge: Challenge, used: str | None,
-                   done: trio.Event) -> None:
+    async def _fly(
+        self, kind: str, challenge: Challenge, used: str | None, done: trio.Event
+    ) -> None:
         fetcher = self.client.fetcher(self.server_url)
         try:
             with trio.fail_after(self.client.flow_timeout):
@@ -446,8 +454,12 @@ class AuthSession:
                     f"the server still refuses for insufficient scope after "
                     f"{client.max_step_ups} new authorizations: giving up"
                 )
-        if kind in ("refresh", "401") and stored is not None and stored.tokens is not None \
-                and stored.tokens.refresh_token:
+        if (
+            kind in ("refresh", "401")
+            and stored is not None
+            and stored.tokens is not None
+            and stored.tokens.refresh_token
+        ):
             try:
                 self._stored = await client.refresh(fetcher, found, stored)
                 self.refreshes += 1

@@ -52,7 +52,7 @@ def parse_challenge(value: str | None) -> Challenge:
     match = re.search(r"(?i)\bbearer\b", value)
     if match is None:
         return Challenge()
-    rest = value[match.end():]
+    rest = value[match.end() :]
     params: dict[str, str] = {}
     position = 0
     while position < len(rest):
@@ -204,8 +204,9 @@ async def discover(fetcher: Fetcher, server_url: str, challenge: Challenge) -> D
                 f"no authorization server metadata found for {issuer} (tried "
                 f"{', '.join(as_metadata_urls(issuer))})"
             )
-        return Discovery(resource=resource, issuer=issuer, metadata=metadata,
-                         resource_metadata=document)
+        return Discovery(
+            resource=resource, issuer=issuer, metadata=metadata, resource_metadata=document
+        )
     # 2025-03-26: the MCP server's origin is the authorization server.
     issuer = _origin(server_url)
     metadata = await fetch_server_metadata(fetcher, issuer, check_issuer=False)

@@ -49,12 +49,19 @@ class ClientCredentials(OAuthClient):
     ``private_key`` (a :class:`~trimcp.auth.grants.PrivateKey`); other options as for
     :class:`OAuthClient` (``scopes``, ``store``, ``timeout``...)."""
 
-    def __init__(self, *, client_id: str, client_secret: str | None = None,
-                 private_key: PrivateKey | None = None, **options: Any) -> None:
+    def __init__(
+        self,
+        *,
+        client_id: str,
+        client_secret: str | None = None,
+        private_key: PrivateKey | None = None,
+        **options: Any,
+    ) -> None:
         if (client_secret is None) == (private_key is None):
             raise ValueError("give exactly one of client_secret= or private_key=")
-        super().__init__(client_id=client_id, client_secret=client_secret,
-                         private_key=private_key, **options)
+        super().__init__(
+            client_id=client_id, client_secret=client_secret, private_key=private_key, **options
+        )
 
     async def obtain(
         self, fetcher: Fetcher, found: Discovery, scope: str | None, stored: StoredAuth | None
@@ -65,8 +72,10 @@ class ClientCredentials(OAuthClient):
         assert self.client_id is not None
         method = "private_key_jwt" if self.private_key is not None else _secret_method(found)
         registration = ClientRegistration(
-            client_id=self.client_id, client_secret=self.client_secret,
-            token_endpoint_auth_method=method, issuer=found.issuer,
+            client_id=self.client_id,
+            client_secret=self.client_secret,
+            token_endpoint_auth_method=method,
+            issuer=found.issuer,
         )
         form = {"grant_type": "client_credentials", "resource": found.resource}
         if scope:
@@ -133,18 +142,22 @@ class EnterpriseManaged(OAuthClient):
         idp_headers: dict[str, str] = {}
         if self.idp_client_id is not None:
             idp = ClientRegistration(
-                client_id=self.idp_client_id, client_secret=self.idp_client_secret,
+                client_id=self.idp_client_id,
+                client_secret=self.idp_client_secret,
                 token_endpoint_auth_method="client_secret_basic"
-                if self.idp_client_secret else "none",
+                if self.idp_client_secret
+                else "none",
             )
             idp_headers = authenticate_client(exchange, idp, assertion_audience="")
         grant = await token_request(fetcher, self.idp_token_endpoint, exchange, idp_headers)
         # 2. At the MCP server's authorization server: the ID-JAG for an access token.
         assert self.client_id is not None
         registration = ClientRegistration(
-            client_id=self.client_id, client_secret=self.client_secret,
+            client_id=self.client_id,
+            client_secret=self.client_secret,
             token_endpoint_auth_method=_secret_method(found)
-            if self.client_secret is not None else "none",
+            if self.client_secret is not None
+            else "none",
             issuer=found.issuer,
         )
         form = {"grant_type": JWT_BEARER, "assertion": grant.access_token}

@@ -113,9 +113,7 @@ class Fetcher:
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.allow_private = allow_private
-        self._pool = ConnectionPool(
-            ssl_context=ssl_context, connect_timeout=timeout, max_idle=4
-        )
+        self._pool = ConnectionPool(ssl_context=ssl_context, connect_timeout=timeout, max_idle=4)
 
     async def aclose(self) -> None:
         await self._pool.aclose()

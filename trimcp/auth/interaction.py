@@ -56,7 +56,10 @@ def same_endpoint(url: str, expected: str) -> bool:
     """Whether ``url`` is ``expected`` (scheme, host, port and path), whatever its query."""
     a, b = urlsplit(url), urlsplit(expected)
     return (a.scheme.lower(), (a.hostname or "").lower(), a.port, a.path) == (
-        b.scheme.lower(), (b.hostname or "").lower(), b.port, b.path
+        b.scheme.lower(),
+        (b.hostname or "").lower(),
+        b.port,
+        b.path,
     )
 
 
@@ -196,8 +199,10 @@ class LoopbackBrowser:
             listener.close()
 
 
-_PAGE = (b"<!doctype html><title>Authorized</title><p>You can close this window and "
-         b"return to the application.</p>")
+_PAGE = (
+    b"<!doctype html><title>Authorized</title><p>You can close this window and "
+    b"return to the application.</p>"
+)
 
 
 async def _read_callback(stream: trio.SocketStream, path: str) -> str | None:
@@ -218,11 +223,17 @@ async def _read_callback(stream: trio.SocketStream, path: str) -> str | None:
                 body = _PAGE if ok else b"not found"
                 response = h11.Response(
                     status_code=200 if ok else 404,
-                    headers=[("content-type", "text/html; charset=utf-8"),
-                             ("content-length", str(len(body))), ("connection", "close")],
+                    headers=[
+                        ("content-type", "text/html; charset=utf-8"),
+                        ("content-length", str(len(body))),
+                        ("connection", "close"),
+                    ],
                 )
-                await stream.send_all(conn.send(response) + conn.send(h11.Data(data=body))
-                                      + conn.send(h11.EndOfMessage()))
+                await stream.send_all(
+                    conn.send(response)
+                    + conn.send(h11.Data(data=body))
+                    + conn.send(h11.EndOfMessage())
+                )
                 return target if ok else None
             return None
     return None

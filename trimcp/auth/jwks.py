@@ -153,8 +153,9 @@ class JwksCache:
         keys: dict[str | None, Any] = {}
         for entry in entries:
             if len(keys) >= self.max_keys:
-                logger.warning("JWKS %s holds more than %d keys; the rest are ignored",
-                               url, self.max_keys)
+                logger.warning(
+                    "JWKS %s holds more than %d keys; the rest are ignored", url, self.max_keys
+                )
                 break
             if not isinstance(entry, dict) or entry.get("use", "sig") != "sig":
                 continue

@@ -94,9 +94,7 @@ class FixedAuth:
 
 
 #: Set by the HTTP server for the tasks of a session (or of one stateless request).
-current_auth_source: ContextVar[AuthSource | None] = ContextVar(
-    "trimcp_auth_source", default=None
-)
+current_auth_source: ContextVar[AuthSource | None] = ContextVar("trimcp_auth_source", default=None)
 
 
 def request_auth(request_id: int | str) -> AuthInfo | None:

@@ -43,8 +43,12 @@ _TARGETS = {
     "resources/read": "uri",
     "resources/subscribe": "uri",
 }
-_KIND = {"tools/call": "tool", "prompts/get": "prompt", "resources/read": "resource",
-         "resources/subscribe": "resource"}
+_KIND = {
+    "tools/call": "tool",
+    "prompts/get": "prompt",
+    "resources/read": "resource",
+    "resources/subscribe": "resource",
+}
 
 
 def _quoted(text: str) -> str:
@@ -112,7 +116,8 @@ class ProtectedResource:
         self.resource = canonical_resource(resource)
         self.authorization_servers = tuple(authorization_servers)
         self.verifier: TokenVerifier = (
-            cast(TokenVerifier, verifier) if hasattr(verifier, "verify")
+            cast(TokenVerifier, verifier)
+            if hasattr(verifier, "verify")
             else CallableVerifier(verifier)
         )
         self.required_scopes = frozenset(required_scopes)
@@ -221,9 +226,7 @@ class ProtectedResource:
         admitted = self._admitted.get(token)
         if admitted is not None and admitted[0] is info:
             return admitted[1]
-        if self.verify_audience and not self.audiences.intersection(
-            _canonical_all(info.audience)
-        ):
+        if self.verify_audience and not self.audiences.intersection(_canonical_all(info.audience)):
             logger.info("refused a token for audience %s", list(info.audience)[:4])
             raise self.challenge(
                 401, "the token was issued for another audience", error="invalid_token"

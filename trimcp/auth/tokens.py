@@ -122,7 +122,8 @@ def _from_json(value: Any) -> StoredAuth | None:
         return StoredAuth(
             tokens=TokenSet(**tokens) if isinstance(tokens, dict) else None,
             registration=ClientRegistration(**registration)
-            if isinstance(registration, dict) else None,
+            if isinstance(registration, dict)
+            else None,
         )
     except TypeError:
         return None

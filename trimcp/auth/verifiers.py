@@ -25,7 +25,16 @@ from trimcp.auth.principal import AuthInfo
 #: Asymmetric JWS algorithms accepted by default (never ``none``, never HMAC: a
 #: resource server must not hold the secret that mints tokens).
 DEFAULT_ALGORITHMS: tuple[str, ...] = (
-    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA",
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "ES256",
+    "ES384",
+    "ES512",
+    "EdDSA",
 )
 #: Tokens longer than this are refused before parsing.
 DEFAULT_MAX_TOKEN_BYTES = 8192
@@ -142,7 +151,10 @@ class JwtVerifier:
             )
         self.issuer = issuer
         self.audience: tuple[str, ...] | None = (
-            None if audience is None else (audience,) if isinstance(audience, str)
+            None
+            if audience is None
+            else (audience,)
+            if isinstance(audience, str)
             else tuple(audience)
         )
         self.algorithms = tuple(algorithms)

@@ -187,8 +187,9 @@ def main(argv: list[str] | None = None) -> int:
         _say("interrupted")
         return EXIT_INTERRUPTED
     except SystemExit as exc:  # --help and --version exit through argparse
-        return exc.code if isinstance(exc.code, int) else EXIT_OK if exc.code is None \
-            else EXIT_USAGE
+        return (
+            exc.code if isinstance(exc.code, int) else EXIT_OK if exc.code is None else EXIT_USAGE
+        )
     except BaseException as exc:
         leaf = _leaf(exc)
         if isinstance(leaf, KeyboardInterrupt):

@@ -199,8 +199,10 @@ async def open_client(args: argparse.Namespace, stderr: ServerStderr) -> AsyncIt
         ) as client:
             if args.verbose:
                 server = client.server_info
-                err(f"connected to {server.name} {server.version}: protocol "
-                    f"{client.protocol_version} ({client.era.value})")
+                err(
+                    f"connected to {server.name} {server.version}: protocol "
+                    f"{client.protocol_version} ({client.era.value})"
+                )
             yield client
 
 
@@ -286,8 +288,7 @@ async def _call_as_task(
     """``trimcp call --task``: start the task, show its states, return its result.
 
     Interrupted (Ctrl+C), it cancels the task on the server (bounded) before exiting."""
-    handle = await client.call_tool_as_task(args.tool, arguments, ttl=args.ttl,
-                                            timeout=timeout)
+    handle = await client.call_tool_as_task(args.tool, arguments, ttl=args.ttl, timeout=timeout)
     try:
         async for task in handle:
             if not args.quiet and handle.task_id:
@@ -330,8 +331,10 @@ async def cmd_ping(client: Client, args: argparse.Namespace) -> int:
         )
     else:
         who = f"{server.name} {server.version}" if server.version else server.name
-        _emit(f"pong from {who} in {elapsed_ms:.1f} ms "
-              f"(protocol {client.protocol_version}, {client.era.value})")
+        _emit(
+            f"pong from {who} in {elapsed_ms:.1f} ms "
+            f"(protocol {client.protocol_version}, {client.era.value})"
+        )
     return EXIT_OK
 
 

@@ -39,8 +39,11 @@ def snapshot(root: Path) -> dict[Path, float]:
     """Modification time of every ``*.py`` file under ``root`` (hidden and venv dirs skipped)."""
     found: dict[Path, float] = {}
     for directory, subdirs, files in os.walk(root):
-        subdirs[:] = [d for d in subdirs if not d.startswith(".") and d not in
-                      ("__pycache__", "node_modules", "venv")]
+        subdirs[:] = [
+            d
+            for d in subdirs
+            if not d.startswith(".") and d not in ("__pycache__", "node_modules", "venv")
+        ]
         for file in files:
             if file.endswith(".py"):
                 path = Path(directory) / file
@@ -74,8 +77,12 @@ async def supervise(argv: list[str], root: Path, interval: float) -> int:
                 await trio.sleep(interval)
                 now = snapshot(root)
                 if now != seen:
-                    changed = sorted({*now.keys() ^ seen.keys(),
-                                      *(p for p in now if p in seen and now[p] != seen[p])})
+                    changed = sorted(
+                        {
+                            *now.keys() ^ seen.keys(),
+                            *(p for p in now if p in seen and now[p] != seen[p]),
+                        }
+                    )
                     seen = now
                     names = ", ".join(str(p.relative_to(root)) for p in changed[:3])
                     _say(f"{names}{' ...' if len(changed) > 3 else ''} changed: restarting")

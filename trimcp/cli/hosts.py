@@ -58,5 +58,3 @@ def run_config(args: argparse.Namespace) -> int:
     print(json.dumps(snippet(args.host, args.target, name=args.name, env=env), indent=2))
     sys.stderr.write(f"trimcp: {WHERE[args.host]}\n")
     return EXIT_OK
-
-

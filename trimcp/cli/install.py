@@ -28,8 +28,9 @@ def config_path(host: str, *, project: bool = False) -> Path:
     home = Path.home()
     if host == "claude":
         if sys.platform == "darwin":
-            return home / "Library" / "Application Support" / "Claude" / \
-                "claude_desktop_config.json"
+            return (
+                home / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"
+            )
         if sys.platform == "win32":
             return Path(os.environ.get("APPDATA", home)) / "Claude" / "claude_desktop_config.json"
         return home / ".config" / "Claude" / "claude_desktop_config.json"
@@ -51,8 +52,9 @@ def merged(existing: Any, entry: dict[str, Any], path: Path) -> tuple[dict[str, 
     return {**existing, section: {**current, name: server}}, name, replaced
 
 
-def install(host: str, target: str, *, path: Path, name: str | None,
-            env: dict[str, str]) -> tuple[str, bool, Path | None]:
+def install(
+    host: str, target: str, *, path: Path, name: str | None, env: dict[str, str]
+) -> tuple[str, bool, Path | None]:
     """Write the entry into ``path``; returns (server name, replaced?, backup or None)."""
     entry = snippet(host, target, name=name, env=env)
     existing: Any = {}

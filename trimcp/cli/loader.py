@@ -81,8 +81,10 @@ def import_target(target: Target) -> ModuleType:
     if directory not in sys.path:
         sys.path.insert(0, directory)
     # A unique name keeps the file from shadowing (or being shadowed by) a real module.
-    name = path.stem if path.stem.isidentifier() and path.stem not in sys.modules else (
-        "__trimcp_app__"
+    name = (
+        path.stem
+        if path.stem.isidentifier() and path.stem not in sys.modules
+        else ("__trimcp_app__")
     )
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -134,9 +136,7 @@ def is_handler(obj: Any) -> bool:
     )
 
 
-def find_server(
-    module: ModuleType, target: Target, run_calls: Sequence[RunCall] = ()
-) -> Any:
+def find_server(module: ModuleType, target: Target, run_calls: Sequence[RunCall] = ()) -> Any:
     """The server ``target`` names in ``module``.
 
     With ``:attr``: that object (a plain function is called once, as a factory). Without:
@@ -148,8 +148,9 @@ def find_server(
         try:
             obj = getattr(module, target.attr)
         except AttributeError:
-            raise CliError(f"{target.display}: the module has no attribute {target.attr!r}") \
-                from None
+            raise CliError(
+                f"{target.display}: the module has no attribute {target.attr!r}"
+            ) from None
         if inspect.isfunction(obj):  # a factory; other callables are not called
             obj = obj()
         if not is_handler(obj):

@@ -58,31 +58,46 @@ def port_number(text: str) -> int:
 def _client_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", help="the server's URL (http(s):// or ws(s)://)")
     parser.add_argument(
-        "--header", action="append", default=[], metavar="'NAME: VALUE'",
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
         help="an HTTP header for --url (repeatable), e.g. 'Authorization: Bearer ...'",
     )
     parser.add_argument(
-        "--auth", action="store_true",
+        "--auth",
+        action="store_true",
         help="log in when the server asks (OAuth: opens your browser; tokens are kept in "
-             "$XDG_CACHE_HOME/trimcp/tokens.json)",
+        "$XDG_CACHE_HOME/trimcp/tokens.json)",
     )
     parser.add_argument(
-        "--no-browser", action="store_true",
+        "--no-browser",
+        action="store_true",
         help="with --auth: only print the login URL (then open it yourself)",
     )
     parser.add_argument(
-        "--timeout", type=float, default=60.0, metavar="SECONDS",
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
         help="per request, also bounds the handshake (0: no limit; default 60)",
     )
     parser.add_argument(
-        "--mode", default="auto", metavar="MODE",
+        "--mode",
+        default="auto",
+        metavar="MODE",
         help="protocol era: auto (server/discover, else initialize; default), legacy, "
-             "or a version such as 2026-07-28 or 2025-11-25",
+        "or a version such as 2026-07-28 or 2025-11-25",
     )
-    parser.add_argument("-q", "--quiet", action="store_true",
-                        help="no progress or server log lines on stderr")
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="show every message on the wire and the server's stderr")
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress or server log lines on stderr"
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show every message on the wire and the server's stderr",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -96,64 +111,123 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="serve a trimcp.Server over stdio, HTTP or WebSocket")
     run.add_argument("target", help="path/to/server.py[:app] or package.module[:app]")
-    run.add_argument("--transport", choices=("stdio", "http", "websocket", "ws"), default=None,
-                     help="default stdio (env TRIMCP_TRANSPORT)")
-    run.add_argument("--host", default=None,
-                     help="address to bind (default 127.0.0.1; env TRIMCP_HOST)")
-    run.add_argument("--port", type=port_number, default=None,
-                     help="port (default 8000 for http, 8765 for ws; 0 picks a free one; "
-                          "env TRIMCP_PORT)")
-    run.add_argument("--path", default=None,
-                     help="the endpoint path for http and ws (default /mcp; env TRIMCP_PATH)")
-    run.add_argument("--stateless", action="store_true", default=None,
-                     help="http: no sessions, each POST stands alone (env TRIMCP_STATELESS)")
-    run.add_argument("--json-response", action="store_true", default=None,
-                     help="http: answer POSTs with JSON, not SSE (env TRIMCP_JSON_RESPONSE)")
-    run.add_argument("--log-level", default=None,
-                     choices=("debug", "info", "warning", "error", "critical"),
-                     help="log Python logging records on stderr (env TRIMCP_LOG_LEVEL)")
-    run.add_argument("--store", default=None, metavar="URL",
-                     help="http: where sessions and events are kept: memory:// (default) or "
-                     "redis://HOST:PORT/DB, shared by replicas (env TRIMCP_STORE)")
-    run.add_argument("--workers", type=worker_count, default=1, metavar="N",
-                     help="http: serve with N processes on one port (SIGHUP reloads them)")
+    run.add_argument(
+        "--transport",
+        choices=("stdio", "http", "websocket", "ws"),
+        default=None,
+        help="default stdio (env TRIMCP_TRANSPORT)",
+    )
+    run.add_argument(
+        "--host", default=None, help="address to bind (default 127.0.0.1; env TRIMCP_HOST)"
+    )
+    run.add_argument(
+        "--port",
+        type=port_number,
+        default=None,
+        help="port (default 8000 for http, 8765 for ws; 0 picks a free one; env TRIMCP_PORT)",
+    )
+    run.add_argument(
+        "--path",
+        default=None,
+        help="the endpoint path for http and ws (default /mcp; env TRIMCP_PATH)",
+    )
+    run.add_argument(
+        "--stateless",
+        action="store_true",
+        default=None,
+        help="http: no sessions, each POST stands alone (env TRIMCP_STATELESS)",
+    )
+    run.add_argument(
+        "--json-response",
+        action="store_true",
+        default=None,
+        help="http: answer POSTs with JSON, not SSE (env TRIMCP_JSON_RESPONSE)",
+    )
+    run.add_argument(
+        "--log-level",
+        default=None,
+        choices=("debug", "info", "warning", "error", "critical"),
+        help="log Python logging records on stderr (env TRIMCP_LOG_LEVEL)",
+    )
+    run.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help="http: where sessions and events are kept: memory:// (default) or "
+        "redis://HOST:PORT/DB, shared by replicas (env TRIMCP_STORE)",
+    )
+    run.add_argument(
+        "--workers",
+        type=worker_count,
+        default=1,
+        metavar="N",
+        help="http: serve with N processes on one port (SIGHUP reloads them)",
+    )
     run.add_argument("--reuse-port", action="store_true", default=None, help=argparse.SUPPRESS)
     run.add_argument(
-        "--allow-host", action="append", default=None, metavar="NAME",
+        "--allow-host",
+        action="append",
+        default=None,
+        metavar="NAME",
         help="a Host name clients may use (repeatable; needed when --host is not loopback; "
-             "env TRIMCP_ALLOWED_HOSTS, comma-separated)",
+        "env TRIMCP_ALLOWED_HOSTS, comma-separated)",
     )
     run.add_argument(
-        "--allow-origin", action="append", default=None, metavar="ORIGIN",
+        "--allow-origin",
+        action="append",
+        default=None,
+        metavar="ORIGIN",
         help="an Origin browsers may send, e.g. https://app.example (repeatable; env "
-             "TRIMCP_ALLOWED_ORIGINS)",
+        "TRIMCP_ALLOWED_ORIGINS)",
     )
-    run.add_argument("-v", "--verbose", action="store_true",
-                     help="show every message on the wire (stdio)")
+    run.add_argument(
+        "-v", "--verbose", action="store_true", help="show every message on the wire (stdio)"
+    )
 
     dev = sub.add_parser(
-        "dev", help="serve (HTTP by default) and restart when a .py file changes",
+        "dev",
+        help="serve (HTTP by default) and restart when a .py file changes",
     )
-    dev.add_argument("--interval", type=float, default=0.5, metavar="SECONDS",
-                     help="how often files are checked (default 0.5)")
+    dev.add_argument(
+        "--interval",
+        type=float,
+        default=0.5,
+        metavar="SECONDS",
+        help="how often files are checked (default 0.5)",
+    )
     dev.add_argument("target", help="path/to/server.py[:app]")
-    dev.add_argument("run_args", nargs=argparse.REMAINDER, metavar="...",
-                     help="flags for trimcp run (e.g. --port 8000)")
+    dev.add_argument(
+        "run_args",
+        nargs=argparse.REMAINDER,
+        metavar="...",
+        help="flags for trimcp run (e.g. --port 8000)",
+    )
 
     install = sub.add_parser("install", help="add a server to an MCP host's config file")
     install.add_argument("host", choices=HOSTS)
     install.add_argument("target", help="path/to/server.py[:app] or package.module[:app]")
     install.add_argument("--name", help="the server's name in the host (default: file stem)")
-    install.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
-                         help="an environment variable for the server (repeatable)")
-    install.add_argument("--config", metavar="PATH",
-                         help="the host's config file (default: where the host reads it)")
-    install.add_argument("--project", action="store_true",
-                         help="cursor: the project's .cursor/mcp.json, not ~/.cursor/mcp.json")
+    install.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an environment variable for the server (repeatable)",
+    )
+    install.add_argument(
+        "--config", metavar="PATH", help="the host's config file (default: where the host reads it)"
+    )
+    install.add_argument(
+        "--project",
+        action="store_true",
+        help="cursor: the project's .cursor/mcp.json, not ~/.cursor/mcp.json",
+    )
 
     def client_command(name: str, help_text: str) -> argparse.ArgumentParser:
         return sub.add_parser(
-            name, help=help_text, epilog=CLIENT_EPILOG,
+            name,
+            help=help_text,
+            epilog=CLIENT_EPILOG,
             formatter_class=argparse.RawTextHelpFormatter,
         )
 
@@ -164,19 +238,36 @@ def build_parser() -> argparse.ArgumentParser:
 
     call = client_command("call", "call a tool: trimcp call TOOL key=value ...")
     call.add_argument("tool")
-    call.add_argument("arguments", nargs="*", metavar="key=value",
-                      help="arguments; values are JSON when they parse, else strings")
-    call.add_argument("--args", dest="json_args", metavar="JSON",
-                      help="the arguments as one JSON object")
     call.add_argument(
-        "--json", nargs="?", const=True, default=False, metavar="'{...}'",
+        "arguments",
+        nargs="*",
+        metavar="key=value",
+        help="arguments; values are JSON when they parse, else strings",
+    )
+    call.add_argument(
+        "--args", dest="json_args", metavar="JSON", help="the arguments as one JSON object"
+    )
+    call.add_argument(
+        "--json",
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="'{...}'",
         help="alone: print the wire JSON; with a JSON object: the arguments (like --args)",
     )
-    call.add_argument("--task", action="store_true",
-                      help="run the call as a task: print its status changes on stderr, "
-                           "then its result; Ctrl+C cancels the task")
-    call.add_argument("--ttl", type=float, default=None, metavar="SECONDS",
-                      help="with --task: how long the server should keep the task")
+    call.add_argument(
+        "--task",
+        action="store_true",
+        help="run the call as a task: print its status changes on stderr, "
+        "then its result; Ctrl+C cancels the task",
+    )
+    call.add_argument(
+        "--ttl",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --task: how long the server should keep the task",
+    )
     _client_options(call)
 
     read = client_command("read", "read a resource")
@@ -186,10 +277,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     prompt = client_command("prompt", "get a prompt: trimcp prompt NAME key=value ...")
     prompt.add_argument("name")
-    prompt.add_argument("arguments", nargs="*", metavar="key=value",
-                        help="arguments (strings)")
-    prompt.add_argument("--args", dest="json_args", metavar="JSON",
-                        help="the arguments as one JSON object of strings")
+    prompt.add_argument("arguments", nargs="*", metavar="key=value", help="arguments (strings)")
+    prompt.add_argument(
+        "--args",
+        dest="json_args",
+        metavar="JSON",
+        help="the arguments as one JSON object of strings",
+    )
     prompt.add_argument("--json", action="store_true", help="print the wire JSON")
     _client_options(prompt)
 
@@ -201,11 +295,17 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("host", choices=HOSTS)
     config.add_argument("target", help="path/to/server.py[:app] or package.module[:app]")
     config.add_argument("--name", help="the server's name in the host (default: file stem)")
-    config.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
-                        help="an environment variable for the server (repeatable)")
+    config.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an environment variable for the server (repeatable)",
+    )
 
     sub.add_parser(
-        "bench", help="run the benchmark suite (from a trimcp checkout; args go to it)",
+        "bench",
+        help="run the benchmark suite (from a trimcp checkout; args go to it)",
         add_help=False,
     )
     return parser
@@ -230,8 +330,9 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         if getattr(args, "arguments", None) is None or any(
             word.startswith("-") or "=" not in word for word in extra
         ):
-            raise UsageError(f"unrecognized arguments: {' '.join(extra)}",
-                             hint="see: trimcp --help")
+            raise UsageError(
+                f"unrecognized arguments: {' '.join(extra)}", hint="see: trimcp --help"
+            )
         args.arguments.extend(extra)
     if args.command is None:
         raise UsageError("no command given", hint="see: trimcp --help")

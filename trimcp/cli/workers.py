@@ -46,9 +46,22 @@ def _say(line: str) -> None:
 
 def worker_argv(target: str, settings: ServeSettings, port: int) -> list[str]:
     """The command line of one worker: the supervisor's settings, on ``port``."""
-    argv = [sys.executable, "-m", "trimcp", "run", target, "--transport", "http",
-            "--host", settings.host, "--port", str(port), "--path", settings.path,
-            "--reuse-port"]
+    argv = [
+        sys.executable,
+        "-m",
+        "trimcp",
+        "run",
+        target,
+        "--transport",
+        "http",
+        "--host",
+        settings.host,
+        "--port",
+        str(port),
+        "--path",
+        settings.path,
+        "--reuse-port",
+    ]
     if settings.stateless:
         argv.append("--stateless")
     if settings.json_response:
@@ -102,7 +115,10 @@ class Supervisor:
     async def _spawn(self, nursery: trio.Nursery, number: int) -> _Worker:
         env = {**os.environ, "TRIMCP_WORKER": str(number)}
         process = await trio.lowlevel.open_process(
-            self.argv, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+            self.argv,
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
             start_new_session=True,  # terminal signals reach the supervisor only
         )
         worker = _Worker(number, process, trio.current_time())

@@ -574,8 +574,7 @@ class Client(Agreement):
             meta=dict(meta) if meta is not None else None,
         )
         # The server decides (it may ask for input first, or answer at once).
-        answer = await self._request_with_input("tools/call", params, timeout=timeout,
-                                                target=name)
+        answer = await self._request_with_input("tools/call", params, timeout=timeout, target=name)
         if is_task_answer(answer):
             return self._remember_task(TaskHandle(self, as_task(answer), modern=True))
         return TaskHandle.finished(self, _typed(answer, CallToolResult))
@@ -594,8 +593,9 @@ class Client(Agreement):
             modern = self.era is Era.MODERN
             handle = TaskHandle(
                 self,
-                Task(task_id=task_id, status="working", created_at="", last_updated_at="",
-                     ttl=None),
+                Task(
+                    task_id=task_id, status="working", created_at="", last_updated_at="", ttl=None
+                ),
                 modern=modern,
             )
             await handle.refresh()
@@ -666,9 +666,7 @@ class Client(Agreement):
         check_str("read_resource", "uri", uri)
         params = ReadResourceRequestParams(uri=uri)
         return _typed(
-            await self._request_with_input(
-                "resources/read", params, timeout=timeout, target=uri
-            ),
+            await self._request_with_input("resources/read", params, timeout=timeout, target=uri),
             ReadResourceResult,
         )
 

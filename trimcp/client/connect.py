@@ -71,14 +71,18 @@ async def connect_stdio(
     SIGKILL, each step bounded by ``shutdown`` (a :class:`ShutdownTimeouts`).
     Cancellation: as :func:`connect_transport`; the child shutdown is shielded and bounded.
     """
-    async with unwrap_single_exception(), open_stdio_client_transport(
-        argv,
-        env=env,
-        cwd=cwd,
-        on_stderr=on_stderr,
-        max_message_bytes=max_message_bytes,
-        shutdown=shutdown or ShutdownTimeouts(),
-    ) as transport, connect_transport(transport, options=options, **client_kwargs) as client:
+    async with (
+        unwrap_single_exception(),
+        open_stdio_client_transport(
+            argv,
+            env=env,
+            cwd=cwd,
+            on_stderr=on_stderr,
+            max_message_bytes=max_message_bytes,
+            shutdown=shutdown or ShutdownTimeouts(),
+        ) as transport,
+        connect_transport(transport, options=options, **client_kwargs) as client,
+    ):
         yield client
 
 
@@ -137,10 +141,17 @@ async def connect_http(
     """
     from trimcp.transports.http_client import open_http_client_transport
 
-    async with unwrap_single_exception(), open_http_client_transport(
-        url, headers=dict(headers or {}), timeout=timeout, legacy_fallback=legacy_fallback,
-        auth=auth,
-    ) as transport, connect_transport(transport, options=options, **client_kwargs) as client:
+    async with (
+        unwrap_single_exception(),
+        open_http_client_transport(
+            url,
+            headers=dict(headers or {}),
+            timeout=timeout,
+            legacy_fallback=legacy_fallback,
+            auth=auth,
+        ) as transport,
+        connect_transport(transport, options=options, **client_kwargs) as client,
+    ):
         yield client
 
 
@@ -159,7 +170,9 @@ async def connect_websocket(
     """
     from trimcp.transports.websocket import open_websocket_client_transport
 
-    async with unwrap_single_exception(), open_websocket_client_transport(
-        url, headers=headers
-    ) as transport, connect_transport(transport, options=options, **client_kwargs) as client:
+    async with (
+        unwrap_single_exception(),
+        open_websocket_client_transport(url, headers=headers) as transport,
+        connect_transport(transport, options=options, **client_kwargs) as client,
+    ):
         yield client

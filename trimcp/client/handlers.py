@@ -187,8 +187,9 @@ class ClientHandlers:
         if method == "sampling/createMessage" and self.sampling_handler is not None:
             return await self.sampling_handler(ctx, ctx.params)
         if method == "elicitation/create" and self.elicitation_handler is not None:
-            mode: ElicitationMode = "url" if isinstance(ctx.params, ElicitRequestURLParams) \
-                else "form"
+            mode: ElicitationMode = (
+                "url" if isinstance(ctx.params, ElicitRequestURLParams) else "form"
+            )
             if mode not in self.elicitation_modes:
                 raise McpError(
                     INVALID_PARAMS, f"This client does not support {mode}-mode elicitation"

@@ -54,8 +54,9 @@ class PageIterator(Generic[T]):
                 raise StopAsyncIteration
             if self._pages >= self._max_pages:
                 raise PaginationError(
-                    self._method, self._pages, f"the listing did not end within {self._max_pages}"
-                    " pages (max_pages)"
+                    self._method,
+                    self._pages,
+                    f"the listing did not end within {self._max_pages} pages (max_pages)",
                 )
             items, cursor = await self._fetch(self._cursor)
             self._pages += 1

@@ -182,4 +182,3 @@ def negotiated_from_discover(
         server_capabilities=result.capabilities,
         instructions=result.instructions,
     )
-

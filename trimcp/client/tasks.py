@@ -121,8 +121,11 @@ class TaskHandle:
     def finished(cls, client: Client, result: CallToolResult) -> TaskHandle:
         """A handle for a call the server answered at once instead of creating a task
         (2026-07-28 allows it): ``task_id`` is empty, ``result()`` returns at once."""
-        handle = cls(client, Task(task_id="", status="completed", created_at="",
-                                  last_updated_at="", ttl=None), modern=True)
+        handle = cls(
+            client,
+            Task(task_id="", status="completed", created_at="", last_updated_at="", ttl=None),
+            modern=True,
+        )
         handle._result = result
         return handle
 
@@ -209,9 +212,7 @@ class TaskHandle:
             return
         client = self._client
         responses = await answer_input_requests(client.handlers, client.session, pending)
-        await client._request(
-            "tasks/update", {"taskId": self.task_id, "inputResponses": responses}
-        )
+        await client._request("tasks/update", {"taskId": self.task_id, "inputResponses": responses})
         for key in responses:
             self._answered[key] = None
             if len(self._answered) > MAX_ANSWERED_KEYS:

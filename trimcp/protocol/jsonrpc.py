@@ -149,8 +149,8 @@ def _parse_strictly(data: bytes | str) -> Any:
         text = data
     if text.startswith("\ufeff"):
         raise InvalidMessage(
-            PARSE_ERROR, "Parse error: the message starts with a byte order mark; send UTF-8 "
-            "without a BOM",
+            PARSE_ERROR,
+            "Parse error: the message starts with a byte order mark; send UTF-8 without a BOM",
         )
     try:
         value = json.loads(text)

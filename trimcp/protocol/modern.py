@@ -226,8 +226,7 @@ def read_request_meta(
     level = meta.get(META_LOG_LEVEL)
     if level is not None and level not in LOGGING_LEVELS:
         raise _invalid(
-            f"Invalid params: _meta[{META_LOG_LEVEL!r}] must be one of "
-            f"{', '.join(LOGGING_LEVELS)}",
+            f"Invalid params: _meta[{META_LOG_LEVEL!r}] must be one of {', '.join(LOGGING_LEVELS)}",
             f"params._meta.{META_LOG_LEVEL}",
         )
     return RequestMeta(
@@ -318,12 +317,12 @@ def structure_params(method: str, params: Any, capabilities: Mapping[str, Any] |
         raise RemoteProtocolError(
             METHOD_NOT_FOUND, f"Method not found: {method} is not a 2026-07-28 client request"
         )
-    if spec.capability is not None and not has_capability(dict(capabilities or {}),
-                                                          spec.capability):
+    if spec.capability is not None and not has_capability(
+        dict(capabilities or {}), spec.capability
+    ):
         raise RemoteProtocolError(
             METHOD_NOT_FOUND,
-            f"Method not found: {method} (this server does not offer "
-            f"{'.'.join(spec.capability)})",
+            f"Method not found: {method} (this server does not offer {'.'.join(spec.capability)})",
         )
     if method in INPUT_METHODS and type(params) is dict and "inputResponses" in params:
         _check_input_responses(params["inputResponses"])
@@ -664,8 +663,7 @@ def check_parameter_headers(
             raise header_mismatch(f"{header} is malformed: {exc}") from None
         if not _same(decoded, value):
             raise header_mismatch(
-                f"{header} value {decoded[:80]!r} does not match the argument "
-                f"{'.'.join(path)!r}"
+                f"{header} value {decoded[:80]!r} does not match the argument {'.'.join(path)!r}"
             )
 
 

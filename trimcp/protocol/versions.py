@@ -23,6 +23,7 @@ def is_stateless(version: str | None) -> bool:
     """Whether ``version`` is a stateless (2026-07-28 or later) revision."""
     return version in STATELESS_VERSIONS
 
+
 #: The version a Streamable HTTP server assumes when ``MCP-Protocol-Version`` is absent.
 HTTP_DEFAULT_VERSION: Final = V2025_03_26
 

@@ -92,7 +92,7 @@ def _check_name(what: str, name: object) -> None:
     if name is not None and not isinstance(name, str):
         raise TypeError(
             f"@app.{what}() takes the {what}'s name as a str (or no argument), got {name!r}; "
-            f"decorate with @app.{what} or @app.{what}(\"name\")"
+            f'decorate with @app.{what} or @app.{what}("name")'
         )
 
 
@@ -349,8 +349,16 @@ class Server:
 
         def register(fn: Callable[..., Any]) -> RegisteredResource | RegisteredTemplate:
             return self.add_resource(
-                fn, uri, name=name, title=title, description=description,
-                mime_type=mime_type, size=size, annotations=annotations, icons=icons, meta=meta,
+                fn,
+                uri,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+                size=size,
+                annotations=annotations,
+                icons=icons,
+                meta=meta,
                 cache=cache,
             )
 
@@ -430,9 +438,7 @@ class Server:
 
     # --- completion ---------------------------------------------------------------------
 
-    def completion(
-        self, ref: PromptReference | ResourceTemplateReference
-    ) -> Callable[[F], F]:
+    def completion(self, ref: PromptReference | ResourceTemplateReference) -> Callable[[F], F]:
         """Register ``fn(argument, value[, arguments])`` to complete every argument of
         ``ref`` (a prompt or a resource template); see :mod:`trimcp.server.completion`."""
 
@@ -522,9 +528,7 @@ class Server:
 
         Cancellation: atomic (queued whole or not at all); may wait while the outbox is full.
         """
-        await self._sessions.send_log(
-            session, check_level(level), data, logger, related_request_id
-        )
+        await self._sessions.send_log(session, check_level(level), data, logger, related_request_id)
 
     def _changed(self, kind: str) -> None:
         for listener in self._change_listeners:  # servers this one is mounted into
@@ -552,9 +556,7 @@ class Server:
         )
 
     def _has_task_tools(self) -> bool:
-        return any(
-            task_methods.task_support(tool) != "forbidden" for tool in self.tools.enabled()
-        )
+        return any(task_methods.task_support(tool) != "forbidden" for tool in self.tools.enabled())
 
     def initialize_result(self, params: InitializeRequestParams) -> InitializeResult:
         return InitializeResult(
@@ -669,16 +671,17 @@ class Server:
 
     # --- request handlers ---------------------------------------------------------------
 
-    def _page(self, items: Sequence[Any], cursor: str | None, kind: str,
-              key: Callable[[Any], str]) -> tuple[list[Any], str | None]:
-        return paginate(
-            items, cursor, self.page_size, salt=f"{self._cursor_secret}{kind}", key=key
-        )
+    def _page(
+        self, items: Sequence[Any], cursor: str | None, kind: str, key: Callable[[Any], str]
+    ) -> tuple[list[Any], str | None]:
+        return paginate(items, cursor, self.page_size, salt=f"{self._cursor_secret}{kind}", key=key)
 
     async def _list_tools(self, ctx: RequestContext) -> ListToolsResult:
         version = ctx.negotiated.protocol_version if ctx.negotiated else None
-        tools = [tool.definition(version) for tool in _visible(self.tools.enabled(), ctx,
-                                                                 "tools/call", "name")]
+        tools = [
+            tool.definition(version)
+            for tool in _visible(self.tools.enabled(), ctx, "tools/call", "name")
+        ]
         page, cursor = self._page(tools, ctx.params.cursor, "tools/list", _by_name)
         return ListToolsResult(tools=page, next_cursor=cursor)
 
@@ -694,8 +697,10 @@ class Server:
         return task_methods.unwrap_started(result)
 
     async def _list_resources(self, ctx: RequestContext) -> ListResourcesResult:
-        resources = [resource.definition() for resource in _visible(
-            self.resources.enabled(), ctx, "resources/read", "uri")]
+        resources = [
+            resource.definition()
+            for resource in _visible(self.resources.enabled(), ctx, "resources/read", "uri")
+        ]
         page, cursor = self._page(resources, ctx.params.cursor, "resources/list", _by_uri)
         return ListResourcesResult(resources=page, next_cursor=cursor)
 
@@ -749,8 +754,10 @@ class Server:
         return EmptyResult()
 
     async def _list_prompts(self, ctx: RequestContext) -> ListPromptsResult:
-        prompts = [prompt.definition() for prompt in _visible(self.prompts.enabled(), ctx,
-                                                                  "prompts/get", "name")]
+        prompts = [
+            prompt.definition()
+            for prompt in _visible(self.prompts.enabled(), ctx, "prompts/get", "name")
+        ]
         page, cursor = self._page(prompts, ctx.params.cursor, "prompts/list", _by_name)
         return ListPromptsResult(prompts=page, next_cursor=cursor)
 
@@ -927,9 +934,15 @@ class Server:
         from trimcp.server import serving
 
         arguments: dict[str, Any] = {
-            "transport": transport, "host": host, "port": port, "path": path,
-            "stateless": stateless, "json_response": json_response, "log_level": log_level,
-            "allowed_hosts": allowed_hosts, "allowed_origins": allowed_origins,
+            "transport": transport,
+            "host": host,
+            "port": port,
+            "path": path,
+            "stateless": stateless,
+            "json_response": json_response,
+            "log_level": log_level,
+            "allowed_hosts": allowed_hosts,
+            "allowed_origins": allowed_origins,
         }
         if serving.capture_run(self, arguments):
             return

@@ -238,8 +238,7 @@ class Context:
         version = self.protocol_version
         if version is not None and version < first:
             raise LocalProtocolError(
-                f"{feature} needs protocol version {first} or later; this session "
-                f"uses {version}"
+                f"{feature} needs protocol version {first} or later; this session uses {version}"
             )
 
     async def sample(
@@ -288,7 +287,8 @@ class Context:
             model_preferences=_model_preferences(model_preferences),
             include_context=include_context,
             tools=self._server.sampling_tools(tools) if tools is not None else None,
-            tool_choice=ToolChoice(mode=tool_choice) if isinstance(tool_choice, str)
+            tool_choice=ToolChoice(mode=tool_choice)
+            if isinstance(tool_choice, str)
             else tool_choice,
             metadata=dict(metadata) if metadata is not None else None,
         )
@@ -299,16 +299,28 @@ class Context:
 
     @overload
     async def elicit(
-        self, message: str, schema: type[T], *, timeout: float | None = ...,
+        self,
+        message: str,
+        schema: type[T],
+        *,
+        timeout: float | None = ...,
         key: str | None = ...,
     ) -> ElicitationOutcome[T]: ...
     @overload
     async def elicit(
-        self, message: str, schema: Mapping[str, Any], *, timeout: float | None = ...,
+        self,
+        message: str,
+        schema: Mapping[str, Any],
+        *,
+        timeout: float | None = ...,
         key: str | None = ...,
     ) -> ElicitationOutcome[dict[str, Any]]: ...
     async def elicit(
-        self, message: str, schema: Any, *, timeout: float | None = _DEFAULT,
+        self,
+        message: str,
+        schema: Any,
+        *,
+        timeout: float | None = _DEFAULT,
         key: str | None = None,
     ) -> ElicitationOutcome[Any]:
         """Ask the user to fill in a form (``elicitation/create``, form mode).
@@ -336,9 +348,7 @@ class Context:
         mode: Literal["form"] | None = (
             "form" if (self.protocol_version or "") >= V2025_11_25 else None
         )
-        params = ElicitRequestFormParams(
-            message=message, requested_schema=form.schema, mode=mode
-        )
+        params = ElicitRequestFormParams(message=message, requested_schema=form.schema, mode=mode)
         result: ElicitResult = await self._send(
             "elicitation/create", params, timeout, key, ElicitResult
         )
@@ -421,7 +431,11 @@ class Context:
         return await self._server.read_resource_contents(uri, self)
 
     async def _send(
-        self, method: str, params: Any, timeout: float | None, key: str | None,
+        self,
+        method: str,
+        params: Any,
+        timeout: float | None,
+        key: str | None,
         result_type: type[Any],
     ) -> Any:
         if self.stateless:
@@ -431,7 +445,6 @@ class Context:
         if timeout is _DEFAULT:
             return await self._request.send_request(method, params)
         return await self._request.send_request(method, params, timeout=timeout)
-
 
 
 def _sampling_messages(

@@ -44,8 +44,11 @@ from trimcp.types import InputRequiredResult
 
 T = TypeVar("T")
 
-_SHORT = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling",
-          "roots/list": "roots"}
+_SHORT = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
 
 
 def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
@@ -140,8 +143,11 @@ class InputRound:
         payload = {
             "exp": options.clock() + options.state_ttl,
             "r": self.rounds + 1,
-            "q": {**self.asked, **{k: d for k, (d, _) in self.used.items()},
-                  **self.pending_digests},
+            "q": {
+                **self.asked,
+                **{k: d for k, (d, _) in self.used.items()},
+                **self.pending_digests,
+            },
             "a": {key: list(entry) for key, entry in self.used.items()},
         }
         data = dump_json(payload)
@@ -171,7 +177,8 @@ def open_round(options: InputOptions, ctx: RequestContext) -> InputRound:
             payload = json.loads(options.keyring.open(token, _binding(ctx)))
         except InvalidRequestState as exc:
             raise RemoteProtocolError(
-                INVALID_PARAMS, f"Invalid requestState: {exc}; send the request again "
+                INVALID_PARAMS,
+                f"Invalid requestState: {exc}; send the request again "
                 "without requestState and inputResponses to start over",
                 {"path": "params.requestState"},
             ) from None
@@ -246,9 +253,7 @@ async def ask(method: str, params: Any, result_type: type[T], key: str | None) -
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-async def run_attempt(
-    options: InputOptions, ctx: RequestContext, call: Callable[[], Any]
-) -> Any:
+async def run_attempt(options: InputOptions, ctx: RequestContext, call: Callable[[], Any]) -> Any:
     """Run ``call()`` (the handler) as one attempt of ``ctx``; its result, or the
     ``InputRequiredResult`` when it asked for input it does not have yet.
 
@@ -267,4 +272,3 @@ async def run_attempt(
     if attempt.pending:
         return attempt.result()
     return result
-

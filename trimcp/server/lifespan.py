@@ -94,8 +94,7 @@ class LifespanRunner:
         if running is not None:
             await running.started.wait()
             if running.error is not None:
-                raise LifespanFailed(f"the lifespan of {self._label} failed") \
-                    from running.error
+                raise LifespanFailed(f"the lifespan of {self._label} failed") from running.error
             running.users += 1
             try:
                 yield running.value

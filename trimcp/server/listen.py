@@ -30,8 +30,11 @@ from trimcp.session.context import RequestContext
 from trimcp.types import SubscriptionFilter, SubscriptionsListenResult
 
 #: List kinds in the order their notifications go out, with their filter field.
-_KINDS = (("tools", "tools_list_changed"), ("prompts", "prompts_list_changed"),
-          ("resources", "resources_list_changed"))
+_KINDS = (
+    ("tools", "tools_list_changed"),
+    ("prompts", "prompts_list_changed"),
+    ("resources", "resources_list_changed"),
+)
 
 
 @runtime_checkable
@@ -196,9 +199,11 @@ class ListenHub:
             updated, listener.updated = listener.updated, set()
             for kind, _ in _KINDS:
                 if kind in changed:
-                    await ctx.send_notification(f"notifications/{kind}/list_changed",
-                                                {"_meta": meta})
+                    await ctx.send_notification(
+                        f"notifications/{kind}/list_changed", {"_meta": meta}
+                    )
             for uri in sorted(updated):
-                await ctx.send_notification("notifications/resources/updated",
-                                            {"_meta": meta, "uri": uri})
+                await ctx.send_notification(
+                    "notifications/resources/updated", {"_meta": meta, "uri": uri}
+                )
             idle_deadline = trio.current_time() + self.idle_timeout

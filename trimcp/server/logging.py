@@ -70,9 +70,7 @@ class LogBuffer:
         if capacity < 1:
             raise ValueError("the log buffer needs room for at least one record")
         self._lock = threading.Lock()
-        self._records: deque[tuple[int, LoggingMessageNotificationParams]] = deque(
-            maxlen=capacity
-        )
+        self._records: deque[tuple[int, LoggingMessageNotificationParams]] = deque(maxlen=capacity)
         self._last = 0
         #: Called (from the logging thread) after each push; must not block.
         self.on_push: Callable[[], None] | None = None

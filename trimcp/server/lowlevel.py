@@ -89,7 +89,9 @@ class LowLevelServer:
     def negotiate_request(self, meta: modern.RequestMeta) -> Negotiated:
         """The agreement of one 2026-07-28 request (its ``_meta``, our identity)."""
         return modern.negotiated(
-            meta, server_info=self.info, server_capabilities=self.capabilities,
+            meta,
+            server_info=self.info,
+            server_capabilities=self.capabilities,
             instructions=self.instructions,
         )
 
@@ -101,8 +103,10 @@ class LowLevelServer:
         if ctx.method == "server/discover" and ctx.session is None:
             return DiscoverResult(
                 supported_versions=list(self.advertised_versions),
-                capabilities=self.capabilities, instructions=self.instructions,
-                ttl_ms=0, cache_scope="public",
+                capabilities=self.capabilities,
+                instructions=self.instructions,
+                ttl_ms=0,
+                cache_scope="public",
             )
         handler = self._requests.get(ctx.method)
         if handler is None:

@@ -181,15 +181,12 @@ class TimingMiddleware:
     ``trimcp.timing``. The duration is wall time (``time.perf_counter``).
     """
 
-    def __init__(
-        self, on_timing: Callable[[Call, float, str], None] | None = None
-    ) -> None:
+    def __init__(self, on_timing: Callable[[Call, float, str], None] | None = None) -> None:
         self.on_timing = on_timing or self._log
         self.logger = logging.getLogger("trimcp.timing")
 
     def _log(self, call: Call, seconds: float, outcome: str) -> None:
-        self.logger.debug("%s %s %s %.3f ms", call.method, call.name or "", outcome,
-                          seconds * 1000)
+        self.logger.debug("%s %s %s %.3f ms", call.method, call.name or "", outcome, seconds * 1000)
 
     async def __call__(self, call: Call, call_next: Next) -> Any:
         start = time.perf_counter()
@@ -260,8 +257,13 @@ class LoggingMiddleware:
 
             fields["params"] = serde.unstructure(call.params)
         self.logger.log(
-            level, "%s %s %s %.1f ms", call.method, call.name or "", outcome,
-            seconds * 1000, extra={"mcp": fields},
+            level,
+            "%s %s %s %.1f ms",
+            call.method,
+            call.name or "",
+            outcome,
+            seconds * 1000,
+            extra={"mcp": fields},
         )
 
 
@@ -361,15 +363,17 @@ class ErrorMaskingMiddleware:
         except McpError as exc:
             if exc.code in self.expose:
                 raise
-            self.logger.warning("%s failed (masked for the client): %s %s", call.method,
-                                exc.code, exc.message)
+            self.logger.warning(
+                "%s failed (masked for the client): %s %s", call.method, exc.code, exc.message
+            )
             raise McpError(exc.code, self.message) from None
         except Exception as exc:
             self.logger.error("%s failed (masked for the client)", call.method, exc_info=exc)
             raise McpError(INTERNAL_ERROR, self.message) from None
         if self.mask_tool_errors and isinstance(result, CallToolResult) and result.is_error:
-            self.logger.warning("tool %r failed (masked for the client): %s", call.name,
-                                result.content)
+            self.logger.warning(
+                "tool %r failed (masked for the client): %s", call.name, result.content
+            )
             return CallToolResult(
                 content=[TextContent(text=f"Tool {call.name!r} failed")], is_error=True
             )

@@ -52,7 +52,7 @@ def unprefixed_uri(prefix: str, uri: str) -> str | None:
         head, slash, tail = rest.partition("/")
         return f"{scheme}://{tail}" if slash and head == prefix else None
     start = f"{prefix}:"
-    return uri[len(start):] if uri.startswith(start) else None
+    return uri[len(start) :] if uri.startswith(start) else None
 
 
 def _copy(cls: type[Any], source: Any) -> Any:
@@ -108,8 +108,9 @@ class MountedPrompt(RegisteredPrompt):
 
 
 def _relabel(contents: list[Any], uri: str) -> list[Any]:
-    return [attrs.evolve(c, uri=uri) if getattr(c, "uri", None) is not None else c
-            for c in contents]
+    return [
+        attrs.evolve(c, uri=uri) if getattr(c, "uri", None) is not None else c for c in contents
+    ]
 
 
 class MountedResource(RegisteredResource):
@@ -166,8 +167,12 @@ class Mount:
         self.parent = parent
         self.child = child
         self.prefix = prefix
-        self._keys: dict[str, list[str]] = {"tools": [], "prompts": [], "resources": [],
-                                            "templates": []}
+        self._keys: dict[str, list[str]] = {
+            "tools": [],
+            "prompts": [],
+            "resources": [],
+            "templates": [],
+        }
 
     def name(self, name: str) -> str:
         return f"{self.prefix}_{name}"

@@ -113,8 +113,9 @@ class _ResourceBase(FunctionHandle[..., Any]):
 class RegisteredResource(_ResourceBase):
     """A static resource: one URI, listed by ``resources/list``."""
 
-    def __init__(self, uri: str, fn: Callable[..., Any], *, size: int | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, uri: str, fn: Callable[..., Any], *, size: int | None = None, **kwargs: Any
+    ) -> None:
         if ":" not in uri:
             raise ValueError(f"Resource URI {uri!r} has no scheme (e.g. 'file://', 'app://')")
         super().__init__(fn, **kwargs)

@@ -162,8 +162,9 @@ def to_call_result(value: Any, spec: OutputSpec, tool: str, version: str | None)
         try:
             spec.check(data)
         except ValidationError as exc:
-            raise ResultError(f"the value it returned does not match its return type: {exc}") \
-                from None
+            raise ResultError(
+                f"the value it returned does not match its return type: {exc}"
+            ) from None
     structured = {"result": data} if spec.wrap else data
     text = TextContent(text=json.dumps(data, ensure_ascii=False))
     if version is not None and version < V2025_06_18:

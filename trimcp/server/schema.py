@@ -275,4 +275,3 @@ def root_object_schema(tp: Any) -> dict[str, Any] | None:
     if origin in _MAPPINGS:
         return builder.root(builder.schema(tp))
     return None
-

@@ -61,9 +61,7 @@ class SettingsError(ValueError):
 def _transport(value: str) -> str:
     name = _ALIASES.get(value, value)
     if name not in TRANSPORTS:
-        raise SettingsError(
-            f"unknown transport {value!r}: use one of {', '.join(TRANSPORTS)}"
-        )
+        raise SettingsError(f"unknown transport {value!r}: use one of {', '.join(TRANSPORTS)}")
     return name
 
 
@@ -84,9 +82,7 @@ def _path(value: str) -> str:
 
 def _store(instance: object, attribute: object, value: str | None) -> None:
     if value is not None and not value.startswith(("memory", "redis://")):
-        raise SettingsError(
-            f"unknown store {value!r}: use memory:// or redis://HOST:PORT/DB"
-        )
+        raise SettingsError(f"unknown store {value!r}: use memory:// or redis://HOST:PORT/DB")
 
 
 def _names(value: Any) -> tuple[str, ...]:
@@ -123,9 +119,7 @@ class ServeSettings:
     reuse_port: bool = False
 
     @classmethod
-    def from_env(
-        cls, environ: Mapping[str, str] | None = None, **overrides: Any
-    ) -> ServeSettings:
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ServeSettings:
         """Settings from ``TRIMCP_*`` variables, then ``overrides`` (None values ignored).
 
         Raises :class:`SettingsError` naming the variable or argument that is wrong.
@@ -262,8 +256,13 @@ async def _serve_http(
         try:
             bound: int = await nursery.start(
                 functools.partial(
-                    serve_http, server, host=settings.host, port=settings.bound_port,
-                    config=config, shutdown_trigger=trigger, store=settings.store,
+                    serve_http,
+                    server,
+                    host=settings.host,
+                    port=settings.bound_port,
+                    config=config,
+                    shutdown_trigger=trigger,
+                    store=settings.store,
                     reuse_port=settings.reuse_port,
                 )
             )
@@ -290,8 +289,13 @@ async def _serve_websocket(
     async with trio.open_nursery() as nursery:
         bound: int = await nursery.start(
             functools.partial(
-                serve_websocket, server, host=settings.host, port=settings.bound_port,
-                path=settings.path, allowed_hosts=allowed, options=options,
+                serve_websocket,
+                server,
+                host=settings.host,
+                port=settings.bound_port,
+                path=settings.path,
+                allowed_hosts=allowed,
+                options=options,
             )
         )
         announce(
@@ -342,8 +346,9 @@ def run_blocking(
     stop = trio.Event()
 
     async def work() -> int:
-        await serve(server, settings, stop=stop, announce=announce, wrap_stdio=wrap_stdio,
-                    options=options)
+        await serve(
+            server, settings, stop=stop, announce=announce, wrap_stdio=wrap_stdio, options=options
+        )
         return EXIT_OK
 
     def on_signal(signum: int) -> None:
@@ -386,6 +391,7 @@ def run_server(server: Any, settings: ServeSettings, *, options: Any = None) -> 
 
 
 # --- `trimcp run` on a file that calls app.run() itself ---------------------------------
+
 
 @attrs.define
 class RunCall:

@@ -69,9 +69,7 @@ class SessionTable:
     """Live sessions by :class:`Session` (weakly: a forgotten session just disappears)."""
 
     def __init__(self, log_buffer: LogBuffer, *, notify_timeout: float) -> None:
-        self._states: weakref.WeakKeyDictionary[Session, SessionState] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._states: weakref.WeakKeyDictionary[Session, SessionState] = weakref.WeakKeyDictionary()
         self._log_buffer = log_buffer
         self._token: trio.lowlevel.TrioToken | None = None
         self.notify_timeout = notify_timeout
@@ -278,5 +276,6 @@ class SessionTable:
             except (SessionClosed, LocalProtocolError) as exc:
                 logger.debug("%s not delivered: %s", method, exc)
         if scope.cancelled_caught:
-            logger.warning("%s not delivered within %gs: the client is slow", method,
-                           self.notify_timeout)
+            logger.warning(
+                "%s not delivered within %gs: the client is slow", method, self.notify_timeout
+            )

@@ -78,8 +78,9 @@ def inspect_function(fn: Callable[..., Any], *, what: str = "function") -> Funct
     try:
         hints = type_hints(target)
     except TypeError as exc:
-        raise TypeError(f"{what.capitalize()} {_name(fn)!r}{_unresolved(fn, exc)}: {exc}") \
-            from exc.__cause__
+        raise TypeError(
+            f"{what.capitalize()} {_name(fn)!r}{_unresolved(fn, exc)}: {exc}"
+        ) from exc.__cause__
     docs = parse_docstring(inspect.getdoc(fn))
     params: list[Param] = []
     context_param: str | None = None

@@ -107,8 +107,14 @@ class StatelessServing:
         """The server's capabilities, rebuilt only when what is registered changed (every
         2026 request carries them in its ``Negotiated``)."""
         server = self.server
-        key = (self.changes, len(server.tools), len(server.resources), len(server.templates),
-               len(server.prompts), int(bool(server.completions)))
+        key = (
+            self.changes,
+            len(server.tools),
+            len(server.resources),
+            len(server.templates),
+            len(server.prompts),
+            int(bool(server.completions)),
+        )
         cached = self._capabilities
         if cached is None or cached[0] != key:
             cached = self._capabilities = (key, server.capabilities())
@@ -174,14 +180,15 @@ class StatelessServing:
         elif isinstance(result, ListResourcesResult):
             hint = self._page_hint("resources", (r.uri for r in result.resources))
         elif isinstance(result, ListResourceTemplatesResult):
-            hint = self._page_hint(
-                "resources", (t.uri_template for t in result.resource_templates)
-            )
+            hint = self._page_hint("resources", (t.uri_template for t in result.resource_templates))
         elif isinstance(result, ReadResourceResult):
             uri = ctx.params.uri
             key = self.server.resource_key(uri)
-            hint = self.hints.get(("resources", key), self.options.read_cache) \
-                if key is not None else self.options.read_cache
+            hint = (
+                self.hints.get(("resources", key), self.options.read_cache)
+                if key is not None
+                else self.options.read_cache
+            )
         if hint is None:
             return result
         return attrs.evolve(result, ttl_ms=hint.ttl_ms, cache_scope=hint.scope)

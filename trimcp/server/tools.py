@@ -117,7 +117,7 @@ class RegisteredTool(FunctionHandle[P, R]):
         # "additionalProperties": false verbatim); arguments are still checked and
         # converted by the signature, so the two must agree.
         if input_schema is not None and input_schema.get("type") != "object":
-            raise ValueError(f"Tool {self.name!r}: input_schema must have \"type\": \"object\"")
+            raise ValueError(f'Tool {self.name!r}: input_schema must have "type": "object"')
         try:
             self.output: OutputSpec = output_spec(
                 info.return_annotation, output_schema, auto=output_schema is AUTO
@@ -173,8 +173,9 @@ class RegisteredTool(FunctionHandle[P, R]):
             message = f"Invalid arguments for tool {self.name!r}: {exc}"
             if input_errors_are_tool_errors(version):
                 return text_result(message, is_error=True)
-            raise McpError(INVALID_PARAMS, message, {"path": exc.path, "reason": exc.reason}) \
-                from None
+            raise McpError(
+                INVALID_PARAMS, message, {"path": exc.path, "reason": exc.reason}
+            ) from None
         try:
             if self.run_sync_in_thread:
                 value = await trio.to_thread.run_sync(functools.partial(self.fn, **kwargs))

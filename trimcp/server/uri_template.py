@@ -297,8 +297,7 @@ def _encode_literal(template: str, start: int, end: int) -> str:
     stray = text.find("}")
     if stray >= 0:
         raise ValueError(
-            f"'}}' without a matching '{{' at position {start + stray} "
-            f"in URI template {template!r}"
+            f"'}}' without a matching '{{' at position {start + stray} in URI template {template!r}"
         )
     bad = _BAD_PERCENT.search(text)
     if bad is not None:
@@ -474,9 +473,7 @@ def _run_limit(expr: _Expression, uri: str, pos: int, work: _Work) -> int:
     return limit
 
 
-def _assign(
-    expr: _Expression, body: str, result: dict[str, str | list[str]], work: _Work
-) -> None:
+def _assign(expr: _Expression, body: str, result: dict[str, str | list[str]], work: _Work) -> None:
     op = expr.op
     if not body and (op.named or not op.first):
         return  # rule 4: nothing here, every variable undefined

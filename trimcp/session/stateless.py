@@ -113,9 +113,7 @@ def prepare(handler: StatelessHandler, request: Request) -> Prepared:
     """
     request_id = request.id
     try:
-        meta = modern.read_request_meta(
-            request.params, advertise=handler.advertised_versions
-        )
+        meta = modern.read_request_meta(request.params, advertise=handler.advertised_versions)
         negotiated = handler.negotiate_request(meta)
     except RemoteProtocolError as exc:
         raise RequestRefused(request_id, exc, malformed=True) from None

@@ -58,7 +58,9 @@ def starts_stateless(raw: bytes | Decoded) -> bool:
     except InvalidMessage:
         return False
     return (
-        type(value) is dict and "id" in value and "method" in value
+        type(value) is dict
+        and "id" in value
+        and "method" in value
         and modern.is_modern(value.get("params"))
     )
 
@@ -132,15 +134,14 @@ class _StreamOutlet:
 
 
 class _Stream:
-    def __init__(self, transport: Transport, handler: StatelessHandler,
-                 options: SessionOptions) -> None:
+    def __init__(
+        self, transport: Transport, handler: StatelessHandler, options: SessionOptions
+    ) -> None:
         self.transport = transport
         self.handler = handler
         self.options = options
         self.server_info = serde.unstructure(getattr(handler, "info", None))
-        self.outbox_send, self.outbox_recv = trio.open_memory_channel[Outgoing](
-            options.outbox_size
-        )
+        self.outbox_send, self.outbox_recv = trio.open_memory_channel[Outgoing](options.outbox_size)
         self.contexts: dict[RequestId, RequestContext] = {}
         self.starting: set[RequestId] = set()
         self.capacity = trio.Event()
@@ -201,15 +202,26 @@ class _Stream:
     async def _on_request(self, request: Request, nursery: trio.Nursery) -> None:
         request_id = request.id
         if request_id in self.contexts or request_id in self.starting:
-            await self.write(encode_error(request_id, McpError(
-                INVALID_REQUEST, f"Invalid request: id {request_id!r} is already in use")))
+            await self.write(
+                encode_error(
+                    request_id,
+                    McpError(
+                        INVALID_REQUEST, f"Invalid request: id {request_id!r} is already in use"
+                    ),
+                )
+            )
             return
         if not modern.is_modern(request.params) and request.method == "initialize":
-            await self.write(encode_error(request_id, McpError(
-                INVALID_REQUEST,
-                "Invalid request: this connection began with a 2026-07-28 request, so it "
-                "serves 2026-07-28 only; start a new connection to use initialize",
-            )))
+            await self.write(
+                encode_error(
+                    request_id,
+                    McpError(
+                        INVALID_REQUEST,
+                        "Invalid request: this connection began with a 2026-07-28 request, so it "
+                        "serves 2026-07-28 only; start a new connection to use initialize",
+                    ),
+                )
+            )
             return
         while self.busy() >= self.options.max_in_flight:
             self.capacity = trio.Event()
@@ -234,8 +246,7 @@ class _Stream:
                 await self.write(refused.encode(), request_id)
                 return
             timeout = (
-                None if request.method == "subscriptions/listen"
-                else self.options.handler_timeout
+                None if request.method == "subscriptions/listen" else self.options.handler_timeout
             )
             answer = await run_request(
                 self.handler, prepared, outlet, timeout=timeout, on_start=started

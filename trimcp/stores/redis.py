@@ -78,9 +78,12 @@ class RedisStore:
         from trimcp.stores.redis_events import RedisEventStore
 
         return RedisEventStore(
-            self.client, self.key("ev", session_id),
-            max_events=self.max_events, ttl=self.event_ttl,
-            replica=self.replica, alive=self.replica_alive,
+            self.client,
+            self.key("ev", session_id),
+            max_events=self.max_events,
+            ttl=self.event_ttl,
+            replica=self.replica,
+            alive=self.replica_alive,
         )
 
     def task_store(self, *, max_per_owner: int = 1000, max_ttl: float = 24 * 3600.0) -> Any:
@@ -91,16 +94,18 @@ class RedisStore:
         from trimcp.stores.redis_tasks import RedisTaskStore
 
         return RedisTaskStore(
-            self.client, self.prefix, replica=self.replica, alive=self.replica_alive,
-            max_per_owner=max_per_owner, max_ttl=max_ttl,
+            self.client,
+            self.prefix,
+            replica=self.replica,
+            alive=self.replica_alive,
+            max_per_owner=max_per_owner,
+            max_ttl=max_ttl,
         )
 
     # --- sessions -------------------------------------------------------------------------
 
     async def save_session(self, session_id: str, record: bytes, ttl: float) -> None:
-        await self.client.execute(
-            "SET", self.key("session", session_id), record, "PX", _ms(ttl)
-        )
+        await self.client.execute("SET", self.key("session", session_id), record, "PX", _ms(ttl))
 
     async def load_session(self, session_id: str, ttl: float) -> bytes | None:
         key = self.key("session", session_id)
@@ -108,10 +113,12 @@ class RedisStore:
         return record if isinstance(record, bytes) else None
 
     async def drop_session(self, session_id: str, ttl: float) -> None:
-        await self.client.pipeline([
-            ("SET", self.key("session", session_id), b"", "PX", _ms(ttl)),
-            ("DEL", self.key("ev", session_id)),
-        ])
+        await self.client.pipeline(
+            [
+                ("SET", self.key("session", session_id), b"", "PX", _ms(ttl)),
+                ("DEL", self.key("ev", session_id)),
+            ]
+        )
 
     # --- replicas -------------------------------------------------------------------------
 

@@ -73,8 +73,18 @@ class RedisEventStore:
         try:
             replies = await self._client.pipeline(
                 [
-                    ("XADD", self._key, "MAXLEN", "~", self.max_events, "*",
-                     "s", name, "m", message),
+                    (
+                        "XADD",
+                        self._key,
+                        "MAXLEN",
+                        "~",
+                        self.max_events,
+                        "*",
+                        "s",
+                        name,
+                        "m",
+                        message,
+                    ),
                     ("PEXPIRE", self._key, self.ttl_ms),
                 ]
             )

@@ -33,28 +33,45 @@ RUNNER_STOPPED = "the server process running this task stopped; start the task a
 def _encode(record: TaskRecord, replica: str) -> bytes:
     expires = record.expires_at
     unix_expiry = None if expires is None else time.time() + (expires - trio.current_time())
-    return json.dumps({
-        "id": record.task_id, "owner": record.owner, "method": record.method,
-        "version": record.protocol_version, "status": record.status,
-        "message": record.status_message, "created": record.created_at,
-        "updated": record.updated_at, "ttl": record.ttl_ms, "poll": record.poll_interval_ms,
-        "expires": unix_expiry, "result": record.result, "error": record.error,
-        "runner": replica,
-    }, separators=(",", ":")).encode()
+    return json.dumps(
+        {
+            "id": record.task_id,
+            "owner": record.owner,
+            "method": record.method,
+            "version": record.protocol_version,
+            "status": record.status,
+            "message": record.status_message,
+            "created": record.created_at,
+            "updated": record.updated_at,
+            "ttl": record.ttl_ms,
+            "poll": record.poll_interval_ms,
+            "expires": unix_expiry,
+            "result": record.result,
+            "error": record.error,
+            "runner": replica,
+        },
+        separators=(",", ":"),
+    ).encode()
 
 
 def _decode(raw: bytes) -> tuple[TaskRecord, str]:
     data: dict[str, Any] = json.loads(raw)
     unix_expiry = data["expires"]
-    expires_at = (
-        None if unix_expiry is None else trio.current_time() + (unix_expiry - time.time())
-    )
+    expires_at = None if unix_expiry is None else trio.current_time() + (unix_expiry - time.time())
     record = TaskRecord(
-        task_id=data["id"], owner=data["owner"], method=data["method"],
-        protocol_version=data["version"], status=data["status"],
-        status_message=data["message"], created_at=data["created"],
-        updated_at=data["updated"], ttl_ms=data["ttl"], poll_interval_ms=data["poll"],
-        expires_at=expires_at, result=data["result"], error=data["error"],
+        task_id=data["id"],
+        owner=data["owner"],
+        method=data["method"],
+        protocol_version=data["version"],
+        status=data["status"],
+        status_message=data["message"],
+        created_at=data["created"],
+        updated_at=data["updated"],
+        ttl_ms=data["ttl"],
+        poll_interval_ms=data["poll"],
+        expires_at=expires_at,
+        result=data["result"],
+        error=data["error"],
     )
     return record, str(data["runner"])
 
@@ -103,18 +120,25 @@ class RedisTaskStore:
         count = await self._client.execute("ZCARD", owners)
         if isinstance(count, int) and count >= self.max_per_owner:
             raise TaskStoreFull(
-                f"this owner has {count} tasks, the most the server keeps; wait for some "
-                "to expire"
+                f"this owner has {count} tasks, the most the server keeps; wait for some to expire"
             )
         ttl = self._ttl_ms(record)
-        created, *_ = await self._client.pipeline([
-            ("SET", self._key(record.task_id), _encode(record, self.replica), "NX", "PX", ttl),
-            # NX everywhere: a refused duplicate id changes nothing of the first task.
-            ("SET", f"{self._prefix}task-seen:{record.task_id}", b"1", "NX",
-             "PX", ttl + int(self.seen_for * 1000)),
-            ("ZADD", owners, "NX", repr(float(record.created_at)), record.task_id),
-            ("PEXPIRE", owners, int(self.max_ttl * 1000)),
-        ])
+        created, *_ = await self._client.pipeline(
+            [
+                ("SET", self._key(record.task_id), _encode(record, self.replica), "NX", "PX", ttl),
+                # NX everywhere: a refused duplicate id changes nothing of the first task.
+                (
+                    "SET",
+                    f"{self._prefix}task-seen:{record.task_id}",
+                    b"1",
+                    "NX",
+                    "PX",
+                    ttl + int(self.seen_for * 1000),
+                ),
+                ("ZADD", owners, "NX", repr(float(record.created_at)), record.task_id),
+                ("PEXPIRE", owners, int(self.max_ttl * 1000)),
+            ]
+        )
         if created is None:
             raise ValueError(f"task id {record.task_id!r} is already in use")
 
@@ -123,11 +147,7 @@ class RedisTaskStore:
         if not isinstance(raw, bytes):
             return None
         record, runner = _decode(raw)
-        if (
-            not record.terminal
-            and runner != self.replica
-            and not await self._alive(runner)
-        ):
+        if not record.terminal and runner != self.replica and not await self._alive(runner):
             record.status = "failed"
             record.status_message = RUNNER_STOPPED
             record.error = {"code": INTERNAL_ERROR, "message": RUNNER_STOPPED}
@@ -140,8 +160,12 @@ class RedisTaskStore:
 
     async def _write(self, record: TaskRecord, runner: str) -> None:
         await self._client.execute(
-            "SET", self._key(record.task_id), _encode(record, runner), "XX",
-            "PX", self._ttl_ms(record),
+            "SET",
+            self._key(record.task_id),
+            _encode(record, runner),
+            "XX",
+            "PX",
+            self._ttl_ms(record),
         )
 
     async def owned_by(self, owner: str | None) -> Sequence[TaskRecord]:
@@ -162,8 +186,10 @@ class RedisTaskStore:
         return records
 
     async def expired(self, task_id: str) -> bool:
-        seen, live = await self._client.pipeline([
-            ("EXISTS", f"{self._prefix}task-seen:{task_id}"),
-            ("EXISTS", self._key(task_id)),
-        ])
+        seen, live = await self._client.pipeline(
+            [
+                ("EXISTS", f"{self._prefix}task-seen:{task_id}"),
+                ("EXISTS", self._key(task_id)),
+            ]
+        )
         return seen == 1 and live == 0

@@ -167,7 +167,8 @@ class SharedSessions:
         except StoreUnavailable as error:
             logger.warning(
                 "session %s… ended here, but its shared record stays until it expires: %s",
-                entry.session_id[:8], error,
+                entry.session_id[:8],
+                error,
             )
 
 

@@ -110,4 +110,3 @@ def mcp_client_fixture() -> Any:
 
 
 __all__ = ["make_client_fixture", "mcp_client_fixture", "open_test_client"]
-

@@ -67,8 +67,11 @@ def matches(expected: Any, actual: Any) -> bool:
 
 
 def _wire(value: Any) -> Any:
-    return value if isinstance(value, dict | list | str | int | float | bool) or value is None \
+    return (
+        value
+        if isinstance(value, dict | list | str | int | float | bool) or value is None
         else unstructure(value)
+    )
 
 
 class Expectation:
@@ -143,8 +146,7 @@ class Expectation:
                 params["total"] = total
             if message is not None:
                 params["message"] = message
-            await run.send({"jsonrpc": "2.0", "method": "notifications/progress",
-                            "params": params})
+            await run.send({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
 
         return self._then(act)
 
@@ -274,13 +276,19 @@ class ScriptedServer:
 
     def requests(self, method: str | None = None) -> list[Message]:
         """The requests received (of ``method``), in order."""
-        return [m for m in self.received if "id" in m and "method" in m
-                and (method is None or m["method"] == method)]
+        return [
+            m
+            for m in self.received
+            if "id" in m and "method" in m and (method is None or m["method"] == method)
+        ]
 
     def notifications(self, method: str | None = None) -> list[Message]:
         """The notifications received (of ``method``), in order."""
-        return [m for m in self.received if "id" not in m and "method" in m
-                and (method is None or m["method"] == method)]
+        return [
+            m
+            for m in self.received
+            if "id" not in m and "method" in m and (method is None or m["method"] == method)
+        ]
 
     def check(self) -> None:
         """Raise :class:`ScriptError` if anything failed or an expectation is unmet."""
@@ -357,9 +365,10 @@ class ScriptedServer:
         cancellation as :meth:`open_transport`."""
         if "mode" not in client_kwargs and self.protocol_version not in STATELESS_VERSIONS:
             client_kwargs["mode"] = "legacy"
-        async with self.open_transport() as transport, connect_transport(
-            transport, options=options, **client_kwargs
-        ) as client:
+        async with (
+            self.open_transport() as transport,
+            connect_transport(transport, options=options, **client_kwargs) as client,
+        ):
             yield client
 
     # --- internals ------------------------------------------------------------------------
@@ -428,10 +437,14 @@ class ScriptedServer:
             problem = f"unexpected {method!r}{hint}: {json.dumps(message)[:300]}"
             self._fail(problem)
             if "id" in message:
-                nursery.start_soon(self._send, {
-                    "jsonrpc": "2.0", "id": message["id"],
-                    "error": {"code": -32603, "message": f"ScriptedServer: {problem}"},
-                })
+                nursery.start_soon(
+                    self._send,
+                    {
+                        "jsonrpc": "2.0",
+                        "id": message["id"],
+                        "error": {"code": -32603, "message": f"ScriptedServer: {problem}"},
+                    },
+                )
             return
         expectation.message = message
         nursery.start_soon(self._run, expectation, message)
@@ -531,4 +544,3 @@ class ScriptedServer:
 
 
 __all__ = ["ALL_CAPABILITIES", "Expectation", "ScriptError", "ScriptedServer", "matches"]
-

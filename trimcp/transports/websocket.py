@@ -102,9 +102,10 @@ async def serve_until_idle(
     closed with the engine's bounded close sequence, as the HTTP server closes its idle
     sessions. Cancellation: the session closes with that same sequence.
     """
-    async with open_session(transport, role=Role.SERVER, handler=handler, options=options) as (
-        session
-    ), trio.open_nursery() as nursery:
+    async with (
+        open_session(transport, role=Role.SERVER, handler=handler, options=options) as (session),
+        trio.open_nursery() as nursery,
+    ):
 
         async def watch() -> None:
             while True:
@@ -166,8 +167,9 @@ async def serve_websocket(
         if len(hosts) > 1 or len(origins) > 1:
             await request.reject(400, body=b"Bad request: repeated Host or Origin header")
             return
-        if not handshake_allowed(hosts[0] if hosts else None, origins[0] if origins else None,
-                                 allowed_hosts):
+        if not handshake_allowed(
+            hosts[0] if hosts else None, origins[0] if origins else None, allowed_hosts
+        ):
             await request.reject(403, body=b"Forbidden: Host or Origin not allowed")
             return
         if request.path.split("?", 1)[0] != path:
@@ -267,7 +269,9 @@ async def open_websocket_client_transport(
                 with trio.fail_after(connect_timeout):
                     if tls:
                         stream = await trio.open_ssl_over_tcp_stream(
-                            host, port, ssl_context=ssl.create_default_context(),
+                            host,
+                            port,
+                            ssl_context=ssl.create_default_context(),
                             https_compatible=True,
                         )
                     else:

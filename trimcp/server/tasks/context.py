@@ -96,8 +96,10 @@ class TaskRequestContext(RequestContext):
         """Send a notification tied to the task (dropped once its session closed)."""
         if isinstance(params, dict):
             meta = params.get("_meta")
-            params = {**params, "_meta": {**(meta if isinstance(meta, dict) else {}),
-                                          **self._related()}}
+            params = {
+                **params,
+                "_meta": {**(meta if isinstance(meta, dict) else {}), **self._related()},
+            }
         await self._notify(method, params)
 
     async def _notify(self, method: str, params: Any) -> None:
@@ -153,7 +155,11 @@ class TaskContext(Context):
         return request.auth
 
     async def _send(
-        self, method: str, params: Any, timeout: float | None, key: str | None,
+        self,
+        method: str,
+        params: Any,
+        timeout: float | None,
+        key: str | None,
         result_type: type[Any],
     ) -> Any:
         # Both eras: the question waits in the task (tasks/result or tasks/get+update),

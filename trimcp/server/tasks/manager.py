@@ -338,9 +338,7 @@ class TaskManager:
 
     # --- questions to the client -----------------------------------------------------
 
-    async def ask(
-        self, live: _Live, method: str, params: Any, timeout: float | None
-    ) -> Any:
+    async def ask(self, live: _Live, method: str, params: Any, timeout: float | None) -> Any:
         """Ask the client (elicitation, sampling...) on behalf of a running task: the task
         turns ``input_required`` until the answer arrives through ``tasks/result`` or
         ``tasks/update``. Raises the client's error as :class:`McpError`,

@@ -189,8 +189,9 @@ def final_answer(record: TaskRecord) -> dict[str, Any]:
     """The stored result with the related-task ``_meta``; raises the stored error."""
     if record.error is not None:
         error = record.error
-        raise McpError(int(error.get("code", INTERNAL_ERROR)), str(error.get("message")),
-                       error.get("data"))
+        raise McpError(
+            int(error.get("code", INTERNAL_ERROR)), str(error.get("message")), error.get("data")
+        )
     if record.result is None:
         raise McpError(
             INTERNAL_ERROR,
@@ -258,9 +259,7 @@ def unwrap_started(result: Any) -> Any:
     return result.created if isinstance(result, TaskStarted) else result
 
 
-async def start_task(
-    ctx: Context, work: Callable[[Context], Awaitable[Any]]
-) -> CallToolResult:
+async def start_task(ctx: Context, work: Callable[[Context], Awaitable[Any]]) -> CallToolResult:
     """From a tool registered with ``task_start="explicit"``: run ``work`` as this call's
     task, and return what the tool must return.
 

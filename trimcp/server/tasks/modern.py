@@ -35,9 +35,7 @@ if TYPE_CHECKING:
 def declared(ctx: RequestContext) -> bool:
     """Whether this request's client declared the tasks extension."""
     negotiated = ctx.negotiated
-    return negotiated is not None and tasks_ext.declares_extension(
-        negotiated.client_capabilities
-    )
+    return negotiated is not None and tasks_ext.declares_extension(negotiated.client_capabilities)
 
 
 def missing_extension(what: str) -> McpError:

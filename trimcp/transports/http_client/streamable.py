@@ -233,9 +233,7 @@ class StreamableHttpClient:
         session_id = None if info.is_initialize else self.session_id
         modern = info.modern_version is not None
         await self._update_authorization()
-        headers = self._headers(
-            ACCEPT_POST, body=True, session=not (info.is_initialize or modern)
-        )
+        headers = self._headers(ACCEPT_POST, body=True, session=not (info.is_initialize or modern))
         if modern:
             headers.update(self._stateless.headers(info))
         try:
@@ -245,8 +243,12 @@ class StreamableHttpClient:
                 status = response.status
                 if status in (401, 403) and self.auth is not None:
                     body = await response.read_excerpt(EXCERPT, options.timeout)
-                    raise _Reauthorize(status, response.headers.get("www-authenticate"),
-                                       headers.get("authorization"), body)
+                    raise _Reauthorize(
+                        status,
+                        response.headers.get("www-authenticate"),
+                        headers.get("authorization"),
+                        body,
+                    )
                 if status == 404 and session_id is not None:
                     raise _Expired
                 if info.is_initialize and self._mode_known is not None:
@@ -341,7 +343,9 @@ class StreamableHttpClient:
             await self._answers.fail(
                 pending,
                 HttpStatusError(
-                    again.status, self._endpoint.url, again.body.decode("utf-8", "replace"),
+                    again.status,
+                    self._endpoint.url,
+                    again.body.decode("utf-8", "replace"),
                     f"authorization failed: {exc}",
                 ),
             )
@@ -473,8 +477,11 @@ class StreamableHttpClient:
                 ) as response:
                     if response.status in (401, 403) and self.auth is not None and not authorized:
                         again = _Reauthorize(
-                            response.status, response.headers.get("www-authenticate"),
-                            headers.get("authorization"), b"")
+                            response.status,
+                            response.headers.get("www-authenticate"),
+                            headers.get("authorization"),
+                            b"",
+                        )
                     elif response.status != 200 or response.content_type != "text/event-stream":
                         # 405: the server offers no stream. Anything else: it will not.
                         logger.debug("no GET stream: HTTP %d", response.status)

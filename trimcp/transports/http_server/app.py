@@ -219,10 +219,12 @@ class McpHttpApp:
         # stopping, so a balancer takes this replica out before its sessions close.
         manager = self.manager
         status = 200 if manager.running else 503
-        body = dump_json({"status": "ok" if status == 200 else "stopping",
-                          "sessions": len(manager)})
-        await respond(send, status, body, [(b"cache-control", b"no-store")],
-                      content_type=b"application/json")
+        body = dump_json(
+            {"status": "ok" if status == 200 else "stopping", "sessions": len(manager)}
+        )
+        await respond(
+            send, status, body, [(b"cache-control", b"no-store")], content_type=b"application/json"
+        )
 
     def _gate(self, scope: Scope) -> RequestHeaders:
         config = self.config
@@ -268,7 +270,8 @@ class McpHttpApp:
                 return
             if modern_http.claims(version):
                 raise HttpRejection(
-                    405, "2026-07-28 has no GET or DELETE: send each request as a POST",
+                    405,
+                    "2026-07-28 has no GET or DELETE: send each request as a POST",
                     headers=[(b"allow", b"POST")],
                 )
         if version is not None and version not in SUPPORTED_VERSIONS:
@@ -324,9 +327,7 @@ class McpHttpApp:
         if not accepts(accept, "application/json") or (
             not config.json_response and not accepts(accept, "text/event-stream")
         ):
-            raise HttpRejection(
-                406, "Accept must allow application/json and text/event-stream"
-            )
+            raise HttpRejection(406, "Accept must allow application/json and text/event-stream")
 
     async def _post(
         self, receive: Receive, send: Send, headers: RequestHeaders, principal: Hashable | None
@@ -338,9 +339,7 @@ class McpHttpApp:
         if not accepts(accept, "application/json") or (
             not config.json_response and not accepts(accept, "text/event-stream")
         ):
-            raise HttpRejection(
-                406, "Accept must allow application/json and text/event-stream"
-            )
+            raise HttpRejection(406, "Accept must allow application/json and text/event-stream")
         entry: SessionEntry | None = None
         if not config.stateless and headers.get(SESSION_HEADER) is not None:
             entry = await self._session(headers, principal)
@@ -350,11 +349,7 @@ class McpHttpApp:
                 receive, config.max_body_bytes, config.body_timeout, headers.get(b"content-length")
             )
             parsed = parse_body(body)
-            if (
-                self._modern is not None
-                and entry is None
-                and modern_http.is_modern_body(parsed)
-            ):
+            if self._modern is not None and entry is None and modern_http.is_modern_body(parsed):
                 # A 2026 request without MCP-Protocol-Version: answered as 2026 (-32020).
                 await self._modern.post(receive, send, headers, parsed, principal)
                 return
@@ -560,8 +555,15 @@ class McpHttpApp:
                     version = headers.get(b"mcp-protocol-version") or HTTP_DEFAULT_VERSION
                     await _initialize_implicitly(transport, version, config.enqueue_timeout)
                 await self._answer(
-                    send, receive, transport, body, messages, [r.id for r in requests], version,
-                    [], principal,
+                    send,
+                    receive,
+                    transport,
+                    body,
+                    messages,
+                    [r.id for r in requests],
+                    version,
+                    [],
+                    principal,
                 )
         finally:
             manager.release()
@@ -625,9 +627,7 @@ def create_asgi_app(
     worker, whose ASGI lifespan starts and stops its session manager (see
     :class:`McpHttpApp`).
     """
-    return McpHttpApp(
-        handler_factory(handler), config or HttpServerConfig(), lifespan_of=handler
-    )
+    return McpHttpApp(handler_factory(handler), config or HttpServerConfig(), lifespan_of=handler)
 
 
 def _requested_version(requests: list[Request]) -> str | None:
@@ -663,9 +663,7 @@ async def _initialize_implicitly(
     stream = await transport.open_post_stream(
         [_STATELESS_INIT_ID], json_mode=True, sink=None, prime=False
     )
-    await transport.feed(
-        Decoded(request_object(_STATELESS_INIT_ID, "initialize", params)), timeout
-    )
+    await transport.feed(Decoded(request_object(_STATELESS_INIT_ID, "initialize", params)), timeout)
     await stream.done.wait()  # the engine answers initialize itself (bounded by its options)
     answer = parse_json(stream.json_body) if stream.json_body is not None else None
     if type(answer) is not dict or "result" not in answer:
@@ -699,8 +697,11 @@ async def _answered_before_disconnect(stream: OutStream, receive: Receive) -> bo
 async def _send_json(send: Send, stream: OutStream, ids: list[RequestId], extra: Headers) -> None:
     body = stream.json_body
     if body is None:  # the session closed, or the client cancelled, before an answer
-        body = error_body(CONNECTION_CLOSED, "The request ended without an answer",
-                          ids[0] if len(ids) == 1 else None)
+        body = error_body(
+            CONNECTION_CLOSED,
+            "The request ended without an answer",
+            ids[0] if len(ids) == 1 else None,
+        )
     await respond(send, 200, body, [*extra, JSON_TYPE])
 
 
@@ -713,7 +714,12 @@ async def _metadata(scope: Scope, send: Send, body: bytes) -> None:
         cors.append((b"access-control-allow-headers", b"mcp-protocol-version"))
         await respond(send, 204, headers=cors)
     elif method == "GET":
-        await respond(send, 200, body, [*cors, (b"cache-control", b"max-age=3600")],
-                      content_type=b"application/json")
+        await respond(
+            send,
+            200,
+            body,
+            [*cors, (b"cache-control", b"max-age=3600")],
+            content_type=b"application/json",
+        )
     else:
         raise HttpRejection(405, "Method not allowed", headers=[(b"allow", b"GET, OPTIONS")])

@@ -45,8 +45,17 @@ class InMemoryEventStore:
     events, or of events the client already had, are not a loss and log nothing).
     """
 
-    __slots__ = ("_bytes", "_events", "_head", "_lost", "_lost_floor", "_next", "evicted",
-                 "max_bytes", "max_events")
+    __slots__ = (
+        "_bytes",
+        "_events",
+        "_head",
+        "_lost",
+        "_lost_floor",
+        "_next",
+        "evicted",
+        "max_bytes",
+        "max_events",
+    )
 
     def __init__(self, *, max_events: int = 512, max_bytes: int = 4 * 1024 * 1024) -> None:
         if max_events < 1 or max_bytes < 1:

@@ -45,8 +45,9 @@ async def serve_hypercorn(
     Cancellation: stops at once; the sockets of open connections are closed.
     """
     if config.quic_bind:
-        await hypercorn_serve(app, config, shutdown_trigger=shutdown_trigger,
-                              task_status=task_status)
+        await hypercorn_serve(
+            app, config, shutdown_trigger=shutdown_trigger, task_status=task_status
+        )
         return
     wrapped = wrap_app(app, config.wsgi_max_body_size, "asgi")
     context = WorkerContext(None)

@@ -48,9 +48,20 @@ class SessionEntry:
     It is also the session's waker (the engine calls it to run a resting session again).
     """
 
-    __slots__ = ("_manager", "active", "closed", "kind", "last_seen", "principal",
-                 "released", "session", "session_id", "shared_checked", "shared_record",
-                 "transport")
+    __slots__ = (
+        "_manager",
+        "active",
+        "closed",
+        "kind",
+        "last_seen",
+        "principal",
+        "released",
+        "session",
+        "session_id",
+        "shared_checked",
+        "shared_record",
+        "transport",
+    )
 
     def __init__(
         self,
@@ -167,10 +178,14 @@ class SessionManager:
             if entry.active:
                 continue
             del half_open[session_id]
-            logger.info("evicting half-open session %s…: the session limit (%d) is reached",
-                        session_id[:8], self.config.max_sessions)
-            self.end(entry, "evicted: no notifications/initialized and the session limit "
-                     "was reached")
+            logger.info(
+                "evicting half-open session %s…: the session limit (%d) is reached",
+                session_id[:8],
+                self.config.max_sessions,
+            )
+            self.end(
+                entry, "evicted: no notifications/initialized and the session limit was reached"
+            )
             self._release_once(entry)
             return True
         return False

@@ -91,8 +91,7 @@ def is_modern_body(parsed: ParsedBody) -> bool:
 class _Response:
     """The HTTP response of one 2026 request, and the outlet its handler writes to."""
 
-    __slots__ = ("_send", "gone", "request_scope", "sse", "started", "stream_ok",
-                 "write_timeout")
+    __slots__ = ("_send", "gone", "request_scope", "sse", "started", "stream_ok", "write_timeout")
 
     def __init__(self, send: Send, *, stream_ok: bool, write_timeout: float) -> None:
         self._send = send
@@ -128,8 +127,9 @@ class _Response:
         """Send the SSE head now (a listen stream's head goes out at once)."""
         if not self.started:
             self.started = self.sse = True
-            await self._write({"type": "http.response.start", "status": 200,
-                               "headers": list(SSE_HEADERS)})
+            await self._write(
+                {"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)}
+            )
 
     async def send_notification(
         self, method: str, params: Any = None, *, related_request_id: RequestId | None = None
@@ -140,19 +140,20 @@ class _Response:
         await self.start_stream()
         raw = params if params is None or type(params) is dict else serde.unstructure(params)
         data = dump_json(_notification(method, raw))
-        await self._write({"type": "http.response.body", "body": sse_message(data, None),
-                           "more_body": True})
+        await self._write(
+            {"type": "http.response.body", "body": sse_message(data, None), "more_body": True}
+        )
 
     async def keepalive(self) -> None:
         if self.sse:
-            await self._write({"type": "http.response.body", "body": _KEEPALIVE,
-                               "more_body": True})
+            await self._write({"type": "http.response.body", "body": _KEEPALIVE, "more_body": True})
 
     async def finish(self, data: bytes, status: int) -> None:
         """Send the answer: the last event of the stream, or the whole JSON response."""
         if self.sse:
-            await self._write({"type": "http.response.body", "body": sse_message(data, None),
-                               "more_body": False})
+            await self._write(
+                {"type": "http.response.body", "body": sse_message(data, None), "more_body": False}
+            )
             return
         self.started = True
         if self.gone:
@@ -227,8 +228,8 @@ class ModernEndpoint:
         listen = request.method == "subscriptions/listen"
         if listen and not response.stream_ok:
             error = RemoteProtocolError(
-                INVALID_REQUEST, "subscriptions/listen needs an event stream: accept "
-                "text/event-stream"
+                INVALID_REQUEST,
+                "subscriptions/listen needs an event stream: accept text/event-stream",
             )
             await _error(send, 400, encode_error(request.id, error))
             return
@@ -261,8 +262,11 @@ class ModernEndpoint:
             self.manager.release()
 
     def _check_headers(self, headers: RequestHeaders, request: Request) -> None:
-        wire = {name.decode("latin-1"): value for name, value in headers.values.items()
-                if name.startswith(b"mcp-")}
+        wire = {
+            name.decode("latin-1"): value
+            for name, value in headers.values.items()
+            if name.startswith(b"mcp-")
+        }
         modern.check_headers(wire, request.method, request.params)
         header_params = self._header_params
         if request.method == "tools/call" and header_params is not None:

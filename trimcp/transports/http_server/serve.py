@@ -139,8 +139,15 @@ async def serve_http(
         await _serve_with_store(
             store,
             partial(
-                serve_http, handler, host=host, port=port, path=path, hypercorn=hypercorn,
-                shutdown_trigger=shutdown_trigger, engine=engine, reuse_port=reuse_port,
+                serve_http,
+                handler,
+                host=host,
+                port=port,
+                path=path,
+                hypercorn=hypercorn,
+                shutdown_trigger=shutdown_trigger,
+                engine=engine,
+                reuse_port=reuse_port,
                 task_status=task_status,
             ),
             config or HttpServerConfig(),

@@ -25,6 +25,7 @@ from trimcp.transports.http_server.asgi import Receive, Send, wait_for_disconnec
 
 logger = logging.getLogger("trimcp.http")
 
+
 def sse_message(data: bytes, event_id: str | None) -> bytes:
     """One ``message`` event carrying one JSON-RPC message (or batch)."""
     if b"\n" in data or b"\r" in data:  # never from our encoder, but stay correct
@@ -51,8 +52,16 @@ class Sink:
     never refused; past the bounds :meth:`put` refuses and the sink is finished.
     """
 
-    __slots__ = ("_bytes", "_chunks", "_max_bytes", "_max_chunks", "_wakeup", "finished",
-                 "gone", "overflowed")
+    __slots__ = (
+        "_bytes",
+        "_chunks",
+        "_max_bytes",
+        "_max_chunks",
+        "_wakeup",
+        "finished",
+        "gone",
+        "overflowed",
+    )
 
     def __init__(self, max_bytes: int, max_chunks: int) -> None:
         self._chunks: deque[bytes] = deque()
@@ -133,8 +142,16 @@ class OutStream:
     one final message is kept in ``json_body`` instead of being written to a sink.
     """
 
-    __slots__ = ("_done", "_finished", "auth", "json_body", "json_mode", "pending", "sink",
-                 "stream_id")
+    __slots__ = (
+        "_done",
+        "_finished",
+        "auth",
+        "json_body",
+        "json_mode",
+        "pending",
+        "sink",
+        "stream_id",
+    )
 
     def __init__(self, stream_id: str | None, *, json_mode: bool = False) -> None:
         self.stream_id = stream_id
