@@ -285,7 +285,12 @@ class Connection:
                 (),
             )
         if not request_allowed(INBOUND_REQUESTS, self.role, self.state, method):
-            return self._reject_request(request_id, INVALID_REQUEST, self._state_refusal(method))
+            rejected = self._reject_request(
+                request_id, INVALID_REQUEST, self._state_refusal(method)
+            )
+            if method == "server/discover" and self.state is State.NEW:
+                return attrs.evolve(rejected, expected=True)  # an auto-mode client's probe
+            return rejected
         spec = lookup(method)
         params: Any = request.params
         if spec is not None:

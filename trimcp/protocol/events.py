@@ -88,6 +88,10 @@ class MessageRejected:
     error: RemoteProtocolError
     reply: bytes | None
     answers: tuple[RequestId, ...] = ()
+    #: True when the refusal is an expected step of the protocol, not a fault of the peer:
+    #: a session-era server refusing the ``server/discover`` probe of a client in auto
+    #: mode (the client falls back to ``initialize``). Worth a debug line, not a warning.
+    expected: bool = False
 
 
 @attrs.frozen(kw_only=True)

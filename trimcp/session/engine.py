@@ -539,7 +539,11 @@ class Session:
             self._on_error(event)
         elif kind is MessageRejected:
             assert isinstance(event, MessageRejected)
-            logger.warning("rejected a message from the peer: %s", event.error.message)
+            logger.log(
+                logging.DEBUG if event.expected else logging.WARNING,
+                "rejected a message from the peer: %s",
+                event.error.message,
+            )
             if event.reply is not None:
                 if batch is not None:
                     batch.replies.append(event.reply)
