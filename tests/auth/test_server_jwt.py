@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from tests.auth.tokens import ISSUER, RESOURCE, KeySet, SigningKey
-from tests.http_server.helpers import AsgiClient, running_app, tool_call
+from tests.http_server.helpers import AsgiClient, init_request, running_app, tool_call
 from trimcp import Context, Server
 from trimcp.auth import JwtVerifier, ProtectedResource
 from trimcp.transports.http_server import HttpServerConfig
@@ -421,3 +421,36 @@ def test_config_refuses_auth_and_authenticate() -> None:
 
     with pytest.raises(ValueError, match="not both"):
         HttpServerConfig(auth=make_resource(KeySet(KEY)), authenticate=hook)
+
+
+async def test_tool_scopes_hold_on_the_legacy_transport_too(autojump_clock: trio.abc.Clock) -> None:
+    # Was: a POST to the legacy /messages endpoint was authenticated and bound to its
+    # principal, but a tool's own scopes were not checked there.
+    async with protected() as (client, calls, _):
+        token = KEY.mint()
+        sse = client.start("GET", "/sse", headers=[("accept", "text/event-stream"), *bearer(token)])
+        endpoint = await sse.next_event()
+        query = endpoint.data.partition("?")[2].encode()
+
+        async def post(message: object, with_token: str) -> Any:
+            return await client.request(
+                "POST",
+                "/messages",
+                headers=[("content-type", "application/json"), *bearer(with_token)],
+                body=message,
+                query=query,
+            )
+
+        assert (await post(init_request("2024-11-05"), token)).status == 202
+        await sse.next_message()
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await post(note, token)).status == 202
+        reply = await post(tool_call(1, "delete_file", {"path": "/x"}), token)
+        assert reply.status == 403
+        assert challenge(reply)["error"] == "insufficient_scope"
+        assert calls.seen == []
+        stronger = KEY.mint(scope="mcp files:write")
+        assert (await post(tool_call(2, "delete_file", {"path": "/x"}), stronger)).status == 202
+        answer = await sse.next_message()
+        assert answer["result"]["content"][0]["text"] == "deleted"
+        sse.disconnect()

@@ -12,11 +12,12 @@ resumption in this revision: a client that does not read its stream until
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 from urllib.parse import parse_qs
 
 import trio
 
+from trimcp.protocol.jsonrpc import Request
 from trimcp.transports.base import Decoded, Outgoing
 from trimcp.transports.http_server.asgi import (
     SSE_HEADERS,
@@ -35,6 +36,7 @@ from trimcp.transports.http_server.security import accepts, is_json_content_type
 from trimcp.transports.http_server.streams import Sink, pump_until_disconnect, sse_message
 
 if TYPE_CHECKING:
+    from trimcp.auth.principal import AuthInfo
     from trimcp.transports.http_server.app import McpHttpApp
 
 KIND = "legacy"
@@ -144,6 +146,9 @@ async def _post(
             receive, config.max_body_bytes, config.body_timeout, headers.get(b"content-length")
         )
         parsed = parse_body(body)
+        if config.auth is not None:  # per tool/prompt/resource scopes, as on /mcp
+            requests = [m for m in parsed.messages if type(m) is Request]
+            config.auth.authorize(requests, cast("AuthInfo | None", principal))
         await entry.transport.feed(Decoded(parsed.value), config.enqueue_timeout)
         await respond(send, 202, b"Accepted", content_type=b"text/plain")
     finally:
