@@ -139,11 +139,14 @@ class McpHttpApp:
         """
         async with open_handler_lifespan(self._lifespan_of):
             auth = self.config.auth
-            if auth is None:
+            if auth is None and self._modern is None:
                 await self.manager.run(task_status=task_status)
                 return
             async with trio.open_nursery() as nursery:
-                await nursery.start(auth.run)  # the token verifier's key refresh
+                if auth is not None:
+                    await nursery.start(auth.run)  # the token verifier's key refresh
+                if self._modern is not None:
+                    await nursery.start(self._modern.run)
                 await self.manager.run(task_status=task_status)
                 nursery.cancel_scope.cancel()
 

@@ -10,7 +10,8 @@ envelope). Per POST, in the task that received it:
    parameters (``-32020``, 400); then the ``_meta`` envelope (``-32602`` or ``-32022``,
    400) and the method (``-32601``, 404). See :mod:`trimcp.protocol.modern`.
 3. The request runs through :func:`~trimcp.session.stateless.run_request` in its own
-   cancel scope, with the handler timeout; a client that disconnects cancels it. It holds
+   cancel scope, with the handler timeout; a client that disconnects cancels it (noticed
+   once the request has run for a short grace: :mod:`.slow`). It holds
    one of the app's ``max_sessions`` slots while it runs (503 past it).
 4. The answer is sent as one JSON body with the status the spec gives for its error code,
    unless the handler sent notifications first (progress, log messages, a listen
@@ -57,6 +58,7 @@ from trimcp.transports.http_server.asgi import (
 from trimcp.transports.http_server.config import HttpServerConfig
 from trimcp.transports.http_server.manager import SessionManager
 from trimcp.transports.http_server.security import accepts
+from trimcp.transports.http_server.slow import SlowRequests
 from trimcp.transports.http_server.streams import sse_message
 
 logger = logging.getLogger("trimcp.http")
@@ -178,6 +180,12 @@ class ModernEndpoint:
         self.manager = manager
         self._server_info = serde.unstructure(getattr(handler, "info", None))
         self._header_params = handler if isinstance(handler, HeaderParameters) else None
+        #: Starts disconnect watchers for slow requests; run by the app (:meth:`run`).
+        self.slow = SlowRequests()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run what 2026 requests share (the slow-request watcher) until cancelled."""
+        await self.slow.run(task_status=task_status)
 
     def close(self) -> None:
         """End open listen streams gracefully (the server is shutting down)."""
@@ -240,12 +248,19 @@ class ModernEndpoint:
             timeout = None if listen else config.session_options.handler_timeout
             answer = None
             async with trio.open_nursery() as nursery:
-                response.request_scope = nursery.cancel_scope
-                nursery.start_soon(_watch_disconnect, receive, response, nursery.cancel_scope)
-                answer = await run_request(
-                    self.handler, prepared, response, principal=principal, timeout=timeout
+                scope = response.request_scope = nursery.cancel_scope
+                # A client that leaves cancels the request; watched only once the request
+                # outlives the grace (see trimcp.transports.http_server.slow).
+                watch = self.slow.add(
+                    lambda: nursery.start_soon(_watch_disconnect, receive, response, scope)
                 )
-                nursery.cancel_scope.cancel()
+                try:
+                    answer = await run_request(
+                        self.handler, prepared, response, principal=principal, timeout=timeout
+                    )
+                finally:
+                    watch.done()
+                scope.cancel()
             response.request_scope = None
             if answer is None or response.gone:
                 return  # the client went away: the spec says nothing more is sent
