@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import trio
 import trio.testing
 
@@ -16,7 +18,7 @@ async def test_a_request_that_ends_within_the_grace_never_gets_a_watcher(
     async with trio.open_nursery() as nursery:
         await nursery.start(slow.run)
         for i in range(100):
-            watch = slow.add(lambda i=i: spawned.append(i))
+            watch = slow.add(functools.partial(spawned.append, i))
             await trio.sleep(0.001)
             watch.done()
         await trio.sleep(1)  # long past every grace
