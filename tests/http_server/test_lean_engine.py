@@ -595,3 +595,62 @@ async def test_answers_during_shutdown_close_the_connection(
         assert answer.body == b"bye"
         assert answer.headers["connection"] == "close"
         assert await wire.eof() == b""
+
+
+# --- the fast path and h11 on one connection -------------------------------------------------
+
+
+def _chunked(raw: bytes) -> bytes:
+    """``raw`` (a request with Content-Length) sent with a chunked body instead."""
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = [line for line in head.split(b"\r\n") if not line.lower().startswith(b"content-len")]
+    chunks = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    return b"\r\n".join([*lines, b"Transfer-Encoding: chunked"]) + b"\r\n\r\n" + chunks
+
+
+@pytest.mark.parametrize("order", ["h11 first", "fast first"])
+@pytest.mark.parametrize("pipelined", [False, True])
+async def test_requests_for_h11_and_the_fast_path_share_a_connection(
+    autojump_clock: trio.abc.Clock, order: str, pipelined: bool
+) -> None:
+    async with mcp_app() as app:
+        session_id = await initialize(app)
+        calls = [mcp_post(tool_call(i, "echo", {"text": f"t{i}"}), session_id) for i in range(4)]
+        # A chunked body is not for the fast path: h11 reads those requests.
+        if order == "h11 first":
+            calls[0], calls[2] = _chunked(calls[0]), _chunked(calls[2])
+        else:
+            calls[1], calls[3] = _chunked(calls[1]), _chunked(calls[3])
+        async with lean_connection(app) as (client, _):
+            wire = Wire(client)
+            answers = []
+            if pipelined:
+                await client.send_all(b"".join(calls))
+                answers = [await wire.response() for _ in calls]
+            else:
+                for raw in calls:
+                    await client.send_all(raw)
+                    answers.append(await wire.response())
+            assert [a.status for a in answers] == [200] * 4
+            for i, answer in enumerate(answers):
+                assert f'"t{i}"'.encode() in answer.body
+            await client.aclose()
+
+
+async def test_a_body_the_app_does_not_read_is_skipped_when_it_is_here(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # A 404 is answered without reading the body; the body and the next request came in
+    # the same write, so the connection serves the next request.
+    async with mcp_app() as app:
+        session_id = await initialize(app)
+        ignored = request("POST", "/elsewhere", body=b"x" * 5000)
+        call = mcp_post(tool_call(1, "echo", {"text": "after"}), session_id)
+        async with lean_connection(app) as (client, _):
+            wire = Wire(client)
+            await client.send_all(ignored + call)
+            assert (await wire.response()).status == 404
+            answer = await wire.response()
+            assert answer.status == 200
+            assert b'"after"' in answer.body
+            await client.aclose()

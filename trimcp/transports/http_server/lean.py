@@ -10,8 +10,10 @@ needs from HTTP/1.1 (keep-alive, pipelining, ``Expect: 100-continue``, Content-L
 chunked bodies both ways, streaming responses, disconnect detection) and nothing else: no
 HTTP/2, no TLS, no upgrades.
 
-h11 parses requests (one ``h11.Connection`` per request cycle, handed the bytes the
-previous one had buffered); responses are framed here, because h11's general-purpose
+Requests are read by a fast path for the plain kind nearly every client sends
+(:mod:`.fasthead`: a strict subset of HTTP/1.1 that h11 also accepts); any other request
+goes to h11 (one ``h11.Connection`` per such request, handed the bytes buffered so far),
+which also decides every refusal. Responses are framed here, because h11's general-purpose
 response path (header validation, state bookkeeping for three events) cost about as much
 CPU as parsing the request. What h11 would decide about framing and keep-alive is decided
 the same way: Content-Length when the body is complete at once, chunked when it streams
@@ -26,6 +28,7 @@ Content-Length and Transfer-Encoding get 400; then the connection closes.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -38,8 +41,10 @@ import attrs
 import h11
 import trio
 
+from trimcp.transports.http_server import fasthead
 from trimcp.transports.http_server.app import McpHttpApp
 from trimcp.transports.http_server.asgi import Message
+from trimcp.transports.http_server.fasthead import NEED_MORE, Head
 from trimcp.transports.http_server.guard import check_head
 from trimcp.transports.http_server.reuseport import open_reuseport_listeners
 
@@ -162,6 +167,7 @@ class _Exchange:
     __slots__ = (
         "_chunked",
         "_connection",
+        "_fast_body",
         "_head_write",
         "_no_body",
         "_remaining",
@@ -178,7 +184,12 @@ class _Exchange:
     )
 
     def __init__(
-        self, connection: _Connection, method: bytes, keep_alive: bool, expect_continue: bool
+        self,
+        connection: _Connection,
+        method: bytes,
+        keep_alive: bool,
+        expect_continue: bool,
+        fast_body: bytes | None = None,
     ) -> None:
         self._connection = connection
         self.method = method
@@ -199,6 +210,8 @@ class _Exchange:
         self._remaining: int | None = None
         #: Set while the head is written ahead of the body (see :meth:`receive`).
         self._head_write: trio.Event | None = None
+        #: The whole body of a request read by the fast path (None: h11 reads it).
+        self._fast_body = fast_body
 
     # --- receive ---------------------------------------------------------------------------
 
@@ -233,10 +246,14 @@ class _Exchange:
 
     async def _receive_body(self) -> Message:
         connection = self._connection
+        conn = connection.conn
+        if conn is None:
+            return await self._receive_fast_body()
+        assert conn is not None
         chunks: list[bytes] = []
         while True:
             try:
-                event = connection.conn.next_event()
+                event = conn.next_event()
             except h11.RemoteProtocolError as exc:
                 # A malformed body: the app sees a disconnect; the client gets h11's hint.
                 self.error_status = exc.error_status_hint
@@ -264,6 +281,32 @@ class _Exchange:
             # ConnectionClosed or anything unexpected: the request will not complete.
             self.client_gone = self.body_done = True
             return {"type": "http.disconnect"}
+
+    async def _receive_fast_body(self) -> Message:
+        """The body of a request read by the fast path, in the chunks it arrives in.
+
+        First what came with the head, then the rest (``connection.owed`` bytes).
+        """
+        connection = self._connection
+        body = self._fast_body
+        if body is not None:
+            self._fast_body = None
+            if not connection.owed:
+                self.body_done = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            if body:
+                return {"type": "http.request", "body": body, "more_body": True}
+        buffer = connection.buffer
+        while not buffer:
+            if not await connection.read():
+                self.client_gone = self.body_done = True
+                return {"type": "http.disconnect"}
+        take = min(len(buffer), connection.owed)
+        chunk = bytes(buffer[:take])
+        del buffer[:take]
+        connection.owed -= take
+        self.body_done = done = not connection.owed
+        return {"type": "http.request", "body": chunk, "more_body": not done}
 
     # --- send ------------------------------------------------------------------------------
 
@@ -326,12 +369,17 @@ class _Exchange:
         connection = self._connection
         if connection.state.terminating:
             keep_alive = False
-        elif keep_alive and not self.body_done and connection.conn.their_state is h11.SEND_BODY:
+        elif keep_alive and not self.body_done:
             # Answered before the app read the body: the connection can serve another
             # request only if the rest of this one is already here; else say it closes.
-            owed = self.body_length
-            if owed is None or len(connection.conn.trailing_data[0]) < owed:
-                keep_alive = False
+            conn = connection.conn
+            if conn is None:
+                if connection.owed > len(connection.buffer):
+                    keep_alive = False
+            elif conn.their_state is h11.SEND_BODY:
+                owed = self.body_length
+                if owed is None or len(conn.trailing_data[0]) < owed:
+                    keep_alive = False
         self._no_body = no_body = self.method == b"HEAD" or status in (204, 304)
         if length is not None:
             if not no_body:
@@ -370,7 +418,12 @@ class _Connection:
         self.app = app
         self.state = state
         self.limits = limits
-        self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_header_bytes)
+        #: h11, for a request the fast path declined (None: the fast path reads this cycle).
+        self.conn: h11.Connection | None = None
+        #: Bytes read and not yet parsed, while the fast path reads (``conn`` is None).
+        self.buffer = bytearray()
+        #: Body bytes of the fast path's current request not yet taken from the client.
+        self.owed = 0
         self.http11 = True
         self.requests = 0
         #: Nothing is buffered for the next request: read before asking h11 for it.
@@ -381,6 +434,11 @@ class _Connection:
         self._eof = False
         self._broken = False  # a write failed or timed out: the stream is unusable
         self.client, self.server = _addresses(stream)
+        #: The socket under a SocketStream: read and written with direct syscalls, waiting
+        #: through trio only when the kernel would block (see :meth:`_receive`).
+        self._sock = stream.socket if type(stream) is trio.SocketStream else None
+        #: Whether this request cycle waited for the socket (a schedule point).
+        self._waited = True
 
     async def read(self) -> bool:
         """Feed h11 one read from the socket; False at end of input or on error."""
@@ -389,20 +447,50 @@ class _Connection:
         timeout = self.limits.read_timeout
         try:
             if timeout is None:
-                data = await self.stream.receive_some(_READ)
+                data = await self._receive()
             else:
                 data = b""
                 with trio.move_on_after(timeout):
-                    data = await self.stream.receive_some(_READ)
+                    data = await self._receive()
         except _PEER_GONE:
             data = b""
+        conn = self.conn
         if not data:
             self._eof = True
-            self.conn.receive_data(b"")
+            if conn is not None:
+                conn.receive_data(b"")
             return False
         self._fed += len(data)
-        self.conn.receive_data(bytes(data))  # no copy for bytes
+        if conn is None:
+            self.buffer += data
+        else:
+            conn.receive_data(bytes(data))  # no copy for bytes
         return True
+
+    def buffered(self) -> int:
+        """How many bytes are read and not yet parsed."""
+        conn = self.conn
+        return len(self.buffer) if conn is None else len(conn.trailing_data[0])
+
+    async def _receive(self) -> bytes | bytearray:
+        """One read from the client (b"" at its end).
+
+        On a socket, trio's ``receive_some`` costs two checkpoints and a conflict check
+        around each ``recv``; here the syscall is made directly and trio is only asked to
+        wait when there is nothing to read. A closed socket's ``fileno()`` is -1, so a read
+        after a close fails (EBADF) instead of reading another file that reused the number.
+        """
+        sock = self._sock
+        if sock is None:
+            return await self.stream.receive_some(_READ)
+        while True:
+            try:
+                return os.read(sock.fileno(), _READ)
+            except BlockingIOError:
+                self._waited = True
+                await trio.lowlevel.wait_readable(sock)
+            except OSError:  # reset by the peer, or closed by us
+                return b""
 
     async def write(self, data: bytes) -> bool:
         """Send ``data``; False when the client is gone or did not take it in time.
@@ -412,6 +500,24 @@ class _Connection:
         """
         if self._broken:
             return False
+        sock = self._sock
+        if sock is not None:
+            # The common case: the kernel takes the whole response at once, with no
+            # waiting, so no deadline is needed.
+            try:
+                sent = os.write(sock.fileno(), data)
+            except BlockingIOError:
+                sent = 0
+            except OSError:
+                sent = -1
+            if sent == len(data):
+                return True
+            if sent > 0:
+                data = data[sent:]
+            elif sent < 0:
+                self._broken = self._eof = True
+                await self.stream.aclose()
+                return False
         with trio.CancelScope(deadline=trio.current_time() + self.limits.send_timeout):
             try:
                 await self.stream.send_all(data)
@@ -425,12 +531,17 @@ class _Connection:
     async def wait_for_eof(self) -> None:
         """Return once the client closed the connection (or sent more than we buffer)."""
         while await self.read():
-            if len(self.conn.trailing_data[0]) > self.limits.max_header_bytes:
+            if self.buffered() > self.limits.max_header_bytes:
                 return  # a client pipelining more than a request head: stop serving it
 
     async def run(self) -> None:
         try:
             while not self.state.terminating:
+                if not self._waited:
+                    # Requests kept arriving with no wait for the socket: let the other
+                    # connections run (a schedule point per request at least).
+                    await trio.lowlevel.checkpoint()
+                self._waited = False
                 request = await self._next_request()
                 if request is None:
                     return
@@ -443,23 +554,41 @@ class _Connection:
                 await self._close()
 
     def _next_cycle(self) -> None:
-        # A fresh h11 connection per request: responses are not written through h11, so
-        # the old one never reaches DONE; it hands over what it buffered (pipelining).
-        data, closed = self.conn.trailing_data
+        # Back to the fast path. An h11 connection (a declined request) never reaches DONE,
+        # since responses are not written through it: it hands over what it buffered
+        # (pipelining), and the next declined request gets a fresh one.
+        conn = self.conn
+        if conn is not None:
+            data, closed = conn.trailing_data
+            self.buffer = bytearray(data)
+            if closed:
+                self._eof = True
+            self.conn = None
+        self._fed = len(self.buffer)
+        self._empty = not self.buffer and not self._eof
+
+    def _h11(self) -> h11.Connection:
+        """Hand this request cycle to h11, with everything buffered so far."""
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self.limits.max_header_bytes)
-        if data:
-            conn.receive_data(data)
-        if closed:
+        if self.buffer:
+            conn.receive_data(bytes(self.buffer))
+            self.buffer = bytearray()
+        if self._eof:
             conn.receive_data(b"")
         self.conn = conn
-        self._fed = len(data)
-        self._empty = not data and not closed
+        return conn
 
     async def _close(self) -> None:
         # Closing with unread input makes the kernel send RST, which can destroy the
         # answer (e.g. a 413) before the client reads it: shut our side down first and
         # drain what the client still sends, bounded in bytes and time.
-        if not self._eof and self.conn.their_state not in (h11.DONE, h11.CLOSED, h11.IDLE):
+        conn = self.conn
+        pending = (
+            bool(self.buffer) or self.owed > 0
+            if conn is None
+            else conn.their_state not in (h11.DONE, h11.CLOSED, h11.IDLE)
+        )
+        if not self._eof and pending:
             try:
                 await self.stream.send_eof()
                 drained = 0
@@ -472,13 +601,22 @@ class _Connection:
                 pass
         await self.stream.aclose()
 
-    async def _next_request(self) -> h11.Request | None:
-        conn = self.conn
-        with trio.CancelScope(deadline=trio.current_time() + self.limits.header_timeout) as scope:
+    async def _next_request(self) -> Head | h11.Request | None:
+        limits = self.limits
+        with trio.CancelScope(deadline=trio.current_time() + limits.header_timeout) as scope:
             self.state.idle.add(scope)
             try:
                 if self._empty and not await self.read():
                     return None
+                while self.conn is None:
+                    head = fasthead.parse(self.buffer, limits.max_header_bytes)
+                    if type(head) is Head:
+                        return head
+                    if head is not NEED_MORE:
+                        break  # declined: h11 reads this one
+                    if not await self.read():
+                        return None  # closed (or silent past read_timeout): no request
+                conn = self.conn or self._h11()
                 while True:
                     try:
                         event = conn.next_event()
@@ -504,30 +642,45 @@ class _Connection:
         head = _status_line(status) + b"content-length: 0\r\nconnection: close\r\n"
         await self.write(head + _Date.get() + b"\r\n")
 
-    async def _serve(self, request: h11.Request) -> bool:
+    async def _serve(self, request: Head | h11.Request) -> bool:
         """Run the app for one request. True when the connection can take another."""
-        version = _VERSIONS.get(request.http_version)
-        if version is None:
-            await self._refuse(505)
-            return False
-        self.http11 = http11 = version == "1.1"
+        limit = self.limits.max_header_bytes
+        headers: list[tuple[bytes, bytes]]
+        fast_body: bytes | None
+        if type(request) is Head:
+            http11 = request.http11
+            version = "1.1" if http11 else "1.0"
+            headers = request.headers
+            head_bytes = request.size
+            fast_body = request.body
+            self.owed = request.remaining
+            expect_continue = False
+        else:
+            assert isinstance(request, h11.Request)
+            assert self.conn is not None
+            found = _VERSIONS.get(request.http_version)
+            if found is None:
+                await self._refuse(505)
+                return False
+            version = found
+            http11 = version == "1.1"
+            headers = [(raw.lower(), value) for raw, value in request.headers.raw_items()]
+            # The head's size on the wire, counted only when it may be over the limit.
+            fed = self._fed
+            head_bytes = fed - len(self.conn.trailing_data[0]) if fed > limit else 0
+            fast_body = None
+            expect_continue = self.conn.they_are_waiting_for_100_continue
+        self.http11 = http11
         keep_alive = http11
-        headers: list[tuple[bytes, bytes]] = []
         body_length: int | None = 0
-        for raw, value in request.headers.raw_items():
-            name = raw.lower()
-            headers.append((name, value))
+        for name, value in headers:
             if name == b"connection":
                 if b"close" in _tokens(value):
                     keep_alive = False
             elif name == b"content-length":
-                body_length = int(value)  # h11 checked it: digits
+                body_length = int(value)  # checked by h11 or the fast path: digits
             elif name == b"transfer-encoding":
                 body_length = None
-        limit = self.limits.max_header_bytes
-        # The head's size on the wire, counted only when it may be over the limit.
-        fed = self._fed
-        head_bytes = fed - len(self.conn.trailing_data[0]) if fed > limit else 0
         refusal = check_head(request.method, request.target, headers, limit, head_bytes=head_bytes)
         if refusal is not None:  # too large (431/414), or CL with TE: smuggling (400)
             await self._refuse(refusal[0])
@@ -553,7 +706,7 @@ class _Connection:
             "client": self.client,
             "server": self.server,
         }
-        exchange = _Exchange(self, method, keep_alive, self.conn.they_are_waiting_for_100_continue)
+        exchange = _Exchange(self, method, keep_alive, expect_continue, fast_body)
         exchange.body_length = body_length
         try:
             await self.app(scope, exchange.receive, exchange.send)
@@ -575,6 +728,14 @@ class _Connection:
     def _request_read(self) -> bool:
         """Whether the request is read to its end, reading only what is buffered."""
         conn = self.conn
+        if conn is None:
+            # The fast path: the rest of the body must already be buffered (dropped).
+            owed = self.owed
+            if owed > len(self.buffer):
+                return False
+            del self.buffer[:owed]
+            self.owed = 0
+            return True
         while conn.their_state is h11.SEND_BODY:
             try:
                 event = conn.next_event()

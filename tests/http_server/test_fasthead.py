@@ -1,0 +1,172 @@
+"""The lean server's fast request path: whatever it reads, h11 reads the same way.
+
+The fast path (``trimcp.transports.http_server.fasthead``) must accept only requests h11
+also accepts, and read them identically; everything else it declines, and h11 decides. The
+property test below checks that against h11 itself on generated heads full of the bytes
+that make HTTP parsers disagree (bare LF, folding, control characters, duplicate framing).
+"""
+
+from __future__ import annotations
+
+import h11
+import pytest
+from hypothesis import HealthCheck, event, example, given, settings
+from hypothesis import strategies as st
+
+from trimcp.transports.http_server.fasthead import DECLINE, NEED_MORE, Head, parse
+
+MAX_HEAD = 1024
+
+_NAME_CHARS = st.sampled_from(list("abcHost-_:.~ \t\x00\x7f\xe9"))
+_VALUE_CHARS = st.sampled_from(list("ab1, \t;=/\x00\x01\x7f\x80\xff\r\n:"))
+_KNOWN = ["host", "Host", "content-length", "Content-Length", "transfer-encoding"]
+_KNOWN += ["expect", "upgrade", "connection", "accept"]
+
+
+def _pick(draw: st.DrawFn, clean: list[bytes], noisy: st.SearchStrategy[bytes]) -> bytes:
+    """Mostly a clean choice, sometimes one from ``noisy`` (where parsers disagree)."""
+    if draw(st.integers(0, 15)) == 0:
+        return draw(noisy)
+    return draw(st.sampled_from(clean))
+
+
+_NOISY_TEXT = st.text(_VALUE_CHARS, max_size=8).map(lambda t: t.encode("latin-1"))
+
+
+@st.composite
+def requests(draw: st.DrawFn) -> bytes:
+    method = _pick(
+        draw, [b"GET", b"POST", b"DELETE"], st.sampled_from([b"CONNECT", b"get", b"P@ST", b""])
+    )
+    target = _pick(draw, [b"/mcp", b"/a?b=c", b"*"], st.sampled_from([b"/x y", b"/\x7f", b""]))
+    version = _pick(
+        draw, [b"HTTP/1.1", b"HTTP/1.0"], st.sampled_from([b"HTTP/2.0", b"HTTP/1.1 ", b"http/1.1"])
+    )
+    eol = _pick(draw, [b"\r\n"], st.sampled_from([b"\n", b"\r"]))
+    lead = _pick(draw, [b""], st.sampled_from([b"\r\n", b"\n", b" "]))
+    lines = [lead + method + b" " + target + b" " + version]
+    if draw(st.integers(0, 7)):
+        lines.append(b"Host: 127.0.0.1:8000")
+    body = draw(st.binary(max_size=40))
+    for _ in range(draw(st.integers(0, 6))):
+        if draw(st.booleans()):
+            name = draw(st.sampled_from(_KNOWN)).encode()
+        else:
+            name = _pick(
+                draw,
+                [b"x-a", b"Accept", b"mcp-method"],
+                st.text(_NAME_CHARS, max_size=6).map(lambda t: t.encode("latin-1")),
+            )
+        if name.lower() == b"content-length":
+            value = _pick(draw, [str(n).encode() for n in (0, 2, 5, 40, 60)], _NOISY_TEXT)
+        else:
+            value = _pick(draw, [b"a", b"a b", b"x/y; q=1", b"", b"\xe9t\xe9"], _NOISY_TEXT)
+        sep = _pick(draw, [b": ", b":", b":\t"], st.sampled_from([b" : ", b" :"]))
+        line = name + sep + value
+        if draw(st.integers(0, 15)) == 0:
+            line = draw(st.sampled_from([b" ", b"\t"])) + line  # obsolete line folding
+        lines.append(line)
+    raw = b"".join(line + _pick(draw, [eol], st.sampled_from([b"\n", b"\r\n"])) for line in lines)
+    raw += eol + body
+    if draw(st.booleans()):
+        raw = raw[: draw(st.integers(0, len(raw)))]
+    return raw
+
+
+def _h11_events(raw: bytes) -> list[object]:
+    conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
+    if raw:  # (receiving b"" would mean the client closed)
+        conn.receive_data(raw)
+    events: list[object] = []
+    while True:
+        event = conn.next_event()
+        events.append(event)
+        if event is h11.NEED_DATA or type(event) in (h11.EndOfMessage, h11.ConnectionClosed):
+            return events
+        if event is h11.PAUSED:
+            return events
+
+
+@settings(max_examples=2000, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(requests())
+@example(b"POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello")
+@example(b"POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhel")
+@example(b"GET / HTTP/1.0\r\n\r\n")
+def test_what_the_fast_path_reads_h11_reads_the_same(raw: bytes) -> None:
+    buffer = bytearray(raw)
+    head = parse(buffer, MAX_HEAD)
+    event(repr(head) if not isinstance(head, Head) else "read")
+    if head is DECLINE:
+        assert buffer == raw  # untouched: h11 gets it all
+        return
+    if head is NEED_MORE:
+        assert buffer == raw
+        assert _h11_events(raw) == [h11.NEED_DATA]
+        return
+    assert isinstance(head, Head)
+    events = _h11_events(raw)  # raises if h11 would refuse what the fast path took
+    request = events[0]
+    assert isinstance(request, h11.Request)
+    assert request.method == head.method
+    assert request.target == head.target
+    assert request.http_version == (b"1.1" if head.http11 else b"1.0")
+    assert [(name.lower(), value) for name, value in request.headers.raw_items()] == head.headers
+    data = b"".join(bytes(e.data) for e in events[1:] if isinstance(e, h11.Data))
+    assert data == head.body
+    if head.remaining:
+        assert events[-1] is h11.NEED_DATA
+    else:
+        assert type(events[-1]) is h11.EndOfMessage
+    assert bytes(buffer) == raw[head.size + len(head.body) :]
+
+
+def test_a_plain_request_is_read_with_its_body_and_the_next_one_stays() -> None:
+    first = b"POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\nAccept: a, b\r\n\r\n{}"
+    second = b"GET /mcp HTTP/1.1\r\nHost: h\r\n\r\n"
+    buffer = bytearray(first + second)
+    head = parse(buffer, MAX_HEAD)
+    assert isinstance(head, Head)
+    assert (head.method, head.target, head.http11) == (b"POST", b"/mcp", True)
+    assert head.headers == [(b"host", b"h"), (b"content-length", b"2"), (b"accept", b"a, b")]
+    assert (head.body, head.remaining, head.size) == (b"{}", 0, len(first) - 2)
+    assert bytes(buffer) == second
+
+
+def test_a_body_still_arriving_is_owed() -> None:
+    buffer = bytearray(b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n123")
+    head = parse(buffer, MAX_HEAD)
+    assert isinstance(head, Head)
+    assert (head.body, head.remaining) == (b"123", 7)
+    assert buffer == b""
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\n\r\n",
+        b"CONNECT h:443 HTTP/1.1\r\nHost: h\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx",
+        b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: +1\r\n\r\nx",
+        b"GET / HTTP/1.1\r\nHost: h\r\nX: a\r\n b\r\n\r\n",  # folded
+        b"GET / HTTP/1.1\nHost: h\r\n\r\n",  # bare LF
+        b"GET / HTTP/1.1\r\nHost: h\n\n",
+        b"\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n",
+        b"GET / HTTP/1.1\r\n\r\n",  # no Host
+        b"GET / HTTP/1.1\r\nHost: h\r\nHost: h\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: h\r\nX: a\x00b\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost : h\r\n\r\n",
+        b"GET / HTTP/2.0\r\nHost: h\r\n\r\n",
+        b"GET /" + b"a" * 2000 + b" HTTP/1.1\r\n",  # over the head limit, incomplete
+    ],
+)
+def test_anything_unusual_is_left_to_h11(raw: bytes) -> None:
+    buffer = bytearray(raw)
+    assert parse(buffer, MAX_HEAD) is DECLINE
+    assert buffer == raw
+
+
+def test_an_incomplete_head_needs_more() -> None:
+    assert parse(bytearray(b"POST /mcp HTTP/1.1\r\nHost: h\r\n"), MAX_HEAD) is NEED_MORE
+    assert parse(bytearray(b""), MAX_HEAD) is NEED_MORE

@@ -1,0 +1,140 @@
+"""The lean server's fast path for plain HTTP/1.1 requests: a strict subset h11 also accepts.
+
+h11 parses any request HTTP/1.1 allows, and pays for that generality: about a fifth of a
+small MCP call's server CPU went to ``next_event`` (its state machine, header
+normalisation, a receive buffer of its own) and to a new ``h11.Connection`` per request.
+Almost every request an MCP client sends is the simple kind: one ``\\r\\n``-terminated
+head, a ``Content-Length`` body that arrives with it. :func:`parse` reads exactly that
+kind and *declines* everything else, which the server then hands to h11 unchanged. It
+never refuses anything itself, so what is an error stays h11's decision.
+
+Accepted (all of it, or the request is declined):
+
+- a request line ``METHOD SP target SP HTTP/1.1`` (or ``HTTP/1.0``): method upper-case
+  letters, target visible ASCII;
+- header lines ``name: value`` with ``\\r\\n`` endings: name a token, value visible
+  characters (and obs-text) with inner spaces or tabs, surrounding ones stripped; no line
+  folding, no empty line before the request line, no bare ``\\n`` anywhere in the head;
+- at most one ``Content-Length`` (digits only) and no ``Transfer-Encoding``, ``Expect``
+  or ``Upgrade``; one ``Host`` (required for HTTP/1.1); method not ``CONNECT``.
+
+The head is returned with as much of the body as is buffered; the server reads the rest
+(:attr:`Head.remaining` bytes) as the app asks for it. :func:`parse` returns
+:data:`NEED_MORE` while the head is incomplete and small; a buffer with more than
+``max_head`` bytes and no complete head is declined, so h11 reports it (431).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+__all__ = ["DECLINE", "NEED_MORE", "Head", "parse"]
+
+_REQUEST_LINE = re.compile(rb"([A-Z]{1,32}) ([\x21-\x7e]+) HTTP/1\.([01])")
+_FIELD = re.compile(
+    rb"([-!#$%&'*+.^_`|~0-9A-Za-z]+):[ \t]*"
+    rb"((?:[\x21-\x7e\x80-\xff]+(?:[ \t]+[\x21-\x7e\x80-\xff]+)*)?)[ \t]*"
+)
+#: Headers whose presence sends the request to h11.
+_DECLINED = frozenset({b"transfer-encoding", b"expect", b"upgrade"})
+
+
+class Head:
+    """A request read by the fast path: its head and the start of its body."""
+
+    __slots__ = ("body", "headers", "http11", "method", "remaining", "size", "target")
+
+    def __init__(
+        self,
+        method: bytes,
+        target: bytes,
+        http11: bool,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        remaining: int,
+        size: int,
+    ) -> None:
+        self.method = method
+        self.target = target
+        self.http11 = http11
+        #: ``(lower-case name, value)`` in the order received.
+        self.headers = headers
+        #: The body bytes that were buffered with the head.
+        self.body = body
+        #: Body bytes still to be read from the connection.
+        self.remaining = remaining
+        #: The head's size on the wire (request line to the blank line, inclusive).
+        self.size = size
+
+
+class _Marker:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+#: More bytes are needed before the request can be read.
+NEED_MORE: Final = _Marker("NEED_MORE")
+#: Not for the fast path: let h11 read this request.
+DECLINE: Final = _Marker("DECLINE")
+
+
+def parse(buffer: bytearray, max_head: int) -> Head | _Marker:
+    """Read one request from the front of ``buffer`` and remove it from there.
+
+    Returns a :class:`Head`, :data:`NEED_MORE` or :data:`DECLINE` (``buffer`` then stays
+    as it was).
+    """
+    if not buffer:
+        return NEED_MORE
+    end = buffer.find(b"\r\n\r\n")
+    if end < 0:
+        if (
+            len(buffer) > max_head
+            or not 0x41 <= buffer[0] <= 0x5A  # not a method's first letter: h11 refuses
+            or buffer.count(b"\n") != buffer.count(b"\r\n")  # a bare LF: h11's to read
+        ):
+            return DECLINE
+        return NEED_MORE
+    if end + 4 > max_head:
+        return DECLINE  # h11 (and the guard) decide about oversized heads
+    lines = bytes(buffer[:end]).split(b"\r\n")
+    request_line = _REQUEST_LINE.fullmatch(lines[0])
+    if request_line is None:
+        return DECLINE
+    method, target, minor = request_line.groups()
+    if method == b"CONNECT":
+        return DECLINE
+    headers: list[tuple[bytes, bytes]] = []
+    length = -1
+    host = False
+    for line in lines[1:]:
+        field = _FIELD.fullmatch(line)
+        if field is None:
+            return DECLINE
+        name = field[1].lower()
+        value = field[2]
+        if name == b"content-length":
+            if length >= 0 or not value.isdigit() or len(value) > 18:
+                return DECLINE
+            length = int(value)
+        elif name == b"host":
+            if host:
+                return DECLINE  # h11 refuses two
+            host = True
+        elif name in _DECLINED:
+            return DECLINE
+        headers.append((name, value))
+    http11 = minor == b"1"
+    if http11 and not host:
+        return DECLINE
+    start = end + 4
+    stop = min(start + max(length, 0), len(buffer))
+    body = bytes(buffer[start:stop])
+    del buffer[:stop]
+    return Head(method, target, http11, headers, body, max(length, 0) - len(body), start)
