@@ -2,91 +2,129 @@
 
 from __future__ import annotations
 
-import functools
-
 import trio
 import trio.testing
 
-from trimcp.transports.http_server.slow import SlowRequests
+from trimcp.transports.http_server.slow import SlowRequests, Watcher
+
+
+class Watchers:
+    """Makes watchers that record when they start and whether they were stopped."""
+
+    def __init__(self) -> None:
+        self.started: list[tuple[str, float]] = []
+        self.stopped: list[str] = []
+        self.origin = trio.current_time()
+
+    def make(self, name: str) -> Watcher:
+        async def watch() -> None:
+            self.started.append((name, trio.current_time() - self.origin))
+            try:
+                await trio.sleep_forever()
+            finally:
+                self.stopped.append(name)
+
+        return watch
+
+    @property
+    def names(self) -> list[str]:
+        return [name for name, _ in self.started]
 
 
 async def test_a_request_that_ends_within_the_grace_never_gets_a_watcher(
     autojump_clock: trio.abc.Clock,
 ) -> None:
     slow = SlowRequests(grace=0.02)
-    spawned: list[int] = []
+    watchers = Watchers()
     async with trio.open_nursery() as nursery:
         await nursery.start(slow.run)
         for i in range(100):
-            watch = slow.add(functools.partial(spawned.append, i))
+            watch = slow.add(watchers.make(str(i)))
             await trio.sleep(0.001)
-            watch.done()
+            await watch.end()
+            assert not watch.watched
         await trio.sleep(1)  # long past every grace
         nursery.cancel_scope.cancel()
-    assert spawned == []
+    assert watchers.started == []
 
 
 async def test_a_request_still_running_after_the_grace_gets_its_watcher(
     autojump_clock: trio.abc.Clock,
 ) -> None:
     slow = SlowRequests(grace=0.02)
-    spawned: list[tuple[str, float]] = []
     async with trio.open_nursery() as nursery:
         await nursery.start(slow.run)
-        start = trio.current_time()
-        first = slow.add(lambda: spawned.append(("first", trio.current_time() - start)))
+        watchers = Watchers()
+        first = slow.add(watchers.make("first"))
         await trio.sleep(0.01)
-        second = slow.add(lambda: spawned.append(("second", trio.current_time() - start)))
+        second = slow.add(watchers.make("second"))
         await trio.sleep(0.005)
-        quick = slow.add(lambda: spawned.append(("quick", 0.0)))
-        quick.done()
+        quick = slow.add(watchers.make("quick"))
+        await quick.end()
         await trio.sleep(0.1)
-        first.done()
-        second.done()
+        assert watchers.names == ["first", "second"]
+        assert abs(watchers.started[0][1] - 0.02) < 1e-9
+        assert abs(watchers.started[1][1] - 0.03) < 1e-9
+        # Ending a watched request stops its watcher before end() returns.
+        await first.end()
+        assert watchers.stopped == ["first"]
+        await second.end()
+        assert watchers.stopped == ["first", "second"]
         nursery.cancel_scope.cancel()
-    assert [name for name, _ in spawned] == ["first", "second"]
-    assert abs(spawned[0][1] - 0.02) < 1e-9
-    assert abs(spawned[1][1] - 0.03) < 1e-9
 
 
-async def test_without_the_promoting_task_every_request_is_watched_at_once() -> None:
-    slow = SlowRequests()
-    spawned: list[int] = []
-    slow.add(lambda: spawned.append(1))
-    assert spawned == [1]
-
-
-async def test_requests_queued_when_the_task_stops_are_watched_at_once(
+async def test_ending_a_watched_request_waits_for_its_watcher_even_when_cancelled(
     autojump_clock: trio.abc.Clock,
 ) -> None:
-    slow = SlowRequests(grace=10)
-    spawned: list[str] = []
+    slow = SlowRequests(grace=0.01)
+    watchers = Watchers()
     async with trio.open_nursery() as nursery:
         await nursery.start(slow.run)
-        slow.add(lambda: spawned.append("running"))
-        ended = slow.add(lambda: spawned.append("ended"))
-        ended.done()
-        await trio.testing.wait_all_tasks_blocked()
-        assert spawned == []
+        watch = slow.add(watchers.make("w"))
+        await trio.sleep(1)
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await watch.end()  # shielded: the watcher is stopped all the same
+        assert watchers.stopped == ["w"]
         nursery.cancel_scope.cancel()
-    assert spawned == ["running"]
-    # After it stopped, a new request is watched at once again.
-    slow.add(lambda: spawned.append("later"))
-    assert spawned == ["running", "later"]
+
+
+async def test_without_the_promoting_task_nothing_is_watched(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    slow = SlowRequests(grace=0.01)
+    watchers = Watchers()
+    watch = slow.add(watchers.make("w"))
+    await trio.sleep(1)
+    await watch.end()
+    assert watchers.started == []
+
+
+async def test_stopping_the_task_stops_the_watchers(autojump_clock: trio.abc.Clock) -> None:
+    slow = SlowRequests(grace=0.01)
+    watchers = Watchers()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(slow.run)
+        watch = slow.add(watchers.make("w"))
+        await trio.sleep(1)
+        assert watchers.names == ["w"]
+        nursery.cancel_scope.cancel()
+    assert watchers.stopped == ["w"]
+    await watch.end()  # returns at once: the watcher already stopped
 
 
 async def test_a_request_added_while_the_task_waits_for_work_wakes_it(
     autojump_clock: trio.abc.Clock,
 ) -> None:
     slow = SlowRequests(grace=0.5)
-    spawned: list[float] = []
     async with trio.open_nursery() as nursery:
         await nursery.start(slow.run)
         await trio.sleep(5)  # the task waits for work with an empty queue
-        start = trio.current_time()
-        watch = slow.add(lambda: spawned.append(trio.current_time() - start))
+        watchers = Watchers()
+        watch = slow.add(watchers.make("w"))
+        await trio.testing.wait_all_tasks_blocked()
         await trio.sleep(1)
-        watch.done()
+        assert len(watchers.started) == 1
+        assert abs(watchers.started[0][1] - 0.5) < 1e-9
+        await watch.end()
         nursery.cancel_scope.cancel()
-    assert len(spawned) == 1
-    assert abs(spawned[0] - 0.5) < 1e-9

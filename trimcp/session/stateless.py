@@ -197,15 +197,20 @@ async def run_request(
     principal: Hashable | None = None,
     timeout: float | None = None,
     on_start: Callable[[RequestContext], None] | None = None,
+    scope: trio.CancelScope | None = None,
 ) -> Answer:
     """Run the handler for one prepared 2026 request and say how it ended.
 
     ``timeout``: the handler's deadline (answered ``-32001``). ``on_start`` sees the
     :class:`RequestContext` before the handler runs (stdio keeps it to apply
-    ``notifications/cancelled``). A handler's :class:`McpError` is the answer; any other
-    exception is logged and answered ``-32603``. Cancellation: see the module docstring.
+    ``notifications/cancelled``). ``scope``: the request's cancel scope, when the
+    transport wants to hold it (made here otherwise); a transport that cancels it for a
+    client that left must not send the answer. A handler's :class:`McpError` is the
+    answer; any other exception is logged and answered ``-32603``. Cancellation: see the
+    module docstring.
     """
-    scope = trio.CancelScope()
+    if scope is None:
+        scope = trio.CancelScope()
     if timeout is not None:
         scope.deadline = trio.current_time() + timeout
     ctx = RequestContext(

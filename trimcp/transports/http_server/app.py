@@ -42,6 +42,8 @@ from trimcp.transports.base import Decoded
 from trimcp.transports.http_server import legacy
 from trimcp.transports.http_server import modern as modern_http
 from trimcp.transports.http_server.asgi import (
+    BODY_BUFFERED,
+    BOUNDED_SEND,
     JSON_TYPE,
     SSE_HEADERS,
     Headers,
@@ -51,6 +53,7 @@ from trimcp.transports.http_server.asgi import (
     Scope,
     Send,
     error_body,
+    extensions,
     parse_body,
     read_body,
     reject,
@@ -269,7 +272,7 @@ class McpHttpApp:
             # 2026-07-28 (by its header, or maybe by its body: an unknown version in the
             # header of a 2026 request is answered with the versions we speak).
             if method == "POST":
-                await self._post_modern(receive, send, headers, principal, version)
+                await self._post_modern(scope, receive, send, headers, principal, version)
                 return
             if modern_http.claims(version):
                 raise HttpRejection(
@@ -305,6 +308,7 @@ class McpHttpApp:
 
     async def _post_modern(
         self,
+        scope: Scope,
         receive: Receive,
         send: Send,
         headers: RequestHeaders,
@@ -314,13 +318,20 @@ class McpHttpApp:
         assert self._modern is not None
         self._check_post_headers(headers)
         config = self.config
+        engine = extensions(scope)
         body = await read_body(
-            receive, config.max_body_bytes, config.body_timeout, headers.get(b"content-length")
+            receive,
+            config.max_body_bytes,
+            config.body_timeout,
+            headers.get(b"content-length"),
+            buffered=BODY_BUFFERED in engine,
         )
         parsed = parse_body(body)
         if not modern_http.claims(version) and not modern_http.is_modern_body(parsed):
             raise HttpRejection(400, f"Unsupported MCP-Protocol-Version: {version[:40]}")
-        await self._modern.post(receive, send, headers, parsed, principal)
+        await self._modern.post(
+            receive, send, headers, parsed, principal, bounded_send=BOUNDED_SEND in engine
+        )
 
     def _check_post_headers(self, headers: RequestHeaders) -> None:
         config = self.config

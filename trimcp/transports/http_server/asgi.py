@@ -52,6 +52,13 @@ SSE_HEADERS: Headers = [
 ]
 JSON_TYPE = (b"content-type", b"application/json")
 
+#: ASGI scope extensions the lean engine sets (``scope["extensions"]``): every ``send``
+#: is bounded in time by the server itself, and one cut short closes the connection (the
+#: app need not shield or time it)...
+BOUNDED_SEND = "trimcp.bounded_send"
+#: ...and the whole request body is already in memory (reading it never waits).
+BODY_BUFFERED = "trimcp.body_buffered"
+
 _T = TypeVar("_T")
 
 
@@ -106,18 +113,41 @@ class RequestHeaders:
         return self.values.get(name)
 
 
-async def read_body(receive: Receive, limit: int, timeout: float, declared: str | None) -> bytes:
+def extensions(scope: Scope) -> dict[str, Any]:
+    """The scope's ASGI extensions (an empty dict when the server names none)."""
+    found: dict[str, Any] | None = scope.get("extensions")
+    return found if found is not None else {}
+
+
+async def read_body(
+    receive: Receive,
+    limit: int,
+    timeout: float,
+    declared: str | None,
+    *,
+    buffered: bool = False,
+) -> bytes:
     """The whole request body, at most ``limit`` bytes, within ``timeout`` seconds.
 
-    Raises :class:`HttpRejection`: 413 when ``Content-Length`` or the bytes read exceed
-    the limit (nothing more is buffered), 408 on timeout, 400 for a bad Content-Length or
-    a client that went away. Cancellation: safe, the body is simply not read.
+    ``buffered``: the server says the body is already in memory (:data:`BODY_BUFFERED`),
+    so no timeout is needed to read it. Raises :class:`HttpRejection`: 413 when
+    ``Content-Length`` or the bytes read exceed the limit (nothing more is buffered), 408
+    on timeout, 400 for a bad Content-Length or a client that went away. Cancellation:
+    safe, the body is simply not read.
     """
     if declared is not None:
         if not declared.isdigit() or len(declared) > 18:
             raise HttpRejection(400, "Bad Content-Length")
         if int(declared) > limit:
             raise _too_large(limit)
+    if buffered:
+        message = await receive()
+        if message["type"] == "http.request" and not message.get("more_body", False):
+            chunk: bytes = message.get("body", b"")
+            if len(chunk) > limit:
+                raise _too_large(limit)
+            return chunk
+        raise HttpRejection(400, "The client went away before sending the body")
     chunks: list[bytes] = []
     size = 0
     with trio.move_on_after(timeout) as scope:
@@ -129,7 +159,7 @@ async def read_body(receive: Receive, limit: int, timeout: float, declared: str 
             if not message.get("more_body", False) and not chunks:
                 if len(chunk) > limit:
                     raise _too_large(limit)
-                return chunk  # type: ignore[no-any-return]
+                return chunk
             size += len(chunk)
             if size > limit:
                 raise _too_large(limit)

@@ -43,7 +43,7 @@ import trio
 
 from trimcp.transports.http_server import fasthead
 from trimcp.transports.http_server.app import McpHttpApp
-from trimcp.transports.http_server.asgi import Message
+from trimcp.transports.http_server.asgi import BODY_BUFFERED, BOUNDED_SEND, Message
 from trimcp.transports.http_server.fasthead import NEED_MORE, Head
 from trimcp.transports.http_server.guard import check_head
 from trimcp.transports.http_server.reuseport import open_reuseport_listeners
@@ -57,6 +57,10 @@ _LINGER_BYTES = 1024 * 1024
 _PEER_GONE = (trio.BrokenResourceError, trio.ClosedResourceError)
 _VERSIONS = {b"1.1": "1.1", b"1.0": "1.0"}
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+# What this server promises the app (see trimcp.transports.http_server.asgi): shared,
+# read-only dicts, one per case.
+_STREAMED_BODY: dict[str, Any] = {BOUNDED_SEND: {}}
+_BUFFERED_BODY: dict[str, Any] = {BOUNDED_SEND: {}, BODY_BUFFERED: {}}
 _LAST_CHUNK = b"0\r\n\r\n"
 
 App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
@@ -705,6 +709,9 @@ class _Connection:
             "headers": headers,
             "client": self.client,
             "server": self.server,
+            "extensions": _BUFFERED_BODY
+            if fast_body is not None and not self.owed
+            else _STREAMED_BODY,
         }
         exchange = _Exchange(self, method, keep_alive, expect_continue, fast_body)
         exchange.body_length = body_length

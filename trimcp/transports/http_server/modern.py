@@ -26,6 +26,7 @@ Nothing is kept per request once it is answered. Every write is bounded in time
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Hashable, Mapping
 from typing import Any, Protocol, runtime_checkable
@@ -93,10 +94,23 @@ def is_modern_body(parsed: ParsedBody) -> bool:
 class _Response:
     """The HTTP response of one 2026 request, and the outlet its handler writes to."""
 
-    __slots__ = ("_send", "gone", "request_scope", "sse", "started", "stream_ok", "write_timeout")
+    __slots__ = (
+        "_bounded",
+        "_send",
+        "gone",
+        "request_scope",
+        "sse",
+        "started",
+        "stream_ok",
+        "write_timeout",
+    )
 
-    def __init__(self, send: Send, *, stream_ok: bool, write_timeout: float) -> None:
+    def __init__(
+        self, send: Send, *, stream_ok: bool, write_timeout: float, bounded: bool = False
+    ) -> None:
         self._send = send
+        #: The server bounds and protects each send itself (``BOUNDED_SEND``).
+        self._bounded = bounded
         self.stream_ok = stream_ok
         self.write_timeout = write_timeout
         self.started = False
@@ -160,6 +174,9 @@ class _Response:
         self.started = True
         if self.gone:
             raise ClientGone
+        if self._bounded:
+            await respond(self._send, status, data, [JSON_TYPE])
+            return
         with trio.CancelScope(shield=True, deadline=trio.current_time() + self.write_timeout):
             await respond(self._send, status, data, [JSON_TYPE])
 
@@ -200,11 +217,14 @@ class ModernEndpoint:
         headers: RequestHeaders,
         parsed: ParsedBody,
         principal: Hashable | None,
+        *,
+        bounded_send: bool = False,
     ) -> None:
         """Answer one POST whose body is ``parsed`` (already read within the app's bounds).
 
-        Raises :class:`HttpRejection` for what is refused before a JSON-RPC answer can be
-        made. Cancellation: cancels the request (no answer is written).
+        ``bounded_send``: the server bounds every send itself (``BOUNDED_SEND``). Raises
+        :class:`HttpRejection` for what is refused before a JSON-RPC answer can be made.
+        Cancellation: cancels the request (no answer is written).
         """
         if parsed.batch:
             raise HttpRejection(400, "Invalid request: 2026-07-28 has no batches")
@@ -232,6 +252,7 @@ class ModernEndpoint:
             send,
             stream_ok=not config.json_response and accepts(accept, "text/event-stream"),
             write_timeout=config.body_timeout,
+            bounded=bounded_send,
         )
         listen = request.method == "subscriptions/listen"
         if listen and not response.stream_ok:
@@ -246,23 +267,24 @@ class ModernEndpoint:
             if principal is not None:
                 current_auth_source.set(FixedAuth(principal))
             timeout = None if listen else config.session_options.handler_timeout
-            answer = None
-            async with trio.open_nursery() as nursery:
-                scope = response.request_scope = nursery.cancel_scope
-                # A client that leaves cancels the request; watched only once the request
-                # outlives the grace (see trimcp.transports.http_server.slow).
-                watch = self.slow.add(
-                    lambda: nursery.start_soon(_watch_disconnect, receive, response, scope)
+            # The request's own cancel scope: its deadline is the handler timeout, and
+            # a client that leaves cancels it, which is watched only once the request
+            # outlives a short grace (see trimcp.transports.http_server.slow).
+            scope = response.request_scope = trio.CancelScope()
+            watch = self.slow.add(functools.partial(_watch_disconnect, receive, response, scope))
+            try:
+                answer = await run_request(
+                    self.handler,
+                    prepared,
+                    response,
+                    principal=principal,
+                    timeout=timeout,
+                    scope=scope,
                 )
-                try:
-                    answer = await run_request(
-                        self.handler, prepared, response, principal=principal, timeout=timeout
-                    )
-                finally:
-                    watch.done()
-                scope.cancel()
+            finally:
+                await watch.end()
             response.request_scope = None
-            if answer is None or response.gone:
+            if response.gone:
                 return  # the client went away: the spec says nothing more is sent
             data = answer.encode(self._server_info)
             if data is None:

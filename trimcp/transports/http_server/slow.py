@@ -2,53 +2,86 @@
 
 A 2026-07-28 request runs in the task that received its POST, and a client that goes away
 must cancel it. Watching for that takes a second task blocked on the ASGI ``receive`` (a
-socket read): spawning it, and cancelling its read, cost about a fifth of a small call's
-CPU (measured: 330 -> 257 us per ``tools/call`` over HTTP without it). Almost every request
-is answered long before a client could leave, so :class:`SlowRequests` starts the watcher
-only for a request still running ``grace`` seconds after it began. A disconnect is then
-noticed at most ``grace`` late, which changes nothing a client can see: it left.
+socket read): spawning it per request, in a nursery per request, and cancelling its read
+cost about a fifth of a small call's CPU (measured: 330 -> 257 us per ``tools/call`` over
+HTTP without it). Almost every request is answered long before a client could leave, so
+:class:`SlowRequests` starts the watcher only for a request still running ``grace``
+seconds after it began. A disconnect is then noticed at most ``grace`` late, which changes
+nothing a client can see: it left.
 
-One task (:meth:`SlowRequests.run`, in the app's nursery) does the promoting. Requests are
-queued in the order they start, and all share one grace, so the queue is also ordered by
-when each is due: the task sleeps until the oldest is due, and finished requests are
-dropped as it passes them. The queue holds at most the requests begun in the last
-``grace`` seconds. While the task is not running (an app whose ``run`` was not started,
-or after it stopped) every request gets its watcher at once, as before.
+One task (:meth:`SlowRequests.run`, in the app's nursery) does the promoting, and the
+watchers run in its nursery. Requests are queued in the order they start, and all share one
+grace, so the queue is also ordered by when each is due: the task sleeps until the oldest is
+due, and finished requests are dropped as it passes them. The queue holds at most the
+requests begun in the last ``grace`` seconds. A request that ends calls :meth:`Watch.end`,
+which stops its watcher (if it had one) and waits until it has stopped, so the watcher
+never touches the connection once the request is over.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import trio
 
 #: How long a request runs before a disconnect watcher is started for it (seconds).
 DEFAULT_GRACE = 0.02
 
+Watcher = Callable[[], Awaitable[None]]
+
 
 class Watch:
-    """One request's place in the queue. Call :meth:`done` when the request ends."""
+    """One request's place in the queue. Await :meth:`end` when the request ends."""
 
-    __slots__ = ("_spawn", "due")
+    __slots__ = ("_exited", "_scope", "_watcher", "due")
 
-    def __init__(self, due: float, spawn: Callable[[], None] | None) -> None:
+    def __init__(self, due: float, watcher: Watcher | None) -> None:
         self.due = due
-        self._spawn = spawn
-
-    def done(self) -> None:
-        """The request ended: never start its watcher (call before its nursery closes)."""
-        self._spawn = None
-
-    def promote(self) -> None:
-        """Start the watcher now, unless the request already ended."""
-        spawn, self._spawn = self._spawn, None
-        if spawn is not None:
-            spawn()
+        self._watcher = watcher
+        self._scope: trio.CancelScope | None = None
+        self._exited: trio.Event | None = None
 
     @property
     def pending(self) -> bool:
-        return self._spawn is not None
+        """Still waiting to be promoted (the request runs and has no watcher yet)."""
+        return self._watcher is not None
+
+    @property
+    def watched(self) -> bool:
+        """A watcher was started for this request."""
+        return self._exited is not None
+
+    def promote(self, nursery: trio.Nursery) -> None:
+        """Start the watcher in ``nursery`` now, unless the request already ended."""
+        watcher, self._watcher = self._watcher, None
+        if watcher is None:
+            return
+        self._scope = trio.CancelScope()
+        self._exited = trio.Event()
+        nursery.start_soon(self._watch, watcher)
+
+    async def _watch(self, watcher: Watcher) -> None:
+        assert self._scope is not None and self._exited is not None  # noqa: PT018
+        try:
+            with self._scope:
+                await watcher()
+        finally:
+            self._exited.set()
+
+    async def end(self) -> None:
+        """The request ended: stop its watcher, if it has one, and wait until it stopped.
+
+        Without a watcher this returns at once (no checkpoint). Cancellation: the wait
+        is shielded; it is short, since the watcher is cancelled first.
+        """
+        self._watcher = None
+        exited = self._exited
+        if exited is not None:
+            assert self._scope is not None
+            self._scope.cancel()
+            with trio.CancelScope(shield=True):
+                await exited.wait()
 
 
 class SlowRequests:
@@ -58,17 +91,16 @@ class SlowRequests:
         self.grace = grace
         self._queue: deque[Watch] = deque()
         self._wake: trio.Event | None = None
-        self._running = False
+        self._nursery: trio.Nursery | None = None
 
-    def add(self, spawn: Callable[[], None]) -> Watch:
-        """Queue a request; ``spawn`` starts its watcher (a ``nursery.start_soon`` call).
+    def add(self, watcher: Watcher) -> Watch:
+        """Queue a running request; ``watcher`` watches its client once it is due.
 
-        ``spawn`` runs from the promoting task, so the nursery it starts in must stay open
-        until :meth:`Watch.done` is called.
+        While :meth:`run` is not running nothing is watched (the HTTP app serves no
+        request then: its session manager refuses them).
         """
-        watch = Watch(trio.current_time() + self.grace, spawn)
-        if not self._running:
-            watch.promote()
+        watch = Watch(trio.current_time() + self.grace, watcher)
+        if self._nursery is None:
             return watch
         self._queue.append(watch)
         wake = self._wake
@@ -80,27 +112,28 @@ class SlowRequests:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Promote requests as they become due, until cancelled.
 
-        Cancellation: stops promoting; the requests still queued get their watchers at once.
+        Cancellation: stops promoting and cancels the watchers (their requests are
+        being cancelled too: this runs as long as the app serves).
         """
         queue = self._queue
-        self._running = True
-        task_status.started()
-        try:
-            while True:
-                while queue and not queue[0].pending:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            try:
+                while True:
+                    while queue and not queue[0].pending:
+                        queue.popleft()
+                    if not queue:
+                        self._wake = wake = trio.Event()
+                        await wake.wait()
+                        continue
+                    head = queue[0]
+                    if head.due > trio.current_time():
+                        await trio.sleep_until(head.due)
+                        continue
                     queue.popleft()
-                if not queue:
-                    self._wake = wake = trio.Event()
-                    await wake.wait()
-                    continue
-                head = queue[0]
-                if head.due > trio.current_time():
-                    await trio.sleep_until(head.due)
-                    continue
-                queue.popleft()
-                head.promote()
-        finally:
-            self._running = False
-            self._wake = None
-            while queue:
-                queue.popleft().promote()
+                    head.promote(nursery)
+            finally:
+                self._nursery = None
+                self._wake = None
+                queue.clear()
