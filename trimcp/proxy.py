@@ -51,6 +51,7 @@ from trimcp.errors import (
 from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.versions import SUPPORTED_VERSIONS, negotiate_version
 from trimcp.session import RequestContext, Session, SessionOptions, open_session
+from trimcp.session.relay import without_progress_token
 from trimcp.transports.base import Transport
 from trimcp.types import (
     ClientCapabilities,
@@ -108,16 +109,6 @@ async def _forward_notification(to: Session, method: str, params: Any) -> None:
         await to.send_notification(method, params)
     except (LocalProtocolError, SessionClosed) as exc:
         logger.debug("%s not forwarded: %s", method, exc)
-
-
-def _without_progress_token(params: Any) -> Any:
-    # The backend session gives the request its own token when the client asked for
-    # progress; the client's token means nothing to the backend.
-    meta = getattr(params, "meta", None)
-    if isinstance(meta, Mapping) and "progressToken" in meta:
-        rest = {k: v for k, v in meta.items() if k != "progressToken"}
-        return attrs.evolve(params, meta=rest or None)
-    return params
 
 
 class ProxyServer:
@@ -186,6 +177,21 @@ class ProxyServer:
             raise SystemExit(f"trimcp: {exc}") from None
         serving.run_server(self, values)
 
+    # --- relaying (trimcp.session.hooks.RequestRelay) -----------------------------------
+
+    def relays(self, method: str) -> bool:
+        """Every request but ``initialize`` is relayed raw: decoded JSON in, the same JSON
+        out with the id (and progress token) remapped, never typed classes."""
+        return True
+
+    def relay_target(self, session: Session) -> Session | None:
+        """The backend session of ``session``, once it is connected."""
+        link = self._links.get(session)
+        backend = link.backend if link is not None else None
+        if backend is None or backend.closing:
+            return None
+        return backend
+
     # --- the session handler ------------------------------------------------------------
 
     async def attend_session(
@@ -249,7 +255,7 @@ class ProxyServer:
         try:
             return await backend.send_request(
                 ctx.method,
-                _without_progress_token(ctx.params),
+                without_progress_token(ctx.params),
                 timeout=None,
                 on_progress=progress if report is not None else None,
             )

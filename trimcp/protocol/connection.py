@@ -12,6 +12,7 @@ complete JSON text, and every ``send_*`` returns one complete JSON text as bytes
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -91,6 +92,8 @@ class _Outbound:
     progress_token: ProgressToken | None
     #: A task-augmented request (params with ``task``): answered with ``CreateTaskResult``.
     task: bool = False
+    #: The result is handed over as decoded JSON, never structured (a relayed request).
+    raw: bool = False
 
 
 def _is_token(value: object) -> bool:
@@ -129,6 +132,7 @@ class Connection:
         "_progress",
         "max_batch",
         "negotiated",
+        "pass_through",
         "peer_initialized",
         "role",
         "state",
@@ -158,6 +162,10 @@ class Connection:
         self._own_caps: dict[str, Any] | None = None
         self._peer_caps: dict[str, Any] | None = None
         self._init_params: InitializeRequestParams | None = None
+        #: Methods whose inbound requests keep their params as decoded JSON (not structured
+        #: into typed classes): set by a session whose handler relays them untouched.
+        #: ``initialize`` is always structured (the lifecycle reads it).
+        self.pass_through: Callable[[str], bool] | None = None
 
     # --- queries --------------------------------------------------------------------------
 
@@ -199,8 +207,23 @@ class Connection:
         try:
             message = classify(obj)
         except InvalidMessage as exc:
+            request_id = exc.request_id
+            if not exc.replyable and request_id is not None and request_id in self._outbound:
+                # A malformed answer to one of our requests: fail that request now (with
+                # what was wrong) instead of leaving it to wait for an answer that came.
+                return self._invalid_answer(request_id, exc.message)
             return self._rejected(exc)
         return self._dispatch(message)
+
+    def _invalid_answer(self, request_id: RequestId, reason: str) -> ErrorReceived:
+        pending = self._outbound.pop(request_id)
+        self._drop_progress(pending)
+        if pending.method == "initialize":
+            self._transition(Transition.RECEIVED_INITIALIZE_ERROR)
+        error = RemoteProtocolError(
+            INTERNAL_ERROR, f"The peer sent an invalid answer to {pending.method}: {reason}"
+        )
+        return ErrorReceived(id=request_id, method=pending.method, error=error)
 
     def _dispatch(self, message: Message) -> Event:
         if type(message) is Request:
@@ -297,7 +320,10 @@ class Connection:
             refusal = self._inbound_refusal(spec)
             if refusal is not None:
                 return self._reject_request(request_id, METHOD_NOT_FOUND, refusal)
-            if spec.params_type is not None:
+            pass_through = self.pass_through
+            if spec.params_type is not None and (
+                pass_through is None or method == "initialize" or not pass_through(method)
+            ):
                 try:
                     params = serde.structure(params if params is not None else {}, spec.params_type)
                 except serde.ShapeError as exc:
@@ -411,6 +437,8 @@ class Connection:
         self._drop_progress(pending)
         method = pending.method
         result: Any = response.result
+        if pending.raw:  # relayed: the requester judges it (classify made sure it is an object)
+            return ResponseReceived(id=response.id, method=method, result=result)
         result_type = CreateTaskResult if pending.task else _result_type_of(method, result)
         if result_type is None:
             error = RemoteProtocolError(
@@ -465,12 +493,18 @@ class Connection:
     # --- sending --------------------------------------------------------------------------
 
     def send_request(
-        self, method: str, params: Any = None, *, with_progress: bool = False
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        with_progress: bool = False,
+        raw_result: bool = False,
     ) -> tuple[RequestId, bytes]:
         """Encode a new request. Returns its id (never reused) and the bytes to send.
 
         ``with_progress`` allocates a progress token (added to ``params._meta``) so the
-        peer's progress notifications arrive as :class:`ProgressReceived`. Raises
+        peer's progress notifications arrive as :class:`ProgressReceived`. ``raw_result``: the
+        answer's result is reported as decoded JSON, never structured (for relaying). Raises
         :class:`LocalProtocolError` when the lifecycle, the negotiated version or the
         peer's capabilities do not allow the request.
         """
@@ -494,7 +528,7 @@ class Connection:
             )
         data = _encode(request_object(request_id, method, raw))
         task = isinstance(raw, dict) and raw.get("task") is not None
-        self._outbound[request_id] = _Outbound(method, token, task)
+        self._outbound[request_id] = _Outbound(method, token, task, raw_result)
         if token is not None:
             self._progress[token] = request_id
         if method == "initialize":

@@ -31,6 +31,7 @@ from trimcp.errors import (
     INTERNAL_ERROR,
     LocalProtocolError,
     McpError,
+    RemoteProtocolError,
     RequestTimeout,
     SessionClosed,
 )
@@ -51,9 +52,15 @@ from trimcp.protocol.jsonrpc import RequestId, encode_batch, encode_error
 from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.session.context import RequestContext
-from trimcp.session.hooks import RestingHandler, RestingTransport, SessionAttendant
+from trimcp.session.hooks import (
+    RequestRelay,
+    RestingHandler,
+    RestingTransport,
+    SessionAttendant,
+)
 from trimcp.session.options import SessionOptions
 from trimcp.session.outbound import ProgressCallback, Waiter
+from trimcp.session.relay import Relayed, without_progress_token
 from trimcp.transports.base import MessageTooLarge, Outgoing, Transport
 
 logger = logging.getLogger("trimcp.session")
@@ -179,6 +186,8 @@ class Session:
         "_contexts",
         "_handler",
         "_phase",
+        "_relay",
+        "_relayed",
         "_rest_after",
         "_run",
         "_transport",
@@ -209,7 +218,13 @@ class Session:
         self._transport = transport
         self._handler = handler
         self._contexts: dict[RequestId, RequestContext] = {}
-        self._waiters: dict[RequestId, Waiter] = {}
+        #: Our requests awaiting the peer's answer (relayed ones among them).
+        self._waiters: dict[RequestId, Waiter | Relayed] = {}
+        #: The peer's requests relayed to another session (see trimcp.session.relay).
+        self._relayed: dict[RequestId, Relayed] = {}
+        self._relay = handler if isinstance(handler, RequestRelay) else None
+        if self._relay is not None:
+            self.connection.pass_through = self._relay.relays
         self._batch_of: dict[RequestId, _Batch] = {}
         self._close_wanted = False
         self._closed = False
@@ -276,7 +291,7 @@ class Session:
     @property
     def busy(self) -> bool:
         """Whether a handler is running or a request of ours awaits the peer's answer."""
-        return bool(self._contexts or self._waiters)
+        return bool(self._contexts or self._waiters or self._relayed)
 
     @property
     def resting(self) -> bool:
@@ -479,6 +494,7 @@ class Session:
             self._close_wanted
             or self._contexts
             or self._waiters
+            or self._relayed
             or self._batch_of
             or self._wake_pending
             or run.write_busy
@@ -503,7 +519,7 @@ class Session:
         # writes (backpressure). Not while we wait for answers from the peer, though: a
         # handler waiting on, say, sampling needs the reader, or the session deadlocks.
         while (
-            len(self._contexts) >= self.options.max_in_flight
+            len(self._contexts) + len(self._relayed) >= self.options.max_in_flight
             and not self._waiters
             and not self._close_wanted
         ):
@@ -519,7 +535,11 @@ class Session:
             assert isinstance(event, ResponseReceived)
             waiter = self._waiters.get(event.id)
             if waiter is not None:
-                waiter.resolve(event.result)
+                if isinstance(waiter, Relayed):
+                    del self._waiters[event.id]
+                    await waiter.origin._settle_relayed(waiter, event.result, None)
+                else:
+                    waiter.resolve(event.result)
         elif kind is NotificationReceived:
             assert isinstance(event, NotificationReceived)
             await self._run.notes_send.send((event.method, event.params))
@@ -529,14 +549,22 @@ class Session:
             if ctx is not None:
                 ctx.cancelled_by_peer = True
                 ctx.cancel_scope.cancel()
+            else:
+                relayed = self._relayed.get(event.request_id)
+                if relayed is not None:
+                    await self._drop_relayed(relayed, "cancelled")
         elif kind is ProgressReceived:
             assert isinstance(event, ProgressReceived)
             waiter = self._waiters.get(event.request_id)
-            if waiter is not None:
+            if isinstance(waiter, Relayed):
+                await waiter.origin._relay_progress(
+                    waiter, event.progress, event.total, event.message
+                )
+            elif waiter is not None:
                 waiter.add_progress(event.progress, event.total, event.message)
         elif kind is ErrorReceived:
             assert isinstance(event, ErrorReceived)
-            self._on_error(event)
+            await self._on_error(event)
         elif kind is MessageRejected:
             assert isinstance(event, MessageRejected)
             logger.log(
@@ -562,7 +590,7 @@ class Session:
             assert isinstance(event, MessageIgnored)
             logger.debug("ignored a message: %s", event.reason)
 
-    def _on_error(self, event: ErrorReceived) -> None:
+    async def _on_error(self, event: ErrorReceived) -> None:
         if event.id is None:
             logger.warning(
                 "the peer reported an error it could not tie to a request: %s (%s)",
@@ -571,7 +599,13 @@ class Session:
             )
             return
         waiter = self._waiters.get(event.id)
-        if waiter is not None:
+        if isinstance(waiter, Relayed):
+            del self._waiters[event.id]
+            error = event.error
+            if type(error) is RemoteProtocolError:  # found by our core, not sent by the peer
+                error = McpError(error.code, f"The upstream answer is unusable: {error.message}")
+            await waiter.origin._settle_relayed(waiter, None, error)
+        elif waiter is not None:
             waiter.fail(event.error)
 
     async def _on_batch(self, event: BatchReceived) -> None:
@@ -591,11 +625,22 @@ class Session:
         refusal: McpError | None = None
         if self.closing:
             refusal = McpError(CONNECTION_CLOSED, "Session is closing")
-        elif len(self._contexts) >= self.options.max_in_flight:
+        elif len(self._contexts) + len(self._relayed) >= self.options.max_in_flight:
             refusal = McpError(INTERNAL_ERROR, "Too many requests in flight; try again later")
         if refusal is not None:
             await self._reply(request_id, self.connection.send_error(request_id, refusal), batch)
             return
+        relay = self._relay
+        if (
+            relay is not None
+            and batch is None
+            and event.method != "initialize"
+            and relay.relays(event.method)
+        ):
+            target = relay.relay_target(self)
+            if target is not None:
+                await self._start_relay(event, target)
+                return
         scope = trio.CancelScope()
         if self.options.handler_timeout is not None:
             scope.deadline = trio.current_time() + self.options.handler_timeout
@@ -609,6 +654,120 @@ class Session:
         if batch is not None:
             self._batch_of[request_id] = batch
         self._run.nursery.start_soon(self._run_handler, ctx)
+
+    # --- relayed requests (see trimcp.session.relay) ----------------------------------------
+
+    async def _start_relay(self, event: RequestReceived, target: Session) -> None:
+        """Origin side: send the peer's request on through ``target`` (in the reader task)."""
+        request_id = event.id
+        token = event.progress_token
+        relayed = Relayed(self, request_id, event.method, token)
+        self._relayed[request_id] = relayed
+        if self._run.handlers_idle.is_set():
+            self._run.handlers_idle = trio.Event()
+        params = event.params if token is None else without_progress_token(event.params)
+        try:
+            await target._relay_in(relayed, params)
+        except McpError as exc:  # not allowed there (LocalProtocolError), or SessionClosed
+            self._relayed.pop(request_id, None)
+            self._relay_ended()
+            error = (
+                exc
+                if isinstance(exc, LocalProtocolError)
+                else McpError(INTERNAL_ERROR, f"Cannot relay {event.method}: {exc.message}")
+            )
+            with suppress(LocalProtocolError):
+                await self._reply(request_id, self.connection.send_error(request_id, error), None)
+
+    async def _relay_in(self, relayed: Relayed, params: Any) -> None:
+        """Target side: send a relayed request as ours; its answer goes to the origin.
+
+        Raises :class:`SessionClosed` or :class:`LocalProtocolError` (not sent).
+        Cancellation: atomic (queued whole, or forgotten).
+        """
+        if self.closing:
+            raise SessionClosed(self.close_reason or "the session is closing")
+        if self._phase:
+            self.wake()
+        target_id, data = self.connection.send_request(
+            relayed.method, params, with_progress=relayed.token is not None, raw_result=True
+        )
+        relayed.target, relayed.target_id = self, target_id
+        self._waiters[target_id] = relayed
+        self._run.reader_wakeup.set()  # a reader paused at max_in_flight must read the answer
+        message = Outgoing(data)
+        try:
+            try:
+                self._run.outbox_send.send_nowait(message)
+            except trio.WouldBlock:
+                await self._run.outbox_send.send(message)
+        except BaseException as exc:
+            self._waiters.pop(target_id, None)
+            self.connection.cancel_outbound(target_id)
+            if isinstance(exc, _PEER_GONE):
+                raise SessionClosed("the session is closed") from None
+            raise
+
+    async def _settle_relayed(self, relayed: Relayed, result: Any, error: McpError | None) -> None:
+        """Origin side: answer the peer's relayed request (from the target's reader)."""
+        request_id = relayed.origin_id
+        if self._relayed.get(request_id) is not relayed:
+            return  # cancelled, or this session closed, meanwhile
+        del self._relayed[request_id]
+        self._relay_ended()
+        try:
+            if error is None:
+                data = self.connection.send_result(request_id, result)
+            else:
+                data = self.connection.send_error(request_id, error)
+        except LocalProtocolError as exc:
+            logger.debug("relayed answer to %r dropped: %s", request_id, exc)
+            return
+        await self._reply(request_id, data, None)
+
+    async def _relay_progress(
+        self, relayed: Relayed, progress: float, total: float | None, message: str | None
+    ) -> None:
+        """Origin side: pass on the target's progress under the peer's token."""
+        last = relayed.last_progress
+        if (
+            relayed.token is None
+            or self._relayed.get(relayed.origin_id) is not relayed
+            or (last is not None and not progress > last)
+        ):
+            return
+        relayed.last_progress = progress
+        params: dict[str, Any] = {"progressToken": relayed.token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        with suppress(SessionClosed, LocalProtocolError):
+            await self.send_notification(
+                "notifications/progress", params, related_request_id=relayed.origin_id
+            )
+
+    async def _drop_relayed(self, relayed: Relayed, reason: str) -> None:
+        """Origin side: the peer cancelled (or we close): forget it, cancel it at the target
+        (shielded, bounded by the target's ``cancel_notify_timeout``)."""
+        request_id = relayed.origin_id
+        if self._relayed.pop(request_id, None) is None:
+            return
+        self.connection.forget_inbound(request_id)
+        self._relay_ended()
+        target, target_id = relayed.target, relayed.target_id
+        if (
+            target is not None
+            and target_id is not None
+            and target._waiters.get(target_id) is relayed
+        ):
+            del target._waiters[target_id]
+            await target._cancel_outbound(target_id, None, reason)
+
+    def _relay_ended(self) -> None:
+        if not self._contexts and not self._relayed:
+            self._run.handlers_idle.set()
+        self._run.reader_wakeup.set()
 
     # --- handler tasks --------------------------------------------------------------------
 
@@ -666,7 +825,7 @@ class Session:
                 reply = self._encode_result(ctx, result)
         finally:
             del self._contexts[request_id]
-            if not self._contexts:
+            if not self._contexts and not self._relayed:
                 self._run.handlers_idle.set()
             self._run.reader_wakeup.set()
         batch = self._batch_of.pop(request_id, None)
@@ -872,6 +1031,7 @@ class Session:
         # Emptied dicts keep the tables they grew to: start from fresh ones.
         self._contexts = {}
         self._waiters = {}
+        self._relayed = {}
         self._batch_of = {}
         self.connection.compact()
         closed_event = self._closed_event
@@ -910,12 +1070,22 @@ class Session:
             await self._run.handlers_idle.wait()
         for ctx in list(self._contexts.values()):
             ctx.cancel_scope.cancel()
+        for relayed in list(self._relayed.values()):
+            await self._drop_relayed(relayed, "the session closed")
         with trio.move_on_after(options.cancel_notify_timeout):
             await self._run.handlers_idle.wait()
         self.connection.close()
         reason = self.close_reason or "session closed"
-        for waiter in list(self._waiters.values()):
-            if not waiter.done:
+        for request_id, waiter in list(self._waiters.items()):
+            if isinstance(waiter, Relayed):
+                del self._waiters[request_id]
+                error = McpError(
+                    INTERNAL_ERROR,
+                    f"The upstream session closed before answering {waiter.method} ({reason})",
+                )
+                with trio.move_on_after(options.cancel_notify_timeout):
+                    await waiter.origin._settle_relayed(waiter, None, error)
+            elif not waiter.done:
                 waiter.fail(SessionClosed(f"Session closed before an answer arrived ({reason})"))
         self._run.outbox_send.close()
         self._run.notes_send.close()

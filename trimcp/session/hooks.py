@@ -48,3 +48,26 @@ class RestingHandler(Protocol):
     def can_rest(self, session: Session) -> bool:
         """True when nothing of the handler's is under way for ``session``."""
         ...
+
+
+@runtime_checkable
+class RequestRelay(Protocol):
+    """A handler that relays some inbound requests to another session untouched.
+
+    A relayed request never becomes a handler task or a typed object: its params stay the
+    decoded JSON, it goes to the target session with a new id (and a new progress token when
+    the peer asked for progress), and the target's answer, error or progress comes back with
+    the peer's id and token. Cancellation is mapped both ways, like any request. The proxy
+    (``trimcp.proxy``) forwards most requests this way.
+    """
+
+    def relays(self, method: str) -> bool:
+        """Whether inbound requests of ``method`` are relayed (their params then stay raw,
+        also when :meth:`relay_target` gives no target and ``handle_request`` gets them).
+        Never asked for ``initialize``."""
+        ...
+
+    def relay_target(self, session: Session) -> Session | None:
+        """The session to relay ``session``'s requests to now, or None (``handle_request``
+        handles them, with raw params)."""
+        ...
