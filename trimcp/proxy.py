@@ -90,6 +90,15 @@ class _TowardsClient:
     def __init__(self, client: Session) -> None:
         self.client = client
 
+    def relays(self, method: str) -> bool:
+        # Notifications go to the client raw and from the reader, so a log message the
+        # backend sends before an answer reaches the client before that answer. Requests
+        # (sampling, elicitation, roots) take the typed path (capability checks).
+        return method.startswith("notifications/")
+
+    def relay_target(self, session: Session) -> Session | None:
+        return None if self.client.closing else self.client
+
     async def handle_request(self, ctx: RequestContext) -> Any:
         try:
             return await self.client.send_request(ctx.method, ctx.params, timeout=None)
@@ -180,9 +189,10 @@ class ProxyServer:
     # --- relaying (trimcp.session.hooks.RequestRelay) -----------------------------------
 
     def relays(self, method: str) -> bool:
-        """Every request but ``initialize`` is relayed raw: decoded JSON in, the same JSON
-        out with the id (and progress token) remapped, never typed classes."""
-        return True
+        """Every request but ``initialize`` and every notification but
+        ``notifications/initialized`` is relayed raw: decoded JSON in, the same JSON out
+        with the id (and progress token) remapped, never typed classes."""
+        return method != "notifications/initialized"
 
     def relay_target(self, session: Session) -> Session | None:
         """The backend session of ``session``, once it is connected."""

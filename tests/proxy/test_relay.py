@@ -65,7 +65,7 @@ async def proxied() -> AsyncIterator[tuple[Wire, Wire]]:
             "initialize",
             {
                 "protocolVersion": VERSION,
-                "capabilities": {},
+                "capabilities": {"roots": {"listChanged": True}},
                 "clientInfo": {"name": "raw", "version": "1"},
             },
         )
@@ -77,7 +77,7 @@ async def proxied() -> AsyncIterator[tuple[Wire, Wire]]:
                 "id": init["id"],
                 "result": {
                     "protocolVersion": VERSION,
-                    "capabilities": {"tools": {}},
+                    "capabilities": {"tools": {}, "logging": {}},
                     "serverInfo": {"name": "backend", "version": "1"},
                 },
             }
@@ -229,3 +229,25 @@ async def test_the_client_going_away_cancels_its_relayed_requests_at_the_backend
         cancel = await backend.receive()
         assert cancel["method"] == "notifications/cancelled"
         assert cancel["params"]["requestId"] == request["id"]
+
+
+async def test_notifications_keep_their_place_among_relayed_requests_both_ways(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    async with proxied() as (client, backend):
+        changed: Message = {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}
+        for round_ in range(3):
+            await client.send(changed)
+            await client.request(round_, "tools/call", call("after"))
+            assert (await backend.receive())["method"] == "notifications/roots/list_changed"
+            request = await backend.receive()
+            assert request["method"] == "tools/call"
+            log: Message = {
+                "jsonrpc": "2.0",
+                "method": "notifications/message",
+                "params": {"level": "info", "data": {"round": round_}, "x-vendor": 1},
+            }
+            await backend.send(log)
+            await backend.send({"jsonrpc": "2.0", "id": request["id"], "result": {"content": []}})
+            assert await client.receive() == log  # untouched, and before the answer
+            assert (await client.receive())["id"] == round_

@@ -162,8 +162,8 @@ class Connection:
         self._own_caps: dict[str, Any] | None = None
         self._peer_caps: dict[str, Any] | None = None
         self._init_params: InitializeRequestParams | None = None
-        #: Methods whose inbound requests keep their params as decoded JSON (not structured
-        #: into typed classes): set by a session whose handler relays them untouched.
+        #: Methods whose inbound requests and notifications keep their params as decoded
+        #: JSON (not structured): set by a session whose handler relays them untouched.
         #: ``initialize`` is always structured (the lifecycle reads it).
         self.pass_through: Callable[[str], bool] | None = None
 
@@ -384,7 +384,8 @@ class Connection:
         if spec is not None:
             if spec.kind != "notification" or spec.sender not in (self._peer, "both"):
                 return MessageIgnored(reason=f"{method} is not a notification the peer may send")
-            if spec.params_type is not None:
+            pass_through = self.pass_through
+            if spec.params_type is not None and (pass_through is None or not pass_through(method)):
                 try:
                     typed = serde.structure(params if params is not None else {}, spec.params_type)
                 except serde.ShapeError as exc:

@@ -542,6 +542,13 @@ class Session:
                     waiter.resolve(event.result)
         elif kind is NotificationReceived:
             assert isinstance(event, NotificationReceived)
+            relay = self._relay
+            if relay is not None and relay.relays(event.method):
+                target = relay.relay_target(self)
+                if target is not None:
+                    # From the reader, so it keeps its place among the relayed requests.
+                    await self._relay_notification(target, event.method, event.params)
+                    return
             await self._run.notes_send.send((event.method, event.params))
         elif kind is CancelReceived:
             assert isinstance(event, CancelReceived)
@@ -763,6 +770,12 @@ class Session:
         ):
             del target._waiters[target_id]
             await target._cancel_outbound(target_id, None, reason)
+
+    async def _relay_notification(self, target: Session, method: str, params: Any) -> None:
+        try:
+            await target.send_notification(method, params)
+        except (SessionClosed, LocalProtocolError) as exc:
+            logger.debug("%s not relayed: %s", method, exc)
 
     def _relay_ended(self) -> None:
         if not self._contexts and not self._relayed:

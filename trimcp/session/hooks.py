@@ -62,9 +62,11 @@ class RequestRelay(Protocol):
     """
 
     def relays(self, method: str) -> bool:
-        """Whether inbound requests of ``method`` are relayed (their params then stay raw,
-        also when :meth:`relay_target` gives no target and ``handle_request`` gets them).
-        Never asked for ``initialize``."""
+        """Whether inbound requests or notifications of ``method`` are relayed (their params
+        then stay raw, also when :meth:`relay_target` gives no target and the handler gets
+        them). Relayed notifications go from the reader, in order with relayed requests.
+        Never asked for ``initialize``, ``notifications/cancelled`` or
+        ``notifications/progress`` (the engine maps those itself)."""
         ...
 
     def relay_target(self, session: Session) -> Session | None:
