@@ -58,6 +58,23 @@ def test_read_request_meta_reads_every_field() -> None:
     )
 
 
+def test_repeated_capabilities_are_read_once_but_never_confused() -> None:
+    # Structured values are kept by their exact encoding: a client repeating its
+    # capabilities gets the same value; 1 is not taken for true.
+    good = {"_meta": meta(**{m.META_CLIENT_CAPABILITIES: {"roots": {"listChanged": True}}})}
+    first = m.read_request_meta(good).client_capabilities
+    assert m.read_request_meta(good).client_capabilities is first
+    bad = {"_meta": meta(**{m.META_CLIENT_CAPABILITIES: {"roots": {"listChanged": 1}}})}
+    with pytest.raises(RemoteProtocolError) as caught:
+        m.read_request_meta(bad)
+    assert caught.value.code == INVALID_PARAMS
+    for i in range(100):  # many distinct values: the cache stays bounded and correct
+        caps: dict[str, Any] = {"experimental": {f"x{i}": {}}}
+        read = m.read_request_meta({"_meta": meta(**{m.META_CLIENT_CAPABILITIES: caps})})
+        assert read.client_capabilities.experimental == {f"x{i}": {}}
+    assert len(m._RECENT_CAPABILITIES._seen) <= 32
+
+
 def test_client_info_log_level_and_trace_are_optional() -> None:
     read = m.read_request_meta({"_meta": meta()})
     assert read.client_info is None

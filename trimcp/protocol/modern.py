@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
 import attrs
+import orjson
 
 from trimcp import serde
 from trimcp.errors import (
@@ -169,6 +170,38 @@ def _invalid(message: str, path: str) -> RemoteProtocolError:
     return RemoteProtocolError(INVALID_PARAMS, message, {"path": path})
 
 
+class _Recent:
+    """The structured form of the values seen last, by their exact JSON encoding.
+
+    A client sends the same capabilities and client info with every 2026 request; this
+    structures each distinct value once (bounded: new values evict the oldest). The key is
+    the encoding, not ``==``, which would take ``1`` for ``true``. The values are frozen.
+    """
+
+    def __init__(self, cls: type[Any], size: int = 32) -> None:
+        self._cls = cls
+        self._size = size
+        self._seen: dict[bytes, Any] = {}
+
+    def structure(self, raw: Any) -> Any:
+        try:
+            key = orjson.dumps(raw)
+        except TypeError:  # not JSON (a caller's own object): no caching
+            return serde.structure(raw, self._cls)
+        seen = self._seen
+        value = seen.get(key)
+        if value is None:
+            value = serde.structure(raw, self._cls)
+            if len(seen) >= self._size:
+                del seen[next(iter(seen))]
+            seen[key] = value
+        return value
+
+
+_RECENT_CAPABILITIES = _Recent(ClientCapabilities)
+_RECENT_INFO = _Recent(Implementation)
+
+
 def read_request_meta(
     params: Any,
     supported: Iterable[str] = STATELESS_VERSIONS,
@@ -207,7 +240,7 @@ def read_request_meta(
             f"params._meta.{META_CLIENT_CAPABILITIES}",
         )
     try:
-        capabilities = serde.structure(raw_caps, ClientCapabilities)
+        capabilities = _RECENT_CAPABILITIES.structure(raw_caps)
     except serde.ShapeError as exc:
         raise _invalid(
             f"Invalid params: _meta[{META_CLIENT_CAPABILITIES!r}]: {exc}",
@@ -217,7 +250,7 @@ def read_request_meta(
     raw_info = meta.get(META_CLIENT_INFO)
     if raw_info is not None:
         try:
-            client_info = serde.structure(raw_info, Implementation)
+            client_info = _RECENT_INFO.structure(raw_info)
         except serde.ShapeError as exc:
             raise _invalid(
                 f"Invalid params: _meta[{META_CLIENT_INFO!r}]: {exc}",

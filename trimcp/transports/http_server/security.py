@@ -1,6 +1,8 @@
 """Header checks made before a request is read: Host/Origin (DNS rebinding), media types.
 
-Pure functions on header values, so each rule is tested on its own.
+Pure functions on header values, so each rule is tested on its own. A client sends the same
+few values on every request, so the parsing ones keep their last answers (bounded caches:
+a client sending endless new values only evicts).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Sequence
 WILDCARD = "*"
 
 
+@functools.lru_cache(maxsize=256)
 def split_host(value: str) -> tuple[str, str | None] | None:
     """``"Example.com:8080"`` -> ``("example.com", "8080")``; None if it is malformed.
 
@@ -96,6 +99,7 @@ def origin_allowed(
     return False
 
 
+@functools.lru_cache(maxsize=64)
 def is_json_content_type(value: str | None) -> bool:
     """``application/json`` with optional parameters (``; charset=utf-8``)."""
     if value is None:
@@ -103,6 +107,7 @@ def is_json_content_type(value: str | None) -> bool:
     return value.split(";", 1)[0].strip().lower() == "application/json"
 
 
+@functools.lru_cache(maxsize=256)
 def accepts(value: str | None, media_type: str) -> bool:
     """Whether an ``Accept`` header allows ``media_type`` (wildcards count; ``q=0`` refuses)."""
     if not value:
