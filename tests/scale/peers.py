@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -172,16 +173,25 @@ REPLICA_APP = Path(__file__).with_name("replica_app.py")
 class Replica:
     """One ``trimcp run tests/scale/replica_app.py`` process on its own port."""
 
-    def __init__(self, store_url: str | None, *extra: str, port: int | None = None) -> None:
+    def __init__(
+        self,
+        store_url: str | None,
+        *extra: str,
+        port: int | None = None,
+        app: Path = REPLICA_APP,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.port = free_port() if port is None else port
         self.store_url = store_url
         self.extra = extra
+        self.app = app
+        self.env = dict(env or {})
         args = [
             sys.executable,
             "-m",
             "trimcp",
             "run",
-            str(REPLICA_APP),
+            str(app),
             "--transport",
             "http",
             "--port",
@@ -190,7 +200,7 @@ class Replica:
         ]
         if store_url is not None:
             args += ["--store", store_url]
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, **self.env, "PYTHONPATH": str(ROOT)}
         handle, name = tempfile.mkstemp(prefix=f"replica-{self.port}-", suffix=".log")
         os.close(handle)
         self.log = Path(name)
@@ -212,7 +222,7 @@ class Replica:
 
     def respawn(self) -> Replica:
         """A fresh replica on this one's port (after it stopped)."""
-        return Replica(self.store_url, *self.extra, port=self.port)
+        return Replica(self.store_url, *self.extra, port=self.port, app=self.app, env=self.env)
 
     def stop(self) -> None:
         stop(self.process)

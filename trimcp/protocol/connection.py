@@ -186,6 +186,11 @@ class Connection:
         """Ids of the peer's requests we have not answered or forgotten yet."""
         return list(self._inbound)
 
+    def number_requests_from(self, first: int) -> None:
+        """Number our next requests from ``first`` on (replicas sharing a session give
+        each its own range, so an answer says which replica waits for it)."""
+        self._next_id = max(self._next_id, first)
+
     def outbound_in_flight(self) -> list[RequestId]:
         """Ids of our requests still waiting for an answer."""
         return list(self._outbound)

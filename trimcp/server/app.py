@@ -42,6 +42,8 @@ from trimcp.server.mount import Mount, prefixed_uri
 from trimcp.server.pagination import paginate
 from trimcp.server.prompts import RegisteredPrompt
 from trimcp.server.registry import Registry
+from trimcp.server.replicas import ReplicaLink
+from trimcp.server.request_state import RequestStateKeyring
 from trimcp.server.resources import RegisteredResource, RegisteredTemplate, not_found
 from trimcp.server.sessions import SessionTable
 from trimcp.server.stateless import CacheHint, StatelessOptions, StatelessServing
@@ -50,6 +52,7 @@ from trimcp.server.tasks.manager import TaskManager, TaskOptions
 from trimcp.server.tasks.store import TaskStore
 from trimcp.server.tools import AUTO, RegisteredTool, TaskStart, TaskSupport, icon_list
 from trimcp.session import RequestContext, Session, SessionOptions, open_session
+from trimcp.stores.bus import Bus
 from trimcp.transports.base import Transport
 from trimcp.types import (
     Annotations,
@@ -71,7 +74,6 @@ from trimcp.types import (
     ResourceContents,
     ResourcesCapability,
     ResourceTemplateReference,
-    ResourceUpdatedNotificationParams,
     ServerCapabilities,
     Tool,
     ToolAnnotations,
@@ -174,6 +176,12 @@ class Server:
         self._sessions = SessionTable(self._log_buffer, notify_timeout=notify_timeout)
         self._notification_handlers: dict[str, NotificationHandler] = {}
         self._stateless = StatelessServing(self, stateless or StatelessOptions())
+        self._replicas = ReplicaLink(
+            self._sessions,
+            self._stateless.hub,
+            self._count_change,
+            max_subscriptions=max_subscriptions,
+        )
         #: Tools whose input schema marks parameters with ``x-mcp-header`` (2026-07-28).
         self._header_params: dict[str, dict[str, tuple[str, ...]]] = {}
         #: Runs the tools called as tasks (see :mod:`trimcp.server.tasks`).
@@ -501,11 +509,7 @@ class Server:
         ones are skipped. A server this one is mounted into tells its own subscribers of
         the prefixed URI. Cancellation: stops sending; some sessions may have been told.
         """
-        self._stateless.hub.resource_updated(uri)
-        targets = [s for s, state in self._sessions.live() if state.subscribed(uri)]
-        await self._sessions.broadcast(
-            targets, "notifications/resources/updated", ResourceUpdatedNotificationParams(uri=uri)
-        )
+        await self._replicas.resource_updated(uri)
         for mount in self._mounted_into:
             await mount.parent.notify_resource_updated(prefixed_uri(mount.prefix, uri))
 
@@ -534,9 +538,20 @@ class Server:
         for listener in self._change_listeners:  # servers this one is mounted into
             listener(kind)
         kind = "resources" if kind == "templates" else kind
-        self._sessions.mark_changed(kind)
+        self._replicas.list_changed(kind)
+
+    def _count_change(self, kind: str) -> None:
         self._stateless.changes += 1
-        self._stateless.hub.list_changed(kind)
+
+    def attach_bus(self, bus: Bus) -> None:
+        """Hear and tell the other replicas through ``bus`` (see
+        :mod:`trimcp.server.replicas`); ``serve_http(store=...)`` attaches its store's."""
+        self._replicas.attach(bus)
+
+    @property
+    def request_state_keyring(self) -> RequestStateKeyring:
+        """The keyring sealing this server's 2026-07-28 ``requestState``."""
+        return self._stateless.options.inputs.keyring
 
     # --- the handshake ------------------------------------------------------------------
 
@@ -740,7 +755,9 @@ class Server:
         subscriptions = state.subscriptions
         if subscriptions is None:
             subscriptions = state.subscriptions = set()
-        if uri not in subscriptions and len(subscriptions) >= self.max_subscriptions:
+        if (
+            uri not in subscriptions and len(subscriptions) >= self.max_subscriptions
+        ) or not await self._replicas.subscribe(_session(ctx), uri):
             raise McpError(
                 INVALID_PARAMS, f"Too many subscriptions (at most {self.max_subscriptions})"
             )
@@ -751,6 +768,7 @@ class Server:
         subscriptions = self._sessions.state(_session(ctx)).subscriptions
         if subscriptions is not None:
             subscriptions.discard(ctx.params.uri)
+        await self._replicas.unsubscribe(_session(ctx), ctx.params.uri)
         return EmptyResult()
 
     async def _list_prompts(self, ctx: RequestContext) -> ListPromptsResult:

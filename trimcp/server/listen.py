@@ -86,6 +86,15 @@ class ListenHub:
         if self._listeners:
             self._in_trio(self._mark, None, uri)
 
+    def everything_updated(self) -> None:
+        """Changes may have been missed (the bus was cut off): every stream hears that
+        each list it follows changed and each resource it follows was updated."""
+        for listener in self._listeners:
+            listener.changed.update(listener.kinds)
+            listener.updated.update(listener.uris)
+            if listener.kinds or listener.uris:
+                listener.wakeup.set()
+
     def _mark(self, kind: str | None, uri: str | None) -> None:
         for listener in self._listeners:
             if kind is not None and kind in listener.kinds:

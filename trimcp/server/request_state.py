@@ -67,6 +67,9 @@ class RequestStateKeyring:
     """
 
     def __init__(self, keys: Mapping[str, bytes] | None = None, current: str | None = None) -> None:
+        #: Made with one random key (no keys given): replicas sharing a store replace
+        #: such a keyring's keys with the store's (see :mod:`trimcp.stores.keyring`).
+        self.generated = not keys
         if not keys:
             keys = {"local": os.urandom(32)}  # what AESGCM.generate_key(256) returns
         self._keys: dict[str, bytes] = {}
@@ -116,6 +119,19 @@ class RequestStateKeyring:
             if old_id != key_id:
                 keyring._keys[old_id] = old_key
         return keyring
+
+    def adopt(self, other: RequestStateKeyring) -> None:
+        """Hold ``other``'s keys from now on (seal with its current key), in place: whoever
+        holds this keyring sees the change. States sealed with keys ``other`` lacks no
+        longer open."""
+        kept = {
+            key_id: cipher
+            for key_id, cipher in self._ciphers.items()
+            if other._keys.get(key_id) == self._keys.get(key_id)
+        }
+        self._keys = dict(other._keys)
+        self._ciphers = kept
+        self.current = other.current
 
     def seal(self, payload: bytes, bound_to: bytes) -> str:
         """Encrypt and authenticate ``payload``; ``bound_to`` must be given again to open."""

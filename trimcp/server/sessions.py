@@ -92,15 +92,18 @@ class SessionTable:
 
     # --- marking and waking ---------------------------------------------------------
 
-    def mark_changed(self, kind: str) -> None:
-        """Record that list ``kind`` changed, for every session past its handshake; wake them.
+    def mark_changed(self, kind: str, only: Callable[[Session], bool] | None = None) -> None:
+        """Record that list ``kind`` changed, for every session past its handshake (for
+        which ``only`` is true, when given); wake them.
 
         Synchronous. From a thread other than Trio's, the work is handed to Trio.
         """
-        self._in_trio(self._mark, kind)
+        self._in_trio(self._mark, kind, only)
 
-    def _mark(self, kind: str) -> None:
+    def _mark(self, kind: str, only: Callable[[Session], bool] | None = None) -> None:
         for session, state in self.live():
+            if only is not None and not only(session):
+                continue
             # Every session whose handshake we answered, not only those whose
             # notifications/initialized we have read already: a change in between would
             # otherwise reach no one (list_changed is a notification, not a request, so

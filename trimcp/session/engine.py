@@ -202,6 +202,11 @@ class Session:
         "role",
     )
 
+    @property
+    def transport(self) -> Transport:
+        """The transport carrying this session."""
+        return self._transport
+
     def __init__(
         self,
         transport: Transport,

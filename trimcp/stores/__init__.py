@@ -1,7 +1,8 @@
 """Stores: where an HTTP server keeps the state a second process would need.
 
 :class:`MemoryStore` (the default) keeps it in this process; :class:`RedisStore` in Redis,
-so several replicas behind a load balancer serve the same sessions. :func:`store_from_url`
+so several replicas behind a load balancer serve the same sessions; each store's
+:class:`Bus` carries the events replicas raise to the others. :func:`store_from_url`
 turns ``memory://`` or ``redis://host:port/db`` into one.
 """
 
@@ -10,6 +11,8 @@ from __future__ import annotations
 from trimcp.stores.base import MemoryStore as MemoryStore
 from trimcp.stores.base import Store as Store
 from trimcp.stores.base import StoreUnavailable as StoreUnavailable
+from trimcp.stores.bus import Bus as Bus
+from trimcp.stores.bus import MemoryBus as MemoryBus
 from trimcp.stores.redis import RedisStore as RedisStore
 
 
@@ -24,4 +27,12 @@ def store_from_url(url: str) -> Store:
     raise ValueError(f"unknown store {url!r}: use memory:// or redis://host:port/db")
 
 
-__all__ = ["MemoryStore", "RedisStore", "Store", "StoreUnavailable", "store_from_url"]
+__all__ = [
+    "Bus",
+    "MemoryBus",
+    "MemoryStore",
+    "RedisStore",
+    "Store",
+    "StoreUnavailable",
+    "store_from_url",
+]

@@ -12,7 +12,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import trio
 
+from trimcp.stores.bus import Bus, MemoryBus
+
 if TYPE_CHECKING:  # the HTTP server imports this module: no cycle at run time
+    from trimcp.server.request_state import RequestStateKeyring
     from trimcp.transports.http_server.event_store import EventStore
 
 
@@ -34,8 +37,19 @@ class Store(Protocol):
     @property
     def shared(self) -> bool: ...
 
+    @property
+    def bus(self) -> Bus:
+        """The notification bus of the replicas sharing this store (see
+        :mod:`trimcp.stores.bus`); :meth:`run` carries its messages."""
+        ...
+
     def event_store(self, session_id: str) -> EventStore:
         """The resumability event store of one session (called once per session)."""
+        ...
+
+    async def request_state_keyring(self, *, rotate_every: float) -> RequestStateKeyring | None:
+        """The ``requestState`` keyring the replicas share (None: each process keeps its
+        own). Raises StoreUnavailable."""
         ...
 
     async def save_session(self, session_id: str, record: bytes, ttl: float) -> None:
@@ -68,6 +82,14 @@ class MemoryStore:
     def __init__(self, *, max_events: int = 512, max_bytes: int = 4 * 1024 * 1024) -> None:
         self.max_events = max_events
         self.max_bytes = max_bytes
+        self._bus = MemoryBus()
+
+    @property
+    def bus(self) -> Bus:
+        return self._bus
+
+    async def request_state_keyring(self, *, rotate_every: float) -> RequestStateKeyring | None:
+        return None  # one process: the server's own keyring serves
 
     @property
     def shared(self) -> bool:

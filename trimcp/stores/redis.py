@@ -12,6 +12,8 @@ import trio
 from trimcp.stores.base import StoreUnavailable
 
 if TYPE_CHECKING:
+    from trimcp.server.request_state import RequestStateKeyring
+    from trimcp.stores.redis_bus import RedisBus
     from trimcp.stores.redis_client import RedisAddress, RedisClient
     from trimcp.transports.http_server.event_store import EventStore
 
@@ -65,6 +67,25 @@ class RedisStore:
         self.max_events = max_events
         #: This process's id among the replicas (a dot-free token).
         self.replica = secrets.token_hex(6)
+        self._bus: RedisBus | None = None
+
+    @property
+    def bus(self) -> RedisBus:
+        """The notification bus through this Redis (made on first use; :meth:`run` runs it)."""
+        if self._bus is None:
+            from trimcp.stores.redis_bus import RedisBus
+
+            self._bus = RedisBus(self.client, self.prefix, self.replica)
+        return self._bus
+
+    async def request_state_keyring(self, *, rotate_every: float) -> RequestStateKeyring:
+        """The ``requestState`` keyring every replica using this store shares (see
+        :mod:`trimcp.stores.keyring`). Raises StoreUnavailable."""
+        from trimcp.stores.keyring import load_shared_keyring
+
+        return await load_shared_keyring(
+            self.client, self.key("rs-keys"), rotate_every=rotate_every
+        )
 
     @property
     def shared(self) -> bool:
@@ -130,10 +151,16 @@ class RedisStore:
         return await self.client.execute("EXISTS", self.key("replica", replica)) == 1
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Say this replica is alive every ``HEARTBEAT_EVERY`` seconds until cancelled.
+        """Say this replica is alive every ``HEARTBEAT_EVERY`` seconds, and carry the
+        bus's messages, until cancelled.
 
         A Redis outage is logged (once) and retried; it never stops the server.
         """
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.bus.run)
+            await self._beat(task_status=task_status)
+
+    async def _beat(self, *, task_status: trio.TaskStatus[None]) -> None:
         key = self.key("replica", self.replica)
         task_status.started()
         try:

@@ -76,7 +76,9 @@ class RedisAddress:
         return f"redis://{self.host}:{self.port}/{self.db}"
 
 
-class _Connection:
+class Connection:
+    """One connection: a Trio stream and its hiredis reply reader."""
+
     __slots__ = ("reader", "stream")
 
     def __init__(self, stream: trio.SocketStream) -> None:
@@ -130,7 +132,7 @@ class RedisClient:
         self.connect_timeout = connect_timeout
         self.max_idle = max_idle
         self._slots = trio.Semaphore(max_connections)
-        self._idle: list[_Connection] = []
+        self._idle: list[Connection] = []
         self._closed = False
         self._failing = False
 
@@ -184,6 +186,12 @@ class RedisClient:
         for connection in idle:
             await _close_quietly(connection)
 
+    async def connect(self) -> Connection:
+        """A new connection outside the pool (e.g. a pub/sub subscriber's), authenticated
+        and on the right database; the caller closes its ``stream``. Bounded by
+        ``connect_timeout`` for the connect; raises OSError, RedisReplyError."""
+        return await self._connect()
+
     # --- internals ------------------------------------------------------------------------
 
     def _unavailable(self, cause: str) -> StoreUnavailable:
@@ -195,11 +203,11 @@ class RedisClient:
             "Redis runs and is reachable from this server; calls recover once it answers"
         )
 
-    async def _connect(self) -> _Connection:
+    async def _connect(self) -> Connection:
         address = self.address
         with trio.fail_after(self.connect_timeout):
             stream = await trio.open_tcp_stream(address.host, address.port)
-        connection = _Connection(stream)
+        connection = Connection(stream)
         setup: list[Command] = []
         if address.password is not None:
             if address.username is not None:
@@ -222,11 +230,16 @@ class RedisClient:
                     raise RedisReplyError(f"{address}: connection setup refused: {reply}")
         return connection
 
-    def _give_back(self, connection: _Connection) -> None:
+    def _give_back(self, connection: Connection) -> None:
         if len(self._idle) < self.max_idle and not self._closed:
             self._idle.append(connection)
         else:
             connection.stream.socket.close()  # synchronous: nothing to flush
+
+
+def pack(command: Command) -> bytes:
+    """One command in Redis's wire format."""
+    return _pack(command)
 
 
 def _pack(command: Command) -> bytes:
@@ -235,7 +248,7 @@ def _pack(command: Command) -> bytes:
     return packed
 
 
-async def _close_quietly(connection: _Connection) -> None:
+async def _close_quietly(connection: Connection) -> None:
     with (
         trio.CancelScope(shield=True),
         trio.move_on_after(0.5),

@@ -37,6 +37,7 @@ from trimcp.protocol.versions import (
 from trimcp.session import Session, SessionHandler, open_session
 from trimcp.session.lifespan import open_handler_lifespan
 from trimcp.session.stateless import StatelessHandler
+from trimcp.stores.relay import ReplicaRelay
 from trimcp.stores.sharing import SharedSessions
 from trimcp.transports.base import Decoded
 from trimcp.transports.http_server import legacy
@@ -122,6 +123,12 @@ class McpHttpApp:
             if store is not None and store.shared
             else None
         )
+        #: Relays answers and cancels posted here for another replica (shared store only).
+        self.relay = (
+            ReplicaRelay(self.manager, store)
+            if store is not None and self.sharing is not None
+            else None
+        )
         self._factory = factory
         # A shared handler with a lifespan (trimcp.Server): entered with the manager.
         self._lifespan_of = lifespan_of
@@ -142,7 +149,7 @@ class McpHttpApp:
         """
         async with open_handler_lifespan(self._lifespan_of):
             auth = self.config.auth
-            if auth is None and self._modern is None:
+            if auth is None and self._modern is None and self.relay is None:
                 await self.manager.run(task_status=task_status)
                 return
             async with trio.open_nursery() as nursery:
@@ -150,6 +157,8 @@ class McpHttpApp:
                     await nursery.start(auth.run)  # the token verifier's key refresh
                 if self._modern is not None:
                     await nursery.start(self._modern.run)
+                if self.relay is not None:
+                    await nursery.start(self.relay.run, self._lifespan_of)
                 await self.manager.run(task_status=task_status)
                 nursery.cancel_scope.cancel()
 
@@ -419,14 +428,27 @@ class McpHttpApp:
         config = self.config
         self.manager.reserve()
 
+        relay = self.relay
+
         def make_transport(session_id: str) -> HttpSessionTransport:
             factory = config.event_store_factory
-            return HttpSessionTransport(
+            transport = HttpSessionTransport(
                 store=factory(session_id) if factory is not None else None,
                 inbound_queue=config.inbound_queue,
                 backlog_size=config.backlog_size,
                 retry_ms=config.retry_ms,
             )
+            if relay is not None:
+                transport.shared_session_id = session_id
+            return transport
+
+        if relay is not None:
+            adopted = prepare
+
+            def prepare(session: Session) -> None:
+                relay.prepare(session)
+                if adopted is not None:
+                    adopted(session)
 
         return await self.manager.create(
             principal, make_transport, session_id=session_id, prepare=prepare
@@ -460,6 +482,9 @@ class McpHttpApp:
                 )
         extra = [(SESSION_HEADER, entry.session_id.encode("ascii"))]
         if not requests:
+            if self.relay is not None and self.relay.relay(entry, body.value, messages):
+                await respond(send, 202, headers=extra)  # sent to the replica it is for
+                return
             await transport.feed(body, self.config.enqueue_timeout)
             _apply_cancels(transport, messages)
             await respond(send, 202, headers=extra)

@@ -248,6 +248,12 @@ class SessionManager:
             return None
         return entry
 
+    def held(self, session_id: str) -> SessionEntry | None:
+        """The live session with this id, whoever it belongs to (for messages other
+        replicas relay here: they checked the principal where the POST landed)."""
+        entry = self._sessions.get(session_id)
+        return None if entry is None or entry.closed else entry
+
     def end(self, entry: SessionEntry, reason: str) -> None:
         """Deregister at once and start the engine's close sequence (does not wait)."""
         self._deregister(entry)

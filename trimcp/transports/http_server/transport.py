@@ -78,6 +78,7 @@ class HttpSessionTransport:
         "closed",
         "dropped",
         "retry_ms",
+        "shared_session_id",
         "standalone",
     )
 
@@ -108,10 +109,16 @@ class HttpSessionTransport:
         self._lock_: trio.Lock | None = None
         self.closed = False
         self._closed_event: trio.Event | None = None
+        #: The session's id when replicas share it (see :mod:`trimcp.server.replicas`).
+        self.shared_session_id: str | None = None
 
     @property
     def resumable(self) -> bool:
         return self._store is not None
+
+    def has_standalone_stream(self) -> bool:
+        """Whether a client's GET stream is attached here now."""
+        return self.standalone.sink is not None
 
     # --- the engine's side (Transport protocol) -------------------------------------------
 

@@ -1,0 +1,80 @@
+"""The server every replica of the bus tests runs (``trimcp run`` on this file).
+
+``ask`` elicits a name (the answer may reach another replica: relayed); ``touch`` tells
+the subscribers of ``bus://N`` that it changed; ``grow`` adds a tool (a list change);
+``hold`` waits until cancelled and leaves ``<tag>.started`` / ``<tag>.cancelled`` in the
+directory ``$BUS_MARKS`` (the test reads them: which replica saw the cancel does not
+matter, only that the one running the call did); ``whoami`` names the process.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import attrs
+import trio
+
+import trimcp
+
+app = trimcp.Server("bus-replica", version="1.0.0")
+MARKS = Path(os.environ.get("BUS_MARKS", "."))
+
+
+@attrs.frozen
+class Name:
+    name: str
+
+
+@app.tool()
+async def ask(*, ctx: trimcp.Context) -> str:
+    """Ask the client for a name and greet it (with the pid of the replica that asked)."""
+    answer = await ctx.elicit("Your name?", Name)
+    if answer.data is None:
+        return f"declined {os.getpid()}"
+    return f"hello {answer.data.name} {os.getpid()}"
+
+
+@app.tool()
+async def summarize(text: str, *, ctx: trimcp.Context) -> str:
+    """Ask the client's model to summarize ``text`` (sampling)."""
+    result = await ctx.sample(f"Summarize: {text}", max_tokens=20)
+    return f"{result.model} {os.getpid()}"
+
+
+@app.tool()
+async def touch(n: int) -> str:
+    """Say that ``bus://{n}`` changed."""
+    await app.notify_resource_updated(f"bus://{n}")
+    return str(os.getpid())
+
+
+@app.tool()
+def grow(name: str) -> str:
+    """Register a tool ``name`` on this replica (its clients hear tools/list_changed)."""
+    app.add_tool(lambda: name, name=name, description="grown")
+    return str(os.getpid())
+
+
+@app.tool()
+async def hold(tag: str) -> str:
+    """Wait (at most a minute) until cancelled; marks say what happened."""
+    (MARKS / f"{tag}.started").write_text(str(os.getpid()))
+    try:
+        await trio.sleep(60)
+    except trio.Cancelled:
+        (MARKS / f"{tag}.cancelled").write_text(str(os.getpid()))
+        raise
+    return "not cancelled"
+
+
+@app.tool()
+def whoami() -> str:
+    """The process id of the replica that ran this call."""
+    return str(os.getpid())
+
+
+@app.resource("bus://{n}", mime_type="text/plain")
+def item(n: str) -> str:
+    """One item."""
+    return f"item {n}"

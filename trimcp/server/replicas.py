@@ -1,0 +1,164 @@
+"""How one :class:`~trimcp.Server` hears and tells the other replicas (the store's bus).
+
+Every change a server raises (a list changed, a resource was updated) is handled here the
+same way, whether this replica raised it or the bus brought it from another: the
+``subscriptions/listen`` streams open here hear it, and so do the sessions whose
+server-to-client stream is here. The raising replica also publishes it on the bus (see
+:mod:`trimcp.stores.bus`); the bus never hands a replica its own events back.
+
+On a *shared* bus (replicas behind a load balancer) a 2025 session can be held by several
+replicas at once (each request wakes it where it lands), but its GET stream is open on
+one. Only that one tells it of changes, so the client hears each change once. Its
+resource subscriptions are kept in the store, since the ``resources/subscribe`` request
+may have reached another replica. A session with no GET stream open anywhere hears no
+changes (there is no stream to carry them; it lists again when it reconnects).
+
+On a one-process bus (the default) every session hears every change, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from trimcp.errors import INTERNAL_ERROR, McpError
+from trimcp.stores.base import StoreUnavailable
+from trimcp.stores.bus import Bus, BusMessage, MemoryBus, ReplicaOutlet
+from trimcp.types import ResourceUpdatedNotificationParams
+
+if TYPE_CHECKING:
+    from trimcp.server.listen import ListenHub
+    from trimcp.server.sessions import SessionTable
+    from trimcp.session import Session
+
+logger = logging.getLogger("trimcp.server")
+
+_LISTS = ("tools", "resources", "prompts")
+
+
+class ReplicaLink:
+    """The bus side of one server: publishes its changes, applies everyone's."""
+
+    def __init__(
+        self,
+        sessions: SessionTable,
+        hub: ListenHub,
+        on_list_changed: Callable[[str], None],
+        *,
+        max_subscriptions: int,
+    ) -> None:
+        self._sessions = sessions
+        self._hub = hub
+        self._on_list_changed = on_list_changed
+        self._max_subscriptions = max_subscriptions
+        self.bus: Bus = MemoryBus()
+        self._unsubscribe = self.bus.subscribe(self._heard)
+
+    def attach(self, bus: Bus) -> None:
+        """Hear and tell through ``bus`` from now on (the HTTP server attaches its store's)."""
+        if bus is self.bus:
+            return
+        self._unsubscribe()
+        self.bus = bus
+        self._unsubscribe = bus.subscribe(self._heard)
+
+    # --- raised here ----------------------------------------------------------------------
+
+    def list_changed(self, kind: str) -> None:
+        """List ``kind`` changed here (synchronous; any thread)."""
+        self._list_changed(kind)
+        self.bus.publish_nowait({"t": "list", "kind": kind})
+
+    async def resource_updated(self, uri: str) -> None:
+        """Resource ``uri`` was updated here. Cancellation: stops sending."""
+        self.bus.publish_nowait({"t": "updated", "uri": uri})
+        await self._resource_updated(uri)
+
+    # --- heard from the bus ---------------------------------------------------------------
+
+    async def _heard(self, message: BusMessage) -> None:
+        kind = message.get("t")
+        if kind == "list" and message.get("kind") in _LISTS:
+            self._list_changed(message["kind"])
+        elif kind == "updated" and isinstance(message.get("uri"), str):
+            await self._resource_updated(message["uri"])
+        elif kind == "gap":
+            # Events of other replicas were lost while the bus was cut off: anything may
+            # have changed, so say so (a client lists again; cheaper than a stale view).
+            for name in _LISTS:
+                self._list_changed(name)
+            self._hub.everything_updated()
+
+    # --- applied on this replica ----------------------------------------------------------
+
+    def hears_here(self, session: Session) -> bool:
+        """Whether changes reach ``session`` from this replica (see the module docstring)."""
+        if not self.bus.shared:
+            return True
+        transport = session.transport
+        return not isinstance(transport, ReplicaOutlet) or transport.has_standalone_stream()
+
+    def _list_changed(self, kind: str) -> None:
+        self._on_list_changed(kind)
+        self._sessions.mark_changed(kind, only=self.hears_here if self.bus.shared else None)
+        self._hub.list_changed(kind)
+
+    async def _resource_updated(self, uri: str) -> None:
+        self._hub.resource_updated(uri)
+        targets = await self._subscribed(uri)
+        await self._sessions.broadcast(
+            targets, "notifications/resources/updated", ResourceUpdatedNotificationParams(uri=uri)
+        )
+
+    async def _subscribed(self, uri: str) -> Iterable[Session]:
+        live = self._sessions.live()
+        if not self.bus.shared:
+            return [s for s, state in live if state.subscribed(uri)]
+        local: list[Session] = []
+        shared: list[tuple[Session, str]] = []
+        for session, state in live:
+            if not self.hears_here(session):
+                continue
+            shared_id = _shared_id(session)
+            if shared_id is None:
+                if state.subscribed(uri):
+                    local.append(session)
+            else:
+                shared.append((session, shared_id))
+        if shared:
+            try:
+                flags = await self.bus.subscribed([sid for _, sid in shared], uri)
+            except StoreUnavailable as error:
+                logger.warning("resource update of %s: subscriptions unknown: %s", uri, error)
+                flags = [self._sessions.state(s).subscribed(uri) for s, _ in shared]
+            local.extend(s for (s, _), flag in zip(shared, flags, strict=True) if flag)
+        return local
+
+    # --- subscriptions ----------------------------------------------------------------------
+
+    async def subscribe(self, session: Session, uri: str) -> bool:
+        """Record that ``session`` subscribes to ``uri`` where every replica sees it; False
+        past ``max_subscriptions``. Raises McpError (-32603) naming the store when it is
+        down."""
+        shared_id = _shared_id(session) if self.bus.shared else None
+        if shared_id is None:
+            return True
+        try:
+            return await self.bus.add_subscription(shared_id, uri, self._max_subscriptions)
+        except StoreUnavailable as error:
+            raise McpError(INTERNAL_ERROR, f"Could not subscribe: {error}") from None
+
+    async def unsubscribe(self, session: Session, uri: str) -> None:
+        """Forget that subscription everywhere. Raises McpError when the store is down."""
+        shared_id = _shared_id(session) if self.bus.shared else None
+        if shared_id is not None:
+            try:
+                await self.bus.remove_subscription(shared_id, uri)
+            except StoreUnavailable as error:
+                raise McpError(INTERNAL_ERROR, f"Could not unsubscribe: {error}") from None
+
+
+def _shared_id(session: Session) -> str | None:
+    transport = session.transport
+    return transport.shared_session_id if isinstance(transport, ReplicaOutlet) else None

@@ -1,0 +1,273 @@
+"""The notification bus on Redis pub/sub (see :mod:`trimcp.stores.bus`).
+
+Each replica keeps one dedicated subscriber connection, subscribed to the broadcast
+channel ``<prefix>bus`` and to its own channel ``<prefix>bus:<tag>``; it publishes through
+the store's ordinary connection pool, from one publisher task that drains a bounded queue
+(``max_pending`` messages: a full queue drops, logged, never blocks the server).
+
+Every wait is bounded: publishing takes the pool's ``timeout``; the subscriber sends a
+``PING`` after ``ping_every`` quiet seconds and reconnects when nothing answers within
+``timeout``. A lost connection is retried with exponential backoff (``backoff_min`` to
+``backoff_max`` seconds, with jitter); while it is down, events of other replicas are
+lost for this one, so once it is back the subscribers hear a ``gap`` event. Each reply
+the subscriber reads is bounded (``max_message_bytes``); bigger messages are not
+published at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+from contextlib import suppress
+
+import hiredis
+import trio
+
+from trimcp.protocol.jsonrpc import dump_json, parse_json
+from trimcp.stores.base import StoreUnavailable
+from trimcp.stores.bus import TAG_BITS, BusHandler, BusMessage, Subscribers
+from trimcp.stores.redis_client import Connection, RedisClient, RedisReplyError, pack
+
+logger = logging.getLogger("trimcp.stores.bus")
+
+_DROPPED = (
+    OSError,
+    trio.BrokenResourceError,
+    trio.ClosedResourceError,
+    trio.TooSlowError,
+    StoreUnavailable,
+    RedisReplyError,
+    hiredis.ProtocolError,
+)
+
+
+class RedisBus:
+    """The bus of the replicas sharing one Redis database and key prefix.
+
+    Made by :meth:`trimcp.stores.RedisStore.bus`; :meth:`run` (which the store's ``run``
+    runs) carries the messages.
+    """
+
+    def __init__(
+        self,
+        client: RedisClient,
+        prefix: str,
+        replica: str,
+        *,
+        max_pending: int = 1024,
+        max_message_bytes: int = 1024 * 1024,
+        ping_every: float = 5.0,
+        backoff_min: float = 0.1,
+        backoff_max: float = 5.0,
+        handler_timeout: float = 5.0,
+        subscription_ttl: float = 24 * 3600.0,
+    ) -> None:
+        self.client = client
+        self.prefix = prefix
+        #: How long a session's resource subscriptions outlive its last ``subscribe``.
+        self.subscription_ttl_ms = max(1, int(subscription_ttl * 1000))
+        self.replica = replica
+        self._tag = int(replica[:5], 16) % (1 << TAG_BITS) or 1  # 0: "no replica"
+        self.channel = prefix + "bus"
+        self.max_message_bytes = max_message_bytes
+        self.ping_every = ping_every
+        self.backoff_min = backoff_min
+        self.backoff_max = backoff_max
+        self._subscribers = Subscribers(handler_timeout)
+        self._out_send, self._out_receive = trio.open_memory_channel[tuple[str, bytes]](max_pending)
+        self._token: trio.lowlevel.TrioToken | None = None
+        self.dropped = 0
+        #: Set once the subscriber is connected (tests wait for it; so may an operator).
+        self.connected = trio.Event()
+
+    @property
+    def shared(self) -> bool:
+        return True
+
+    @property
+    def tag(self) -> int:
+        return self._tag
+
+    def channel_of(self, tag: int) -> str:
+        return f"{self.channel}:{tag:05x}"
+
+    def subscribe(self, handler: BusHandler) -> Callable[[], None]:
+        return self._subscribers.add(handler)
+
+    # --- subscriptions of shared sessions -------------------------------------------------
+
+    def _subs_key(self, session_id: str) -> str:
+        return f"{self.prefix}subs:{session_id}"
+
+    async def add_subscription(self, session_id: str, uri: str, limit: int) -> bool:
+        key = self._subs_key(session_id)
+        added, count, _ = await self.client.pipeline(
+            [("SADD", key, uri), ("SCARD", key), ("PEXPIRE", key, self.subscription_ttl_ms)]
+        )
+        if isinstance(count, int) and count > limit:
+            if added == 1:
+                await self.client.execute("SREM", key, uri)
+            return False
+        return True
+
+    async def remove_subscription(self, session_id: str, uri: str) -> None:
+        await self.client.execute("SREM", self._subs_key(session_id), uri)
+
+    async def subscribed(self, session_ids: list[str], uri: str) -> list[bool]:
+        replies = await self.client.pipeline(
+            [("SISMEMBER", self._subs_key(sid), uri) for sid in session_ids]
+        )
+        return [reply == 1 for reply in replies]
+
+    # --- publishing -----------------------------------------------------------------------
+
+    def publish_nowait(self, message: BusMessage) -> None:
+        self._queue(self.channel, message)
+
+    def send_nowait(self, tag: int, message: BusMessage) -> None:
+        self._queue(self.channel_of(tag), message)
+
+    def _queue(self, channel: str, message: BusMessage) -> None:
+        data = dump_json({**message, "o": self.replica})
+        if len(data) > self.max_message_bytes:
+            logger.error(
+                "a %r bus message of %d bytes exceeds max_message_bytes (%d): not published",
+                message.get("t"),
+                len(data),
+                self.max_message_bytes,
+            )
+            return
+        try:
+            trio.lowlevel.current_trio_token()
+        except RuntimeError:  # another thread: hand it to Trio
+            token = self._token
+            if token is not None:
+                with suppress(trio.RunFinishedError):
+                    token.run_sync_soon(self._put, channel, data)
+            return
+        self._put(channel, data)
+
+    def _put(self, channel: str, data: bytes) -> None:
+        try:
+            self._out_send.send_nowait((channel, data))
+        except trio.WouldBlock:
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                logger.warning(
+                    "the bus cannot publish fast enough (is Redis slow?): %d messages dropped",
+                    self.dropped,
+                )
+
+    async def _publisher(self) -> None:
+        batch: list[tuple[str, bytes]] = []
+        async for item in self._out_receive:
+            batch.append(item)
+            while len(batch) < 64:
+                try:
+                    batch.append(self._out_receive.receive_nowait())
+                except trio.WouldBlock:
+                    break
+            try:
+                await self.client.pipeline([("PUBLISH", ch, data) for ch, data in batch])
+            except StoreUnavailable:
+                # The client logged the outage; these events are lost for the others.
+                self.dropped += len(batch)
+                await trio.sleep(self.backoff_min)  # do not spin while Redis is down
+            batch.clear()
+
+    # --- subscribing ----------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Publish and subscribe until cancelled; a Redis outage is logged and retried."""
+        self._token = trio.lowlevel.current_trio_token()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._publisher)
+            task_status.started()
+            await self._subscriber()
+
+    async def _subscriber(self) -> None:
+        backoff = self.backoff_min
+        ever_connected = False
+        failing = False
+        while True:
+            connection: Connection | None = None
+            try:
+                with trio.fail_after(self.client.timeout):
+                    connection = await self.client.connect()
+                    await connection.stream.send_all(
+                        pack(("SUBSCRIBE", self.channel, self.channel_of(self._tag)))
+                    )
+                    for _ in range(2):
+                        await self._read_one(connection)
+                if failing:
+                    logger.warning("the bus is connected to %s again", self.client.address)
+                failing = False
+                backoff = self.backoff_min
+                self.connected.set()
+                if ever_connected:  # what others published meanwhile is lost: say so
+                    await self._subscribers.deliver({"t": "gap"})
+                ever_connected = True
+                await self._listen(connection)
+            except _DROPPED as error:
+                if not failing:
+                    failing = True
+                    logger.error(
+                        "the bus lost its connection to %s (%s): events of other replicas "
+                        "are missed until it is back; retrying with backoff up to %gs",
+                        self.client.address,
+                        error or type(error).__name__,
+                        self.backoff_max,
+                    )
+            finally:
+                if self.connected.is_set():
+                    self.connected = trio.Event()
+                if connection is not None:
+                    with (
+                        trio.CancelScope(shield=True),
+                        trio.move_on_after(0.5),
+                        suppress(*_DROPPED),
+                    ):
+                        await connection.stream.aclose()
+            await trio.sleep(backoff * (0.5 + random.random()))  # jitter: replicas retry apart
+            backoff = min(backoff * 2, self.backoff_max)
+
+    async def _read_one(self, connection: Connection) -> object:
+        reader = connection.reader
+        buffered = 0
+        while (reply := reader.gets()) is False:
+            data = await connection.stream.receive_some(65536)
+            if not data:
+                raise trio.BrokenResourceError("Redis closed the connection")
+            buffered += len(data)
+            if buffered > 2 * self.max_message_bytes:
+                raise trio.BrokenResourceError("a bus message exceeded max_message_bytes")
+            reader.feed(data)
+        if isinstance(reply, hiredis.ReplyError):
+            raise RedisReplyError(f"{self.client.address}: {reply}")
+        return reply
+
+    async def _listen(self, connection: Connection) -> None:
+        ping = pack(("PING",))
+        while True:
+            with trio.move_on_after(self.ping_every) as quiet:
+                reply = await self._read_one(connection)
+            if quiet.cancelled_caught:
+                # Quiet for a while: is the connection still there? Bounded by timeout.
+                with trio.fail_after(self.client.timeout):
+                    await connection.stream.send_all(ping)
+                    reply = await self._read_one(connection)
+            await self._dispatch(reply)
+
+    async def _dispatch(self, reply: object) -> None:
+        if not isinstance(reply, list) or len(reply) != 3 or reply[0] != b"message":
+            return  # a pong, or a subscribe confirmation
+        payload = reply[2]
+        try:
+            message = parse_json(payload)
+        except Exception:
+            logger.error("an unreadable bus message on %r; ignored", reply[1])
+            return
+        if not isinstance(message, dict) or message.get("o") == self.replica:
+            return  # our own event: handled when it was raised
+        await self._subscribers.deliver(message)

@@ -1,0 +1,132 @@
+"""Messages a client posts to the wrong replica, relayed through the bus to the right one.
+
+Behind a round-robin balancer the POST that carries a client's answer to a server request
+(sampling, elicitation, roots), or its ``notifications/cancelled`` for a request under
+way, may reach a replica other than the one waiting for it. With a shared store:
+
+- the server requests of a shared session are numbered from ``tag << 32`` (the tag of the
+  replica that sends them, see :mod:`trimcp.stores.bus`), so an answer names the replica
+  waiting for it: another replica sends it there, on that replica's own bus channel;
+- a cancel for a request not under way here is published to every replica; the one
+  running that request cancels it, the others ignore it.
+
+The relayed message is fed to the session on the receiving replica exactly as if its POST
+had landed there. The client gets ``202 Accepted`` once the message is queued for the
+bus (as for any answer or notification; delivery is at most once: an answer whose
+replica died meanwhile had nobody waiting for it anyway). Only single messages are
+relayed; a 2025-03-26 batch is handled where it lands.
+
+The same module shares the ``requestState`` keyring through the store (see
+:mod:`trimcp.stores.keyring`) when the server was left with its default keyring.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from trimcp._groups import open_nursery_unwrapped
+from trimcp.errors import SessionClosed
+from trimcp.protocol.jsonrpc import ErrorResponse, Message, Notification, Response
+from trimcp.stores.bus import TAG_SHIFT, BusMessage, tag_of_request_id
+from trimcp.transports.base import Decoded
+
+if TYPE_CHECKING:
+    from trimcp.session import Session
+    from trimcp.stores.base import Store
+    from trimcp.transports.http_server.manager import SessionEntry, SessionManager
+
+logger = logging.getLogger("trimcp.stores.relay")
+
+_CANCELLED = "notifications/cancelled"
+
+
+class ReplicaRelay:
+    """The relaying side of one HTTP app whose store is shared."""
+
+    def __init__(self, manager: SessionManager, store: Store) -> None:
+        self.manager = manager
+        self.store = store
+        self.bus = store.bus
+        self.relayed = 0  # messages sent to other replicas (tests and operators read it)
+        self.received = 0  # messages other replicas relayed here and a session took
+
+    def prepare(self, session: Session) -> None:
+        """Number ``session``'s server requests from this replica's tag."""
+        session.connection.number_requests_from(self.bus.tag << TAG_SHIFT)
+
+    async def run(
+        self, handler: object, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Hear relayed messages (and share the keyring) while the app runs."""
+        unsubscribe = self.bus.subscribe(self._heard)
+        attach = getattr(handler, "attach_bus", None)  # a trimcp.Server
+        if attach is not None:
+            attach(self.bus)
+        try:
+            async with open_nursery_unwrapped() as nursery:
+                keyring = getattr(handler, "request_state_keyring", None)
+                if keyring is not None and keyring.generated:
+                    from trimcp.stores.keyring import keep_keyring_shared
+
+                    await nursery.start(partial(keep_keyring_shared, self.store, keyring))
+                task_status.started()
+                await trio.sleep_forever()
+        finally:
+            unsubscribe()
+
+    # --- the replica the POST reached -------------------------------------------------------
+
+    def relay(self, entry: SessionEntry, value: Any, messages: list[Message]) -> bool:
+        """Relay a POSTed message meant for another replica; False: handle it here."""
+        if len(messages) != 1 or not isinstance(value, dict):
+            return False
+        message = messages[0]
+        if isinstance(message, Response | ErrorResponse):
+            tag = tag_of_request_id(message.id)
+            if tag is None or tag == self.bus.tag:
+                return False
+            self.bus.send_nowait(tag, {"t": "in", "s": entry.session_id, "m": value})
+        elif isinstance(message, Notification) and message.method == _CANCELLED:
+            request_id = (message.params or {}).get("requestId")
+            if type(request_id) not in (int, str) or entry.transport.in_flight(request_id):
+                return False
+            self.bus.publish_nowait({"t": "cancel", "s": entry.session_id, "m": value})
+        else:
+            return False
+        self.relayed += 1
+        return True
+
+    # --- the replica it is meant for ----------------------------------------------------------
+
+    async def _heard(self, message: BusMessage) -> None:
+        kind = message.get("t")
+        if kind not in ("in", "cancel"):
+            return
+        session_id, value = message.get("s"), message.get("m")
+        if not isinstance(session_id, str) or not isinstance(value, dict):
+            return
+        entry = self.manager.held(session_id)
+        if entry is None or entry.session is None:
+            return  # not held here (a cancel reaches every replica)
+        transport = entry.transport
+        if kind == "cancel":
+            request_id = (value.get("params") or {}).get("requestId")
+            if type(request_id) not in (int, str) or not transport.in_flight(request_id):
+                return  # not running here
+        try:
+            entry.session.wake()
+            await transport.feed(Decoded(value), self.manager.config.enqueue_timeout)
+        except SessionClosed:
+            return
+        except Exception as error:  # HttpRejection: closed, or no room in time
+            logger.warning(
+                "a relayed message for session %s… was dropped: %s", session_id[:8], error
+            )
+            return
+        if kind == "cancel":
+            transport.forget_request(request_id)
+        self.received += 1
