@@ -22,6 +22,7 @@ from hypercorn.config import Config as HypercornConfig
 
 from tests.http_server.helpers import init_request, make_server, tool_call
 from trimcp.transports.http_server import HttpServerConfig, create_asgi_app, serve_http
+from trimcp.transports.http_server.idle import IdleTimer
 from trimcp.transports.http_server.lean import _Connection, _Limits, _ServerState
 from trimcp.transports.http_server.serve import choose_engine
 
@@ -221,9 +222,14 @@ async def lean_connection(
     *,
     lockstep: bool = False,
     state: _ServerState | None = None,
+    timer: bool = False,
     **limits: Any,
 ) -> AsyncIterator[tuple[trio.abc.HalfCloseableStream, Watched]]:
-    """One lean connection serving ``app``; the block waits for the server to end it."""
+    """One lean connection serving ``app``; the block waits for the server to end it.
+
+    ``timer``: the header timeout is kept by a running :class:`IdleTimer` (as
+    ``serve_lean`` does), not by a deadline scope per wait.
+    """
     client: trio.abc.HalfCloseableStream
     server: trio.abc.HalfCloseableStream
     if lockstep:
@@ -231,11 +237,19 @@ async def lean_connection(
     else:
         client, server = trio.testing.memory_stream_pair()
     watched = Watched(server)
-    connection = _Connection(watched, app, state or _ServerState(), attrs.evolve(LIMITS, **limits))
+    settings = attrs.evolve(LIMITS, **limits)
+    if state is None:
+        state = _ServerState(IdleTimer(settings.header_timeout) if timer else None)
+    connection = _Connection(watched, app, state, settings)
     with trio.fail_after(WAIT):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(connection.run)
-            yield client, watched
+            if state.timer is not None:
+                await nursery.start(state.timer.run)
+            async with trio.open_nursery() as inner:
+                inner.start_soon(connection.run)
+                yield client, watched
+            if state.timer is not None:
+                state.timer.close()
 
 
 @asynccontextmanager
@@ -372,18 +386,61 @@ async def test_keep_alive_ends_after_the_maximum_requests(autojump_clock: trio.a
 # --- limits ---------------------------------------------------------------------------------
 
 
-async def test_a_slow_request_head_is_cut(autojump_clock: trio.abc.Clock) -> None:
-    async with mcp_app() as app, lean_connection(app, header_timeout=5.0) as (client, _):
+@pytest.mark.parametrize("timer", [False, True])
+async def test_a_slow_request_head_is_cut(autojump_clock: trio.abc.Clock, timer: bool) -> None:
+    async with (
+        mcp_app() as app,
+        lean_connection(app, header_timeout=5.0, timer=timer) as (client, _),
+    ):
         await client.send_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never finished
         assert await Wire(client).eof() == b""  # closed without an answer
 
 
-async def test_an_idle_keep_alive_connection_is_closed(autojump_clock: trio.abc.Clock) -> None:
-    async with mcp_app() as app, lean_connection(app, header_timeout=5.0) as (client, _):
+@pytest.mark.parametrize("timer", [False, True])
+async def test_an_idle_keep_alive_connection_is_closed(
+    autojump_clock: trio.abc.Clock, timer: bool
+) -> None:
+    async with (
+        mcp_app() as app,
+        lean_connection(app, header_timeout=5.0, timer=timer) as (client, _),
+    ):
         await client.send_all(request("GET", "/elsewhere"))
         wire = Wire(client)
         assert (await wire.response("GET")).status == 404
         assert await wire.eof() == b""  # no next request in time
+
+
+@pytest.mark.parametrize("timer", [False, True])
+async def test_a_busy_connection_is_never_cut_by_earlier_waits(
+    autojump_clock: trio.abc.Clock, timer: bool
+) -> None:
+    # Each request comes 4 s after the last answer, within the 5 s header timeout: the
+    # deadlines of the earlier waits (long past by the end) must not end the connection.
+    async with (
+        mcp_app() as app,
+        lean_connection(app, header_timeout=5.0, timer=timer) as (client, _),
+    ):
+        wire = Wire(client)
+        for _ in range(5):
+            await trio.sleep(4)
+            await client.send_all(request("GET", "/elsewhere"))
+            assert (await wire.response("GET")).status == 404
+        assert await wire.eof() == b""  # then idle: closed after 5 s
+
+
+@pytest.mark.parametrize("timer", [False, True])
+async def test_shutdown_closes_idle_connections_at_once(
+    autojump_clock: trio.abc.Clock, timer: bool
+) -> None:
+    async with mcp_app() as app:
+        state = _ServerState(IdleTimer(1e6) if timer else None)
+        async with lean_connection(app, state=state, header_timeout=1e6) as (client, _):
+            await client.send_all(request("GET", "/elsewhere"))
+            wire = Wire(client)
+            assert (await wire.response("GET")).status == 404
+            await trio.testing.wait_all_tasks_blocked()
+            state.terminate()
+            assert await wire.eof() == b""
 
 
 async def test_read_timeout_cuts_a_silent_client(autojump_clock: trio.abc.Clock) -> None:

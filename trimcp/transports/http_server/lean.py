@@ -46,6 +46,7 @@ from trimcp.transports.http_server.app import McpHttpApp
 from trimcp.transports.http_server.asgi import BODY_BUFFERED, BOUNDED_SEND, Message
 from trimcp.transports.http_server.fasthead import NEED_MORE, Head
 from trimcp.transports.http_server.guard import check_head
+from trimcp.transports.http_server.idle import IdleTimer
 from trimcp.transports.http_server.reuseport import open_reuseport_listeners
 
 logger = logging.getLogger("trimcp.http.lean")
@@ -154,10 +155,13 @@ class _Date:
 class _ServerState:
     """What every connection needs to know about the server: is it stopping?"""
 
-    def __init__(self) -> None:
+    def __init__(self, timer: IdleTimer | None = None) -> None:
         self.terminating = False
         #: Scopes of connections waiting for their next request, cancelled at shutdown.
         self.idle: set[trio.CancelScope] = set()
+        #: Keeps the header timeout of every connection (when running; else each
+        #: connection waits under a deadline scope of its own).
+        self.timer = timer
 
     def terminate(self) -> None:
         self.terminating = True
@@ -443,6 +447,8 @@ class _Connection:
         self._sock = stream.socket if type(stream) is trio.SocketStream else None
         #: Whether this request cycle waited for the socket (a schedule point).
         self._waited = True
+        #: The connection's own scope: the idle timer cancels it while it waits too long.
+        self.scope = trio.CancelScope()
 
     async def read(self) -> bool:
         """Feed h11 one read from the socket; False at end of input or on error."""
@@ -540,19 +546,20 @@ class _Connection:
 
     async def run(self) -> None:
         try:
-            while not self.state.terminating:
-                if not self._waited:
-                    # Requests kept arriving with no wait for the socket: let the other
-                    # connections run (a schedule point per request at least).
-                    await trio.lowlevel.checkpoint()
-                self._waited = False
-                request = await self._next_request()
-                if request is None:
-                    return
-                keep = await self._serve(request)
-                if not keep or self.state.terminating:
-                    return
-                self._next_cycle()
+            with self.scope:
+                while not self.state.terminating:
+                    if not self._waited:
+                        # Requests kept arriving with no wait for the socket: let the
+                        # other connections run (a schedule point per request at least).
+                        await trio.lowlevel.checkpoint()
+                    self._waited = False
+                    request = await self._next_request()
+                    if request is None:
+                        return
+                    keep = await self._serve(request)
+                    if not keep or self.state.terminating:
+                        return
+                    self._next_cycle()
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(_LINGER):
                 await self._close()
@@ -606,40 +613,61 @@ class _Connection:
         await self.stream.aclose()
 
     async def _next_request(self) -> Head | h11.Request | None:
-        limits = self.limits
-        with trio.CancelScope(deadline=trio.current_time() + limits.header_timeout) as scope:
-            self.state.idle.add(scope)
+        """The next request head, within the header timeout; None: the connection ends.
+
+        The idle timer (when the server runs one) cancels the connection's scope at the
+        deadline; otherwise the wait has a deadline scope of its own. Either scope is
+        cancelled at shutdown while the connection waits.
+        """
+        state = self.state
+        timer = state.timer
+        if timer is not None and timer.running:
+            scope = self.scope
+            wait = timer.start(scope)
+            state.idle.add(scope)
             try:
-                if self._empty and not await self.read():
-                    return None
-                while self.conn is None:
-                    head = fasthead.parse(self.buffer, limits.max_header_bytes)
-                    if type(head) is Head:
-                        return head
-                    if head is not NEED_MORE:
-                        break  # declined: h11 reads this one
-                    if not await self.read():
-                        return None  # closed (or silent past read_timeout): no request
-                conn = self.conn or self._h11()
-                while True:
-                    try:
-                        event = conn.next_event()
-                    except h11.RemoteProtocolError as exc:
-                        status = exc.error_status_hint
-                        if status == 431 and b"\n" not in conn.trailing_data[0]:
-                            status = 414  # the request line alone is over the limit
-                        await self._refuse(status)
-                        return None
-                    if type(event) is h11.Request:
-                        return event
-                    if event is h11.NEED_DATA:
-                        if not await self.read():
-                            return None
-                        continue
-                    return None  # ConnectionClosed
+                return await self._read_request()
             finally:
-                self.state.idle.discard(scope)
+                wait.stop()
+                state.idle.discard(scope)
+        deadline = trio.current_time() + self.limits.header_timeout
+        with trio.CancelScope(deadline=deadline) as own:
+            state.idle.add(own)
+            try:
+                return await self._read_request()
+            finally:
+                state.idle.discard(own)
         return None  # header timeout or shutdown
+
+    async def _read_request(self) -> Head | h11.Request | None:
+        limits = self.limits
+        if self._empty and not await self.read():
+            return None
+        while self.conn is None:
+            head = fasthead.parse(self.buffer, limits.max_header_bytes)
+            if type(head) is Head:
+                return head
+            if head is not NEED_MORE:
+                break  # declined: h11 reads this one
+            if not await self.read():
+                return None  # closed (or silent past read_timeout): no request
+        conn = self.conn or self._h11()
+        while True:
+            try:
+                event = conn.next_event()
+            except h11.RemoteProtocolError as exc:
+                status = exc.error_status_hint
+                if status == 431 and b"\n" not in conn.trailing_data[0]:
+                    status = 414  # the request line alone is over the limit
+                await self._refuse(status)
+                return None
+            if type(event) is h11.Request:
+                return event
+            if event is h11.NEED_DATA:
+                if not await self.read():
+                    return None
+                continue
+            return None  # ConnectionClosed
 
     async def _refuse(self, status: int) -> None:
         """Answer ``status`` with an empty body; the connection then closes."""
@@ -806,7 +834,8 @@ async def serve_lean(
         keep_alive_max_requests=keep_alive_max_requests,
         root_path=root_path,
     )
-    state = _ServerState()
+    timer = IdleTimer(header_timeout)
+    state = _ServerState(timer)
     if reuse_port:
         listeners = await open_reuseport_listeners(host, port, backlog=backlog)
     else:
@@ -819,6 +848,7 @@ async def serve_lean(
     try:
         async with trio.open_nursery() as nursery:
             await nursery.start(app.run)
+            await nursery.start(timer.run)
             async with trio.open_nursery() as connections:
                 accepting = trio.CancelScope()
 
@@ -836,6 +866,7 @@ async def serve_lean(
                 accepting.cancel()
                 state.terminate()
                 connections.cancel_scope.deadline = trio.current_time() + graceful_timeout
+            timer.close()
     finally:
         # serve_listeners closes them, but not when the app failed to start (a lifespan
         # that raised): the port must not stay bound.

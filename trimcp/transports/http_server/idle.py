@@ -1,0 +1,98 @@
+"""The lean server's header timeout, kept by one task for every connection.
+
+Between requests a connection waits for the next request head, for at most the header
+timeout (which is also the keep-alive idle time). A deadline cancel scope per wait cost
+about 9 us of a 160 us call (trio registers each deadline in a heap, and re-evaluates the
+cancel status of the task twice). :class:`IdleTimer` keeps all those deadlines in one queue
+instead: every wait has the same timeout, so the queue is in deadline order, and one task
+sleeps until the oldest is due and ends that connection (it cancels the connection's own
+scope) if it is still waiting. A wait that ends marks its entry stale, which costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import trio
+
+
+class IdleWait:
+    """One connection waiting for its next request head; :meth:`stop` when it arrived."""
+
+    __slots__ = ("due", "expired", "scope")
+
+    def __init__(self, due: float, scope: trio.CancelScope | None) -> None:
+        self.due = due
+        #: The connection's scope, cancelled if the wait outlives its deadline.
+        self.scope = scope
+        #: The deadline passed while waiting: the connection was ended.
+        self.expired = False
+
+    def stop(self) -> None:
+        """The head arrived (or the wait ended otherwise): nothing to cancel."""
+        self.scope = None
+
+
+class IdleTimer:
+    """Cancels the scope of a connection still waiting ``timeout`` seconds after it began."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self._queue: deque[IdleWait] = deque()
+        self._wake: trio.Event | None = None
+        self._running = False
+        self._scope = trio.CancelScope()
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    def start(self, scope: trio.CancelScope) -> IdleWait:
+        """A connection begins to wait; its ``scope`` is cancelled at the deadline."""
+        wait = IdleWait(trio.current_time() + self.timeout, scope)
+        self._queue.append(wait)
+        wake = self._wake
+        if wake is not None:
+            self._wake = None
+            wake.set()
+        return wait
+
+    def close(self) -> None:
+        """Make :meth:`run` return (the server has no connections left)."""
+        self._scope.cancel()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Keep the deadlines until :meth:`close` or cancelled.
+
+        Cancellation: stops; connections still waiting then wait without this bound
+        (the server is stopping and ends them itself).
+        """
+        queue = self._queue
+        self._running = True
+        task_status.started()
+        try:
+            with self._scope:
+                await self._keep(queue)
+        finally:
+            self._running = False
+            self._wake = None
+            queue.clear()
+
+    async def _keep(self, queue: deque[IdleWait]) -> None:
+        while True:
+            while queue and queue[0].scope is None:
+                queue.popleft()
+            if not queue:
+                self._wake = wake = trio.Event()
+                await wake.wait()
+                continue
+            head = queue[0]
+            if head.due > trio.current_time():
+                await trio.sleep_until(head.due)
+                continue
+            queue.popleft()
+            scope = head.scope
+            if scope is not None:
+                head.scope = None
+                head.expired = True
+                scope.cancel()
