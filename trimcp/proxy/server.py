@@ -1,33 +1,5 @@
-"""A proxy: a server that fronts another MCP server (a stdio command or a URL).
-
-    proxy = ProxyServer.for_command(["npx", "-y", "@modelcontextprotocol/server-everything"])
-    proxy.run(transport="http", port=8000)       # or serve it like any handler
-
-Each client session of the proxy gets its own session with the backend, opened when the
-client sends ``initialize`` (declaring the client's own capabilities to the backend) and
-closed with the client's session. The client sees the backend's version-independent
-identity: its ``serverInfo``, capabilities and instructions.
-
-Forwarded both ways, as the session engine does for any request:
-
-- client requests (tools, resources, templates, subscriptions, prompts, completion,
-  logging level, anything else) go to the backend and its answer or JSON-RPC error comes
-  back; progress the backend reports goes to the client (when the client asked for it);
-- cancellation: a client's ``notifications/cancelled`` (or the client's session closing)
-  cancels the proxy's request to the backend, which sends the backend its own
-  ``notifications/cancelled``; the same holds the other way for requests the backend sends;
-- backend requests to the client (``sampling/createMessage``, ``elicitation/create``,
-  ``roots/list``) go to the client (an error when the client did not declare the
-  capability), their answers back;
-- notifications: log messages, ``*/list_changed``, ``resources/updated`` and the rest from
-  the backend to the client; ``roots/list_changed`` and the rest from the client to the
-  backend.
-
-Requests wait for the backend as long as it takes (a client's own timeout cancels them,
-or set ``SessionOptions(handler_timeout=...)`` on the serving side); connecting and the
-backend's handshake are bounded by ``connect_timeout``. 2026-07-28 stateless requests are
-refused (the proxy speaks the session era).
-"""
+"""The proxy server: a session handler that relays everything to a backend (see
+:mod:`trimcp.proxy`)."""
 
 from __future__ import annotations
 
@@ -41,6 +13,7 @@ from typing import Any
 import attrs
 import trio
 
+from trimcp.client.stateless import Era
 from trimcp.errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -48,11 +21,21 @@ from trimcp.errors import (
     McpError,
     SessionClosed,
 )
+from trimcp.protocol import modern
 from trimcp.protocol.lifecycle import Role
-from trimcp.protocol.versions import SUPPORTED_VERSIONS, negotiate_version
-from trimcp.session import RequestContext, Session, SessionOptions, open_session
+from trimcp.protocol.negotiated import Negotiated
+from trimcp.protocol.versions import STATELESS_VERSIONS, SUPPORTED_VERSIONS, negotiate_version
+from trimcp.proxy.modern import SharedBackend
+from trimcp.session import (
+    RequestContext,
+    Session,
+    SessionHandler,
+    SessionOptions,
+    open_session,
+    serve_session,
+)
 from trimcp.session.relay import without_progress_token
-from trimcp.transports.base import Transport
+from trimcp.transports.base import Decoded, MessageTooLarge, Outgoing, Transport
 from trimcp.types import (
     ClientCapabilities,
     Implementation,
@@ -145,6 +128,9 @@ class ProxyServer:
         self.supported_versions = supported_versions
         self.label = label
         self._links: weakref.WeakKeyDictionary[Session, _Link] = weakref.WeakKeyDictionary()
+        self._modern = SharedBackend(
+            self._open_session, timeout=connect_timeout, label=label, info=self.info
+        )
 
     @classmethod
     def for_command(
@@ -186,6 +172,56 @@ class ProxyServer:
             raise SystemExit(f"trimcp: {exc}") from None
         serving.run_server(self, values)
 
+    # --- 2026-07-28 (trimcp.session.stateless.StatelessHandler; see trimcp.proxy.modern) --
+
+    @property
+    def advertised_versions(self) -> tuple[str, ...]:
+        """The versions the proxy speaks to its clients, 2026-07-28 first."""
+        return (*STATELESS_VERSIONS, *self.supported_versions)
+
+    def negotiate_request(self, meta: modern.RequestMeta) -> Negotiated:
+        """The agreement of one 2026 request: its ``_meta`` and the backend's identity."""
+        return self._modern.negotiate(meta)
+
+    def open_lifespan(self) -> AbstractAsyncContextManager[None]:
+        """The proxy's lifespan (every serving function enters it): it owns the backend
+        session shared by 2026-07-28 clients. Cancellation: that session closes with the
+        engine's bounded sequence."""
+        return self._modern.open()
+
+    async def serve_stream(
+        self,
+        transport: Transport,
+        *,
+        options: SessionOptions | None = None,
+        task_status: trio.TaskStatus[Session | None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve one connection (stdio, or any message stream) in the era its first
+        request asks for, as :meth:`trimcp.Server.serve_stream` does, except that a 2026
+        first request (an auto-mode client's ``server/discover``) to a proxy whose backend
+        speaks the session era gets a session, which refuses the probe as a session-era
+        server does: the client falls back to ``initialize`` on the same connection.
+        Reports readiness at once (with None). Cancellation: a session closes with the
+        engine's bounded close sequence; 2026 requests are cancelled."""
+        from trimcp.session.stateless_stream import serve_either_era, starts_stateless
+
+        task_status.started(None)
+        async with self.open_lifespan():
+            try:
+                first: bytes | Decoded = await transport.receive()
+            except trio.EndOfChannel:
+                return
+            except MessageTooLarge:  # skipped whole: the era is the next message's
+                await serve_either_era(transport, self, options=options)
+                return
+            wire = _Replay(transport, first)
+            if starts_stateless(first):
+                with contextlib.suppress(McpError):  # unreachable: each request says so
+                    if await self._modern.learn_era() is Era.LEGACY:
+                        await serve_session(wire, self, options=options)
+                        return
+            await serve_either_era(wire, self, options=options)
+
     # --- relaying (trimcp.session.hooks.RequestRelay) -----------------------------------
 
     def relays(self, method: str) -> bool:
@@ -214,7 +250,7 @@ class ProxyServer:
         params = link.params
         assert params is not None
         try:
-            async with self._open_backend(session, params) as (backend, result):
+            async with self._open_backend(_TowardsClient(session), params) as (backend, result):
                 link.backend, link.result = backend, result
                 link.ready.set()
                 await session.wait_closed()
@@ -225,28 +261,31 @@ class ProxyServer:
             link.ready.set()
 
     @contextlib.asynccontextmanager
-    async def _open_backend(
-        self, client: Session, params: InitializeRequestParams
-    ) -> AsyncIterator[tuple[Session, InitializeResult]]:
+    async def _open_session(self, handler: SessionHandler) -> AsyncIterator[Session]:
+        """A bare backend session (role client, no handshake yet) for the body."""
         async with (
             self._connect() as transport,
             open_session(
-                transport,
-                role=Role.CLIENT,
-                handler=_TowardsClient(client),
-                options=self.backend_options,
+                transport, role=Role.CLIENT, handler=handler, options=self.backend_options
             ) as backend,
         ):
+            yield backend
+
+    @contextlib.asynccontextmanager
+    async def _open_backend(
+        self, handler: SessionHandler, params: InitializeRequestParams
+    ) -> AsyncIterator[tuple[Session, InitializeResult]]:
+        async with self._open_session(handler) as backend:
             with trio.fail_after(self.connect_timeout):
                 result: InitializeResult = await backend.initialize(params)
             yield backend, result
 
     async def handle_request(self, ctx: RequestContext) -> Any:
         session = ctx.session
-        if session is None:
-            raise McpError(
-                INVALID_REQUEST, "This proxy serves session clients only (send initialize first)"
-            )
+        if session is None:  # a 2026-07-28 request
+            if ctx.method == "server/discover":
+                return await self._modern.discover(self.advertised_versions)
+            return await self._modern.forward(ctx)
         link = self._links.get(session)
         if link is None:
             raise McpError(INTERNAL_ERROR, "The proxy has no backend for this session")
@@ -297,6 +336,27 @@ class ProxyServer:
         backend = link.backend if link is not None else None
         if backend is not None and not backend.closing:
             await _forward_notification(backend, method, params)
+
+
+class _Replay:
+    """A transport whose first message was read already (to choose the era)."""
+
+    def __init__(self, transport: Transport, first: bytes | Decoded) -> None:
+        self._transport = transport
+        self._first: bytes | Decoded | None = first
+
+    async def receive(self) -> bytes | Decoded:
+        first = self._first
+        if first is not None:
+            self._first = None
+            return first
+        return await self._transport.receive()
+
+    async def send(self, messages: list[Outgoing]) -> None:
+        await self._transport.send(messages)
+
+    async def aclose(self) -> None:
+        await self._transport.aclose()
 
 
 def _client_capabilities(params: InitializeRequestParams) -> ClientCapabilities:
