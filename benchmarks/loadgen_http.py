@@ -494,18 +494,40 @@ def _drive(
     started: list[int] = [0] * len(conns)
     current: list[int] = [-1] * len(conns)
     pending: list[list[int]] = [list(range(s, n, sessions))[::-1] for s in range(len(conns))]
+    registered: list[int] = [-1] * len(conns)  # the fd each connection is polled on
+    masks: list[int] = [0] * len(conns)
+
+    def watch(s: int, mask: int) -> None:
+        fd = conns[s].fileno()
+        old = registered[s]
+        if old != fd:
+            if old >= 0:
+                by_fd.pop(old, None)
+                with contextlib.suppress(KeyError):
+                    poller.unregister(old)
+            poller.register(fd, mask)
+            by_fd[fd] = s
+            registered[s] = fd
+        elif masks[s] != mask:
+            poller.modify(fd, mask)
+        masks[s] = mask
 
     def launch(s: int) -> None:
         if not pending[s]:
+            if registered[s] >= 0:
+                by_fd.pop(registered[s], None)
+                poller.unregister(registered[s])
+                registered[s] = -1
             return
         k = pending[s].pop()
         conn = conns[s]
         conn.start(encoded[k])  # may reconnect: a new fd
-        fd = conn.fileno()
-        by_fd[fd] = s
-        poller.register(fd, select.POLLIN | select.POLLOUT)
         current[s] = k
         started[s] = clock()
+        # Send at once: a request left for the next poll() round would wait for every
+        # other answer of this round to be handled, and count that as server latency.
+        conn.on_writable()
+        watch(s, select.POLLIN | (select.POLLOUT if conn.wants_write else 0))
 
     for s in range(len(conns)):
         launch(s)
@@ -514,20 +536,20 @@ def _drive(
         if not events:
             raise ServerTimeout(f"no HTTP answer within {timeout}s")
         for fd, mask in events:
-            s = by_fd[fd]
+            s = by_fd.get(fd, -1)
+            if s < 0:
+                continue  # a connection replaced since this round began
             conn = conns[s]
             if mask & select.POLLOUT and conn.wants_write:
                 conn.on_writable()
                 if not conn.wants_write:
-                    poller.modify(fd, select.POLLIN)
+                    watch(s, select.POLLIN)
             if not mask & (select.POLLIN | select.POLLHUP | select.POLLERR):
                 continue
             response = conn.on_readable()
             if response is None:
                 continue
             now = clock()
-            poller.unregister(fd)
-            del by_fd[fd]
             k = current[s]
             latencies.append(now - started[s])
             result, kind = parse_answer(response, first_id + k)
