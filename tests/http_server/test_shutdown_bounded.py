@@ -13,6 +13,7 @@ import socket
 
 import pytest
 import trio
+import trio.testing
 
 from tests.http_server.helpers import init_request, make_server, tool_call
 from trimcp.transports.http_server import HttpServerConfig, hypercorn_config, serve_http
@@ -84,9 +85,10 @@ async def test_shutdown_is_bounded_with_a_client_that_never_reads(engine: Engine
             )
             call = tool_call(1, "progress", {"n": 100_000}, meta={"progressToken": "p"})
             await reader.send_all(post(call, session_id))
-            # Not a synchronisation (the bound holds whenever the trigger comes): a little
-            # time for the server to fill the socket buffers makes the old failure certain.
-            await trio.sleep(2.0)
+            # The server writes until the socket buffers are full, then every task here
+            # waits (for a socket that never drains): that is when to stop it, which is
+            # what made the old failure certain. Quiescence, not a fixed sleep.
+            await trio.testing.wait_all_tasks_blocked(cushion=0.2)
             stop.set()
             await stopped.wait()  # returns within the bound, unread client or not
             await reader.aclose()
