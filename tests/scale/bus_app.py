@@ -4,18 +4,22 @@
 the subscribers of ``bus://N`` that it changed; ``grow`` adds a tool (a list change);
 ``hold`` waits until cancelled and leaves ``<tag>.started`` / ``<tag>.cancelled`` in the
 directory ``$BUS_MARKS`` (the test reads them: which replica saw the cancel does not
-matter, only that the one running the call did); ``whoami`` names the process.
+matter, only that the one running the call did); ``whoami`` names the process. A
+``roots/list_changed`` notification makes the replica it reaches list the client's roots
+(a server request on the GET stream) and leave a mark.
 """
 
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 import attrs
 import trio
 
 import trimcp
+from trimcp.session import Session
 
 app = trimcp.Server("bus-replica", version="1.0.0")
 MARKS = Path(os.environ.get("BUS_MARKS", "."))
@@ -66,6 +70,15 @@ async def hold(tag: str) -> str:
         (MARKS / f"{tag}.cancelled").write_text(str(os.getpid()))
         raise
     return "not cancelled"
+
+
+@app.notification_handler("notifications/roots/list_changed")
+async def roots_changed(session: Session, params: object) -> None:
+    """List the client's roots again (a server request not tied to any client request: it
+    goes on the session's GET stream, wherever that is open); leave a mark with the count."""
+    result = await session.send_request("roots/list", timeout=20)
+    mark = MARKS / f"roots-{uuid.uuid4().hex}"
+    mark.write_text(f"{os.getpid()} {len(result.roots)}")
 
 
 @app.tool()

@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 import traceback
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,7 @@ import anyio
 import mcp_types as types
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 
 class Recorder:
@@ -30,6 +32,7 @@ class Recorder:
         self.errors: list[str] = []
         self.elicited = 0
         self.sampled = 0
+        self.rooted = 0
         self._changed = anyio.Event()
 
     def poke(self) -> None:
@@ -59,6 +62,12 @@ class Recorder:
         self.elicited += 1
         return types.ElicitResult(action="accept", content={"name": "Ann"})
 
+    async def on_list_roots(self, context: ClientRequestContext) -> types.ListRootsResult:
+        self.rooted += 1
+        self.poke()
+        root = types.Root(uri="file:///work", name="work")  # type: ignore[arg-type]
+        return types.ListRootsResult(roots=[root])
+
     async def on_sampling(
         self, context: ClientRequestContext, params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult:
@@ -87,6 +96,7 @@ async def exercise(url: str, rounds: int, report: dict[str, Any]) -> None:
                 read_timeout_seconds=20,
                 elicitation_callback=rec.on_elicitation,
                 sampling_callback=rec.on_sampling,
+                list_roots_callback=rec.on_list_roots,
                 message_handler=rec.on_message,
             ) as session,
         ):
@@ -131,6 +141,12 @@ async def _steps(
     )
     for _ in range(3):
         await session.send_ping()
+    # Server requests not tied to a client request: each roots/list_changed lands on some
+    # replica, whose handler sends roots/list on the GET stream (open on one replica).
+    for _ in range(rounds):
+        await session.send_roots_list_changed()
+    report["rooted"] = await rec.wait_for(lambda: rec.rooted >= rounds, 30)
+    report["roots_requests"] = rec.rooted
     # A cancel: the call runs on one replica, the notifications/cancelled POST may land
     # on any; the call's own task must see it.
     cancelled = []
@@ -149,6 +165,7 @@ def main() -> int:
     parser.add_argument("url")
     parser.add_argument("--rounds", type=int, default=6)
     args = parser.parse_args()
+    warnings.simplefilter("ignore", MCPDeprecationWarning)  # roots: deprecated in 2026 only
     report: dict[str, Any] = {}
     code = 0
     try:

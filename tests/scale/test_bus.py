@@ -156,6 +156,21 @@ async def test_shared_subscriptions_are_bounded_and_expire(redis_server: RedisSe
         assert 0 < ttl <= 24 * 3600 * 1000
 
 
+async def test_the_holder_of_a_get_stream_is_known_to_every_replica(
+    redis_server: RedisServer,
+) -> None:
+    async with replicas(redis_server.url, "b7:") as (a, b):
+        assert await a.bus.stream_holder("S") is None
+        await b.bus.set_stream_holder("S", ttl=60)
+        assert await a.bus.stream_holder("S") == b.bus.tag
+        await a.bus.set_stream_holder("S", ttl=60)  # the client's GET moved to a
+        assert await b.bus.stream_holder("S") == a.bus.tag
+        ttl = await a.client.execute("PTTL", "b7:get:S")
+        assert isinstance(ttl, int)
+        assert 0 < ttl <= 60_000
+    assert await MemoryBus().stream_holder("S") is None
+
+
 async def test_replicas_share_requestState_keys_and_rotate_them(
     redis_server: RedisServer,
 ) -> None:

@@ -140,3 +140,22 @@ def test_a_cancel_reaches_the_replica_running_the_call(
     for tag in tags:
         started = (cluster.marks / f"{tag}.started").read_text()
         assert (cluster.marks / f"{tag}.cancelled").read_text() == started  # same replica
+
+
+def test_server_requests_from_any_replica_reach_the_get_stream(
+    cluster: Cluster, report: dict[str, object]
+) -> None:
+    # Each roots/list_changed reached some replica; its handler's roots/list went to the
+    # replica holding the GET stream, and the answer came back to it through the bus.
+    assert report["rooted"] is True
+    assert report["roots_requests"] == ROUNDS
+    deadline = time.monotonic() + 10
+    marks: list[Path] = []
+    while len(marks) < ROUNDS and time.monotonic() < deadline:
+        marks = list(cluster.marks.glob("roots-*"))
+        time.sleep(0.05)  # the replicas write the marks as the answers land: poll (bounded)
+    assert len(marks) == ROUNDS, cluster.logs()
+    pids = {m.read_text().split()[0] for m in marks}
+    assert pids <= {str(r.process.pid) for r in cluster.replicas}
+    assert len(pids) >= 2  # handled on several replicas, not only the GET stream's
+    assert {m.read_text().split()[1] for m in marks} == {"1"}

@@ -105,6 +105,16 @@ class Bus(Protocol):
         StoreUnavailable."""
         ...
 
+    async def set_stream_holder(self, session_id: str, ttl: float) -> None:
+        """Record that this replica holds the session's GET stream now (for ``ttl``
+        seconds). Raises StoreUnavailable."""
+        ...
+
+    async def stream_holder(self, session_id: str) -> int | None:
+        """The tag of the replica holding the session's GET stream (None: unknown).
+        Raises StoreUnavailable."""
+        ...
+
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Carry messages while the server runs. Cancellation: stops."""
         ...
@@ -178,6 +188,12 @@ class MemoryBus:
 
     async def subscribed(self, session_ids: list[str], uri: str) -> list[bool]:
         return [False] * len(session_ids)
+
+    async def set_stream_holder(self, session_id: str, ttl: float) -> None:
+        return None
+
+    async def stream_holder(self, session_id: str) -> int | None:
+        return None
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()

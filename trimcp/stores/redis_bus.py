@@ -120,6 +120,16 @@ class RedisBus:
         )
         return [reply == 1 for reply in replies]
 
+    # --- which replica holds a session's GET stream ------------------------------------------
+
+    async def set_stream_holder(self, session_id: str, ttl: float) -> None:
+        key = f"{self.prefix}get:{session_id}"
+        await self.client.execute("SET", key, self._tag, "PX", max(1, int(ttl * 1000)))
+
+    async def stream_holder(self, session_id: str) -> int | None:
+        reply = await self.client.execute("GET", f"{self.prefix}get:{session_id}")
+        return int(reply) if isinstance(reply, bytes) and reply.isdigit() else None
+
     # --- publishing -----------------------------------------------------------------------
 
     def publish_nowait(self, message: BusMessage) -> None:

@@ -8,7 +8,12 @@ way, may reach a replica other than the one waiting for it. With a shared store:
   replica that sends them, see :mod:`trimcp.stores.bus`), so an answer names the replica
   waiting for it: another replica sends it there, on that replica's own bus channel;
 - a cancel for a request not under way here is published to every replica; the one
-  running that request cancels it, the others ignore it.
+  running that request cancels it, the others ignore it;
+- a message for the session's GET stream (a server request or notification not tied to a
+  client request, e.g. ``roots/list`` sent from a notification handler) raised on a replica
+  where that stream is not open goes to the replica that holds it (each replica records in
+  the store when a GET stream of a session attaches to it; looked up at most once a second
+  per session), which stores it in the event store and sends it as its own.
 
 The relayed message is fed to the session on the receiving replica exactly as if its POST
 had landed there. The client gets ``202 Accepted`` once the message is queued for the
@@ -23,6 +28,7 @@ The same module shares the ``requestState`` keyring through the store (see
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +37,7 @@ import trio
 from trimcp._groups import open_nursery_unwrapped
 from trimcp.errors import SessionClosed
 from trimcp.protocol.jsonrpc import ErrorResponse, Message, Notification, Response
+from trimcp.stores.base import StoreUnavailable
 from trimcp.stores.bus import TAG_SHIFT, BusMessage, tag_of_request_id
 from trimcp.transports.base import Decoded
 
@@ -42,6 +49,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("trimcp.stores.relay")
 
 _CANCELLED = "notifications/cancelled"
+#: How long a replica trusts what it learnt of where a session's GET stream is.
+HOLDER_RECHECK = 1.0
+MAX_HOLDERS_CACHED = 10_000
 
 
 class ReplicaRelay:
@@ -53,6 +63,8 @@ class ReplicaRelay:
         self.bus = store.bus
         self.relayed = 0  # messages sent to other replicas (tests and operators read it)
         self.received = 0  # messages other replicas relayed here and a session took
+        #: Session id -> (tag of the replica holding its GET stream, when to ask again).
+        self._holders: dict[str, tuple[int | None, float]] = {}
 
     def prepare(self, session: Session) -> None:
         """Number ``session``'s server requests from this replica's tag."""
@@ -77,6 +89,48 @@ class ReplicaRelay:
                 await trio.sleep_forever()
         finally:
             unsubscribe()
+
+    # --- messages for a GET stream open on another replica --------------------------------
+
+    async def claim_stream(self, session_id: str) -> None:
+        """A GET stream of the session was attached here: messages other replicas send it
+        come here from now on (bounded; a store outage is logged, and they wait in the
+        sending replica's backlog instead)."""
+        self._remember(session_id, self.bus.tag)
+        try:
+            await self.bus.set_stream_holder(session_id, self.manager.config.idle_timeout)
+        except StoreUnavailable as error:
+            logger.warning("GET stream of %s… not claimed: %s", session_id[:8], error)
+
+    def forwarder(self, session_id: str) -> Callable[[bytes], Awaitable[bool]]:
+        """The transport's ``forward`` hook for one shared session."""
+
+        async def forward(data: bytes) -> bool:
+            tag = await self._holder(session_id)
+            if tag is None or tag == self.bus.tag:
+                return False  # none known, or here: the transport's backlog keeps it
+            self.bus.send_nowait(tag, {"t": "out", "s": session_id, "m": data.decode()})
+            self.relayed += 1
+            return True
+
+        return forward
+
+    async def _holder(self, session_id: str) -> int | None:
+        now = trio.current_time()
+        known = self._holders.get(session_id)
+        if known is not None and known[1] > now:
+            return known[0]
+        try:
+            tag = await self.bus.stream_holder(session_id)
+        except StoreUnavailable:
+            return None  # logged by the client; kept in this replica's backlog
+        self._remember(session_id, tag)
+        return tag
+
+    def _remember(self, session_id: str, tag: int | None) -> None:
+        if len(self._holders) >= MAX_HOLDERS_CACHED:
+            self._holders.clear()  # a cache: asking Redis again is the cost
+        self._holders[session_id] = (tag, trio.current_time() + HOLDER_RECHECK)
 
     # --- the replica the POST reached -------------------------------------------------------
 
@@ -104,9 +158,12 @@ class ReplicaRelay:
 
     async def _heard(self, message: BusMessage) -> None:
         kind = message.get("t")
-        if kind not in ("in", "cancel"):
+        if kind not in ("in", "cancel", "out"):
             return
         session_id, value = message.get("s"), message.get("m")
+        if kind == "out" and isinstance(session_id, str) and isinstance(value, str):
+            await self._send_out(session_id, value)
+            return
         if not isinstance(session_id, str) or not isinstance(value, dict):
             return
         entry = self.manager.held(session_id)
@@ -129,4 +186,13 @@ class ReplicaRelay:
             return
         if kind == "cancel":
             transport.forget_request(request_id)
+        self.received += 1
+
+    async def _send_out(self, session_id: str, data: str) -> None:
+        entry = self.manager.held(session_id)
+        if entry is None:
+            return  # ended here meanwhile
+        # As if this replica's copy of the session sent it: stored, then sent on the GET
+        # stream (or kept in the backlog, if the stream went away meanwhile).
+        await entry.transport.deliver_relayed(data.encode())
         self.received += 1

@@ -440,6 +440,7 @@ class McpHttpApp:
             )
             if relay is not None:
                 transport.shared_session_id = session_id
+                transport.forward = relay.forwarder(session_id)
             return transport
 
         if relay is not None:
@@ -631,6 +632,8 @@ class McpHttpApp:
                 version = session.connection.protocol_version if session is not None else None
                 prime = version is not None and version >= V2025_11_25
                 await transport.open_standalone(sink, prime=prime)
+            if self.relay is not None and transport.has_standalone_stream():
+                await self.relay.claim_stream(entry.session_id)
             start_headers = [*SSE_HEADERS, (SESSION_HEADER, entry.session_id.encode("ascii"))]
             await send({"type": "http.response.start", "status": 200, "headers": start_headers})
             await pump_until_disconnect(send, receive, sink)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -77,6 +77,7 @@ class HttpSessionTransport:
         "_store",
         "closed",
         "dropped",
+        "forward",
         "retry_ms",
         "shared_session_id",
         "standalone",
@@ -111,6 +112,9 @@ class HttpSessionTransport:
         self._closed_event: trio.Event | None = None
         #: The session's id when replicas share it (see :mod:`trimcp.server.replicas`).
         self.shared_session_id: str | None = None
+        #: With replicas: hands a message for the GET stream to the replica holding it,
+        #: when none is open here (True: handed over; see :mod:`trimcp.stores.relay`).
+        self.forward: Callable[[bytes], Awaitable[bool]] | None = None
 
     @property
     def resumable(self) -> bool:
@@ -378,7 +382,23 @@ class HttpSessionTransport:
                 return
         await self._deliver(self.standalone, data, ())
 
-    async def _deliver(self, stream: OutStream, data: bytes, answered: Sequence[RequestId]) -> None:
+    async def deliver_relayed(self, data: bytes) -> None:
+        """A message another replica relayed for the GET stream held here: stored and sent
+        on it (or kept in the backlog), never relayed again."""
+        async with self._lock:
+            await self._deliver(self.standalone, data, (), relayed=True)
+
+    async def _deliver(
+        self, stream: OutStream, data: bytes, answered: Sequence[RequestId], relayed: bool = False
+    ) -> None:
+        if (
+            not relayed
+            and stream is self.standalone
+            and stream.sink is None
+            and self.forward is not None
+            and await self.forward(data)
+        ):
+            return  # the replica holding the GET stream stores and sends it
         if stream.json_mode:
             stream.json_body = data
         else:
