@@ -170,3 +170,16 @@ def test_anything_unusual_is_left_to_h11(raw: bytes) -> None:
 def test_an_incomplete_head_needs_more() -> None:
     assert parse(bytearray(b"POST /mcp HTTP/1.1\r\nHost: h\r\n"), MAX_HEAD) is NEED_MORE
     assert parse(bytearray(b""), MAX_HEAD) is NEED_MORE
+
+
+def test_remembered_header_lines_stay_bounded() -> None:
+    from trimcp.transports.http_server import fasthead
+
+    for i in range(3000):
+        line = b"X-%d: %s" % (i, b"v" * (i % 400))
+        raw = b"GET / HTTP/1.1\r\nHost: h\r\n" + line + b"\r\n\r\n"
+        head = parse(bytearray(raw), 16384)
+        assert isinstance(head, Head)
+        assert head.headers[-1] == (b"x-%d" % i, b"v" * (i % 400))
+    assert len(fasthead._FIELDS) <= fasthead._MAX_FIELDS
+    assert all(len(line) <= fasthead._MAX_FIELD_BYTES for line in fasthead._FIELDS)

@@ -36,6 +36,12 @@ _FIELD = re.compile(
     rb"([-!#$%&'*+.^_`|~0-9A-Za-z]+):[ \t]*"
     rb"((?:[\x21-\x7e\x80-\xff]+(?:[ \t]+[\x21-\x7e\x80-\xff]+)*)?)[ \t]*"
 )
+#: Header lines read before, as ``(lower-case name, value)``: a client repeats most of its
+#: lines on every request, so each distinct short line is matched once (bounded: at most
+#: 1024 lines of 256 bytes; cleared when full).
+_FIELDS: dict[bytes, tuple[bytes, bytes]] = {}
+_MAX_FIELDS = 1024
+_MAX_FIELD_BYTES = 256
 #: Headers whose presence sends the request to h11.
 _DECLINED = frozenset({b"transfer-encoding", b"expect", b"upgrade"})
 
@@ -113,12 +119,19 @@ def parse(buffer: bytearray, max_head: int) -> Head | _Marker:
     headers: list[tuple[bytes, bytes]] = []
     length = -1
     host = False
+    fields = _FIELDS
     for line in lines[1:]:
-        field = _FIELD.fullmatch(line)
-        if field is None:
-            return DECLINE
-        name = field[1].lower()
-        value = field[2]
+        pair = fields.get(line)
+        if pair is None:
+            field = _FIELD.fullmatch(line)
+            if field is None:
+                return DECLINE
+            pair = (field[1].lower(), field[2])
+            if len(line) <= _MAX_FIELD_BYTES:
+                if len(fields) >= _MAX_FIELDS:
+                    fields.clear()
+                fields[line] = pair
+        name, value = pair
         if name == b"content-length":
             if length >= 0 or not value.isdigit() or len(value) > 18:
                 return DECLINE
