@@ -88,6 +88,14 @@ async def test_events_reach_every_other_replica_once(redis_server: RedisServer) 
         a.bus.publish_nowait({"t": "list", "kind": "tools"})
         assert (await on_b.next("list"))["kind"] == "tools"
         assert (await on_c.next("list"))["kind"] == "tools"
+        # Sent now, with the count of replicas listening.
+        assert await a.bus.send(None, {"t": "now"}) == 3  # a listens on it too
+        assert await a.bus.send(b.bus.tag, {"t": "now-b"}) == 1
+        free = next(t for t in range(1, 8) if t not in {a.bus.tag, b.bus.tag, c.bus.tag})
+        assert await a.bus.send(free, {"t": "nobody"}) == 0
+        await on_b.next("now")
+        await on_c.next("now")
+        await on_b.next("now-b")
         # Directed: only the replica with that tag hears it.
         a.bus.send_nowait(c.bus.tag, {"t": "in", "n": 1})
         b.bus.publish_nowait({"t": "marker"})  # sent after, so heard after, by everyone

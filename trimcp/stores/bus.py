@@ -90,6 +90,12 @@ class Bus(Protocol):
         """Queue ``message`` for the replica with tag ``tag`` only (as :meth:`publish_nowait`)."""
         ...
 
+    async def send(self, tag: int | None, message: BusMessage) -> int:
+        """Send ``message`` to the replica with tag ``tag`` now (``tag`` None: to every
+        other replica); returns how many replicas were listening (for every replica, this one
+        counts too). Bounded; raises StoreUnavailable."""
+        ...
+
     async def add_subscription(self, session_id: str, uri: str, limit: int) -> bool:
         """Record, where every replica sees it, that the session subscribes to ``uri``;
         False (and not recorded) when it would hold more than ``limit``. Raises
@@ -177,6 +183,9 @@ class MemoryBus:
 
     def send_nowait(self, tag: int, message: BusMessage) -> None:
         return None  # tag 0 is this process, whose ids carry no tag: nothing is sent to it
+
+    async def send(self, tag: int | None, message: BusMessage) -> int:
+        return 0
 
     # One process keeps subscriptions with its sessions: nothing to share.
 

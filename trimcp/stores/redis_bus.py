@@ -138,7 +138,15 @@ class RedisBus:
     def send_nowait(self, tag: int, message: BusMessage) -> None:
         self._queue(self.channel_of(tag), message)
 
-    def _queue(self, channel: str, message: BusMessage) -> None:
+    async def send(self, tag: int | None, message: BusMessage) -> int:
+        channel = self.channel if tag is None else self.channel_of(tag)
+        data = self._encode(message)
+        if data is None:
+            return 0
+        listening = await self.client.execute("PUBLISH", channel, data)
+        return listening if isinstance(listening, int) else 0
+
+    def _encode(self, message: BusMessage) -> bytes | None:
         data = dump_json({**message, "o": self.replica})
         if len(data) > self.max_message_bytes:
             logger.error(
@@ -147,6 +155,12 @@ class RedisBus:
                 len(data),
                 self.max_message_bytes,
             )
+            return None
+        return data
+
+    def _queue(self, channel: str, message: BusMessage) -> None:
+        data = self._encode(message)
+        if data is None:
             return
         try:
             trio.lowlevel.current_trio_token()

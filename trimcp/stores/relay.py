@@ -134,23 +134,40 @@ class ReplicaRelay:
 
     # --- the replica the POST reached -------------------------------------------------------
 
-    def relay(self, entry: SessionEntry, value: Any, messages: list[Message]) -> bool:
-        """Relay a POSTed message meant for another replica; False: handle it here."""
+    async def relay(self, entry: SessionEntry, value: Any, messages: list[Message]) -> bool:
+        """Relay a POSTed message meant for another replica; False: handle it here.
+
+        Raises HttpRejection 503 naming the store when it cannot carry the message (the
+        client's POST fails, instead of the message vanishing). Cancellation: the message
+        may or may not have been sent."""
         if len(messages) != 1 or not isinstance(value, dict):
             return False
         message = messages[0]
+        tag: int | None
         if isinstance(message, Response | ErrorResponse):
             tag = tag_of_request_id(message.id)
             if tag is None or tag == self.bus.tag:
                 return False
-            self.bus.send_nowait(tag, {"t": "in", "s": entry.session_id, "m": value})
+            out: BusMessage = {"t": "in", "s": entry.session_id, "m": value}
         elif isinstance(message, Notification) and message.method == _CANCELLED:
             request_id = (message.params or {}).get("requestId")
             if type(request_id) not in (int, str) or entry.transport.in_flight(request_id):
                 return False
-            self.bus.publish_nowait({"t": "cancel", "s": entry.session_id, "m": value})
+            tag, out = None, {"t": "cancel", "s": entry.session_id, "m": value}
         else:
             return False
+        try:
+            listening = await self.bus.send(tag, out)
+        except StoreUnavailable as error:
+            from trimcp.transports.http_server.asgi import HttpRejection
+
+            raise HttpRejection(503, f"Could not pass this message on: {error}") from None
+        if not listening:
+            # Nobody listens there: the replica that waited for it has stopped, and its
+            # request with it. Nothing else would take it.
+            logger.info(
+                "a %s for session %s… had no replica to go to", out["t"], entry.session_id[:8]
+            )
         self.relayed += 1
         return True
 

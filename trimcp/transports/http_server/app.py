@@ -483,7 +483,7 @@ class McpHttpApp:
                 )
         extra = [(SESSION_HEADER, entry.session_id.encode("ascii"))]
         if not requests:
-            if self.relay is not None and self.relay.relay(entry, body.value, messages):
+            if self.relay is not None and await self.relay.relay(entry, body.value, messages):
                 await respond(send, 202, headers=extra)  # sent to the replica it is for
                 return
             await transport.feed(body, self.config.enqueue_timeout)
