@@ -711,3 +711,17 @@ async def test_a_body_the_app_does_not_read_is_skipped_when_it_is_here(
             assert answer.status == 200
             assert b'"after"' in answer.body
             await client.aclose()
+
+
+async def test_the_idle_timer_holds_about_one_entry_per_waiting_connection(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # Waits that ended are dropped as new ones begin, not only when their deadline comes.
+    timer = IdleTimer(5.0)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(timer.run)
+        scope = trio.CancelScope()
+        for _ in range(10_000):
+            timer.start(scope).stop()
+        assert len(timer._queue) <= 1
+        nursery.cancel_scope.cancel()

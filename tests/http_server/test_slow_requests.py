@@ -128,3 +128,16 @@ async def test_a_request_added_while_the_task_waits_for_work_wakes_it(
         assert abs(watchers.started[0][1] - 0.5) < 1e-9
         await watch.end()
         nursery.cancel_scope.cancel()
+
+
+async def test_the_queue_holds_about_the_requests_still_running(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    slow = SlowRequests(grace=10)
+    watchers = Watchers()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(slow.run)
+        for _ in range(10_000):
+            await slow.add(watchers.make("w")).end()
+        assert len(slow._queue) <= 1
+        nursery.cancel_scope.cancel()

@@ -50,7 +50,12 @@ class IdleTimer:
     def start(self, scope: trio.CancelScope) -> IdleWait:
         """A connection begins to wait; its ``scope`` is cancelled at the deadline."""
         wait = IdleWait(trio.current_time() + self.timeout, scope)
-        self._queue.append(wait)
+        queue = self._queue
+        # Drop the waits that ended from the front now: under load the queue then holds
+        # about one entry per waiting connection, not every wait of the last timeout.
+        while queue and queue[0].scope is None:
+            queue.popleft()
+        queue.append(wait)
         wake = self._wake
         if wake is not None:
             self._wake = None

@@ -102,7 +102,10 @@ class SlowRequests:
         watch = Watch(trio.current_time() + self.grace, watcher)
         if self._nursery is None:
             return watch
-        self._queue.append(watch)
+        queue = self._queue
+        while queue and not queue[0].pending:  # ended requests: drop them now
+            queue.popleft()
+        queue.append(watch)
         wake = self._wake
         if wake is not None:
             self._wake = None
