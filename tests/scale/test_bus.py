@@ -149,6 +149,46 @@ async def test_a_bus_cut_off_from_redis_holds_a_bounded_queue(autojump_clock: ob
     await store.aclose()
 
 
+async def test_a_slow_subscriber_misses_messages_then_hears_a_gap(
+    redis_server: RedisServer,
+) -> None:
+    url = redis_server.url
+    a = RedisStore(url, prefix="b8:")
+    b = RedisStore(url, prefix="b8:")
+    slow = RedisBus(b.client, "b8:", b.replica, max_pending=4)
+    release = trio.Event()
+    heard: list[str] = []
+    gap = trio.Event()
+
+    async def blocked(message: BusMessage) -> None:
+        heard.append(message["t"])
+        if message["t"] == "gap":
+            gap.set()
+        await release.wait()  # bounded by the bus's handler_timeout all the same
+
+    slow.subscribe(blocked)
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(a.run)
+            await nursery.start(slow.run)
+            with trio.fail_after(WAIT):
+                await slow.connected.wait()
+                for n in range(50):
+                    await a.bus.send(slow.tag, {"t": "m", "n": n})
+                # The reader goes on while the subscriber is stuck (real Redis delivering).
+                while slow.missed == 0:  # noqa: ASYNC110
+                    await trio.sleep(0.01)
+                release.set()
+                await gap.wait()
+            # Heard: the first few, then (the queue full) drops, then a gap to resync.
+            assert heard[-1] == "gap"
+            assert heard.count("m") == 50 - slow.missed
+            nursery.cancel_scope.cancel()
+    finally:
+        await a.aclose()
+        await b.aclose()
+
+
 async def test_shared_subscriptions_are_bounded_and_expire(redis_server: RedisServer) -> None:
     async with replicas(redis_server.url, "b4:") as (a, b):
         assert await a.bus.add_subscription("S", "memo://1", limit=2)

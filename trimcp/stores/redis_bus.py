@@ -3,7 +3,9 @@
 Each replica keeps one dedicated subscriber connection, subscribed to the broadcast
 channel ``<prefix>bus`` and to its own channel ``<prefix>bus:<tag>``; it publishes through
 the store's ordinary connection pool, from one publisher task that drains a bounded queue
-(``max_pending`` messages: a full queue drops, logged, never blocks the server).
+(``max_pending`` messages: a full queue drops, logged, never blocks the server). What the
+subscriber reads waits for the subscribers in a queue of the same bound: when they fall
+behind, messages are dropped (counted in ``missed``) and a ``gap`` event follows.
 
 Every wait is bounded: publishing takes the pool's ``timeout``; the subscriber sends a
 ``PING`` after ``ping_every`` quiet seconds and reconnects when nothing answers within
@@ -76,8 +78,14 @@ class RedisBus:
         self.backoff_max = backoff_max
         self._subscribers = Subscribers(handler_timeout)
         self._out_send, self._out_receive = trio.open_memory_channel[tuple[str, bytes]](max_pending)
+        # Read messages wait here for the subscribers, so a slow subscriber never stalls
+        # the reader (Redis would cut a subscriber whose output it must buffer too long).
+        self._in_send, self._in_receive = trio.open_memory_channel[BusMessage](max_pending)
+        self._overflowed = False
         self._token: trio.lowlevel.TrioToken | None = None
         self.dropped = 0
+        #: Messages heard but dropped because the subscribers could not keep up.
+        self.missed = 0
         #: Set once the subscriber is connected (tests wait for it; so may an operator).
         self.connected = trio.Event()
 
@@ -207,8 +215,28 @@ class RedisBus:
         self._token = trio.lowlevel.current_trio_token()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._publisher)
+            nursery.start_soon(self._dispatcher)
             task_status.started()
             await self._subscriber()
+
+    async def _dispatcher(self) -> None:
+        async for message in self._in_receive:
+            await self._subscribers.deliver(message)
+            if self._overflowed and not self._in_receive.statistics().current_buffer_used:
+                self._overflowed = False  # messages were dropped: subscribers resync
+                await self._subscribers.deliver({"t": "gap"})
+
+    def _hand_over(self, message: BusMessage) -> None:
+        try:
+            self._in_send.send_nowait(message)
+        except trio.WouldBlock:
+            self._overflowed = True
+            self.missed += 1
+            if self.missed == 1 or self.missed % 1000 == 0:
+                logger.warning(
+                    "bus subscribers cannot keep up: %d messages missed (a gap follows)",
+                    self.missed,
+                )
 
     async def _subscriber(self) -> None:
         backoff = self.backoff_min
@@ -222,15 +250,20 @@ class RedisBus:
                     await connection.stream.send_all(
                         pack(("SUBSCRIBE", self.channel, self.channel_of(self._tag)))
                     )
-                    for _ in range(2):
-                        await self._read_one(connection)
+                    confirmed = 0
+                    while confirmed < 2:
+                        reply = await self._read_one(connection)
+                        if isinstance(reply, list) and reply and reply[0] == b"subscribe":
+                            confirmed += 1
+                        else:
+                            self._dispatch(reply)
                 if failing:
                     logger.warning("the bus is connected to %s again", self.client.address)
                 failing = False
                 backoff = self.backoff_min
                 self.connected.set()
                 if ever_connected:  # what others published meanwhile is lost: say so
-                    await self._subscribers.deliver({"t": "gap"})
+                    self._hand_over({"t": "gap"})
                 ever_connected = True
                 await self._listen(connection)
             except _DROPPED as error:
@@ -281,9 +314,9 @@ class RedisBus:
                 with trio.fail_after(self.client.timeout):
                     await connection.stream.send_all(ping)
                     reply = await self._read_one(connection)
-            await self._dispatch(reply)
+            self._dispatch(reply)
 
-    async def _dispatch(self, reply: object) -> None:
+    def _dispatch(self, reply: object) -> None:
         if not isinstance(reply, list) or len(reply) != 3 or reply[0] != b"message":
             return  # a pong, or a subscribe confirmation
         payload = reply[2]
@@ -294,4 +327,4 @@ class RedisBus:
             return
         if not isinstance(message, dict) or message.get("o") == self.replica:
             return  # our own event: handled when it was raised
-        await self._subscribers.deliver(message)
+        self._hand_over(message)
