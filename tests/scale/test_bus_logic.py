@@ -195,3 +195,27 @@ async def test_a_failing_subscriber_does_not_stop_the_others(autojump_clock: Any
     await subscribers.deliver({"t": "x"})
     assert seen == ["x"]
     assert trio.current_time() - start == 1.0  # the stuck one was cut at its bound
+
+
+class _BusOnlyStore:
+    """The parts of a shared store the relay uses."""
+
+    def __init__(self, bus: LoopbackBus) -> None:
+        self.bus = bus
+
+    async def request_state_keyring(self, *, rotate_every: float) -> None:
+        return None
+
+
+async def test_a_server_hears_the_store_bus_only_while_served(autojump_clock: Any) -> None:
+    from trimcp.stores.bus import MemoryBus
+    from trimcp.stores.relay import ReplicaRelay
+
+    a, _, bus_a, _ = two_replicas()
+    a.attach_bus(None)
+    relay = ReplicaRelay(None, _BusOnlyStore(bus_a))  # type: ignore[arg-type]
+    async with trio.open_nursery() as nursery:
+        await nursery.start(relay.run, a)
+        assert a._replicas.bus is bus_a
+        nursery.cancel_scope.cancel()
+    assert isinstance(a._replicas.bus, MemoryBus)

@@ -543,9 +543,10 @@ class Server:
     def _count_change(self, kind: str) -> None:
         self._stateless.changes += 1
 
-    def attach_bus(self, bus: Bus) -> None:
+    def attach_bus(self, bus: Bus | None) -> None:
         """Hear and tell the other replicas through ``bus`` (see
-        :mod:`trimcp.server.replicas`); ``serve_http(store=...)`` attaches its store's."""
+        :mod:`trimcp.server.replicas`); ``serve_http(store=...)`` attaches its store's
+        while it serves. None: this process only (the default)."""
         self._replicas.attach(bus)
 
     @property

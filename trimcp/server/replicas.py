@@ -55,8 +55,11 @@ class ReplicaLink:
         self.bus: Bus = MemoryBus()
         self._unsubscribe = self.bus.subscribe(self._heard)
 
-    def attach(self, bus: Bus) -> None:
-        """Hear and tell through ``bus`` from now on (the HTTP server attaches its store's)."""
+    def attach(self, bus: Bus | None) -> None:
+        """Hear and tell through ``bus`` from now on (the HTTP server attaches its store's;
+        None: this process only, as by default)."""
+        if bus is None:
+            bus = MemoryBus()
         if bus is self.bus:
             return
         self._unsubscribe()

@@ -12,7 +12,9 @@ A token is ``v1.<key id>.<base64url(nonce | ciphertext | tag)>``. The keyring se
 its *current* key and opens with any key it holds, so rotating is: add the new key as
 current on every replica, keep the old one until the longest state TTL has passed, then
 drop it. Replicas behind a load balancer share the same keys (give them the same
-``secret``, or the same key bytes), so any of them can open a state another issued.
+``secret``, or the same key bytes), so any of them can open a state another issued; served
+with a shared store (``serve_http(store="redis://...")``) and left with the default keyring,
+they share keys through the store and rotate them together (:mod:`trimcp.stores.keyring`).
 """
 
 from __future__ import annotations

@@ -89,6 +89,8 @@ class ReplicaRelay:
                 await trio.sleep_forever()
         finally:
             unsubscribe()
+            if attach is not None:
+                attach(None)  # served no more: its changes concern this process only
 
     # --- messages for a GET stream open on another replica --------------------------------
 
