@@ -53,6 +53,7 @@ from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.session.context import RequestContext
 from trimcp.session.hooks import (
+    ImmediateTransport,
     RequestRelay,
     RestingHandler,
     RestingTransport,
@@ -190,6 +191,7 @@ class Session:
         "_relayed",
         "_rest_after",
         "_run",
+        "_send_now",
         "_transport",
         "_transport_can_rest",
         "_waiters",
@@ -228,6 +230,7 @@ class Session:
         #: The peer's requests relayed to another session (see trimcp.session.relay).
         self._relayed: dict[RequestId, Relayed] = {}
         self._relay = handler if isinstance(handler, RequestRelay) else None
+        self._send_now = transport.send_now if isinstance(transport, ImmediateTransport) else None
         if self._relay is not None:
             self.connection.pass_through = self._relay.relays
         self._batch_of: dict[RequestId, _Batch] = {}
@@ -708,6 +711,8 @@ class Session:
         self._waiters[target_id] = relayed
         self._run.reader_wakeup.set()  # a reader paused at max_in_flight must read the answer
         message = Outgoing(data)
+        if self._wrote_now(message):
+            return
         try:
             try:
                 self._run.outbox_send.send_nowait(message)
@@ -719,6 +724,17 @@ class Session:
             if isinstance(exc, _PEER_GONE):
                 raise SessionClosed("the session is closed") from None
             raise
+
+    def _wrote_now(self, message: Outgoing) -> bool:
+        """Write ``message`` at once when the transport can and nothing is queued before it
+        (saves the hop to the writer task; order kept as in :meth:`_write_reply_directly`)."""
+        send_now = self._send_now
+        if send_now is None or self._run.write_busy or self.closing:
+            return False
+        stats = self._run.outbox_send.statistics()
+        if stats.current_buffer_used or not stats.tasks_waiting_receive:
+            return False
+        return send_now(message)
 
     async def _settle_relayed(self, relayed: Relayed, result: Any, error: McpError | None) -> None:
         """Origin side: answer the peer's relayed request (from the target's reader)."""

@@ -13,6 +13,7 @@ import trio
 
 if TYPE_CHECKING:
     from trimcp.session.engine import Session
+    from trimcp.transports.base import Outgoing
 
 
 @runtime_checkable
@@ -25,6 +26,18 @@ class RestingTransport(Protocol):
 
     def rest(self) -> None:
         """The session is resting: drop what only an awake session needs."""
+        ...
+
+
+@runtime_checkable
+class ImmediateTransport(Protocol):
+    """A transport that can sometimes write a message at once, without waiting (a pipe
+    with room for it): the engine then skips the hop to its writer task."""
+
+    def send_now(self, message: Outgoing) -> bool:
+        """Write ``message`` whole if that needs no waiting and return True; else write
+        nothing and return False (the engine queues it as usual). Synchronous, so it
+        cannot be cancelled half-way."""
         ...
 
 
