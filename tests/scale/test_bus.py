@@ -286,3 +286,26 @@ async def test_without_the_store_a_replica_seals_with_its_own_key(
     assert ring.key_ids == before
     assert "seals with its own key until the store answers" in caplog.text
     await store.aclose()
+
+
+async def test_a_message_for_a_get_stream_goes_to_its_holder_or_stays(
+    redis_server: RedisServer,
+) -> None:
+    from trimcp.stores.relay import ReplicaRelay
+
+    async with replicas(redis_server.url, "b9:") as (a, b):
+        relay = ReplicaRelay(None, a)  # type: ignore[arg-type]
+        on_b = Heard(b.bus)
+        forward = relay.forwarder("S")
+        assert await forward(b'{"n":1}') is False  # no GET stream known: kept here
+        await b.bus.set_stream_holder("S", ttl=60)
+        relay._holders.clear()  # (the relay trusts what it learnt for a second)
+        assert await forward(b'{"n":2}') is True
+        out = await on_b.next("out")
+        assert (out["s"], out["m"]) == ("S", '{"n":2}')
+        # The holder stopped (nobody listens on its channel): kept here, looked up again.
+        gone = next(t for t in range(1, 4) if t not in {a.bus.tag, b.bus.tag})
+        await a.client.execute("SET", "b9:get:S", gone)
+        relay._holders.clear()
+        assert await forward(b'{"n":3}') is False
+        assert "S" not in relay._holders

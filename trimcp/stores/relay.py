@@ -111,7 +111,15 @@ class ReplicaRelay:
             tag = await self._holder(session_id)
             if tag is None or tag == self.bus.tag:
                 return False  # none known, or here: the transport's backlog keeps it
-            self.bus.send_nowait(tag, {"t": "out", "s": session_id, "m": data.decode()})
+            try:
+                listening = await self.bus.send(
+                    tag, {"t": "out", "s": session_id, "m": data.decode()}
+                )
+            except StoreUnavailable:
+                return False  # logged by the client: kept here (stored, resumable)
+            if not listening:  # that replica has stopped: keep it here, ask again next time
+                self._holders.pop(session_id, None)
+                return False
             self.relayed += 1
             return True
 
