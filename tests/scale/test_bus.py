@@ -146,6 +146,8 @@ async def test_a_bus_cut_off_from_redis_holds_a_bounded_queue(autojump_clock: ob
     big = {"t": "big", "data": "x" * (bus.max_message_bytes + 1)}
     bus.publish_nowait(big)  # over the size bound: refused before it is queued
     assert bus.dropped == 10_000
+    with pytest.raises(ValueError, match="max_message_bytes"):
+        await bus.send(1, big)  # refused before anything is sent
     await store.aclose()
 
 

@@ -93,7 +93,8 @@ class Bus(Protocol):
     async def send(self, tag: int | None, message: BusMessage) -> int:
         """Send ``message`` to the replica with tag ``tag`` now (``tag`` None: to every
         other replica); returns how many replicas were listening (for every replica, this one
-        counts too). Bounded; raises StoreUnavailable."""
+        counts too). Bounded; raises StoreUnavailable, or ValueError for a message over the
+        bus's size bound."""
         ...
 
     async def add_subscription(self, session_id: str, uri: str, limit: int) -> bool:

@@ -58,7 +58,7 @@ class RedisBus:
         replica: str,
         *,
         max_pending: int = 1024,
-        max_message_bytes: int = 1024 * 1024,
+        max_message_bytes: int = 5 * 1024 * 1024,
         ping_every: float = 5.0,
         backoff_min: float = 0.1,
         backoff_max: float = 5.0,
@@ -150,7 +150,9 @@ class RedisBus:
         channel = self.channel if tag is None else self.channel_of(tag)
         data = self._encode(message)
         if data is None:
-            return 0
+            raise ValueError(
+                f"a bus message cannot exceed {self.max_message_bytes} bytes (max_message_bytes)"
+            )
         listening = await self.client.execute("PUBLISH", channel, data)
         return listening if isinstance(listening, int) else 0
 

@@ -115,8 +115,8 @@ class ReplicaRelay:
                 listening = await self.bus.send(
                     tag, {"t": "out", "s": session_id, "m": data.decode()}
                 )
-            except StoreUnavailable:
-                return False  # logged by the client: kept here (stored, resumable)
+            except (StoreUnavailable, ValueError):
+                return False  # logged: kept here (stored, resumable)
             if not listening:  # that replica has stopped: keep it here, ask again next time
                 self._holders.pop(session_id, None)
                 return False
@@ -166,12 +166,14 @@ class ReplicaRelay:
             tag, out = None, {"t": "cancel", "s": entry.session_id, "m": value}
         else:
             return False
+        from trimcp.transports.http_server.asgi import HttpRejection
+
         try:
             listening = await self.bus.send(tag, out)
         except StoreUnavailable as error:
-            from trimcp.transports.http_server.asgi import HttpRejection
-
             raise HttpRejection(503, f"Could not pass this message on: {error}") from None
+        except ValueError as error:  # over the bus's bound
+            raise HttpRejection(413, f"Could not pass this message on: {error}") from None
         if not listening:
             # Nobody listens there: the replica that waited for it has stopped, and its
             # request with it. Nothing else would take it.
