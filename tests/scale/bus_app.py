@@ -82,6 +82,14 @@ async def roots_changed(session: Session, params: object) -> None:
 
 
 @app.tool()
+async def chatter(*, ctx: trimcp.Context) -> str:
+    """Log once below and once above ``error`` (the client's level decides what it hears)."""
+    await ctx.log("info", f"quiet {os.getpid()}")
+    await ctx.log("error", f"loud {os.getpid()}")
+    return str(os.getpid())
+
+
+@app.tool()
 def whoami() -> str:
     """The process id of the replica that ran this call."""
     return str(os.getpid())

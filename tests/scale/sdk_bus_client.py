@@ -33,6 +33,7 @@ class Recorder:
         self.elicited = 0
         self.sampled = 0
         self.rooted = 0
+        self.logs: list[str] = []
         self._changed = anyio.Event()
 
     def poke(self) -> None:
@@ -61,6 +62,9 @@ class Recorder:
     ) -> types.ElicitResult:
         self.elicited += 1
         return types.ElicitResult(action="accept", content={"name": "Ann"})
+
+    async def on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        self.logs.append(f"{params.level} {params.data}")
 
     async def on_list_roots(self, context: ClientRequestContext) -> types.ListRootsResult:
         self.rooted += 1
@@ -97,6 +101,7 @@ async def exercise(url: str, rounds: int, report: dict[str, Any]) -> None:
                 elicitation_callback=rec.on_elicitation,
                 sampling_callback=rec.on_sampling,
                 list_roots_callback=rec.on_list_roots,
+                logging_callback=rec.on_log,
                 message_handler=rec.on_message,
             ) as session,
         ):
@@ -112,9 +117,13 @@ async def _steps(
     session: ClientSession, rec: Recorder, rounds: int, report: dict[str, Any]
 ) -> None:
     report["protocol_version"] = (await session.initialize()).protocol_version
+    # The log level is set through one replica; log messages come from every replica.
+    await session.set_logging_level("error")
     # The GET stream opens on some replica after the handshake; wait until it answers
     # (a ping round trip through the balancer) before changes are raised.
     await session.send_ping()
+    report["chatter_pids"] = [_text(await session.call_tool("chatter", {})) for _ in range(rounds)]
+    report["logs"] = list(rec.logs)
     # Elicitation and sampling: each call runs on some replica, the answer is POSTed
     # through the balancer and may land on another.
     report["asked"] = [_text(await session.call_tool("ask", {})) for _ in range(rounds)]

@@ -159,3 +159,15 @@ def test_server_requests_from_any_replica_reach_the_get_stream(
     assert pids <= {str(r.process.pid) for r in cluster.replicas}
     assert len(pids) >= 2  # handled on several replicas, not only the GET stream's
     assert {m.read_text().split()[1] for m in marks} == {"1"}
+
+
+def test_the_log_level_set_through_one_replica_holds_on_every_replica(
+    report: dict[str, object],
+) -> None:
+    pids = report["chatter_pids"]
+    assert isinstance(pids, list)
+    assert len(set(pids)) >= 2  # the calls ran on several replicas
+    # Each call logged at info and at error; the client asked for error and above.
+    logs = report["logs"]
+    assert isinstance(logs, list)
+    assert sorted(logs) == sorted(f"error loud {pid}" for pid in pids)

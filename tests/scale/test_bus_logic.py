@@ -65,6 +65,12 @@ class LoopbackBus:
     async def subscribed(self, session_ids: list[str], uri: str) -> list[bool]:
         return [uri in self.subscriptions.get(s, set()) for s in session_ids]
 
+    async def save_session_value(self, session_id: str, name: str, value: str) -> None:
+        return None
+
+    async def load_session_value(self, session_id: str, name: str) -> str | None:
+        return None
+
     async def set_stream_holder(self, session_id: str, ttl: float) -> None:
         return None
 

@@ -651,6 +651,8 @@ class Server:
         if ctx.method == "initialize":
             self._sessions.state(session)
             return self.initialize_result(ctx.params)
+        if self._replicas.bus.shared:
+            await self._replicas.learn(session)
         meta = getattr(ctx.params, "meta", None)
         if meta and modern.META_PROTOCOL_VERSION in meta:
             raise McpError(
@@ -799,6 +801,7 @@ class Server:
 
     async def _set_level(self, ctx: RequestContext) -> EmptyResult:
         self._sessions.state(_session(ctx)).log_level = ctx.params.level
+        await self._replicas.set_level(_session(ctx), ctx.params.level)
         return EmptyResult()
 
     def sampling_tools(self, tools: Sequence[Tool | str]) -> list[Tool]:

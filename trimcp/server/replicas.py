@@ -13,19 +13,23 @@ resource subscriptions are kept in the store, since the ``resources/subscribe`` 
 may have reached another replica. A session with no GET stream open anywhere hears no
 changes (there is no stream to carry them; it lists again when it reconnects).
 
+The log level a client sets (``logging/setLevel``) through one replica is kept in the
+store and told to the others, so log messages sent from any replica honour it.
+
 On a one-process bus (the default) every session hears every change, as before.
 """
 
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 from trimcp.errors import INTERNAL_ERROR, McpError
 from trimcp.stores.base import StoreUnavailable
 from trimcp.stores.bus import Bus, BusMessage, MemoryBus, ReplicaOutlet
-from trimcp.types import ResourceUpdatedNotificationParams
+from trimcp.types import LoggingLevel, ResourceUpdatedNotificationParams
 
 if TYPE_CHECKING:
     from trimcp.server.listen import ListenHub
@@ -35,6 +39,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("trimcp.server")
 
 _LISTS = ("tools", "resources", "prompts")
+_LEVELS = frozenset(get_args(LoggingLevel))
 
 
 class ReplicaLink:
@@ -53,6 +58,8 @@ class ReplicaLink:
         self._on_list_changed = on_list_changed
         self._max_subscriptions = max_subscriptions
         self.bus: Bus = MemoryBus()
+        #: Shared sessions whose log level this replica has read from the store.
+        self._learnt: weakref.WeakSet[Session] = weakref.WeakSet()
         self._unsubscribe = self.bus.subscribe(self._heard)
 
     def attach(self, bus: Bus | None) -> None:
@@ -86,6 +93,10 @@ class ReplicaLink:
             self._list_changed(message["kind"])
         elif kind == "updated" and isinstance(message.get("uri"), str):
             await self._resource_updated(message["uri"])
+        elif kind == "level" and message.get("l") in _LEVELS:
+            for session, state in self._sessions.live():
+                if _shared_id(session) == message.get("s"):
+                    state.log_level = message["l"]
         elif kind == "gap":
             # Events of other replicas were lost while the bus was cut off: anything may
             # have changed, so say so (a client lists again; cheaper than a stale view).
@@ -137,6 +148,38 @@ class ReplicaLink:
                 flags = [self._sessions.state(s).subscribed(uri) for s, _ in shared]
             local.extend(s for (s, _), flag in zip(shared, flags, strict=True) if flag)
         return local
+
+    # --- the log level of a shared session ---------------------------------------------------
+
+    async def learn(self, session: Session) -> None:
+        """Before this replica first answers a shared session: take the log level the client
+        set through another replica (one round trip, once per session and replica)."""
+        if session in self._learnt:
+            return
+        self._learnt.add(session)
+        shared_id = _shared_id(session)
+        if shared_id is None:
+            return
+        try:
+            level = await self.bus.load_session_value(shared_id, "log-level")
+        except StoreUnavailable as error:
+            logger.warning("log level of session %s… unknown here: %s", shared_id[:8], error)
+            return
+        state = self._sessions.state(session)
+        if level in _LEVELS and state.log_level is None:
+            state.log_level = level  # type: ignore[assignment]
+
+    async def set_level(self, session: Session, level: str) -> None:
+        """The client set its log level through this replica: tell the others. Raises
+        McpError (-32603) naming the store when it is down."""
+        shared_id = _shared_id(session) if self.bus.shared else None
+        if shared_id is None:
+            return
+        try:
+            await self.bus.save_session_value(shared_id, "log-level", level)
+        except StoreUnavailable as error:
+            raise McpError(INTERNAL_ERROR, f"Could not share the log level: {error}") from None
+        self.bus.publish_nowait({"t": "level", "s": shared_id, "l": level})
 
     # --- subscriptions ----------------------------------------------------------------------
 

@@ -112,6 +112,15 @@ class Bus(Protocol):
         StoreUnavailable."""
         ...
 
+    async def save_session_value(self, session_id: str, name: str, value: str) -> None:
+        """Keep a small value of a shared session where every replica sees it (expiring a
+        day after it was last set). Raises StoreUnavailable."""
+        ...
+
+    async def load_session_value(self, session_id: str, name: str) -> str | None:
+        """That value (None: never set, or expired). Raises StoreUnavailable."""
+        ...
+
     async def set_stream_holder(self, session_id: str, ttl: float) -> None:
         """Record that this replica holds the session's GET stream now (for ``ttl``
         seconds). Raises StoreUnavailable."""
@@ -198,6 +207,12 @@ class MemoryBus:
 
     async def subscribed(self, session_ids: list[str], uri: str) -> list[bool]:
         return [False] * len(session_ids)
+
+    async def save_session_value(self, session_id: str, name: str, value: str) -> None:
+        return None
+
+    async def load_session_value(self, session_id: str, name: str) -> str | None:
+        return None
 
     async def set_stream_holder(self, session_id: str, ttl: float) -> None:
         return None

@@ -128,6 +128,16 @@ class RedisBus:
         )
         return [reply == 1 for reply in replies]
 
+    # --- small values of shared sessions (e.g. the log level) ------------------------------
+
+    async def save_session_value(self, session_id: str, name: str, value: str) -> None:
+        key = f"{self.prefix}sv:{session_id}:{name}"
+        await self.client.execute("SET", key, value, "PX", self.subscription_ttl_ms)
+
+    async def load_session_value(self, session_id: str, name: str) -> str | None:
+        reply = await self.client.execute("GET", f"{self.prefix}sv:{session_id}:{name}")
+        return reply.decode("utf-8", "replace") if isinstance(reply, bytes) else None
+
     # --- which replica holds a session's GET stream ------------------------------------------
 
     async def set_stream_holder(self, session_id: str, ttl: float) -> None:
