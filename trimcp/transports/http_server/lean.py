@@ -29,11 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-import time
 from collections.abc import Awaitable, Callable
-from email.utils import formatdate
-from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote
 
@@ -43,9 +39,11 @@ import trio
 
 from trimcp.transports.http_server import fasthead
 from trimcp.transports.http_server.app import McpHttpApp
-from trimcp.transports.http_server.asgi import BODY_BUFFERED, BOUNDED_SEND, Message
+from trimcp.transports.http_server.asgi import BODY_BUFFERED, BOUNDED_SEND
+from trimcp.transports.http_server.exchange import Exchange
 from trimcp.transports.http_server.fasthead import NEED_MORE, Head
 from trimcp.transports.http_server.guard import check_head
+from trimcp.transports.http_server.heads import Date, status_line, tokens
 from trimcp.transports.http_server.idle import IdleTimer
 from trimcp.transports.http_server.reuseport import open_reuseport_listeners
 
@@ -57,12 +55,10 @@ _LINGER = 1.0
 _LINGER_BYTES = 1024 * 1024
 _PEER_GONE = (trio.BrokenResourceError, trio.ClosedResourceError)
 _VERSIONS = {b"1.1": "1.1", b"1.0": "1.0"}
-_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 # What this server promises the app (see trimcp.transports.http_server.asgi): shared,
 # read-only dicts, one per case.
 _STREAMED_BODY: dict[str, Any] = {BOUNDED_SEND: {}}
 _BUFFERED_BODY: dict[str, Any] = {BOUNDED_SEND: {}, BODY_BUFFERED: {}}
-_LAST_CHUNK = b"0\r\n\r\n"
 
 App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
@@ -77,76 +73,6 @@ class _Limits:
     read_timeout: float | None
     keep_alive_max_requests: int
     root_path: str
-
-
-# --- response heads ------------------------------------------------------------------------
-
-_TOKEN = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
-_FIELD_VALUE = re.compile(rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?")
-# What a response header is to the framing: passed through, or looked at.
-_PLAIN, _LENGTH, _CONNECTION, _FRAMING = range(4)
-#: Validated header lines by (name, value): the app repeats the same few headers.
-_LINES: dict[tuple[bytes, bytes], tuple[bytes, int, bool]] = {}
-_MAX_LINES = 1024
-_STATUS_LINES: dict[int, bytes] = {}
-
-
-def _header(name: bytes, value: bytes) -> tuple[bytes, int, bool]:
-    """``(line, kind, close)`` for one response header; ValueError if it is malformed."""
-    pair = (name, value)
-    entry = _LINES.get(pair)
-    if entry is not None:
-        return entry
-    if not _TOKEN.fullmatch(name) or not _FIELD_VALUE.fullmatch(value):
-        raise ValueError(f"illegal response header {name!r}: {value!r}")
-    lower = name.lower()
-    close = False
-    if lower == b"content-length":
-        return value, _LENGTH, False  # varies per response: not cached
-    if lower == b"connection":
-        kind = _CONNECTION
-        close = b"close" in _tokens(value)
-    elif lower in (b"transfer-encoding", b"keep-alive", b"upgrade"):
-        kind = _FRAMING  # hop-by-hop framing is this server's business: dropped
-    else:
-        kind = _PLAIN
-    entry = (name + b": " + value + b"\r\n", kind, close)
-    if len(_LINES) >= _MAX_LINES:
-        _LINES.clear()
-    _LINES[pair] = entry
-    return entry
-
-
-def _tokens(value: bytes) -> list[bytes]:
-    return [token.strip() for token in value.lower().split(b",")]
-
-
-def _status_line(status: int) -> bytes:
-    line = _STATUS_LINES.get(status)
-    if line is None:
-        if type(status) is not int or not 200 <= status <= 999:
-            raise ValueError(f"the app's response status must be an int in 200-999: {status!r}")
-        try:
-            reason = HTTPStatus(status).phrase.encode("ascii")
-        except ValueError:
-            reason = b""
-        line = _STATUS_LINES[status] = b"HTTP/1.1 %d %s\r\n" % (status, reason)
-    return line
-
-
-class _Date:
-    """The ``Date`` header line, formatted at most once a second."""
-
-    second = -1
-    line = b""
-
-    @classmethod
-    def get(cls) -> bytes:
-        now = int(time.time())
-        if now != cls.second:
-            cls.line = b"date: " + formatdate(now, usegmt=True).encode("ascii") + b"\r\n"
-            cls.second = now
-        return cls.line
 
 
 # --- server --------------------------------------------------------------------------------
@@ -167,253 +93,6 @@ class _ServerState:
         self.terminating = True
         for scope in list(self.idle):
             scope.cancel()
-
-
-class _Exchange:
-    """One request on a connection: the ASGI ``receive`` and ``send`` the app gets."""
-
-    __slots__ = (
-        "_chunked",
-        "_connection",
-        "_fast_body",
-        "_head_write",
-        "_no_body",
-        "_remaining",
-        "_start",
-        "body_done",
-        "body_length",
-        "client_gone",
-        "complete",
-        "error_status",
-        "expect_continue",
-        "keep_alive",
-        "method",
-        "started",
-    )
-
-    def __init__(
-        self,
-        connection: _Connection,
-        method: bytes,
-        keep_alive: bool,
-        expect_continue: bool,
-        fast_body: bytes | None = None,
-    ) -> None:
-        self._connection = connection
-        self.method = method
-        self.keep_alive = keep_alive
-        self.expect_continue = expect_continue
-        self.body_done = False
-        #: The request body's declared length (0 without one; None when chunked).
-        self.body_length: int | None = 0
-        self.client_gone = False
-        #: h11's status hint when the request body was malformed.
-        self.error_status: int | None = None
-        self.started = False  # bytes of the response were written
-        self.complete = False  # the whole response was written
-        self._start: Message | None = None
-        self._chunked = False
-        self._no_body = False
-        #: Body bytes still owed under the app's own Content-Length (streamed bodies).
-        self._remaining: int | None = None
-        #: Set while the head is written ahead of the body (see :meth:`receive`).
-        self._head_write: trio.Event | None = None
-        #: The whole body of a request read by the fast path (None: h11 reads it).
-        self._fast_body = fast_body
-
-    # --- receive ---------------------------------------------------------------------------
-
-    async def receive(self) -> Message:
-        if not self.body_done:
-            return await self._receive_body()
-        if self.complete:
-            # The response is over: nothing more to wait for, and no client is leaving
-            # (the connection stays reusable).
-            return {"type": "http.disconnect"}
-        if not self.client_gone:
-            if self._start is not None and not self.started:
-                # The app waits for the client to leave with its response begun: a
-                # long-lived stream (a GET with nothing to send yet). The client gets the
-                # head now, not with the first event, which may come much later.
-                await self._send_head_now()
-            if not self.client_gone and not self.complete:
-                await self._connection.wait_for_eof()
-                self.client_gone = True
-        return {"type": "http.disconnect"}
-
-    async def _send_head_now(self) -> None:
-        assert self._start is not None
-        out = self._head(self._start, b"", True)
-        self._head_write = written = trio.Event()
-        try:
-            if not await self._connection.write(out):
-                self.client_gone = True
-        finally:
-            self._head_write = None
-            written.set()
-
-    async def _receive_body(self) -> Message:
-        connection = self._connection
-        conn = connection.conn
-        if conn is None:
-            return await self._receive_fast_body()
-        assert conn is not None
-        chunks: list[bytes] = []
-        while True:
-            try:
-                event = conn.next_event()
-            except h11.RemoteProtocolError as exc:
-                # A malformed body: the app sees a disconnect; the client gets h11's hint.
-                self.error_status = exc.error_status_hint
-                self.client_gone = self.body_done = True
-                return {"type": "http.disconnect"}
-            if type(event) is h11.Data:
-                chunks.append(bytes(event.data))
-                continue
-            if type(event) is h11.EndOfMessage:
-                self.body_done = True
-                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-            if event is h11.NEED_DATA:
-                if chunks:
-                    return {"type": "http.request", "body": b"".join(chunks), "more_body": True}
-                if self.expect_continue:
-                    # The client waits for our go-ahead before sending the body.
-                    self.expect_continue = False
-                    if not self.started and not await connection.write(_CONTINUE):
-                        self.client_gone = self.body_done = True
-                        return {"type": "http.disconnect"}
-                if not await connection.read():
-                    self.client_gone = self.body_done = True
-                    return {"type": "http.disconnect"}
-                continue
-            # ConnectionClosed or anything unexpected: the request will not complete.
-            self.client_gone = self.body_done = True
-            return {"type": "http.disconnect"}
-
-    async def _receive_fast_body(self) -> Message:
-        """The body of a request read by the fast path, in the chunks it arrives in.
-
-        First what came with the head, then the rest (``connection.owed`` bytes).
-        """
-        connection = self._connection
-        body = self._fast_body
-        if body is not None:
-            self._fast_body = None
-            if not connection.owed:
-                self.body_done = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            if body:
-                return {"type": "http.request", "body": body, "more_body": True}
-        buffer = connection.buffer
-        while not buffer:
-            if not await connection.read():
-                self.client_gone = self.body_done = True
-                return {"type": "http.disconnect"}
-        take = min(len(buffer), connection.owed)
-        chunk = bytes(buffer[:take])
-        del buffer[:take]
-        connection.owed -= take
-        self.body_done = done = not connection.owed
-        return {"type": "http.request", "body": chunk, "more_body": not done}
-
-    # --- send ------------------------------------------------------------------------------
-
-    async def send(self, message: Message) -> None:
-        kind = message["type"]
-        if kind == "http.response.start":
-            if self._start is not None:
-                raise RuntimeError("http.response.start sent twice")
-            self._start = message
-            return
-        if kind != "http.response.body":
-            raise ValueError(f"unexpected ASGI message {kind!r} on an HTTP connection")
-        if self._start is None:
-            raise RuntimeError("http.response.body before http.response.start")
-        if self._head_write is not None:
-            await self._head_write.wait()  # one write at a time on the stream
-        if self.client_gone or self.complete:
-            return
-        body: bytes = message.get("body", b"")
-        more = bool(message.get("more_body", False))
-        out = self._head(self._start, body, more) if not self.started else b""
-        if body and not self._no_body:
-            if self._chunked:
-                out += b"%x\r\n" % len(body) + body + b"\r\n"
-            else:
-                if self._remaining is not None:
-                    self._remaining -= len(body)
-                    if self._remaining < 0:
-                        raise ValueError("response body longer than its Content-Length")
-                out += body
-        if not more:
-            if self._chunked:
-                out += _LAST_CHUNK
-            elif self._remaining:
-                self.keep_alive = False  # short of its Content-Length: cannot reuse
-            self.complete = True
-        if out and not await self._connection.write(out):
-            self.client_gone = True
-
-    def _head(self, start: Message, body: bytes, more: bool) -> bytes:
-        """The status line and headers; decides framing and keep-alive. Sets ``started``."""
-        status = start["status"]
-        lines = [_status_line(status)]
-        length: bytes | None = None
-        keep_alive = self.keep_alive
-        closing = False  # the app's headers already say Connection: close
-        for name, value in start.get("headers", ()):
-            line, kind, close = _header(name, value)
-            if kind == _PLAIN:
-                lines.append(line)
-            elif kind == _LENGTH:
-                if length is not None or not line.isdigit() or len(line) > 18:
-                    raise ValueError(f"bad response Content-Length {line!r}")
-                length = line
-            elif kind == _CONNECTION:
-                lines.append(line)
-                if close:
-                    closing = True
-                    keep_alive = False
-        connection = self._connection
-        if connection.state.terminating:
-            keep_alive = False
-        elif keep_alive and not self.body_done:
-            # Answered before the app read the body: the connection can serve another
-            # request only if the rest of this one is already here; else say it closes.
-            conn = connection.conn
-            if conn is None:
-                if connection.owed > len(connection.buffer):
-                    keep_alive = False
-            elif conn.their_state is h11.SEND_BODY:
-                owed = self.body_length
-                if owed is None or len(conn.trailing_data[0]) < owed:
-                    keep_alive = False
-        self._no_body = no_body = self.method == b"HEAD" or status in (204, 304)
-        if length is not None:
-            if not no_body:
-                declared = int(length)
-                if not more and declared != len(body):
-                    raise ValueError(
-                        f"response Content-Length {declared} but a body of {len(body)} bytes"
-                    )
-                self._remaining = declared
-            lines.append(b"content-length: " + length + b"\r\n")
-        elif not more:
-            if status not in (204, 304):
-                lines.append(b"content-length: %d\r\n" % len(body))
-        elif not no_body:
-            if connection.http11:
-                self._chunked = True
-                lines.append(b"transfer-encoding: chunked\r\n")
-            else:
-                keep_alive = False  # HTTP/1.0: the body ends when the connection closes
-        if not keep_alive and not closing:
-            lines.append(b"connection: close\r\n")
-        lines.append(_Date.get())
-        lines.append(b"\r\n")
-        self.keep_alive = keep_alive
-        self.started = True
-        return b"".join(lines)
 
 
 class _Connection:
@@ -671,8 +350,8 @@ class _Connection:
 
     async def _refuse(self, status: int) -> None:
         """Answer ``status`` with an empty body; the connection then closes."""
-        head = _status_line(status) + b"content-length: 0\r\nconnection: close\r\n"
-        await self.write(head + _Date.get() + b"\r\n")
+        head = status_line(status) + b"content-length: 0\r\nconnection: close\r\n"
+        await self.write(head + Date.get() + b"\r\n")
 
     async def _serve(self, request: Head | h11.Request) -> bool:
         """Run the app for one request. True when the connection can take another."""
@@ -707,7 +386,7 @@ class _Connection:
         body_length: int | None = 0
         for name, value in headers:
             if name == b"connection":
-                if b"close" in _tokens(value):
+                if b"close" in tokens(value):
                     keep_alive = False
             elif name == b"content-length":
                 body_length = int(value)  # checked by h11 or the fast path: digits
@@ -741,7 +420,7 @@ class _Connection:
             if fast_body is not None and not self.owed
             else _STREAMED_BODY,
         }
-        exchange = _Exchange(self, method, keep_alive, expect_continue, fast_body)
+        exchange = Exchange(self, method, keep_alive, expect_continue, fast_body)
         exchange.body_length = body_length
         try:
             await self.app(scope, exchange.receive, exchange.send)

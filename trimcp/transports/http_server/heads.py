@@ -1,0 +1,82 @@
+"""Response heads of the lean HTTP/1.1 engine: status lines and validated header lines.
+
+The app repeats the same few headers on every response, so each validated line is kept
+(bounded); ``Content-Length`` varies and is not. The ``Date`` line is formatted at most
+once a second.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from email.utils import formatdate
+from http import HTTPStatus
+
+__all__ = ["CONNECTION", "FRAMING", "LENGTH", "PLAIN", "Date", "header", "status_line", "tokens"]
+
+_TOKEN = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
+_FIELD_VALUE = re.compile(rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?")
+# What a response header is to the framing: passed through, or looked at.
+PLAIN, LENGTH, CONNECTION, FRAMING = range(4)
+#: Validated header lines by (name, value): the app repeats the same few headers.
+_LINES: dict[tuple[bytes, bytes], tuple[bytes, int, bool]] = {}
+_MAX_LINES = 1024
+_STATUS_LINES: dict[int, bytes] = {}
+
+
+def header(name: bytes, value: bytes) -> tuple[bytes, int, bool]:
+    """``(line, kind, close)`` for one response header; ValueError if it is malformed."""
+    pair = (name, value)
+    entry = _LINES.get(pair)
+    if entry is not None:
+        return entry
+    if not _TOKEN.fullmatch(name) or not _FIELD_VALUE.fullmatch(value):
+        raise ValueError(f"illegal response header {name!r}: {value!r}")
+    lower = name.lower()
+    close = False
+    if lower == b"content-length":
+        return value, LENGTH, False  # varies per response: not cached
+    if lower == b"connection":
+        kind = CONNECTION
+        close = b"close" in tokens(value)
+    elif lower in (b"transfer-encoding", b"keep-alive", b"upgrade"):
+        kind = FRAMING  # hop-by-hop framing is this server's business: dropped
+    else:
+        kind = PLAIN
+    entry = (name + b": " + value + b"\r\n", kind, close)
+    if len(_LINES) >= _MAX_LINES:
+        _LINES.clear()
+    _LINES[pair] = entry
+    return entry
+
+
+def tokens(value: bytes) -> list[bytes]:
+    return [token.strip() for token in value.lower().split(b",")]
+
+
+def status_line(status: int) -> bytes:
+    line = _STATUS_LINES.get(status)
+    if line is None:
+        if type(status) is not int or not 200 <= status <= 999:
+            raise ValueError(f"the app's response status must be an int in 200-999: {status!r}")
+        try:
+            reason = HTTPStatus(status).phrase.encode("ascii")
+        except ValueError:
+            reason = b""
+        line = _STATUS_LINES[status] = b"HTTP/1.1 %d %s\r\n" % (status, reason)
+    return line
+
+
+class Date:
+    """The ``Date`` header line, formatted at most once a second."""
+
+    second = -1
+    line = b""
+
+    @classmethod
+    def get(cls) -> bytes:
+        now = int(time.time())
+        if now != cls.second:
+            cls.line = b"date: " + formatdate(now, usegmt=True).encode("ascii") + b"\r\n"
+            cls.second = now
+        return cls.line
