@@ -213,6 +213,9 @@ class ClientTracing:
                 error = exc
                 raise
             finally:
+                # The id is given when the request is sent, inside the chain.
+                if call.request_id is not None:
+                    span.set_attribute("jsonrpc.request.id", str(call.request_id))
                 _finish(span, error, result)
 
 

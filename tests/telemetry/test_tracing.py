@@ -96,6 +96,9 @@ async def test_spans_on_both_sides_share_a_trace(
     assert got.attributes["gen_ai.operation.name"] == "execute_tool"
     assert got.attributes["mcp.protocol.version"] == "2025-11-25"
     assert "jsonrpc.request.id" in got.attributes
+    # The client's span names the same request id as the server's.
+    assert sent.attributes is not None
+    assert sent.attributes["jsonrpc.request.id"] == got.attributes["jsonrpc.request.id"]
     read = by_name(spans, "resources/read", SpanKind.SERVER)
     assert read.attributes is not None
     assert read.attributes["mcp.resource.uri"] == "memo://today"

@@ -64,6 +64,7 @@ from trimcp.client.tasks import (
     is_task_answer,
 )
 from trimcp.errors import HEADER_MISMATCH, LocalProtocolError, McpError, RequestTimeout
+from trimcp.protocol.jsonrpc import RequestId
 from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import LATEST_VERSION, SUPPORTED_VERSIONS
@@ -354,7 +355,11 @@ class Client(Agreement):
     async def _send(self, call: OutgoingCall) -> Any:
         """The end of the middleware chain: send the request as the middleware left it."""
         options = call.send_options if isinstance(call, _Outgoing) else {}
-        return await self.session.send_request(call.method, call.params, **options)
+
+        def sent(request_id: RequestId) -> None:
+            call.request_id = request_id
+
+        return await self.session.send_request(call.method, call.params, on_sent=sent, **options)
 
     async def _request_with_input(
         self,

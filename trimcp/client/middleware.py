@@ -23,7 +23,7 @@ from typing import Any
 class OutgoingCall:
     """One request on its way to the server."""
 
-    __slots__ = ("client", "method", "params", "target")
+    __slots__ = ("client", "method", "params", "request_id", "target")
 
     def __init__(self, client: Any, method: str, params: Any, target: str | None) -> None:
         self.client = client
@@ -32,6 +32,9 @@ class OutgoingCall:
         self.params = params
         #: What the request is about (a tool or prompt name, a URI), when known.
         self.target = target
+        #: The JSON-RPC id, once the request is sent (None before, and for a request the
+        #: chain answered without sending).
+        self.request_id: int | str | None = None
 
     def __repr__(self) -> str:
         return f"<OutgoingCall {self.method!r} {self.target!r}>"

@@ -347,13 +347,15 @@ class Session:
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
         related_request_id: RequestId | None = None,
+        on_sent: Callable[[RequestId], None] | None = None,
     ) -> Any:
         """Send a request and wait for its result (typed for known methods).
 
         ``timeout``: seconds to wait (default ``options.request_timeout``; ``None``: no
         limit). With ``reset_timeout_on_progress`` each progress notification restarts the
         timeout, never past ``options.max_request_timeout`` from the start. ``on_progress``
-        is called in this task for each progress notification.
+        is called in this task for each progress notification. ``on_sent`` is told the
+        request's id once it has one (e.g. for a tracing span).
 
         Raises the peer's error as :class:`McpError`, :class:`RequestTimeout` on timeout,
         :class:`SessionClosed` if the session closes first, :class:`LocalProtocolError` if
@@ -379,6 +381,8 @@ class Session:
         request_id, data = self.connection.send_request(
             method, params, with_progress=on_progress is not None
         )
+        if on_sent is not None:
+            on_sent(request_id)
         waiter = Waiter(timeout, hard, reset_timeout_on_progress)
         self._waiters[request_id] = waiter
         self._run.reader_wakeup.set()  # a reader paused at max_in_flight must read our answer

@@ -77,6 +77,7 @@ from trimcp.transports.http_server.streams import (
     pump,
     pump_until_disconnect,
 )
+from trimcp.transports.http_server.tracecontext import adopt_trace_headers
 from trimcp.transports.http_server.transport import HttpSessionTransport
 
 logger = logging.getLogger("trimcp.http")
@@ -336,6 +337,7 @@ class McpHttpApp:
             buffered=BODY_BUFFERED in engine,
         )
         parsed = parse_body(body)
+        adopt_trace_headers(parsed.value, headers)
         if not modern_http.claims(version) and not modern_http.is_modern_body(parsed):
             raise HttpRejection(400, f"Unsupported MCP-Protocol-Version: {version[:40]}")
         await self._modern.post(
@@ -372,6 +374,7 @@ class McpHttpApp:
                 receive, config.max_body_bytes, config.body_timeout, headers.get(b"content-length")
             )
             parsed = parse_body(body)
+            adopt_trace_headers(parsed.value, headers)
             if self._modern is not None and entry is None and modern_http.is_modern_body(parsed):
                 # A 2026 request without MCP-Protocol-Version: answered as 2026 (-32020).
                 await self._modern.post(receive, send, headers, parsed, principal)

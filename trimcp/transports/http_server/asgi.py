@@ -37,13 +37,16 @@ WANTED = frozenset(
         b"last-event-id",
         b"mcp-method",
         b"mcp-name",
+        b"traceparent",
+        b"tracestate",
+        b"baggage",
     }
 )
 #: 2026-07-28 ``Mcp-Param-{Name}`` headers (read too; repeating one is refused the same way).
 PARAM_PREFIX = b"mcp-param-"
 #: Of :data:`WANTED`, the list-valued headers (RFC 9110, section 5.3): repeated lines are
 #: one value, joined with commas, as HTTP allows.
-LIST_HEADERS = frozenset({b"accept"})
+LIST_HEADERS = frozenset({b"accept", b"traceparent", b"tracestate", b"baggage"})
 
 SSE_HEADERS: Headers = [
     (b"content-type", b"text/event-stream"),

@@ -34,6 +34,7 @@ from trimcp.transports.http_server.asgi import (
 )
 from trimcp.transports.http_server.security import accepts, is_json_content_type
 from trimcp.transports.http_server.streams import Sink, pump_until_disconnect, sse_message
+from trimcp.transports.http_server.tracecontext import adopt_trace_headers
 
 if TYPE_CHECKING:
     from trimcp.auth.principal import AuthInfo
@@ -146,6 +147,7 @@ async def _post(
             receive, config.max_body_bytes, config.body_timeout, headers.get(b"content-length")
         )
         parsed = parse_body(body)
+        adopt_trace_headers(parsed.value, headers)
         if config.auth is not None:  # per tool/prompt/resource scopes, as on /mcp
             requests = [m for m in parsed.messages if type(m) is Request]
             config.auth.authorize(requests, cast("AuthInfo | None", principal))
