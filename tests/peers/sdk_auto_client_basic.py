@@ -3,8 +3,9 @@ print a JSON report: the negotiated version, the server's identity, the tools, a
 tool, a tool with progress, sampling (2026: through ``input_required``), a resource read
 and a prompt. Imports nothing from trimcp.
 
-Usage: ``python tests/peers/sdk_auto_client_basic.py -- <server argv...>``. Exit status 0
-when every step ran, 1 otherwise (``"error"`` in the report).
+Usage: ``python tests/peers/sdk_auto_client_basic.py -- <server argv...>`` (stdio) or
+``... --url http://127.0.0.1:PORT/mcp``. Exit status 0 when every step ran, 1 otherwise
+(``"error"`` in the report).
 """
 
 from __future__ import annotations
@@ -64,10 +65,14 @@ async def drive(target: Any, report: dict[str, Any]) -> None:
 
 
 def main() -> int:
-    argv = sys.argv[sys.argv.index("--") + 1 :]
-    # The SDK passes the child a minimal environment: keep PYTHONPATH (a checkout).
-    env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else None
-    target = StdioServerParameters(command=argv[0], args=argv[1:], env=env)
+    target: Any
+    if sys.argv[1:2] == ["--url"]:
+        target = sys.argv[2]
+    else:
+        argv = sys.argv[sys.argv.index("--") + 1 :]
+        # The SDK passes the child a minimal environment: keep PYTHONPATH (a checkout).
+        env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else None
+        target = StdioServerParameters(command=argv[0], args=argv[1:], env=env)
     report: dict[str, Any] = {}
 
     async def bounded() -> None:

@@ -47,7 +47,7 @@ class Wire:
 
 
 @asynccontextmanager
-async def proxied() -> AsyncIterator[tuple[Wire, Wire]]:
+async def proxied(version: str = VERSION) -> AsyncIterator[tuple[Wire, Wire]]:
     """A proxy between two raw ends, past the handshake: (client end, backend end)."""
     back_proxy, back_test = memory_transport_pair()
 
@@ -64,7 +64,7 @@ async def proxied() -> AsyncIterator[tuple[Wire, Wire]]:
             0,
             "initialize",
             {
-                "protocolVersion": VERSION,
+                "protocolVersion": version,
                 "capabilities": {"roots": {"listChanged": True}},
                 "clientInfo": {"name": "raw", "version": "1"},
             },
@@ -76,7 +76,7 @@ async def proxied() -> AsyncIterator[tuple[Wire, Wire]]:
                 "jsonrpc": "2.0",
                 "id": init["id"],
                 "result": {
-                    "protocolVersion": VERSION,
+                    "protocolVersion": version,
                     "capabilities": {"tools": {}, "logging": {}},
                     "serverInfo": {"name": "backend", "version": "1"},
                 },
@@ -251,3 +251,44 @@ async def test_notifications_keep_their_place_among_relayed_requests_both_ways(
             await backend.send({"jsonrpc": "2.0", "id": request["id"], "result": {"content": []}})
             assert await client.receive() == log  # untouched, and before the answer
             assert (await client.receive())["id"] == round_
+
+
+async def test_a_2025_03_26_batch_is_forwarded_and_answered_as_one_array(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # Batches take the handler path (answered together), with the params still raw.
+    async with proxied("2025-03-26") as (client, backend):
+        await client.transport.send(
+            [
+                Outgoing(
+                    json.dumps(
+                        [
+                            {
+                                "jsonrpc": "2.0",
+                                "id": 1,
+                                "method": "tools/call",
+                                "params": call("a"),
+                            },
+                            {
+                                "jsonrpc": "2.0",
+                                "id": 2,
+                                "method": "tools/call",
+                                "params": call("b"),
+                            },
+                        ]
+                    ).encode()
+                )
+            ]
+        )
+        received = [await backend.receive() for _ in range(2)]
+        assert sorted(m["params"]["name"] for m in received) == ["a", "b"]
+        assert all(m["params"]["x-vendor"] == {"deep": [1, {"a": None}]} for m in received)
+        for message in received:
+            text = message["params"]["name"]
+            result = {"content": [{"type": "text", "text": text}]}
+            await backend.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        with trio.fail_after(30):
+            answer = json.loads(await client.transport.receive())
+        assert isinstance(answer, list)
+        texts = {item["id"]: item["result"]["content"][0]["text"] for item in answer}
+        assert texts == {1: "a", 2: "b"}
