@@ -192,3 +192,37 @@ def test_a_failing_lifespan_is_one_line_and_exit_1(tmp_path: Path, how: str) -> 
     ) in completed.stderr
     assert "Traceback" not in completed.stderr
     assert "serving" not in completed.stderr  # nothing was bound
+
+
+def test_server_run_websocket_applies_allowed_origins(tmp_path: Path) -> None:
+    script = _write(
+        tmp_path,
+        "serve_ws_origins.py",
+        TOOL + "app.run(transport='websocket', port=0, allowed_origins=['https://app.example'])\n",
+    )
+    server = _spawn([sys.executable, script])
+    url = _url(server, "ws")
+    probe = (
+        "import sys, trio, trio_websocket\n"
+        "from trimcp.transports.websocket import open_websocket_client_transport\n"
+        "async def main(origin):\n"
+        "    try:\n"
+        "        async with open_websocket_client_transport(sys.argv[1], "
+        "headers=[('Origin', origin)]):\n"
+        "            return 'open'\n"
+        "    except trio_websocket.ConnectionRejected as exc:\n"
+        "        return str(exc.status_code)\n"
+        "print(trio.run(main, 'https://app.example'), trio.run(main, 'http://localhost:1'))\n"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", probe, url],
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT,
+            check=False,
+        )
+        assert done.stdout.split() == ["open", "403"], done.stderr
+    finally:
+        server.send_signal(signal.SIGINT)
+        _finish(server)

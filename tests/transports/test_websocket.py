@@ -236,3 +236,41 @@ async def test_an_idle_session_is_closed_but_not_a_busy_one(
 )
 def test_handshake_allowlist(host: str | None, origin: str | None, ok: bool) -> None:
     assert handshake_allowed(host, origin, ("localhost", "127.0.0.1", "[::1]")) is ok
+
+
+@pytest.mark.parametrize(
+    ("origin", "status"),
+    [
+        ("https://app.example.com", None),  # listed: accepted
+        ("http://localhost:3000", 403),  # an allowed host, but the list is explicit
+        ("https://evil.example.com", 403),
+    ],
+)
+async def test_allowed_origins_hold_on_websocket_as_over_http(
+    origin: str, status: int | None
+) -> None:
+    with trio.fail_after(20):
+        async with websocket_server(allowed_origins=("https://app.example.com",)) as port:
+            url = f"ws://127.0.0.1:{port}/mcp"
+            if status is None:
+                async with (
+                    open_websocket_client_transport(url, headers=[("Origin", origin)]) as t,
+                    open_session(t, role=Role.CLIENT, handler=NullClient()) as client,
+                ):
+                    await client.initialize(init_params())
+            else:
+                with pytest.raises(trio_websocket.ConnectionRejected) as refused:
+                    async with open_websocket_client_transport(url, headers=[("Origin", origin)]):
+                        pass
+                assert refused.value.status_code == status
+    no_leaked_socket()
+
+
+def test_handshake_allowlist_with_explicit_origins() -> None:
+    hosts = ("localhost", "127.0.0.1")
+    origins = ("https://app.example.com", "http://localhost:*")
+    assert handshake_allowed("127.0.0.1", "https://app.example.com", hosts, origins)
+    assert handshake_allowed("127.0.0.1", "http://localhost:5173", hosts, origins)
+    assert not handshake_allowed("127.0.0.1", "http://127.0.0.1:5173", hosts, origins)
+    assert handshake_allowed("127.0.0.1", None, hosts, origins)  # no Origin: not a browser
+    assert handshake_allowed("127.0.0.1", "https://x.example", hosts, ("*",))

@@ -295,6 +295,7 @@ async def _serve_websocket(
                 port=settings.bound_port,
                 path=settings.path,
                 allowed_hosts=allowed,
+                allowed_origins=settings.allowed_origins or None,
                 options=options,
             )
         )

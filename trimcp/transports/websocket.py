@@ -69,13 +69,21 @@ class WebSocketTransport:
         await self._connection.aclose()
 
 
-def handshake_allowed(host: str | None, origin: str | None, allowed_hosts: Collection[str]) -> bool:
-    """The HTTP transport's DNS-rebinding rule: a good ``Host``, and an ``Origin`` (when
-    present) whose host is allowed too. Shared with the HTTP server, not a twin of it."""
+def handshake_allowed(
+    host: str | None,
+    origin: str | None,
+    allowed_hosts: Collection[str],
+    allowed_origins: Collection[str] | None = None,
+) -> bool:
+    """The HTTP transport's rules: a good ``Host``, and an ``Origin`` (when present) that
+    is in ``allowed_origins``, or, when that is None, whose host is an allowed host. Shared
+    with the HTTP server (:func:`~trimcp.transports.http_server.security.origin_allowed`),
+    not a twin of it."""
     hosts = tuple(allowed_hosts)
     if not host_allowed(host, hosts):
         return False
-    return origin is None or origin_allowed(origin, None, hosts)
+    origins = tuple(allowed_origins) if allowed_origins is not None else None
+    return origin is None or origin_allowed(origin, origins, hosts)
 
 
 def _headers(request: trio_websocket.WebSocketRequest, name: bytes) -> list[str]:
@@ -131,6 +139,7 @@ async def serve_websocket(
     port: int = 8765,
     path: str = "/mcp",
     allowed_hosts: Collection[str] = LOCAL_HOSTS,
+    allowed_origins: Collection[str] | None = None,
     options: SessionOptions | None = None,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     max_sessions: int = _HTTP_DEFAULTS.max_sessions,
@@ -145,7 +154,10 @@ async def serve_websocket(
     connection. The handshake is refused with 403 for a bad ``Host``/``Origin``, 400 for a
     repeated ``Origin`` or a missing ``mcp`` subprotocol, 404 for another path, and 503 when
     ``max_sessions`` sessions are open (nothing is allocated for a refused one). A request
-    without ``Origin`` (a non-browser client) is allowed when its ``Host`` is good. The
+    without ``Origin`` (a non-browser client) is allowed when its ``Host`` is good; a
+    browser's ``Origin`` must be in ``allowed_origins`` (entries like
+    ``https://app.example.com``, ``http://localhost:*`` for any port, ``*`` for any), or,
+    when that is None, name an allowed host, as over HTTP. The
     limits are the HTTP server's (:class:`HttpServerConfig` defaults): at most
     ``max_sessions`` at once, and a session idle for ``idle_timeout`` seconds (no message
     either way, nothing under way) is closed. Cancellation: stops accepting; every open
@@ -168,7 +180,10 @@ async def serve_websocket(
             await request.reject(400, body=b"Bad request: repeated Host or Origin header")
             return
         if not handshake_allowed(
-            hosts[0] if hosts else None, origins[0] if origins else None, allowed_hosts
+            hosts[0] if hosts else None,
+            origins[0] if origins else None,
+            allowed_hosts,
+            allowed_origins,
         ):
             await request.reject(403, body=b"Forbidden: Host or Origin not allowed")
             return
