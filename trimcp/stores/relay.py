@@ -52,6 +52,10 @@ _CANCELLED = "notifications/cancelled"
 #: How long a replica trusts what it learnt of where a session's GET stream is.
 HOLDER_RECHECK = 1.0
 MAX_HOLDERS_CACHED = 10_000
+#: How long the record of a GET stream's replica lasts. Long on purpose (a GET stream can
+#: stay open for hours): a stale record is harmless, since a replica without the stream
+#: keeps what it is sent (stored, resumable) and one that stopped is not sent anything.
+HOLDER_TTL = 24 * 3600.0
 
 
 class ReplicaRelay:
@@ -100,7 +104,7 @@ class ReplicaRelay:
         sending replica's backlog instead)."""
         self._remember(session_id, self.bus.tag)
         try:
-            await self.bus.set_stream_holder(session_id, self.manager.config.idle_timeout)
+            await self.bus.set_stream_holder(session_id, HOLDER_TTL)
         except StoreUnavailable as error:
             logger.warning("GET stream of %s… not claimed: %s", session_id[:8], error)
 
