@@ -122,6 +122,31 @@ async def test_changes_on_the_mounted_server_reach_the_parents_clients(
         assert result.tools == []
 
 
+async def test_completers_added_after_mount_are_carried_over(autojump_clock: Any) -> None:
+    # Also through two levels of mounting: main <- mid <- weather.
+    child = make_child([])
+    mid = Server("mid")
+    mid.mount(child, prefix="wx")
+    parent = Server("main")
+    parent.mount(mid, prefix="eu")
+
+    @child.prompt()
+    def outfit(weather: str) -> str:
+        return f"dress for {weather}"
+
+    @child.complete_argument(prompt="outfit", argument="weather")
+    def kinds(value: str) -> list[str]:
+        return [k for k in ("rain", "sun") if k.startswith(value)]
+
+    async with trimcp.connect_memory(parent) as client:
+        done = await client.complete(PromptReference(name="eu_wx_outfit"), "weather", "r")
+        assert done.completion.values == ["rain"]
+        done = await client.complete(
+            ResourceTemplateReference(uri="weather://eu/wx/{city}/now"), "city", "pa"
+        )
+        assert done.completion.values == ["paris"]
+
+
 def test_bad_mounts() -> None:
     parent, child = Server("p"), Server("c")
     with pytest.raises(ValueError, match="prefix"):

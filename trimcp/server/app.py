@@ -222,6 +222,7 @@ class Server:
         for kind in ("tools", "prompts", "resources", "templates"):
             mount.sync(kind)
         mount.copy_completers()
+        server.completions.listeners.append(mount.copy_completers)
         server._change_listeners.append(mount.sync)
         server._mounted_into.append(mount)
         self._lifespan.children.append(server._lifespan)

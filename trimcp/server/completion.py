@@ -108,6 +108,8 @@ class Completions:
     def __init__(self) -> None:
         self._arguments: dict[tuple[RefKind, str, str], Completer] = {}
         self._refs: dict[tuple[RefKind, str], Completer] = {}
+        #: Called after every addition (a server this one is mounted into mirrors them).
+        self.listeners: list[Callable[[], None]] = []
 
     def __bool__(self) -> bool:
         return bool(self._arguments or self._refs)
@@ -117,11 +119,27 @@ class Completions:
         if slot in self._arguments:
             raise ValueError(f"A completer for {kind} {key!r} argument {argument!r} exists")
         self._arguments[slot] = Completer(fn, per_argument=True)
+        self._changed()
 
     def add_ref(self, kind: RefKind, key: str, fn: Callable[..., Any]) -> None:
         if (kind, key) in self._refs:
             raise ValueError(f"A completer for {kind} {key!r} exists")
         self._refs[(kind, key)] = Completer(fn, per_argument=False)
+        self._changed()
+
+    def adopt(
+        self,
+        arguments: dict[tuple[RefKind, str, str], Completer],
+        refs: dict[tuple[RefKind, str], Completer],
+    ) -> None:
+        """Take a mounted server's completers (already under this server's names)."""
+        self._arguments.update(arguments)
+        self._refs.update(refs)
+        self._changed()
+
+    def _changed(self) -> None:
+        for listener in list(self.listeners):
+            listener()
 
     def has_ref(self, kind: RefKind, key: str) -> bool:
         return (kind, key) in self._refs or any(

@@ -14,8 +14,8 @@ shared with any other serving loop that enters it). List changes: adding, removi
 enabling or disabling anything on the mounted server afterwards updates the mounting
 server, whose sessions get ``notifications/*/list_changed``; its
 ``notify_resource_updated(uri)`` reaches the subscribers of the prefixed URI. Completers
-registered on the
-mounted server before ``mount`` are carried over under the new names.
+registered on the mounted server, before ``mount`` or after it, are carried over under
+the new names.
 """
 
 from __future__ import annotations
@@ -211,11 +211,18 @@ class Mount:
         return template, template.uri_template
 
     def copy_completers(self) -> None:
+        """Mirror the mounted server's completers here (at mount, and after each one it
+        adds later: this is one of its completion registry's listeners)."""
         theirs, ours = self.child.completions, self.parent.completions
-        for (kind, key, argument), completer in theirs._arguments.items():
-            ours._arguments[(kind, self._key(kind, key), argument)] = completer
-        for (kind, key), completer in theirs._refs.items():
-            ours._refs[(kind, self._key(kind, key))] = completer
+        arguments = {
+            (kind, self._key(kind, key), argument): completer
+            for (kind, key, argument), completer in theirs._arguments.items()
+        }
+        refs = {
+            (kind, self._key(kind, key)): completer
+            for (kind, key), completer in theirs._refs.items()
+        }
+        ours.adopt(arguments, refs)
 
     def _key(self, kind: str, key: str) -> str:
         return self.name(key) if kind == "prompt" else prefixed_uri(self.prefix, key)
