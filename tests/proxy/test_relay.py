@@ -16,12 +16,22 @@ import pytest
 import trio
 
 from trimcp.proxy import ProxyServer
-from trimcp.session import serve_session
+from trimcp.session import SessionOptions, serve_session
 from trimcp.transports.base import Outgoing, Transport
 from trimcp.transports.memory import MemoryTransport, memory_transport_pair
 
 Message = dict[str, Any]
 VERSION = "2025-11-25"
+INIT_PARAMS: Message = {
+    "protocolVersion": VERSION,
+    "capabilities": {},
+    "clientInfo": {"name": "raw", "version": "1"},
+}
+INIT_RESULT: Message = {
+    "protocolVersion": VERSION,
+    "capabilities": {"tools": {}},
+    "serverInfo": {"name": "backend", "version": "1"},
+}
 
 
 class Wire:
@@ -292,3 +302,50 @@ async def test_a_2025_03_26_batch_is_forwarded_and_answered_as_one_array(
         assert isinstance(answer, list)
         texts = {item["id"]: item["result"]["content"][0]["text"] for item in answer}
         assert texts == {1: "a", 2: "b"}
+
+
+async def test_a_backend_that_stops_reading_holds_the_client_back_and_closing_stays_bounded(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # Backpressure, not buffering: with the backend's outbox full, the proxy stops
+    # reading the client; closing the client still ends everything within the bounds.
+    back_proxy, back_test = memory_transport_pair(max_buffered=1)
+
+    @asynccontextmanager
+    async def connect() -> AsyncIterator[Transport]:
+        yield back_proxy
+
+    options = SessionOptions(outbox_size=1)
+    proxy = ProxyServer(connect, backend_options=options)
+    front_test, front_proxy = memory_transport_pair(max_buffered=1)
+    client, backend = Wire(front_test), Wire(back_test)
+    with trio.fail_after(600):
+        async with trio.open_nursery() as nursery:
+            done = trio.Event()
+
+            async def serve() -> None:
+                await serve_session(front_proxy, proxy)
+                done.set()
+
+            nursery.start_soon(serve)
+            await client.request(0, "initialize", INIT_PARAMS)
+            init = await backend.receive()
+            await backend.send({"jsonrpc": "2.0", "id": init["id"], "result": INIT_RESULT})
+            await backend.receive()  # notifications/initialized
+            await client.receive()
+            await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            sent = 0
+            with trio.move_on_after(5):
+                while True:  # the backend reads nothing from here on
+                    await client.request(sent + 1, "tools/call", call("x"))
+                    sent += 1
+            assert 0 < sent < 10  # held back after a few messages
+            # The request the proxy's reader is stuck on fails after the backend's
+            # request_timeout, naming why; then the reader sees the client leave.
+            with trio.fail_after(120):
+                refused = json.loads(await client.transport.receive())
+            assert refused["error"]["code"] == -32603
+            assert "the peer read nothing for 60s" in refused["error"]["message"]
+            await front_test.aclose()
+            await done.wait()  # the proxy's session closed within its bounds
+            nursery.cancel_scope.cancel()

@@ -697,11 +697,17 @@ class Session:
             )
             with suppress(LocalProtocolError):
                 await self._reply(request_id, self.connection.send_error(request_id, error), None)
+        except BaseException:  # cancelled while the target's outbox was full: not sent
+            self._relayed.pop(request_id, None)
+            self.connection.forget_inbound(request_id)
+            self._relay_ended()
+            raise
 
     async def _relay_in(self, relayed: Relayed, params: Any) -> None:
         """Target side: send a relayed request as ours; its answer goes to the origin.
 
-        Raises :class:`SessionClosed` or :class:`LocalProtocolError` (not sent).
+        Raises :class:`SessionClosed` or :class:`LocalProtocolError` (not sent), and
+        :class:`RequestTimeout` when our outbox stayed full for ``request_timeout``.
         Cancellation: atomic (queued whole, or forgotten).
         """
         if self.closing:
@@ -720,8 +726,18 @@ class Session:
         try:
             try:
                 self._run.outbox_send.send_nowait(message)
+                full = False
             except trio.WouldBlock:
-                await self._run.outbox_send.send(message)
+                full = True
+            if full:
+                # The origin's reader waits here (backpressure), but not for ever: it
+                # must go on reading to see its own peer leave.
+                with trio.move_on_after(self.options.request_timeout) as waited:
+                    await self._run.outbox_send.send(message)
+                if waited.cancelled_caught:
+                    raise RequestTimeout(
+                        f"the peer read nothing for {self.options.request_timeout:g}s"
+                    )
         except BaseException as exc:
             self._waiters.pop(target_id, None)
             self.connection.cancel_outbound(target_id)
