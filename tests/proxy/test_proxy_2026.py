@@ -198,3 +198,25 @@ async def test_a_session_era_backend_makes_auto_clients_fall_back_to_a_session(
             nursery.cancel_scope.cancel()
     # One connection learnt the era (and was closed), then one per session client.
     assert len(opened) == 3
+
+
+async def test_an_http_backend_serves_2026_and_session_clients_through_the_proxy() -> None:
+    # ProxyServer.for_url: the shared connection speaks 2026 to the backend over HTTP.
+    eras.clear()
+    stop = trio.Event()
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(
+                lambda task_status: serve_http(
+                    backend, port=0, shutdown_trigger=stop.wait, task_status=task_status
+                )
+            )
+            proxy = ProxyServer.for_url(f"http://127.0.0.1:{port}/mcp")
+            async with proxy_over_http(proxy) as url:
+                async with connect_http(url) as modern:
+                    await exercise(modern)
+                async with connect_http(url, mode="legacy") as legacy:
+                    assert legacy.server_info.name == "upstream"
+                    await legacy.call_tool("count", {"steps": 1})
+            stop.set()
+    assert set(eras) == {"2026-07-28", "2025-11-25"}
