@@ -8,7 +8,9 @@ server-to-client stream is here. The raising replica also publishes it on the bu
 
 On a *shared* bus (replicas behind a load balancer) a 2025 session can be held by several
 replicas at once (each request wakes it where it lands), but its GET stream is open on
-one. Only that one tells it of changes, so the client hears each change once. Its
+one (or was last: the client may be reconnecting it). Only that one tells it of changes,
+so the client hears each change once; what it sends while the stream is away is stored
+for the client's resume. Its
 resource subscriptions are kept in the store, since the ``resources/subscribe`` request
 may have reached another replica. A session with no GET stream open anywhere hears no
 changes (there is no stream to carry them; it lists again when it reconnects).

@@ -12,8 +12,11 @@ way, may reach a replica other than the one waiting for it. With a shared store:
 - a message for the session's GET stream (a server request or notification not tied to a
   client request, e.g. ``roots/list`` sent from a notification handler) raised on a replica
   where that stream is not open goes to the replica that holds it (each replica records in
-  the store when a GET stream of a session attaches to it; looked up at most once a second
-  per session), which stores it in the event store and sends it as its own.
+  the store when a GET stream of a session attaches to it, and tells the others, which let
+  it go; looked up at most once a second per session), which stores it in the event store
+  and sends it as its own. The replica a GET stream last attached to stays its holder
+  while the client reconnects: what it sends meanwhile is stored, and the client's resume
+  (``Last-Event-ID``, on any replica) replays it.
 
 The relayed message is fed to the session on the receiving replica exactly as if its POST
 had landed there. The client gets ``202 Accepted`` once the message is queued for the
@@ -98,11 +101,14 @@ class ReplicaRelay:
 
     # --- messages for a GET stream open on another replica --------------------------------
 
-    async def claim_stream(self, session_id: str) -> None:
+    async def claim_stream(self, entry: SessionEntry) -> None:
         """A GET stream of the session was attached here: messages other replicas send it
-        come here from now on (bounded; a store outage is logged, and they wait in the
-        sending replica's backlog instead)."""
+        come here from now on, and the replica that held it before lets it go (bounded; a
+        store outage is logged, and they wait in the sending replica's backlog instead)."""
+        session_id = entry.session_id
+        entry.transport.claimed = True
         self._remember(session_id, self.bus.tag)
+        self.bus.publish_nowait({"t": "claim", "s": session_id, "tag": self.bus.tag})
         try:
             await self.bus.set_stream_holder(session_id, HOLDER_TTL)
         except StoreUnavailable as error:
@@ -191,9 +197,17 @@ class ReplicaRelay:
 
     async def _heard(self, message: BusMessage) -> None:
         kind = message.get("t")
-        if kind not in ("in", "cancel", "out"):
+        if kind not in ("in", "cancel", "out", "claim"):
             return
         session_id, value = message.get("s"), message.get("m")
+        if kind == "claim" and isinstance(session_id, str):
+            tag = message.get("tag")
+            if type(tag) is int:
+                self._remember(session_id, tag)
+            held = self.manager.held(session_id)
+            if held is not None:
+                held.transport.claimed = False  # the client's GET stream is elsewhere now
+            return
         if kind == "out" and isinstance(session_id, str) and isinstance(value, str):
             await self._send_out(session_id, value)
             return

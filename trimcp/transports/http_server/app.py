@@ -636,7 +636,7 @@ class McpHttpApp:
                 prime = version is not None and version >= V2025_11_25
                 await transport.open_standalone(sink, prime=prime)
             if self.relay is not None and transport.has_standalone_stream():
-                await self.relay.claim_stream(entry.session_id)
+                await self.relay.claim_stream(entry)
             start_headers = [*SSE_HEADERS, (SESSION_HEADER, entry.session_id.encode("ascii"))]
             await send({"type": "http.response.start", "status": 200, "headers": start_headers})
             await pump_until_disconnect(send, receive, sink)

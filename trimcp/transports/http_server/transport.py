@@ -75,6 +75,7 @@ class HttpSessionTransport:
         "_next_stream",
         "_routes",
         "_store",
+        "claimed",
         "closed",
         "dropped",
         "forward",
@@ -115,14 +116,19 @@ class HttpSessionTransport:
         #: With replicas: hands a message for the GET stream to the replica holding it,
         #: when none is open here (True: handed over; see :mod:`trimcp.stores.relay`).
         self.forward: Callable[[bytes], Awaitable[bool]] | None = None
+        #: With replicas: the client's GET stream last attached here (it may be between
+        #: reconnects); cleared when it attaches to another replica.
+        self.claimed = False
 
     @property
     def resumable(self) -> bool:
         return self._store is not None
 
     def has_standalone_stream(self) -> bool:
-        """Whether a client's GET stream is attached here now."""
-        return self.standalone.sink is not None
+        """Whether the client's GET stream is here: attached now, or (with replicas) last
+        attached here and not since to another replica (what is sent meanwhile is stored,
+        and the client's resume replays it)."""
+        return self.standalone.sink is not None or self.claimed
 
     # --- the engine's side (Transport protocol) -------------------------------------------
 
