@@ -1,8 +1,9 @@
-"""A trimcp proxy in front of the stdio server given after ``--``: over stdio, or with
-``--http`` over Streamable HTTP on a free loopback port (the URL is printed on stdout
-once listening; SIGTERM or SIGINT stops it).
+"""A trimcp proxy in front of the stdio server given after ``--``: over stdio (through
+``ProxyServer.run``, or with ``--serve-stdio`` through ``transports.stdio.serve_stdio``),
+or with ``--http`` over Streamable HTTP on a free loopback port (the URL is printed on
+stdout once listening; SIGTERM or SIGINT stops it).
 
-Run: ``python tests/peers/proxy_peer.py [--http] -- python some_server.py``
+Run: ``python tests/peers/proxy_peer.py [--http | --serve-stdio] -- python some_server.py``
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import trio
 
 from trimcp.proxy import ProxyServer
 from trimcp.transports.http_server import serve_http
+from trimcp.transports.stdio import serve_stdio
 
 
 async def serve_http_until_signalled(proxy: ProxyServer) -> None:
@@ -35,7 +37,10 @@ async def serve_http_until_signalled(proxy: ProxyServer) -> None:
 if __name__ == "__main__":
     argv = sys.argv[sys.argv.index("--") + 1 :]
     proxy = ProxyServer.for_command(argv, env=dict(os.environ))
-    if "--http" in sys.argv[: sys.argv.index("--")]:
+    flags = sys.argv[: sys.argv.index("--")]
+    if "--http" in flags:
         trio.run(serve_http_until_signalled, proxy)
+    elif "--serve-stdio" in flags:
+        trio.run(serve_stdio, proxy)
     else:
         proxy.run("stdio")

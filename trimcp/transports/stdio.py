@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
+from typing import Protocol, runtime_checkable
 
 import attrs
 import trio
@@ -26,6 +27,7 @@ from trimcp._groups import single_exception
 from trimcp.errors import SessionClosed
 from trimcp.protocol.framing import DEFAULT_MAX_LINE_BYTES
 from trimcp.session import Session, SessionHandler, SessionOptions, serve_session
+from trimcp.transports.base import Transport
 from trimcp.transports.ndjson import NdjsonTransport
 
 logger = logging.getLogger("trimcp.stdio")
@@ -282,6 +284,19 @@ async def _stop_child_ladder(
             await process.wait()
 
 
+@runtime_checkable
+class _ServesStreams(Protocol):
+    """A handler that serves a whole message stream itself (era, lifespan)."""
+
+    async def serve_stream(
+        self,
+        transport: Transport,
+        *,
+        options: SessionOptions | None = ...,
+        task_status: trio.TaskStatus[Session | None] = ...,
+    ) -> None: ...
+
+
 async def serve_stdio(
     handler: SessionHandler,
     *,
@@ -293,7 +308,9 @@ async def serve_stdio(
 
     A handler that also answers 2026-07-28 requests (``trimcp.Server``) serves the era the
     first request asks for (readiness is then reported with None); any other serves one
-    session. Returns when the client closes stdin (or the session is closed).
+    session. A handler with its own ``serve_stream`` (``trimcp.Server``,
+    ``trimcp.proxy.ProxyServer``) serves the connection itself (it enters its lifespan
+    and picks the era). Returns when the client closes stdin (or the session is closed).
     Cancellation: closes the session with the engine's bounded close sequence (2026
     requests are cancelled).
     """
@@ -301,7 +318,9 @@ async def serve_stdio(
     from trimcp.session.stateless_stream import serve_either_era
 
     async with open_stdio_server_transport(max_message_bytes=max_message_bytes) as transport:
-        if isinstance(handler, StatelessHandler):
+        if isinstance(handler, _ServesStreams):
+            await handler.serve_stream(transport, options=options, task_status=task_status)
+        elif isinstance(handler, StatelessHandler):
             await serve_either_era(transport, handler, options=options, task_status=task_status)
         else:
             await serve_session(transport, handler, options=options, task_status=task_status)
