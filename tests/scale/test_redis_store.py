@@ -126,6 +126,38 @@ async def test_events_replay_on_another_replica(redis_server: RedisServer) -> No
         await b.aclose()
 
 
+async def test_a_post_streams_priming_event_costs_no_round_trip(
+    redis_server: RedisServer,
+) -> None:
+    store = RedisStore(redis_server.url, prefix="t5:")
+    try:
+        events = store.event_store("S")
+        prime = await events.store("7", b"")
+        # Nothing was written for it: the session has no events in Redis yet.
+        key = store.key("ev", "S")
+        assert await store.client.execute("EXISTS", key) == 0
+        await events.store("0", b"")  # (a GET priming event is stored: the key exists)
+        assert await store.client.execute("EXISTS", key) == 1
+        await store.client.execute("DEL", key)
+        # Resuming right after the priming event, before anything was stored: the stream
+        # is known (empty), not refused, while its replica lives.
+        async with trio.open_nursery() as nursery:
+            await nursery.start(store.run)
+            assert await events.replay_after(prime) == ("7", [])
+            answer = await events.store("7", b"answer")
+            assert await events.replay_after(prime) == ("7", [(answer, b"answer")])
+            # The GET stream's priming events are stored: a resume after one replays
+            # only what came after it, not what an earlier GET connection delivered.
+            old = await events.store("0", b"old")
+            get_prime = await events.store("0", b"")
+            new = await events.store("0", b"new")
+            assert await events.replay_after(get_prime) == ("0", [(new, b"new")])
+            assert await events.replay_after(old) == ("0", [(new, b"new")])
+            nursery.cancel_scope.cancel()
+    finally:
+        await store.aclose()
+
+
 async def test_event_streams_are_bounded_and_expire(redis_server: RedisServer) -> None:
     store = RedisStore(redis_server.url, prefix="t2:", max_events=100, event_ttl=60)
     try:

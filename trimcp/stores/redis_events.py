@@ -6,6 +6,13 @@ is the logical stream, ``m`` the message (empty for a priming event). Event ids 
 entries (``XADD MAXLEN ~``) and pushes its expiry ``ttl`` seconds out, in the same round
 trip: an idle session's events vanish on their own.
 
+A POST stream's priming event is not stored: its id is ``<stream>_0-0``, which sorts
+before every stored entry, so resuming after it replays the whole stream, which is what
+resuming after a priming event means. That leaves one Redis round trip per call (the
+answer), not two. The GET stream's priming events are stored: that stream outlives its
+connections, and resuming after a priming event must not replay what an earlier
+connection already delivered.
+
 Streams: the session's GET stream is one stream whichever replica writes to it. A POST's
 answer stream belongs to the replica running the request, so its name carries that
 replica's id (``<replica>.<n>``). Resumed on another replica, it is replayed there; when
@@ -30,6 +37,8 @@ from trimcp.transports.http_server.transport import STANDALONE_STREAM
 logger = logging.getLogger("trimcp.stores.events")
 
 _ENTRY_ID = re.compile(r"\d{1,20}-\d{1,20}")
+#: The entry id of a POST stream's priming event (never stored: before every entry).
+_PRIMING = "0-0"
 
 
 def _entry_key(entry_id: str) -> tuple[int, int]:
@@ -70,6 +79,8 @@ class RedisEventStore:
     async def store(self, stream_id: str, message: bytes) -> str:
         """Append the event; returns its id. Never raises for a store outage (see module)."""
         name = self._shared_name(stream_id)
+        if not message and stream_id != STANDALONE_STREAM:
+            return f"{name}_{_PRIMING}"  # see the module docstring: nothing to store
         try:
             replies = await self._client.pipeline(
                 [
@@ -122,9 +133,9 @@ class RedisEventStore:
         )
         if not isinstance(last_reply, list) or not isinstance(entries, list):
             return None
-        if not last_reply:
+        if not last_reply and entry_id != _PRIMING:
             return None  # no events: never issued, or expired
-        if after > _entry_key(last_reply[0][0].decode("ascii")):
+        if last_reply and after > _entry_key(last_reply[0][0].decode("ascii")):
             return None  # never issued by this session
         if isinstance(first_reply, list) and first_reply:
             first = _entry_key(first_reply[0][0].decode("ascii"))
