@@ -25,6 +25,7 @@ Cancellation: cancelling the caller (a client that disconnects) cancels the hand
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Hashable
 from typing import Any, Protocol, runtime_checkable
 
@@ -210,8 +211,12 @@ async def run_request(
     module docstring.
     """
     if scope is None:
-        scope = trio.CancelScope()
-    if timeout is not None:
+        # The deadline given at creation: setting it afterwards costs trio a second
+        # registration.
+        scope = trio.CancelScope(
+            deadline=math.inf if timeout is None else trio.current_time() + timeout
+        )
+    elif timeout is not None:
         scope.deadline = trio.current_time() + timeout
     ctx = RequestContext(
         None,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 from collections.abc import Hashable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
@@ -270,16 +271,12 @@ class ModernEndpoint:
             # The request's own cancel scope: its deadline is the handler timeout, and
             # a client that leaves cancels it, which is watched only once the request
             # outlives a short grace (see trimcp.transports.http_server.slow).
-            scope = response.request_scope = trio.CancelScope()
+            deadline = math.inf if timeout is None else trio.current_time() + timeout
+            scope = response.request_scope = trio.CancelScope(deadline=deadline)
             watch = self.slow.add(functools.partial(_watch_disconnect, receive, response, scope))
             try:
                 answer = await run_request(
-                    self.handler,
-                    prepared,
-                    response,
-                    principal=principal,
-                    timeout=timeout,
-                    scope=scope,
+                    self.handler, prepared, response, principal=principal, scope=scope
                 )
             finally:
                 await watch.end()
