@@ -18,8 +18,11 @@ import trio
 import trimcp
 from trimcp.client import Era, connect_http, connect_transport
 from trimcp.errors import McpError
+from trimcp.protocol import modern
+from trimcp.protocol.jsonrpc import Request
 from trimcp.proxy import ProxyServer
 from trimcp.session import serve_session
+from trimcp.session.stateless import prepare, run_request
 from trimcp.transports.base import Transport
 from trimcp.transports.http_server import serve_http
 from trimcp.transports.memory import memory_transport_pair
@@ -220,3 +223,43 @@ async def test_an_http_backend_serves_2026_and_session_clients_through_the_proxy
                     await legacy.call_tool("count", {"steps": 1})
             stop.set()
     assert set(eras) == {"2026-07-28", "2025-11-25"}
+
+
+class Collected:
+    """An outlet (where a stateless request's notifications go) that keeps them."""
+
+    def __init__(self) -> None:
+        self.notes: list[tuple[str, Any]] = []
+
+    async def send_notification(
+        self, method: str, params: Any = None, *, related_request_id: Any = None
+    ) -> None:
+        self.notes.append((method, params))
+
+
+async def test_a_2026_request_that_comes_anyway_is_translated_for_a_session_era_backend(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # A client that skips server/discover: its requests reach the session-era backend
+    # through the shared session, without the 2026 envelope, and lists come back marked
+    # "do not cache" (2026 requires the hint).
+    proxy, opened = make_proxy(sessions_only=True)
+    eras.clear()
+    meta = modern.request_meta("2026-07-28", {}, {"name": "raw", "version": "1"})
+    async with proxy.open_lifespan():
+        outlet = Collected()
+        params = {"name": "count", "arguments": {"steps": 2}, "_meta": {**meta, "progressToken": 7}}
+        prepared = prepare(proxy, Request(id=1, method="tools/call", params=params))
+        answer = await run_request(proxy, prepared, outlet)
+        assert answer.error is None
+        assert answer.result.content == [TextContent(text="counted 2")]
+        assert [params["progress"] for _, params in outlet.notes] == [1, 2]
+        assert {params["progressToken"] for _, params in outlet.notes} == {7}
+        listed = await run_request(
+            proxy,
+            prepare(proxy, Request(id=2, method="tools/list", params={"_meta": meta})),
+            outlet,
+        )
+        assert (listed.result.ttl_ms, listed.result.cache_scope) == (0, "private")
+    assert eras == ["2025-11-25"]
+    assert len(opened) == 1
