@@ -11,15 +11,19 @@ scope) if it is still waiting. A wait that ends marks its entry stale, which cos
 
 from __future__ import annotations
 
-from collections import deque
-
 import trio
+
+from trimcp.transports.http_server.deadlines import DeadlineQueue
 
 
 class IdleWait:
     """One connection waiting for its next request head; :meth:`stop` when it arrived."""
 
     __slots__ = ("due", "expired", "scope")
+
+    @property
+    def pending(self) -> bool:
+        return self.scope is not None
 
     def __init__(self, due: float, scope: trio.CancelScope | None) -> None:
         self.due = due
@@ -38,8 +42,7 @@ class IdleTimer:
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
-        self._queue: deque[IdleWait] = deque()
-        self._wake: trio.Event | None = None
+        self._queue: DeadlineQueue[IdleWait] = DeadlineQueue()
         self._running = False
         self._scope = trio.CancelScope()
 
@@ -50,16 +53,7 @@ class IdleTimer:
     def start(self, scope: trio.CancelScope) -> IdleWait:
         """A connection begins to wait; its ``scope`` is cancelled at the deadline."""
         wait = IdleWait(trio.current_time() + self.timeout, scope)
-        queue = self._queue
-        # Drop the waits that ended from the front now: under load the queue then holds
-        # about one entry per waiting connection, not every wait of the last timeout.
-        while queue and queue[0].scope is None:
-            queue.popleft()
-        queue.append(wait)
-        wake = self._wake
-        if wake is not None:
-            self._wake = None
-            wake.set()
+        self._queue.push(wait)
         return wait
 
     def close(self) -> None:
@@ -72,32 +66,19 @@ class IdleTimer:
         Cancellation: stops; connections still waiting then wait without this bound
         (the server is stopping and ends them itself).
         """
-        queue = self._queue
         self._running = True
         task_status.started()
         try:
             with self._scope:
-                await self._keep(queue)
+                await self._queue.keep(_expire)
         finally:
             self._running = False
-            self._wake = None
-            queue.clear()
+            self._queue.clear()
 
-    async def _keep(self, queue: deque[IdleWait]) -> None:
-        while True:
-            while queue and queue[0].scope is None:
-                queue.popleft()
-            if not queue:
-                self._wake = wake = trio.Event()
-                await wake.wait()
-                continue
-            head = queue[0]
-            if head.due > trio.current_time():
-                await trio.sleep_until(head.due)
-                continue
-            queue.popleft()
-            scope = head.scope
-            if scope is not None:
-                head.scope = None
-                head.expired = True
-                scope.cancel()
+
+def _expire(wait: IdleWait) -> None:
+    scope = wait.scope
+    if scope is not None:
+        wait.scope = None
+        wait.expired = True
+        scope.cancel()

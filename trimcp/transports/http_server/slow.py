@@ -20,10 +20,11 @@ never touches the connection once the request is over.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Awaitable, Callable
 
 import trio
+
+from trimcp.transports.http_server.deadlines import DeadlineQueue
 
 #: How long a request runs before a disconnect watcher is started for it (seconds).
 DEFAULT_GRACE = 0.02
@@ -89,8 +90,7 @@ class SlowRequests:
 
     def __init__(self, grace: float = DEFAULT_GRACE) -> None:
         self.grace = grace
-        self._queue: deque[Watch] = deque()
-        self._wake: trio.Event | None = None
+        self._queue: DeadlineQueue[Watch] = DeadlineQueue()
         self._nursery: trio.Nursery | None = None
 
     def add(self, watcher: Watcher) -> Watch:
@@ -100,16 +100,8 @@ class SlowRequests:
         request then: its session manager refuses them).
         """
         watch = Watch(trio.current_time() + self.grace, watcher)
-        if self._nursery is None:
-            return watch
-        queue = self._queue
-        while queue and not queue[0].pending:  # ended requests: drop them now
-            queue.popleft()
-        queue.append(watch)
-        wake = self._wake
-        if wake is not None:
-            self._wake = None
-            wake.set()
+        if self._nursery is not None:
+            self._queue.push(watch)
         return watch
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -118,25 +110,11 @@ class SlowRequests:
         Cancellation: stops promoting and cancels the watchers (their requests are
         being cancelled too: this runs as long as the app serves).
         """
-        queue = self._queue
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             task_status.started()
             try:
-                while True:
-                    while queue and not queue[0].pending:
-                        queue.popleft()
-                    if not queue:
-                        self._wake = wake = trio.Event()
-                        await wake.wait()
-                        continue
-                    head = queue[0]
-                    if head.due > trio.current_time():
-                        await trio.sleep_until(head.due)
-                        continue
-                    queue.popleft()
-                    head.promote(nursery)
+                await self._queue.keep(lambda watch: watch.promote(nursery))
             finally:
                 self._nursery = None
-                self._wake = None
-                queue.clear()
+                self._queue.clear()
