@@ -2,12 +2,15 @@
 
 ``echo`` is what the benchmarks call; ``whoami`` names the process that answered (to
 see the balancer spread a session's requests); ``slow`` reports progress ``steps``
-times, ``delay`` seconds apart, and answers ``done <tag>`` (the kill tests count these).
+times, ``delay`` seconds apart, and answers ``done <tag>`` (the kill tests count these);
+``job`` may run as a task: it leaves ``<tag>.pid`` (its replica's pid) in the directory
+``$SCALE_MARKS`` when set, sleeps ``seconds`` and answers ``job <tag> done``.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import trio
 
@@ -35,6 +38,16 @@ async def slow(tag: str, steps: int = 5, delay: float = 0.1, *, ctx: trimcp.Cont
         await ctx.report_progress(step + 1, steps, f"step {step + 1}")
         await trio.sleep(delay)
     return f"done {tag}"
+
+
+@app.tool(task_support="optional")
+async def job(tag: str, seconds: float = 0.0) -> str:
+    """Mark which replica runs it, sleep ``seconds``, answer ``job <tag> done``."""
+    marks = os.environ.get("SCALE_MARKS")
+    if marks:
+        (Path(marks) / f"{tag}.pid").write_text(str(os.getpid()))
+    await trio.sleep(seconds)
+    return f"job {tag} done"
 
 
 @app.resource("scale://info", mime_type="text/plain")

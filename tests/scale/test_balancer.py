@@ -70,7 +70,7 @@ def run_sdk_client(cluster: Cluster, *args: str) -> dict[str, object]:
 def test_sdk_session_is_served_by_every_replica(cluster: Cluster) -> None:
     report = run_sdk_client(cluster, "--calls", "12")
     assert report["protocol_version"] == "2025-11-25"
-    assert report["tools"] == ["echo", "slow", "whoami"]
+    assert report["tools"] == ["echo", "job", "slow", "whoami"]
     pids = report["pids"]
     assert isinstance(pids, list)
     assert len(pids) == 12

@@ -550,6 +550,12 @@ class Server:
         while it serves. None: this process only (the default)."""
         self._replicas.attach(bus)
 
+    def attach_task_store(self, store: TaskStore | None) -> None:
+        """Keep task records in ``store``, the one the replicas share (``serve_http(store=...)``
+        attaches its store's while it serves), so ``tasks/get`` on any replica finds them;
+        None: in this process again. A ``task_store`` given to the constructor wins."""
+        self.tasks.share(store)
+
     @property
     def request_state_keyring(self) -> RequestStateKeyring:
         """The keyring sealing this server's 2026-07-28 ``requestState``."""

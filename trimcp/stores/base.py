@@ -8,7 +8,7 @@ it in Redis so replicas behind a load balancer share it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import trio
 
@@ -73,6 +73,15 @@ class Store(Protocol):
 
     async def aclose(self) -> None:
         """Release the store's connections. Cancellation: stops waiting, leaks nothing."""
+        ...
+
+
+@runtime_checkable
+class SharesTasks(Protocol):
+    """A store that keeps task records where every replica reads them (Redis)."""
+
+    def task_store(self) -> Any:
+        """A :class:`~trimcp.server.tasks.TaskStore` in this store."""
         ...
 
 

@@ -108,8 +108,9 @@ class RedisStore:
         )
 
     def task_store(self, *, max_per_owner: int = 1000, max_ttl: float = 24 * 3600.0) -> Any:
-        """A task store in this Redis (a :class:`~trimcp.stores.redis_tasks.RedisTaskStore`):
-        ``Server(..., task_store=store.task_store())``. Tasks are readable from any replica;
+        """A task store in this Redis (a :class:`~trimcp.stores.redis_tasks.RedisTaskStore`).
+        ``serve_http(server, store=...)`` gives a :class:`~trimcp.Server` one while it serves
+        (unless it was made with its own ``task_store``). Tasks are readable from any replica;
         a task whose replica died is failed when next read. This store's :meth:`run` must
         run (``serve_http(store=...)`` runs it) so others see this replica alive."""
         from trimcp.stores.redis_tasks import RedisTaskStore

@@ -79,9 +79,9 @@ def _decode(raw: bytes) -> tuple[TaskRecord, str]:
 class RedisTaskStore:
     """A :class:`~trimcp.server.tasks.TaskStore` in Redis (see the module docstring).
 
-    Made by :meth:`trimcp.stores.RedisStore.task_store`; give it to the server:
-    ``Server(..., task_store=store.task_store())``. Raises StoreUnavailable when Redis
-    does not answer in time (the task call fails with an error).
+    Made by :meth:`trimcp.stores.RedisStore.task_store`; ``serve_http(store=...)`` gives
+    the server one (or ``Server(..., task_store=store.task_store())``). Raises
+    StoreUnavailable when Redis does not answer in time (the task call fails with an error).
     """
 
     def __init__(

@@ -40,7 +40,7 @@ import trio
 from trimcp._groups import open_nursery_unwrapped
 from trimcp.errors import SessionClosed
 from trimcp.protocol.jsonrpc import ErrorResponse, Message, Notification, Response
-from trimcp.stores.base import StoreUnavailable
+from trimcp.stores.base import SharesTasks, StoreUnavailable
 from trimcp.stores.bus import TAG_SHIFT, BusMessage, tag_of_request_id
 from trimcp.transports.base import Decoded
 
@@ -85,6 +85,10 @@ class ReplicaRelay:
         attach = getattr(handler, "attach_bus", None)  # a trimcp.Server
         if attach is not None:
             attach(self.bus)
+        # A trimcp.Server keeps its task records where every replica reads them.
+        attach_tasks = getattr(handler, "attach_task_store", None)
+        if attach_tasks is not None and isinstance(self.store, SharesTasks):
+            attach_tasks(self.store.task_store())
         try:
             async with open_nursery_unwrapped() as nursery:
                 keyring = getattr(handler, "request_state_keyring", None)
@@ -98,6 +102,8 @@ class ReplicaRelay:
             unsubscribe()
             if attach is not None:
                 attach(None)  # served no more: its changes concern this process only
+            # Task records stay in the shared store: tasks still in their shutdown grace
+            # record how they ended there, where the other replicas read it.
 
     # --- messages for a GET stream open on another replica --------------------------------
 

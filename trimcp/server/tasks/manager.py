@@ -124,6 +124,9 @@ class TaskManager:
 
     def __init__(self, store: TaskStore | None = None, options: TaskOptions | None = None) -> None:
         self.store: TaskStore = store if store is not None else MemoryTaskStore()
+        #: The store the server was made with (None: its own in-memory one).
+        self._given = store
+        self._own = self.store
         self.options = options or TaskOptions()
         self._nursery: trio.Nursery | None = None
         self._accepting = False
@@ -140,6 +143,18 @@ class TaskManager:
     def running(self) -> bool:
         """Whether the nursery is open and new tasks are accepted."""
         return self._accepting
+
+    def share(self, store: TaskStore | None) -> bool:
+        """Keep task records in ``store`` from now on (the store replicas share, so a task
+        is readable from any of them); None: in this process again.
+
+        Ignored (False) when the server was made with its own ``task_store`` (that choice
+        wins), or while tasks run here (their records stay where they were made).
+        """
+        if self._given is not None or self._live:
+            return False
+        self.store = self._own if store is None else store
+        return True
 
     def live_count(self) -> int:
         """How many tasks run in this process now."""

@@ -1,0 +1,108 @@
+"""Tasks through nginx (round-robin, no stickiness): they outlive the replica that ran them.
+
+Three ``trimcp run tests/scale/replica_app.py --store redis://...`` replicas behind nginx;
+``serve_http(store=...)`` keeps their task records in Redis, so ``tasks/get`` and
+``tasks/result`` reach any replica. trimcp's client, in a 2025-11-25 session and in
+2026-07-28 (tasks extension), starts a task that finishes and one that runs long; the test
+SIGKILLs the replica running the long one. Through the balancer, the long task then reads
+as failed (its runner stopped: never silently lost, never "working" for ever) and the
+finished one still reads as completed, with its result, from a new connection too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from tests.scale.peers import Nginx, RedisServer, Replica
+from trimcp import connect_http
+from trimcp.errors import McpError
+from trimcp.stores.redis_tasks import RUNNER_STOPPED
+from trimcp.types import TextContent
+
+WAIT = 40.0
+
+
+class Cluster:
+    def __init__(self, replicas: list[Replica], nginx: Nginx, marks: Path) -> None:
+        self.replicas = replicas
+        self.nginx = nginx
+        self.marks = marks
+
+    async def runner_of(self, tag: str) -> int:
+        """The index of the replica running job ``tag`` (it leaves a mark as it starts)."""
+        mark = self.marks / f"{tag}.pid"
+        for _ in range(1000):
+            if mark.exists():
+                break
+            await trio.sleep(0.02)  # another process writes it: poll (bounded)
+        pid = int(mark.read_text())
+        return next(n for n, r in enumerate(self.replicas) if r.process.pid == pid)
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    scale_tools: dict[str, str],
+    redis_server: RedisServer,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Cluster]:
+    marks = tmp_path_factory.mktemp("marks")
+    replicas: list[Replica] = []
+    nginx: Nginx | None = None
+    try:
+        replicas = [Replica(redis_server.url, env={"SCALE_MARKS": str(marks)}) for _ in range(3)]
+        nginx = Nginx(
+            scale_tools["SCALE_NGINX"], tmp_path_factory.mktemp("nginx"), [r.port for r in replicas]
+        )
+        yield Cluster(replicas, nginx, marks)
+    finally:
+        if nginx is not None:
+            nginx.stop()
+        for replica in replicas:
+            replica.stop()
+
+
+def _text(result: object) -> str:
+    content = getattr(result, "content", None)
+    assert isinstance(content, list)
+    block = content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_task_whose_replica_died_reads_failed_through_the_balancer(
+    cluster: Cluster, mode: str
+) -> None:
+    with trio.fail_after(WAIT):
+        async with connect_http(cluster.nginx.url, mode=mode) as client:
+            expected = "2026-07-28" if mode == "auto" else "2025-11-25"
+            assert client.protocol_version == expected
+            quick = await client.call_tool_as_task("job", {"tag": f"{mode}-quick"})
+            assert _text(await quick.result()) == f"job {mode}-quick done"
+            long = await client.call_tool_as_task("job", {"tag": f"{mode}-long", "seconds": 600})
+            victim = await cluster.runner_of(f"{mode}-long")
+            assert (await long.refresh()).status == "working"
+            cluster.replicas[victim].kill()
+            cluster.replicas[victim] = cluster.replicas[victim].respawn()
+            # The dead replica's heartbeat lapses within seconds; until then the task
+            # still reads "working" (its runner might be alive): poll, bounded above.
+            for _ in range(100):
+                status = await long.refresh()
+                if status.status != "working":
+                    break
+                await trio.sleep(0.2)
+            assert status.status == "failed"
+            assert status.status_message == RUNNER_STOPPED
+        async with connect_http(cluster.nginx.url, mode=mode) as fresh:
+            lost = await fresh.get_task(long.task_id)
+            finished = await fresh.get_task(quick.task_id)
+            with pytest.raises(McpError, match="stopped"):
+                await lost.result()
+            assert _text(await finished.result()) == f"job {mode}-quick done"
+            for _ in range(len(cluster.replicas)):  # round-robin: each replica answers
+                assert (await lost.refresh()).status == "failed"
+                assert (await finished.refresh()).status == "completed"
