@@ -61,28 +61,56 @@ URL_REQUEST = ElicitRequestURLParams(
 )
 
 
+#: What a client declares for running the server's sampling / elicitation as tasks
+#: (2025-11-25, offered by default; see tests/client/test_task_receiver.py).
+TASKS_SAMPLING: dict[str, Any] = {
+    "list": {},
+    "cancel": {},
+    "requests": {"sampling": {"createMessage": {}}},
+}
+TASKS_ELICIT: dict[str, Any] = {
+    "list": {},
+    "cancel": {},
+    "requests": {"elicitation": {"create": {}}},
+}
+
+
 @pytest.mark.parametrize(
     ("kwargs", "wire"),
     [
         ({}, {}),
-        ({"sampling_handler": sample}, {"sampling": {}}),
+        ({"sampling_handler": sample}, {"sampling": {}, "tasks": TASKS_SAMPLING}),
         (
             {"sampling_handler": sample, "sampling_capability": SamplingCapability(tools={})},
-            {"sampling": {"tools": {}}},
+            {"sampling": {"tools": {}}, "tasks": TASKS_SAMPLING},
         ),
-        ({"elicitation_handler": elicit}, {"elicitation": {"form": {}}}),
+        ({"elicitation_handler": elicit}, {"elicitation": {"form": {}}, "tasks": TASKS_ELICIT}),
         (
             {"elicitation_handler": elicit, "elicitation_modes": ("form", "url")},
-            {"elicitation": {"form": {}, "url": {}}},
+            {"elicitation": {"form": {}, "url": {}}, "tasks": TASKS_ELICIT},
         ),
         (
             {"elicitation_handler": elicit, "elicitation_modes": ["url"]},
-            {"elicitation": {"url": {}}},
+            {"elicitation": {"url": {}}, "tasks": TASKS_ELICIT},
         ),
         ({"roots": []}, {"roots": {"listChanged": True}}),
         ({"on_log_message": print, "on_tools_list_changed": print}, {}),
+        (
+            {"sampling_handler": sample, "protocol_version": "2025-06-18"},
+            {"sampling": {}},  # tasks exist only from 2025-11-25
+        ),
     ],
-    ids=["none", "sampling", "sampling-tools", "form", "form+url", "url", "roots", "callbacks"],
+    ids=[
+        "none",
+        "sampling",
+        "sampling-tools",
+        "form",
+        "form+url",
+        "url",
+        "roots",
+        "callbacks",
+        "sampling-2025-06-18",
+    ],
 )
 async def test_capabilities_follow_the_registered_handlers(
     kwargs: dict[str, Any], wire: dict[str, Any]

@@ -10,9 +10,9 @@ close (the child exits by itself; the HTTP session is DELETEd).
 Every test runs once per transport (the ``peer`` fixture, ``ts_everything/conftest.py``).
 A real subprocess, so the real clock: waits are bounded and wake on events, nothing sleeps.
 
-Tasks (``simulate-research-query`` as a task) are in test_client_tasks_vs_ts_everything.py;
-the ``*-async`` tools need the client to run tasks itself, which trimcp's client does not
-declare.
+Tasks (``simulate-research-query`` as a task, and the ``*-async`` tools, for which the
+client runs the server's sampling and elicitation as tasks) are in
+test_client_tasks_vs_ts_everything.py.
 """
 
 from __future__ import annotations
@@ -314,6 +314,8 @@ async def test_sampling_elicitation_and_roots(peer: Peer) -> None:
         assert tools == BASE_TOOLS | {
             "trigger-sampling-request", "trigger-elicitation-request", "trigger-url-elicitation",
             "get-roots-list",
+            # The client declares running sampling and elicitation as tasks.
+            "trigger-sampling-request-async", "trigger-elicitation-request-async",
         }  # fmt: skip
 
         # Sampling: the server asks our model from inside its tool call.

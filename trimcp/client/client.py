@@ -57,6 +57,7 @@ from trimcp.client.negotiate import connect
 from trimcp.client.pagination import PageIterator
 from trimcp.client.schema import SchemaUnsupported, SchemaViolation, validate
 from trimcp.client.stateless import Era, Mode, plan_for, with_meta
+from trimcp.client.task_receiver import TaskReceiver
 from trimcp.client.tasks import (
     TASKS_EXTENSION,
     TaskHandle,
@@ -68,6 +69,7 @@ from trimcp.protocol.jsonrpc import RequestId
 from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import LATEST_VERSION, SUPPORTED_VERSIONS
+from trimcp.server.tasks.manager import TaskOptions
 from trimcp.session import ProgressCallback, RequestContext, Session
 from trimcp.types import (
     CallToolRequestParams,
@@ -142,6 +144,7 @@ class ClientKwargs(HandlerKwargs, total=False):
     max_pages: int
     validate_output: bool
     middleware: Sequence[ClientMiddleware]
+    task_options: TaskOptions
 
 
 class _Outgoing(OutgoingCall):
@@ -172,7 +175,9 @@ class Client(Agreement):
     ``max_pages`` bounds the ``iter_*`` listings; with ``validate_output`` (default on), a
     tool's ``structuredContent`` is checked against the ``outputSchema`` of its last listing
     (see :mod:`trimcp.client.schema` for the JSON Schema subset). ``middleware`` runs
-    around every request after the handshake (see :mod:`trimcp.client.middleware`). The
+    around every request after the handshake (see :mod:`trimcp.client.middleware`).
+    ``task_options`` bounds the tasks the client runs for a 2025-11-25 server (sampling
+    and elicitation as tasks; see :mod:`trimcp.client.task_receiver`). The
     remaining keywords register handlers and callbacks: see
     :class:`~trimcp.client.handlers.ClientHandlers`.
     """
@@ -190,6 +195,7 @@ class Client(Agreement):
         max_pages: int = DEFAULT_MAX_PAGES,
         validate_output: bool = True,
         middleware: Sequence[ClientMiddleware] = (),
+        task_options: TaskOptions | None = None,
         **handlers: Unpack[HandlerKwargs],
     ) -> None:
         if protocol_version not in SUPPORTED_VERSIONS:
@@ -212,6 +218,8 @@ class Client(Agreement):
         self.max_pages = max_pages
         self.validate_output = validate_output
         self.handlers = ClientHandlers(**handlers)
+        #: Runs the server's task-augmented sampling/elicitation (2025-11-25).
+        self.task_receiver = TaskReceiver(task_options)
         self._session: Session | None = None
         self._era: Era | None = None
         self._negotiated: Negotiated | None = None
@@ -253,7 +261,7 @@ class Client(Agreement):
                 session,
                 self._plan,
                 self.client_info,
-                self.handlers.capabilities(),
+                self.task_receiver.declare(self.handlers.capabilities(), self._plan.legacy_version),
                 self.discover_timeout,
             )
         except RequestTimeout as exc:
@@ -276,6 +284,11 @@ class Client(Agreement):
             await self._request("logging/setLevel", SetLevelRequestParams(level=self.log_level))
         return connected.negotiated
 
+    def open_task_runner(self, session: Session | None = None) -> AbstractAsyncContextManager[None]:
+        """Run the server's tasks for the body (the openers do this around :meth:`attach`);
+        see :meth:`TaskReceiver.open <trimcp.client.task_receiver.TaskReceiver.open>`."""
+        return self.task_receiver.open(session)
+
     async def aclose(self) -> None:
         """Close the session with the engine's bounded close sequence.
 
@@ -287,8 +300,9 @@ class Client(Agreement):
     # --- the SessionHandler contract (the server's requests and notifications) --------------
 
     async def handle_request(self, ctx: RequestContext) -> Any:
-        """Answer a server request with the registered handler (``-32601`` if none)."""
-        return await self.handlers.handle_request(ctx)
+        """Answer a server request with the registered handler (``-32601`` if none), as a
+        task when the server asks for one (:mod:`trimcp.client.task_receiver`)."""
+        return await self.task_receiver.handle_request(ctx, self.handlers.handle_request)
 
     async def handle_notification(self, session: Session, method: str, params: Any) -> None:
         """Keep the tool cache honest, then run the registered callback."""

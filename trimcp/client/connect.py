@@ -44,7 +44,10 @@ async def connect_transport(
     runs the bounded close, shielded, so it completes even when the block was cancelled.
     """
     client = Client(**client_kwargs)
-    async with open_session(transport, role=Role.CLIENT, handler=client, options=options) as s:
+    async with (
+        open_session(transport, role=Role.CLIENT, handler=client, options=options) as s,
+        client.open_task_runner(s),
+    ):
         await client.attach(s)
         yield client
 

@@ -31,7 +31,7 @@ from trimcp.client.stateless import (
 )
 from trimcp.errors import LocalProtocolError, McpError, RequestTimeout, SessionClosed
 from trimcp.protocol.negotiated import Negotiated
-from trimcp.protocol.versions import STATELESS_VERSIONS, SUPPORTED_VERSIONS
+from trimcp.protocol.versions import STATELESS_VERSIONS, SUPPORTED_VERSIONS, V2025_11_25
 from trimcp.session import Session
 from trimcp.types import (
     ClientCapabilities,
@@ -78,10 +78,14 @@ async def connect(
     """
     legacy_version = plan.legacy_version
     if plan.discover is not None:
+        # Tasks moved to an extension in 2026: the session-era capability is not sent.
+        modern = attrs.evolve(capabilities, tasks=None)
         try:
-            return await _discover(session, plan, client_info, capabilities, discover_timeout)
+            return await _discover(session, plan, client_info, modern, discover_timeout)
         except _Legacy as legacy:
             legacy_version = legacy.version
+    if legacy_version != V2025_11_25:  # tasks exist only in 2025-11-25
+        capabilities = attrs.evolve(capabilities, tasks=None)
     params = InitializeRequestParams(
         protocol_version=legacy_version, capabilities=capabilities, client_info=client_info
     )

@@ -25,7 +25,7 @@ import math
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import attrs
 import trio
@@ -55,6 +55,21 @@ STORE_TIMEOUT: Final = 5.0
 Forward = Callable[[str, dict[str, Any]], Awaitable[Any]]
 #: Called with the record after each status change (status notifications).
 StatusListener = Callable[[TaskRecord], Awaitable[None]]
+
+
+_NOT_RUNNING: Final = {
+    "server": "This server is not running tasks now (it is shutting down, or it is served "
+    "without its task runner: serve it with app.run(), a serve_* function, or inside "
+    "`async with app.tasks.open():`)",
+    "client": "This client is not running tasks now (it is closing, or it was attached "
+    "without its task runner: use an opener, or `async with client.open_task_runner():`)",
+}
+_TOO_MANY: Final = {
+    "server": "Too many running tasks ({limit}) for this client; "
+    "wait for some to finish or cancel them",
+    "client": "This client already runs {limit} tasks for the server, its limit "
+    "(TaskOptions.max_running); wait for some to finish or cancel them with tasks/cancel",
+}
 
 
 @attrs.frozen(kw_only=True)
@@ -122,12 +137,21 @@ class _Live:
 class TaskManager:
     """Creates, runs, finds and cancels the tasks of one server (see the module docs)."""
 
-    def __init__(self, store: TaskStore | None = None, options: TaskOptions | None = None) -> None:
+    def __init__(
+        self,
+        store: TaskStore | None = None,
+        options: TaskOptions | None = None,
+        *,
+        holder: Literal["server", "client"] = "server",
+    ) -> None:
         self.store: TaskStore = store if store is not None else MemoryTaskStore()
         #: The store the server was made with (None: its own in-memory one).
         self._given = store
         self._own = self.store
         self.options = options or TaskOptions()
+        #: Who runs the tasks: a server (for its clients) or a client (for its server,
+        #: :mod:`trimcp.client.task_receiver`); only the wording of errors differs.
+        self.holder = holder
         self._nursery: trio.Nursery | None = None
         self._accepting = False
         self._live: dict[str, _Live] = {}
@@ -186,10 +210,15 @@ class TaskManager:
                 with trio.CancelScope(shield=True) as grace:
                     grace.deadline = trio.current_time() + self.options.shutdown_grace
                     await self._idle.wait()
-                for live in self._live.values():
-                    live.reason = "shutdown"
-                    live.scope.cancel()
+                self.cancel_all()
                 self._nursery = None
+
+    def cancel_all(self) -> None:
+        """Cancel every task running in this process now (recorded ``cancelled``, "shut
+        down"); new tasks are still accepted while the nursery is open."""
+        for live in self._live.values():
+            live.reason = "shutdown"
+            live.scope.cancel()
 
     def now(self) -> float:
         """Unix time, advancing with Trio's clock (so tests under a mock clock agree)."""
@@ -220,17 +249,11 @@ class TaskManager:
         """
         nursery = self._nursery
         if nursery is None or not self._accepting:
-            raise McpError(
-                INTERNAL_ERROR,
-                "This server is not running tasks now (it is shutting down, or it is served "
-                "without its task runner: serve it with app.run(), a serve_* function, or "
-                "inside `async with app.tasks.open():`)",
-            )
+            raise McpError(INTERNAL_ERROR, _NOT_RUNNING[self.holder])
         if self._running_by_owner.get(owner, 0) >= self.options.max_running:
             raise McpError(
                 INTERNAL_ERROR,
-                f"Too many running tasks ({self.options.max_running}) for this client; "
-                "wait for some to finish or cancel them",
+                _TOO_MANY[self.holder].format(limit=self.options.max_running),
             )
         granted = self.options.ttl_ms(ttl_ms)
         now = self.now()
@@ -310,7 +333,7 @@ class TaskManager:
         record = live.record
         if live.reason == "shutdown":
             record.status = "cancelled"
-            record.status_message = "The server shut down before the task finished"
+            record.status_message = f"The {self.holder} shut down before the task finished"
         elif live.reason == "request":
             record.status = "cancelled"
             record.status_message = "The task was cancelled by request"
@@ -437,6 +460,10 @@ class TaskManager:
             item = live.inputs.first_untaken() if forward is not None else None
             if item is None:
                 await live.changed.wait()
+                if live.record.terminal:
+                    # Answer from the record we watched: one that ended by its TTL has
+                    # expired from the store at that very moment.
+                    return live.record
                 continue
             assert forward is not None
             item.take()
