@@ -14,6 +14,7 @@ client did not declare is ignored, as the spec says.
 from __future__ import annotations
 
 import functools
+import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Unpack
@@ -25,6 +26,7 @@ import trio.testing
 
 from tests.client.helpers import RecordingServer, client_and_server
 from trimcp.client import Client, ClientKwargs
+from trimcp.client.task_receiver import TaskReceiver
 from trimcp.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -372,6 +374,85 @@ async def test_a_task_the_client_did_not_declare_runs_as_a_plain_request(
             assert model.ended == ["answered"]
             assert client.task_receiver.live_count() == 0
         nursery.cancel_scope.cancel()
+
+
+async def test_finished_tasks_kept_are_bounded(autojump_clock: trio.testing.MockClock) -> None:
+    model = Model()
+    model.release.set()
+    client = Client(sampling_handler=model)
+    client.task_receiver = TaskReceiver(max_kept=2)
+    client_end, server_end = memory_transport_pair()
+    async with trio.open_nursery() as nursery:
+        serve = functools.partial(serve_session, server_end, RecordingServer())
+        session: Session = await nursery.start(serve)
+        async with (
+            open_session(client_end, role=Role.CLIENT, handler=client) as own,
+            client.open_task_runner(own),
+        ):
+            await client.attach(own)
+            kept = [await create(session), await create(session)]
+            await trio.testing.wait_all_tasks_blocked()
+            with pytest.raises(McpError, match="this client keeps no more tasks") as caught:
+                await create(session)
+            assert caught.value.code == INTERNAL_ERROR
+            for task_id in kept:  # the finished ones are still there, with their result
+                assert (await get(session, task_id)).status == "completed"
+            await trio.sleep(3601)  # their TTL (the default hour) passed: room again
+            await create(session)
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_cancelled_tasks_result_leaves_the_task_running(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    model = Model()
+    async with pair(sampling_handler=model) as (client, session):
+        task_id = await create(session)
+        with trio.move_on_after(5):  # the server gives up waiting: notifications/cancelled
+            await session.send_request("tasks/result", {"taskId": task_id})
+        await trio.testing.wait_all_tasks_blocked()
+        assert model.ended == []
+        assert client.task_receiver.live_count() == 1
+        model.release.set()
+        result = await session.send_request("tasks/result", {"taskId": task_id})
+        assert result["model"] == "toy"
+
+
+async def test_a_handler_that_crashes_fails_its_task_with_an_internal_error(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def broken(ctx: RequestContext, params: CreateMessageRequestParams) -> Any:
+        raise RuntimeError("bug in the application")
+
+    async with pair(sampling_handler=broken) as (_client, session):
+        task_id = await create(session)
+        with pytest.raises(McpError, match="Internal error") as caught:
+            await session.send_request("tasks/result", {"taskId": task_id})
+        assert caught.value.code == INTERNAL_ERROR
+        assert (await get(session, task_id)).status == "failed"
+
+
+async def test_many_tasks_created_and_cancelled_at_random_leave_none_running(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    chance = random.Random(13)
+    model = Model()
+    options = TaskOptions(max_running=500, shutdown_grace=0)
+    async with pair(sampling_handler=model, task_options=options) as (client, session):
+        ids = [await create(session) for _ in range(300)]
+        await trio.testing.wait_all_tasks_blocked()
+        cancelled = set(chance.sample(ids, 150))
+        async with trio.open_nursery() as nursery:
+            for task_id in cancelled:
+                nursery.start_soon(session.send_request, "tasks/cancel", {"taskId": task_id})
+        model.release.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert client.task_receiver.live_count() == 0
+        statuses = {task_id: (await get(session, task_id)).status for task_id in ids}
+        assert {statuses[task_id] for task_id in cancelled} == {"cancelled"}
+        assert {statuses[task_id] for task_id in set(ids) - cancelled} == {"completed"}
+        assert model.ended.count("cancelled") == 150
+        assert model.ended.count("answered") == 150
 
 
 async def test_the_runner_opened_by_hand_around_attach() -> None:

@@ -271,7 +271,13 @@ class TaskManager:
         try:
             await self.store.create(record)
         except TaskStoreFull as exc:
-            raise McpError(INTERNAL_ERROR, f"Cannot create a task now: {exc}") from None
+            reason = str(exc)
+            if self.holder == "client":  # the store's own words speak of a server
+                reason = (
+                    "this client keeps no more tasks (running, or finished and kept until "
+                    "their TTL); wait for some to expire"
+                )
+            raise McpError(INTERNAL_ERROR, f"Cannot create a task now: {reason}") from None
         live = _Live(record, self.options.max_pending_inputs, listener)
         self._live[record.task_id] = live
         self._running_by_owner[owner] = self._running_by_owner.get(owner, 0) + 1
