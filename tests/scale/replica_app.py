@@ -3,8 +3,9 @@
 ``echo`` is what the benchmarks call; ``whoami`` names the process that answered (to
 see the balancer spread a session's requests); ``slow`` reports progress ``steps``
 times, ``delay`` seconds apart, and answers ``done <tag>`` (the kill tests count these);
-``job`` may run as a task: it leaves ``<tag>.pid`` (its replica's pid) in the directory
-``$SCALE_MARKS`` when set, sleeps ``seconds`` and answers ``job <tag> done``.
+``job`` may run as a task: it sleeps ``seconds`` and answers ``job <tag> done``. Both
+leave ``<tag>.pid`` (the pid of the replica running them) in the directory
+``$SCALE_MARKS`` when it is set.
 """
 
 from __future__ import annotations
@@ -17,6 +18,12 @@ import trio
 import trimcp
 
 app = trimcp.Server("scale-replica", version="1.0.0")
+MARKS = os.environ.get("SCALE_MARKS")
+
+
+def _mark(tag: str) -> None:
+    if MARKS:
+        (Path(MARKS) / f"{tag}.pid").write_text(str(os.getpid()))
 
 
 @app.tool()
@@ -34,6 +41,7 @@ def whoami() -> str:
 @app.tool()
 async def slow(tag: str, steps: int = 5, delay: float = 0.1, *, ctx: trimcp.Context) -> str:
     """Report progress ``steps`` times, then answer ``done <tag>``."""
+    _mark(tag)
     for step in range(steps):
         await ctx.report_progress(step + 1, steps, f"step {step + 1}")
         await trio.sleep(delay)
@@ -43,9 +51,7 @@ async def slow(tag: str, steps: int = 5, delay: float = 0.1, *, ctx: trimcp.Cont
 @app.tool(task_support="optional")
 async def job(tag: str, seconds: float = 0.0) -> str:
     """Mark which replica runs it, sleep ``seconds``, answer ``job <tag> done``."""
-    marks = os.environ.get("SCALE_MARKS")
-    if marks:
-        (Path(marks) / f"{tag}.pid").write_text(str(os.getpid()))
+    _mark(tag)
     await trio.sleep(seconds)
     return f"job {tag} done"
 

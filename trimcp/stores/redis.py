@@ -23,6 +23,10 @@ DEFAULT_PREFIX = "trimcp:"
 #: How often a replica says it is alive, and how long that lasts.
 HEARTBEAT_EVERY = 1.0
 HEARTBEAT_TTL = 3.0
+#: How long a replica that shut down stays known as shut down (then it is just gone).
+STOPPED_TTL = 600.0
+_ALIVE = b"1"
+_STOPPED = b"stopped"
 
 
 class RedisStore:
@@ -105,6 +109,7 @@ class RedisStore:
             ttl=self.event_ttl,
             replica=self.replica,
             alive=self.replica_alive,
+            gone=self.replica_gone,
         )
 
     def task_store(self, *, max_per_owner: int = 1000, max_ttl: float = 24 * 3600.0) -> Any:
@@ -147,9 +152,23 @@ class RedisStore:
     async def replica_alive(self, replica: str) -> bool:
         """Whether the replica with this id said it was alive within the last
         ``HEARTBEAT_TTL`` seconds. Raises StoreUnavailable."""
+        return await self.replica_gone(replica) is None
+
+    async def replica_gone(self, replica: str) -> str | None:
+        """Why the replica with this id runs no more, in words for a client ("it shut
+        down", or it stopped saying it is alive); None while it is alive. Raises
+        StoreUnavailable."""
         if replica == self.replica:
-            return True
-        return await self.client.execute("EXISTS", self.key("replica", replica)) == 1
+            return None
+        state = await self.client.execute("GET", self.key("replica", replica))
+        if state == _ALIVE:
+            return None
+        if state == _STOPPED:
+            return "it shut down"
+        return (
+            f"it has not said it is alive for {HEARTBEAT_TTL:g} s: killed, crashed, "
+            "or cut off from Redis"
+        )
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Say this replica is alive every ``HEARTBEAT_EVERY`` seconds, and carry the
@@ -167,7 +186,7 @@ class RedisStore:
         try:
             while True:
                 with suppress(StoreUnavailable):  # the client logged it; the next beat retries
-                    await self.client.execute("SET", key, b"1", "PX", _ms(HEARTBEAT_TTL))
+                    await self.client.execute("SET", key, _ALIVE, "PX", _ms(HEARTBEAT_TTL))
                 await trio.sleep(HEARTBEAT_EVERY)
         finally:
             with (
@@ -175,7 +194,8 @@ class RedisStore:
                 trio.move_on_after(self.client.timeout),
                 suppress(StoreUnavailable),
             ):
-                await self.client.execute("DEL", key)  # stopped: not alive any more
+                # Stopped: not alive any more, and saying so tells clients why.
+                await self.client.execute("SET", key, _STOPPED, "PX", _ms(STOPPED_TTL))
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -14,10 +14,17 @@ connections, and resuming after a priming event must not replay what an earlier
 connection already delivered.
 
 Streams: the session's GET stream is one stream whichever replica writes to it. A POST's
-answer stream belongs to the replica running the request, so its name carries that
-replica's id (``<replica>.<n>``). Resumed on another replica, it is replayed there; when
-nothing is new and its replica has died, the id is refused (the client's resume fails with
-an HTTP error instead of polling for an answer that will never come).
+answer stream belongs to the replica running its requests, so its name carries that
+replica's id and the requests' ids (``<replica>.<n>.<ids>``, see :meth:`post_stream_id`;
+the ids cost no Redis call: they travel in the names and event ids). Resumed on another
+replica, it is replayed there. When its replica has died (its heartbeat lapsed, see
+:meth:`~trimcp.stores.RedisStore.replica_gone`) and some of its requests have no answer
+stored, the resuming replica stores and sends, after the replayed events, one JSON-RPC
+error (``-32603``) for each of them, naming the dead replica and why it is taken for
+dead, and the stream ends: every call ends, once, with its answer or that error. (A
+marker key makes sure only one replica writes those errors, however often the client
+resumes.) A stream of a dead replica with nothing left to send is refused (the client's
+resume fails with an HTTP error instead of polling for an answer that will never come).
 
 When Redis is down, :meth:`RedisEventStore.store` still returns an id (the event goes out
 live, unstored, and an error is logged): a stream is never stopped by its store, but a
@@ -28,8 +35,10 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 
+from trimcp.errors import INTERNAL_ERROR, McpError
+from trimcp.protocol.jsonrpc import RequestId, encode_error, parse_json
 from trimcp.stores.base import StoreUnavailable
 from trimcp.stores.redis_client import RedisClient, reply_error
 from trimcp.transports.http_server.transport import STANDALONE_STREAM
@@ -39,6 +48,10 @@ logger = logging.getLogger("trimcp.stores.events")
 _ENTRY_ID = re.compile(r"\d{1,20}-\d{1,20}")
 #: The entry id of a POST stream's priming event (never stored: before every entry).
 _PRIMING = "0-0"
+#: The longest request ids a POST stream's name carries (longer: left out, and a resume
+#: after its replica died ends without an error for them, as before).
+MAX_NAMED_IDS = 200
+_INT_ID = re.compile(r"-?\d{1,40}")
 
 
 def _entry_key(entry_id: str) -> tuple[int, int]:
@@ -53,7 +66,16 @@ class RedisEventStore:
     session makes its own, and they all see the same events.
     """
 
-    __slots__ = ("_alive", "_client", "_key", "_local", "max_events", "replica", "ttl_ms")
+    __slots__ = (
+        "_alive",
+        "_client",
+        "_gone",
+        "_key",
+        "_local",
+        "max_events",
+        "replica",
+        "ttl_ms",
+    )
 
     def __init__(
         self,
@@ -64,6 +86,7 @@ class RedisEventStore:
         ttl: float = 3600.0,
         replica: str = "r",
         alive: Callable[[str], Awaitable[bool]] | None = None,
+        gone: Callable[[str], Awaitable[str | None]] | None = None,
     ) -> None:
         self._client = client
         self._key = key
@@ -71,10 +94,29 @@ class RedisEventStore:
         self.ttl_ms = max(1, int(ttl * 1000))
         self.replica = replica
         self._alive = alive
+        #: Why a replica runs no more (None: alive); preferred to ``alive`` when given.
+        self._gone = gone
         self._local = 0  # ids handed out while Redis was down
 
     def _shared_name(self, stream_id: str) -> str:
         return stream_id if stream_id == STANDALONE_STREAM else f"{self.replica}.{stream_id}"
+
+    def post_stream_id(self, number: int, request_ids: Sequence[RequestId]) -> str:
+        """``<number>.<ids>``: the ids comma-separated, a number in decimal, a string as
+        ``s`` and the hex of its UTF-8 (ids that would take more than
+        :data:`MAX_NAMED_IDS` characters are left out: just ``<number>``)."""
+        if len(request_ids) == 1 and type(request_ids[0]) is int:
+            named = str(request_ids[0])  # the usual case (the SDK's ids)
+        else:
+            named = ",".join(
+                str(rid)
+                if type(rid) is int
+                else "s" + str(rid).encode("utf-8", "surrogatepass").hex()
+                for rid in request_ids
+            )
+        if not named or len(named) > MAX_NAMED_IDS:
+            return str(number)
+        return f"{number}.{named}"
 
     async def store(self, stream_id: str, message: bytes) -> str:
         """Append the event; returns its id. Never raises for a store outage (see module)."""
@@ -156,7 +198,135 @@ class RedisEventStore:
             return name, replay  # the GET stream, or an id of another store's format
         if owner == self.replica:
             return local, replay  # our own stream: the transport knows it by its local name
-        if not replay and self._alive is not None and not await self._alive(owner):
+        request_ids = _named_ids(local.partition(".")[2])
+        if request_ids is None:  # a stream named without its requests
+            if not replay and await self._why_gone(owner) is not None:
+                logger.info("stream %s of %s: its replica stopped, nothing left", name, self._key)
+                return None
+            return name, replay
+        answered = _answered(data for _, data in replay)
+        if answered.issuperset(request_ids):
+            return name, replay  # complete: whoever ran it
+        reason = await self._why_gone(owner)
+        if reason is None:
+            return name, replay  # its replica runs it still: the client polls for the rest
+        if entry_id != _PRIMING:  # answers the client already had count too
+            answered |= await self._answered_until(name, entry_id)
+        cut = [rid for rid in request_ids if rid not in answered]
+        if cut:
+            replay.extend(await self._end_cut_requests(name, owner, reason, cut))
+        elif not replay:
             logger.info("stream %s of %s: its replica stopped, nothing left", name, self._key)
             return None
         return name, replay
+
+    async def _why_gone(self, replica: str) -> str | None:
+        if self._gone is not None:
+            return await self._gone(replica)
+        if self._alive is not None and not await self._alive(replica):
+            return "it stopped saying it is alive"
+        return None
+
+    async def _answered_until(self, name: str, entry_id: str) -> set[RequestId]:
+        """The requests answered on stream ``name`` up to entry ``entry_id`` (included)."""
+        entries = await self._client.execute(
+            "XRANGE", self._key, "-", entry_id, "COUNT", self.max_events * 2
+        )
+        if not isinstance(entries, list):
+            return set()
+        wanted = name.encode()
+        messages = []
+        for _, fields in entries:
+            values = dict(zip(fields[::2], fields[1::2], strict=False))
+            if values.get(b"s") == wanted and values.get(b"m"):
+                messages.append(values[b"m"])
+        return _answered(messages)
+
+    async def _end_cut_requests(
+        self, name: str, owner: str, reason: str, cut: list[RequestId]
+    ) -> list[tuple[str, bytes]]:
+        """Store and return an error answer for each of ``cut``, the requests of stream
+        ``name`` that its dead replica ``owner`` never answered.
+
+        One atomic script: only the first replica to get here writes them (a marker key
+        says it did); the others return nothing, and their client resumes again and finds
+        the errors stored. Raises StoreUnavailable (then they may or may not be stored:
+        either way the client's next resume ends the requests, once).
+        """
+        message = (
+            f"replica {owner} that was running this request stopped ({reason}); the "
+            "request may or may not have taken effect; retry it if it is safe to"
+        )
+        data = {"replica": owner, "reason": reason}
+        errors = [encode_error(rid, McpError(INTERNAL_ERROR, message, data)) for rid in cut]
+        marker = f"{self._key}:cut:{name}"
+        ids = await self._client.execute(
+            "EVAL", _END_CUT, 2, self._key, marker, self.ttl_ms, self.max_events, name, *errors
+        )
+        if not isinstance(ids, list) or len(ids) != len(errors):
+            if reply_error(ids):
+                logger.error("Redis refused to end the requests of %s: %s", name, ids)
+            return []  # another replica did (or Redis refused: logged)
+        logger.warning(
+            "stream %s of %s: replica %s stopped (%s); %d request(s) ended with an error",
+            name,
+            self._key,
+            owner,
+            reason,
+            len(cut),
+        )
+        return [
+            (f"{name}_{entry.decode('ascii')}", error)
+            for entry, error in zip(ids, errors, strict=True)
+        ]
+
+
+#: KEYS: the events, the marker; ARGV: ttl ms, max events, stream name, the messages.
+#: Adds the messages to the stream unless the marker exists; their entry ids, or nil.
+_END_CUT = """
+if not redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[1]) then return false end
+local ids = {}
+for i = 4, #ARGV do
+  ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*',
+                             's', ARGV[3], 'm', ARGV[i])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return ids
+"""
+
+
+def _named_ids(named: str) -> list[RequestId] | None:
+    """The request ids :meth:`RedisEventStore.post_stream_id` put in a name (None: none)."""
+    if not named:
+        return None
+    ids: list[RequestId] = []
+    try:
+        for part in named.split(","):
+            if part.startswith("s"):
+                ids.append(bytes.fromhex(part[1:]).decode("utf-8", "surrogatepass"))
+            elif _INT_ID.fullmatch(part):
+                ids.append(int(part))
+            else:
+                return None
+    except ValueError:
+        return None
+    return ids
+
+
+def _answered(messages: Iterable[bytes]) -> set[RequestId]:
+    """The ids of the requests that ``messages`` (stored events) answer."""
+    answered: set[RequestId] = set()
+    for data in messages:
+        try:
+            decoded = parse_json(data)
+        except McpError:
+            continue
+        for item in decoded if isinstance(decoded, list) else (decoded,):
+            if (
+                isinstance(item, dict)
+                and "method" not in item
+                and ("result" in item or "error" in item)
+                and type(item.get("id")) in (int, str)
+            ):
+                answered.add(item["id"])
+    return answered

@@ -9,7 +9,10 @@ can never replay another session's events.
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from trimcp.protocol.jsonrpc import RequestId
 
 logger = logging.getLogger("trimcp.http.events")
 
@@ -32,6 +35,22 @@ class EventStore(Protocol):
 
         None when the id is unknown (never issued, or from another session).
         """
+        ...
+
+
+@runtime_checkable
+class NamesPostStreams(Protocol):
+    """An event store that names each POST's stream itself, from the requests it carries.
+
+    The transport asks it for the id of every new POST stream (instead of numbering them
+    ``1``, ``2``, ...). A store shared by replicas puts the request ids in the name, so a
+    replica resuming the stream after the one running those requests died knows which of
+    them will never be answered (:class:`~trimcp.stores.redis_events.RedisEventStore`).
+    """
+
+    def post_stream_id(self, number: int, request_ids: Sequence[RequestId]) -> str:
+        """The id of the session's ``number``-th POST stream (unique in the session; no
+        ``_``, CR, LF or NUL)."""
         ...
 
 

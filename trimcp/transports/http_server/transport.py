@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -30,7 +30,7 @@ from trimcp.protocol.jsonrpc import RequestId
 from trimcp.session import RequestContext
 from trimcp.transports.base import Decoded, Outgoing
 from trimcp.transports.http_server.asgi import feed_bounded
-from trimcp.transports.http_server.event_store import EventStore
+from trimcp.transports.http_server.event_store import EventStore, NamesPostStreams
 from trimcp.transports.http_server.streams import (
     OutStream,
     Sink,
@@ -72,6 +72,7 @@ class HttpSessionTransport:
         "_inbound_queue",
         "_live",
         "_lock_",
+        "_name_post",
         "_next_stream",
         "_routes",
         "_store",
@@ -93,6 +94,9 @@ class HttpSessionTransport:
         retry_ms: int,
     ) -> None:
         self._store = store
+        # A store shared by replicas names POST streams after their requests (one bound
+        # method per such session; None, a pointer, for the in-memory default).
+        self._name_post = store.post_stream_id if isinstance(store, NamesPostStreams) else None
         self.retry_ms = retry_ms
         # The inbound queue, the lock, the backlog and the closed event are made when
         # first needed and dropped while the session rests (most sessions are idle).
@@ -222,7 +226,7 @@ class HttpSessionTransport:
 
     async def open_post_stream(
         self,
-        request_ids: Iterable[RequestId],
+        request_ids: Sequence[RequestId],
         *,
         json_mode: bool,
         sink: Sink | None,
@@ -237,8 +241,10 @@ class HttpSessionTransport:
         resumable = self._store is not None and not json_mode
         stream_id: str | None = None
         if resumable:
-            stream_id = str(self._next_stream)
+            number = self._next_stream
             self._next_stream += 1
+            name = self._name_post
+            stream_id = str(number) if name is None else name(number, request_ids)
         stream = OutStream(stream_id, json_mode=json_mode)
         stream.auth = auth
         for request_id in request_ids:
