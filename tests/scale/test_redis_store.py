@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 
 import pytest
@@ -196,3 +197,52 @@ async def test_the_event_store_keeps_streams_going_while_redis_is_down(
 
 async def test_the_memory_store_is_the_in_memory_event_store() -> None:
     assert isinstance(store_from_url("memory://").event_store("S"), InMemoryEventStore)
+
+
+async def test_a_dead_replicas_unanswered_requests_end_with_one_error_each(
+    redis_server: RedisServer,
+) -> None:
+    from trimcp.stores.redis_events import MAX_NAMED_IDS, RedisEventStore
+
+    client = RedisClient(redis_server.url)
+    stopped: dict[str, str] = {}
+
+    async def gone(replica: str) -> str | None:
+        return stopped.get(replica)
+
+    def store(replica: str) -> RedisEventStore:
+        return RedisEventStore(client, "t:cut", replica=replica, gone=gone)
+
+    try:
+        a, b, c = store("a"), store("b"), store("c")
+        # A batch POST on replica a: a string id (non-ASCII, with a comma) and a number.
+        local = a.post_stream_id(4, ["x,é", 7])
+        assert "_" not in local
+        assert a.post_stream_id(5, ["x" * MAX_NAMED_IDS]) == "5"  # too long: left out
+        priming = await a.store(local, b"")
+        progress = await a.store(local, b'{"jsonrpc":"2.0","method":"notifications/progress"}')
+        await a.store(local, b'{"jsonrpc":"2.0","id":7,"result":{}}')
+        # a still runs it: b replays what is stored and sends no error.
+        found = await b.replay_after(progress)
+        assert found is not None
+        assert [m for _, m in found[1]] == [b'{"jsonrpc":"2.0","id":7,"result":{}}']
+        stopped["a"] = "it shut down"
+        found = await b.replay_after(progress)
+        assert found is not None
+        name, events = found
+        assert name == f"a.{local}"
+        assert len(events) == 2  # the stored answer to 7, then the error for "x,é" only
+        error = json.loads(events[1][1])
+        assert error["id"] == "x,é"
+        assert error["error"]["code"] == -32603
+        assert error["error"]["message"].startswith(
+            "replica a that was running this request stopped (it shut down); "
+        )
+        assert error["error"]["data"] == {"replica": "a", "reason": "it shut down"}
+        # Resumed again (anywhere, from anywhere): the error is stored, never written twice.
+        assert await c.replay_after(events[1][0]) is None  # nothing left
+        again = await c.replay_after(priming)
+        assert again is not None
+        assert [eid for eid, _ in again[1]] == [progress, events[0][0], events[1][0]]
+    finally:
+        await client.aclose()
