@@ -197,3 +197,40 @@ async def test_get_stream_reconnects_with_last_event_id(autojump_clock: Any) -> 
         assert len(app.gets) == 2
         assert app.gets[1].headers["last-event-id"] == "g-1"
         assert app.gets[1].time - app.gets[0].time >= 0.25
+
+
+async def test_a_gateway_error_on_resume_is_retried(autojump_clock: Any) -> None:
+    # A balancer whose replicas are all marked down for a moment (one just died) answers
+    # the resume 502, then 503: the client tries again, and the next attempt is answered.
+    class BalancerApp(PollingApp):
+        async def get(self, request: Request, reply: Reply) -> None:
+            if "last-event-id" in request.headers and len(self.resumes) < 2:
+                self.resumes.append(request)
+                await reply.status(502 + len(self.resumes) - 1)
+                return
+            await super().get(request, reply)
+
+    app = BalancerApp(retry=100)
+    async with fake_server(app) as server, http_session(server.url) as (session, _):
+        answer = await session.send_request("tools/call", {"name": "x", "arguments": {}})
+        assert answer.content[0].text == "resumed"
+    assert len(app.resumes) == 3
+
+
+async def test_gateway_errors_on_every_resume_give_up_bounded(autojump_clock: Any) -> None:
+    class DownApp(PollingApp):
+        async def get(self, request: Request, reply: Reply) -> None:
+            if "last-event-id" in request.headers:
+                self.resumes.append(request)
+                await reply.status(502)
+                return
+            await super().get(request, reply)
+
+    app = DownApp(retry=100)
+    async with (
+        fake_server(app) as server,
+        http_session(server.url, max_reconnect_attempts=3) as (session, _),
+    ):
+        with pytest.raises(McpError, match="could not be resumed after 3 attempts: HTTP 502"):
+            await session.send_request("tools/call", {"name": "x"}, timeout=None)
+    assert len(app.resumes) == 3

@@ -25,6 +25,8 @@ import pytest
 import trio
 
 from tests.scale.peers import Nginx, RedisServer, Replica, stop
+from trimcp import connect_http
+from trimcp.errors import McpError
 from trimcp.stores import RedisStore
 
 HERE = Path(__file__).resolve().parent
@@ -138,3 +140,36 @@ def test_a_call_whose_replica_shut_down_ends_with_an_error_saying_so(cluster: Cl
     replica, reason = check_cut(cut_call(cluster, "stopped", signal.SIGTERM))
     assert reason == "it shut down"
     assert heartbeat(cluster.redis, replica) == b"stopped"
+
+
+async def test_trimcps_client_gets_the_same_error(cluster: Cluster) -> None:
+    started = trio.Event()
+    progress: list[float] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+        started.set()
+
+    async def cut_when_started() -> None:
+        await started.wait()
+        pid = int((cluster.marks / "own-client.pid").read_text())
+        victim = next(n for n, r in enumerate(cluster.replicas) if r.process.pid == pid)
+        await trio.to_thread.run_sync(stop, cluster.replicas[victim].process, signal.SIGKILL)
+        cluster.replicas[victim] = await trio.to_thread.run_sync(cluster.replicas[victim].respawn)
+
+    with trio.fail_after(60):
+        async with (
+            connect_http(cluster.nginx.url, mode="legacy") as client,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(cut_when_started)
+            with pytest.raises(McpError) as raised:
+                await client.call_tool(
+                    "slow",
+                    {"tag": "own-client", "steps": 20, "delay": 0.5},
+                    on_progress=on_progress,
+                )
+            assert raised.value.code == -32603
+            assert CUT.fullmatch(raised.value.message), raised.value.message
+            assert progress == [float(n) for n in range(1, len(progress) + 1)]
+            await client.ping()  # the session goes on

@@ -50,6 +50,9 @@ from trimcp.transports.http_client.stateless import StatelessRequests
 from trimcp.transports.http_client.tasks import TaskSet
 from trimcp.transports.http_client.url import Endpoint
 
+#: Statuses a balancer or proxy answers when no server could take the request just now.
+_GATEWAY_ERRORS = frozenset((502, 503, 504))
+
 logger = logging.getLogger("trimcp.http_client")
 
 ACCEPT_POST = "application/json, text/event-stream"
@@ -403,7 +406,7 @@ class StreamableHttpClient:
         last_event_id: str = end.last_event_id or ""
         retry_ms = end.retry_ms
         failures = 0
-        last_error = end.error
+        last_error: McpError | None = end.error
         sink = self._sink_for(info)
         while pending:
             await trio.sleep(options.reconnect_wait(retry_ms, failures))
@@ -421,11 +424,18 @@ class StreamableHttpClient:
                             SessionExpired("the session expired while an answer was awaited"),
                         )
                         return
+                    if response.status in _GATEWAY_ERRORS:
+                        # A balancer with no replica to hand the resume to right now (one
+                        # just died): a later attempt may reach one (counted as failed).
+                        excerpt = await response.read_excerpt(EXCERPT, options.timeout)
+                        body = excerpt.decode("utf-8", "replace").strip()
+                        detail = f"{response.reason} ({body[:200]})" if body else response.reason
+                        raise HttpStatusError(response.status, self._endpoint.url, body, detail)
                     if response.status != 200 or response.content_type != "text/event-stream":
                         await self._answers.fail_status(response, pending)
                         return
                     result = await self._answers.read_sse(response, pending, sink, last_event_id)
-            except HttpClientError as exc:
+            except (HttpClientError, HttpStatusError) as exc:
                 last_error = exc
                 failures += 1
             else:
