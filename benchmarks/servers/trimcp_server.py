@@ -73,8 +73,8 @@ SLEEP_SCHEMA = _input_schema({"ms": {"type": "number", "minimum": 0}}, ["ms"])
 def build_lowlevel(tools: int, page_size: int | None) -> Any:
     """A :class:`LowLevelServer` answering tools/list and tools/call for the tool set."""
     from trimcp.errors import INVALID_PARAMS, McpError
+    from trimcp.protocol.pagination import paginate
     from trimcp.server.lowlevel import LowLevelServer
-    from trimcp.server.pagination import paginate
     from trimcp.session import RequestContext
     from trimcp.types import (
         CallToolResult,

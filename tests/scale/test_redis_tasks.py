@@ -9,9 +9,9 @@ import trio
 
 from tests.scale.peers import RedisServer
 from trimcp.server.tasks import TaskRecord, TaskStore
-from trimcp.server.tasks.store import TaskStoreFull
 from trimcp.stores import RedisStore
 from trimcp.stores.redis_tasks import RUNNER_STOPPED
+from trimcp.tasks.store import TaskStoreFull
 
 
 def record(task_id: str, owner: str | None = "ann", ttl: float | None = 60.0) -> TaskRecord:

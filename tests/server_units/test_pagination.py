@@ -12,7 +12,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from trimcp.errors import INVALID_PARAMS, McpError
-from trimcp.server.pagination import MAX_CURSOR_LENGTH, paginate
+from trimcp.protocol.pagination import MAX_CURSOR_LENGTH, paginate
 
 NAMES = st.lists(st.text(string.ascii_lowercase, min_size=1, max_size=6), unique=True, max_size=40)
 SIZES = st.integers(min_value=1, max_value=12)

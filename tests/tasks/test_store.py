@@ -6,7 +6,7 @@ import pytest
 import trio
 
 from trimcp.server.tasks import MemoryTaskStore, TaskRecord, TaskStore, TaskStoreFull
-from trimcp.server.tasks.store import EXPIRED_IDS_KEPT
+from trimcp.tasks.store import EXPIRED_IDS_KEPT
 
 
 def record(task_id: str, expires_at: float | None, owner: str | None = None) -> TaskRecord:

@@ -69,8 +69,8 @@ from trimcp.protocol.jsonrpc import RequestId
 from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import LATEST_VERSION, SUPPORTED_VERSIONS
-from trimcp.server.tasks.manager import TaskOptions
 from trimcp.session import ProgressCallback, RequestContext, Session
+from trimcp.tasks.manager import TaskOptions
 from trimcp.types import (
     CallToolRequestParams,
     CallToolResult,

@@ -14,7 +14,7 @@ when offering 2025-11-25, and only when the task runner is open: the openers
 (``connect_stdio``, ``connect_http``...) open it inside the session; a client attached by
 hand opens it with ``async with client.open_task_runner():`` around ``attach``.
 
-Lifetimes and limits (the server side's :class:`~trimcp.server.tasks.TaskManager`, with
+Lifetimes and limits (the shared engine, :class:`~trimcp.tasks.TaskManager`, with
 client defaults, :data:`CLIENT_TASK_OPTIONS`):
 
 - Tasks run in a nursery the client owns, inside its session; each in its own cancel
@@ -24,7 +24,7 @@ client defaults, :data:`CLIENT_TASK_OPTIONS`):
   that runs past its TTL is cancelled the same way and recorded ``failed`` (``-32001``).
 - At most ``max_running`` tasks run at once; one more is refused with ``-32603`` (the
   request, not a task, fails). Finished tasks are kept until their TTL passes, at most
-  ``max_kept`` of them (:class:`~trimcp.server.tasks.MemoryTaskStore`); an unknown or
+  ``max_kept`` of them (:class:`~trimcp.tasks.MemoryTaskStore`); an unknown or
   expired task id gets ``-32602``.
 - When the client closes (or the server goes away), running tasks get
   ``shutdown_grace`` seconds (0 by default), then they are cancelled; nothing outlives
@@ -42,10 +42,10 @@ import attrs
 from trimcp._groups import open_nursery_unwrapped
 from trimcp.errors import METHOD_NOT_FOUND, McpError
 from trimcp.protocol.versions import V2025_11_25
-from trimcp.server.tasks.manager import TaskManager, TaskOptions, _TaskHandle
-from trimcp.server.tasks.methods import final_answer, task_fields
-from trimcp.server.tasks.store import MemoryTaskStore, TaskRecord
 from trimcp.session import RequestContext, Session
+from trimcp.tasks.manager import TaskManager, TaskOptions, _TaskHandle
+from trimcp.tasks.store import MemoryTaskStore, TaskRecord
+from trimcp.tasks.wire import final_answer, task_fields
 from trimcp.types import (
     CancelTaskResult,
     ClientCapabilities,

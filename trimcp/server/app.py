@@ -31,6 +31,7 @@ from trimcp.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Mcp
 from trimcp.protocol import modern
 from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.negotiated import Negotiated
+from trimcp.protocol.pagination import paginate
 from trimcp.protocol.versions import SUPPORTED_VERSIONS, negotiate_version
 from trimcp.server.completion import Completions
 from trimcp.server.context import Context
@@ -39,7 +40,6 @@ from trimcp.server.listen import ListenHub
 from trimcp.server.logging import DEFAULT_LOG_BUFFER, LogBuffer, StdlibBridge, check_level
 from trimcp.server.middleware import Call, Middleware, Next, build_chain
 from trimcp.server.mount import Mount, prefixed_uri
-from trimcp.server.pagination import paginate
 from trimcp.server.prompts import RegisteredPrompt
 from trimcp.server.registry import Registry
 from trimcp.server.replicas import ReplicaLink
@@ -48,11 +48,11 @@ from trimcp.server.resources import RegisteredResource, RegisteredTemplate, not_
 from trimcp.server.sessions import SessionTable
 from trimcp.server.stateless import CacheHint, StatelessOptions, StatelessServing
 from trimcp.server.tasks import methods as task_methods
-from trimcp.server.tasks.manager import TaskManager, TaskOptions
-from trimcp.server.tasks.store import TaskStore
 from trimcp.server.tools import AUTO, RegisteredTool, TaskStart, TaskSupport, icon_list
 from trimcp.session import RequestContext, Session, SessionOptions, open_session
 from trimcp.stores.bus import Bus
+from trimcp.tasks.manager import TaskManager, TaskOptions
+from trimcp.tasks.store import TaskStore
 from trimcp.transports.base import Transport
 from trimcp.types import (
     Annotations,

@@ -24,8 +24,8 @@ from typing import Any
 import trio
 
 from trimcp.errors import INTERNAL_ERROR
-from trimcp.server.tasks.store import TaskRecord, TaskStoreFull
 from trimcp.stores.redis_client import RedisClient
+from trimcp.tasks.store import TaskRecord, TaskStoreFull
 
 RUNNER_STOPPED = "the server process running this task stopped; start the task again"
 

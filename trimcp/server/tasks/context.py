@@ -28,7 +28,7 @@ from trimcp.types import RELATED_TASK_META_KEY, LoggingLevel
 
 if TYPE_CHECKING:
     from trimcp.auth.principal import AuthInfo
-    from trimcp.server.tasks.manager import TaskOptions, _TaskHandle
+    from trimcp.tasks.manager import TaskOptions, _TaskHandle
 
 _DEFAULT: Any = object()
 

@@ -11,23 +11,24 @@ random bits: knowing the id is what grants access (see ``docs/tasks.md``).
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from trimcp.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError
+from trimcp.errors import METHOD_NOT_FOUND, McpError
 from trimcp.protocol.versions import V2025_11_25, is_stateless
 from trimcp.server.context import Context
 from trimcp.server.results import to_content
 from trimcp.server.tasks import modern
 from trimcp.server.tasks.context import TaskContext, TaskRequestContext
-from trimcp.server.tasks.manager import TaskManager, _TaskHandle
-from trimcp.server.tasks.store import TaskRecord
 from trimcp.session.context import RequestContext
+from trimcp.tasks.manager import TaskManager, _TaskHandle
+from trimcp.tasks.store import TaskRecord
+from trimcp.tasks.wire import final_answer as final_answer
+from trimcp.tasks.wire import iso as iso
+from trimcp.tasks.wire import task_fields as task_fields
 from trimcp.types import (
-    RELATED_TASK_META_KEY,
     CallToolResult,
     CancelTaskResult,
     CreateTaskResult,
@@ -67,25 +68,6 @@ def tasks_capability() -> ServerTasksCapability:
     return ServerTasksCapability(
         list_={}, cancel={}, requests=ServerTaskRequests(tools=ToolsTaskRequests(call={}))
     )
-
-
-def iso(unix: float) -> str:
-    """An ISO 8601 UTC timestamp with milliseconds, e.g. ``2025-11-25T10:30:00.000Z``."""
-    moment = datetime.datetime.fromtimestamp(unix, datetime.UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def task_fields(record: TaskRecord) -> dict[str, Any]:
-    """The ``Task`` members of ``record`` as keyword arguments of the 2025-11-25 types."""
-    return {
-        "task_id": record.task_id,
-        "status": record.status,
-        "status_message": record.status_message,
-        "created_at": iso(record.created_at),
-        "last_updated_at": iso(record.updated_at),
-        "ttl": record.ttl_ms,
-        "poll_interval": record.poll_interval_ms,
-    }
 
 
 def _owner(server: Server, ctx: RequestContext) -> str | None:
@@ -183,28 +165,6 @@ async def tasks_result(server: Server, ctx: RequestContext) -> dict[str, Any]:
     task_id = ctx.params.task_id
     record = await server.tasks.wait_terminal(task_id, _owner(server, ctx), forward)
     return final_answer(record)
-
-
-def final_answer(record: TaskRecord) -> dict[str, Any]:
-    """The stored result with the related-task ``_meta``; raises the stored error."""
-    if record.error is not None:
-        error = record.error
-        raise McpError(
-            int(error.get("code", INTERNAL_ERROR)), str(error.get("message")), error.get("data")
-        )
-    if record.result is None:
-        raise McpError(
-            INTERNAL_ERROR,
-            f"Task {record.task_id} was cancelled before it produced a result "
-            f"({record.status_message or 'no reason given'})",
-        )
-    result = dict(record.result)
-    meta = result.get("_meta")
-    result["_meta"] = {
-        **(meta if isinstance(meta, dict) else {}),
-        RELATED_TASK_META_KEY: {"taskId": record.task_id},
-    }
-    return result
 
 
 async def tasks_list(server: Server, ctx: RequestContext) -> ListTasksResult:

@@ -1,7 +1,7 @@
 """The ``io.modelcontextprotocol/tasks`` extension (SEP-2663) on a 2026-07-28 server.
 
 What differs from 2025-11-25 (:mod:`~trimcp.server.tasks.methods`), on the same
-:class:`~trimcp.server.tasks.manager.TaskManager` and the same tool bodies:
+:class:`~trimcp.tasks.manager.TaskManager` and the same tool bodies:
 
 - the server decides: a ``tools/call`` of a tool with ``task_support`` optional or
   required from a client whose request declares the extension (in its ``_meta``
@@ -23,13 +23,13 @@ import attrs
 
 from trimcp.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, McpError
 from trimcp.protocol import tasks_ext
-from trimcp.server.tasks.store import TaskRecord
 from trimcp.session.context import RequestContext
+from trimcp.tasks.store import TaskRecord
 from trimcp.types import ServerCapabilities
 
 if TYPE_CHECKING:
     from trimcp.server.app import Server
-    from trimcp.server.tasks.manager import TaskManager
+    from trimcp.tasks.manager import TaskManager
 
 
 def declared(ctx: RequestContext) -> bool:

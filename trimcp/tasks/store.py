@@ -5,7 +5,7 @@ A :class:`TaskRecord` is everything a second process would need to answer ``task
 ``tasks/result`` and ``tasks/list`` for a task: its id, owner, status, timestamps, TTL and,
 once it ended, its result or error in wire form. What only the process running the task
 has (its cancel scope, the input requests it is waiting on) stays in the
-:class:`~trimcp.server.tasks.manager.TaskManager`.
+:class:`~trimcp.tasks.manager.TaskManager`.
 
 :class:`MemoryTaskStore` keeps records in a dict, bounded (``max_tasks``) and expiring: a
 record is dropped once its expiry time (``created + ttl``, on Trio's clock) has passed,

@@ -1,6 +1,10 @@
-"""The task runner: a nursery owned by the server in which every task runs.
+"""The task runner: a nursery owned by whoever runs the tasks, in which every task runs.
 
-Lifetimes (see ``docs/tasks.md``):
+Written for the server (below); a client running tasks for its server uses the same
+runner with ``holder="client"``, opened inside its session
+(:mod:`trimcp.client.task_receiver`); only the wording of errors differs.
+
+Lifetimes on a server (see ``docs/tasks.md``):
 
 - :meth:`TaskManager.open` opens the nursery. Every serving function of ``trimcp.Server``
   enters it (shared: the first entry owns it); a task therefore belongs to the server, not
@@ -13,7 +17,7 @@ Lifetimes (see ``docs/tasks.md``):
   their final status (``cancelled``, "the server shut down") is recorded in the store.
 
 A task is *durably created* before its handle is returned: its record is in the
-:class:`~trimcp.server.tasks.store.TaskStore` (so ``tasks/get`` finds it) before the work
+:class:`~trimcp.tasks.store.TaskStore` (so ``tasks/get`` finds it) before the work
 starts and before ``CreateTaskResult`` is sent.
 """
 
@@ -40,12 +44,12 @@ from trimcp.errors import (
     SessionClosed,
 )
 from trimcp.protocol.methods import lookup
-from trimcp.server.pagination import paginate
-from trimcp.server.tasks.inputs import InputQueue, PendingInput
-from trimcp.server.tasks.store import MemoryTaskStore, TaskRecord, TaskStore, TaskStoreFull
+from trimcp.protocol.pagination import paginate
+from trimcp.tasks.inputs import InputQueue, PendingInput
+from trimcp.tasks.store import MemoryTaskStore, TaskRecord, TaskStore, TaskStoreFull
 from trimcp.types import RELATED_TASK_META_KEY, TaskStatus
 
-logger = logging.getLogger("trimcp.server.tasks")
+logger = logging.getLogger("trimcp.tasks")
 
 #: Seconds a store call made while recording a final status may take (it is shielded).
 STORE_TIMEOUT: Final = 5.0
