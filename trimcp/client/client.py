@@ -177,7 +177,9 @@ class Client(Agreement):
     (see :mod:`trimcp.client.schema` for the JSON Schema subset). ``middleware`` runs
     around every request after the handshake (see :mod:`trimcp.client.middleware`).
     ``task_options`` bounds the tasks the client runs for a 2025-11-25 server (sampling
-    and elicitation as tasks; see :mod:`trimcp.client.task_receiver`). The
+    and elicitation as tasks; default
+    :data:`~trimcp.client.task_receiver.CLIENT_TASK_OPTIONS`; see
+    :mod:`trimcp.client.task_receiver`). The
     remaining keywords register handlers and callbacks: see
     :class:`~trimcp.client.handlers.ClientHandlers`.
     """
