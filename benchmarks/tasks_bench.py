@@ -10,6 +10,11 @@ memory a finished task costs while it is kept until its TTL.
 2. ``--kept N`` (default 10,000) finished tasks held by a ``MemoryTaskStore`` (through the
    ``TaskManager``, each with a small text result), measured with ``tracemalloc``: bytes
    per finished task kept until its TTL.
+3. ``--client-tasks N`` (default 1,000; 0 skips it): the other direction. A bare server
+   session sends N task-augmented ``sampling/createMessage`` requests at once to a trimcp
+   client (memory connection, real clock) whose sampling handler works ``--work`` seconds;
+   the server polls each task with ``tasks/get`` every ``--poll`` seconds until it
+   completes, then fetches it with ``tasks/result``. Reports the same figures.
 
 Run from the repository root: .venv/bin/python -m benchmarks.tasks_bench
 """
@@ -23,11 +28,25 @@ import time
 import tracemalloc
 from typing import Any
 
+import attrs
 import trio
 
 import trimcp
+from trimcp.client import Client
+from trimcp.client.task_receiver import CLIENT_TASK_OPTIONS, TaskReceiver
+from trimcp.protocol.lifecycle import Role
 from trimcp.server.tasks import TaskOptions
+from trimcp.session import Session, open_session, serve_session
 from trimcp.testing import open_test_client
+from trimcp.transports.memory import memory_transport_pair
+from trimcp.types import (
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    Implementation,
+    SamplingMessage,
+    TaskMetadata,
+    TextContent,
+)
 
 
 def _cpu() -> float:
@@ -124,6 +143,67 @@ async def memory_per_finished_task(count: int) -> float:
     return (after - before) / count
 
 
+async def client_run_tasks(count: int, work: float, poll: float) -> dict[str, Any]:
+    """Part 3 (see the module docstring)."""
+
+    async def model(ctx: Any, params: CreateMessageRequestParams) -> CreateMessageResult:
+        await trio.sleep(work)
+        return CreateMessageResult(role="assistant", content=TextContent(text="ok"), model="m")
+
+    options = attrs.evolve(CLIENT_TASK_OPTIONS, max_running=count)
+    client = Client(sampling_handler=model, mode="legacy")
+    client.task_receiver = TaskReceiver(options, max_kept=count)
+    asker = trimcp.LowLevelServer(Implementation(name="asker", version="1"))
+    ask = CreateMessageRequestParams(
+        messages=[SamplingMessage(role="user", content=TextContent(text="hi"))],
+        max_tokens=5,
+        task=TaskMetadata(ttl=600_000),
+    )
+    client_end, server_end = memory_transport_pair(max(4096, 4 * count))
+    polls = 0
+    results: list[Any] = []
+    async with trio.open_nursery() as nursery:
+        server: Session = await nursery.start(serve_session, server_end, asker)
+        async with (
+            open_session(client_end, role=Role.CLIENT, handler=client) as session,
+            client.open_task_runner(session),
+        ):
+            await client.attach(session)
+            cpu0, t0 = _cpu(), time.perf_counter()
+            ids: list[str] = [""] * count
+
+            async def create(i: int) -> None:
+                created = await server.send_request("sampling/createMessage", ask)
+                ids[i] = created.task.task_id
+
+            async with trio.open_nursery() as starting:
+                for i in range(count):
+                    starting.start_soon(create, i)
+            created_s = time.perf_counter() - t0
+
+            async def follow(task_id: str) -> None:
+                nonlocal polls
+                while True:
+                    await trio.sleep(poll)
+                    polls += 1
+                    got = await server.send_request("tasks/get", {"taskId": task_id})
+                    if got.status == "completed":
+                        break
+                answer = {"taskId": task_id}
+                results.append(await server.send_request("tasks/result", answer))
+
+            async with trio.open_nursery() as following:
+                for task_id in ids:
+                    following.start_soon(follow, task_id)
+            total = time.perf_counter() - t0
+            cpu = _cpu() - cpu0
+            assert client.task_receiver.live_count() == 0
+        nursery.cancel_scope.cancel()
+    assert len(results) == count
+    assert all(result["content"]["text"] == "ok" for result in results)
+    return {"created_s": created_s, "all_done_s": total, "polls": polls, "cpu_s": cpu}
+
+
 async def main(args: argparse.Namespace) -> None:
     run = await concurrent_tasks(args.tasks, args.work, args.poll)
     print(
@@ -137,6 +217,14 @@ async def main(args: argparse.Namespace) -> None:
         f"memory per finished task kept until its TTL: {per_task:,.0f} bytes "
         f"({args.kept} tasks, tracemalloc)"
     )
+    if args.client_tasks:
+        run = await client_run_tasks(args.client_tasks, args.work, args.poll)
+        print(
+            f"{args.client_tasks} sampling requests run as tasks by the client "
+            f"({args.work:g} s of work each, server polling every {args.poll:g} s):"
+            f" created in {run['created_s']:.3f} s, all results in {run['all_done_s']:.3f} s,"
+            f" {run['polls']} tasks/get answered, CPU {run['cpu_s']:.2f} s"
+        )
 
 
 def cli(argv: list[str] | None = None) -> None:
@@ -145,6 +233,7 @@ def cli(argv: list[str] | None = None) -> None:
     parser.add_argument("--work", type=float, default=0.5, help="seconds each task works")
     parser.add_argument("--poll", type=float, default=0.1, help="poll interval hint (s)")
     parser.add_argument("--kept", type=int, default=10_000)
+    parser.add_argument("--client-tasks", type=int, default=1000)
     trio.run(main, parser.parse_args(argv))
 
 

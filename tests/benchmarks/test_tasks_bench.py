@@ -21,3 +21,8 @@ async def test_concurrent_tasks_run_to_completion() -> None:
 async def test_memory_per_finished_task_is_measured() -> None:
     per_task = await tasks_bench.memory_per_finished_task(50)
     assert per_task > 0
+
+
+async def test_the_client_runs_many_tasks_for_a_server() -> None:
+    run = await tasks_bench.client_run_tasks(20, 0.01, 0.01)
+    assert run["polls"] >= 20
