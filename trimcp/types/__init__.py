@@ -7,6 +7,7 @@ converter relies on are listed in :mod:`trimcp.types.common`. The JSON-RPC envel
 live in :mod:`trimcp.types.jsonrpc`.
 """
 
+from trimcp.types.base import WireType as WireType
 from trimcp.types.common import Annotations as Annotations
 from trimcp.types.common import Cursor as Cursor
 from trimcp.types.common import EmptyResult as EmptyResult

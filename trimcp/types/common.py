@@ -18,6 +18,8 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
+from trimcp.types.base import WireType
+
 RequestId: TypeAlias = int | str
 """A JSON-RPC request id."""
 
@@ -31,8 +33,8 @@ Role: TypeAlias = Literal["user", "assistant"]
 """The sender or recipient of a message in a conversation."""
 
 
-@attrs.frozen(kw_only=True)
-class Icon:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class Icon(WireType):
     """An optionally sized icon that a user interface can display."""
 
     src: str
@@ -41,8 +43,8 @@ class Icon:
     theme: Literal["light", "dark"] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class Annotations:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class Annotations(WireType):
     """Hints to the client about how to use or show an object."""
 
     audience: list[Role] | None = None
@@ -50,8 +52,8 @@ class Annotations:
     last_modified: str | None = None
 
 
-@attrs.frozen(kw_only=True)
-class RequestParams:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class RequestParams(WireType):
     """Params of a request that carries nothing but ``_meta`` (e.g. ``ping``, ``roots/list``).
 
     ``meta`` may hold ``progressToken``; in 2026-07-28 it also carries the protocol version,
@@ -61,22 +63,22 @@ class RequestParams:
     meta: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class PaginatedRequestParams(RequestParams):
     """Params of a list request: an optional cursor from a previous page."""
 
     cursor: Cursor | None = None
 
 
-@attrs.frozen(kw_only=True)
-class NotificationParams:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class NotificationParams(WireType):
     """Params of a notification that carries nothing but ``_meta`` (e.g. list_changed)."""
 
     meta: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class Result:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class Result(WireType):
     """Fields common to every result.
 
     ``result_type`` exists only from 2026-07-28 (``"complete"`` or ``"input_required"``);
@@ -87,19 +89,19 @@ class Result:
     result_type: str | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class EmptyResult(Result):
     """A result that only says the request succeeded (``ping``, ``resources/subscribe``...)."""
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class PaginatedResult(Result):
     """Fields common to list results: the cursor of the next page, if there is one."""
 
     next_cursor: Cursor | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class InputRequiredResult(Result):
     """2026-07-28: the server needs input (elicitation, sampling, roots) before it can answer.
 
@@ -111,8 +113,8 @@ class InputRequiredResult(Result):
     request_state: str | None = None
 
 
-@attrs.frozen(kw_only=True)
-class Error:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class Error(WireType):
     """The ``error`` member of a JSON-RPC error response.
 
     ``data`` is any JSON value; ``None`` means absent (an explicit ``null`` is not kept).

@@ -8,11 +8,12 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
+from trimcp.types.base import WireType
 from trimcp.types.common import Annotations, Icon
 
 
-@attrs.frozen(kw_only=True)
-class TextResourceContents:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class TextResourceContents(WireType):
     """The text contents of a resource."""
 
     uri: str
@@ -21,8 +22,8 @@ class TextResourceContents:
     meta: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class BlobResourceContents:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class BlobResourceContents(WireType):
     """The binary contents of a resource, base64-encoded."""
 
     uri: str
@@ -35,8 +36,8 @@ ResourceContents: TypeAlias = TextResourceContents | BlobResourceContents
 """Resource contents; told apart on the wire by a ``text`` or a ``blob`` member."""
 
 
-@attrs.frozen(kw_only=True)
-class TextContent:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class TextContent(WireType):
     """Text provided to or from an LLM."""
 
     type: Literal["text"] = "text"
@@ -45,8 +46,8 @@ class TextContent:
     meta: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ImageContent:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ImageContent(WireType):
     """A base64-encoded image provided to or from an LLM."""
 
     type: Literal["image"] = "image"
@@ -56,8 +57,8 @@ class ImageContent:
     meta: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class AudioContent:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class AudioContent(WireType):
     """Base64-encoded audio provided to or from an LLM."""
 
     type: Literal["audio"] = "audio"
@@ -67,8 +68,8 @@ class AudioContent:
     meta: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ResourceLink:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ResourceLink(WireType):
     """A link to a resource the server can read; it need not appear in resources/list."""
 
     type: Literal["resource_link"] = "resource_link"
@@ -83,8 +84,8 @@ class ResourceLink:
     meta: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class EmbeddedResource:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class EmbeddedResource(WireType):
     """The contents of a resource, embedded in a prompt or tool result."""
 
     type: Literal["resource"] = "resource"
@@ -99,8 +100,8 @@ ContentBlock: TypeAlias = (
 """A content block of a tool result or prompt message."""
 
 
-@attrs.frozen(kw_only=True)
-class ToolUseContent:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ToolUseContent(WireType):
     """A request from the model (in sampling) to call a tool."""
 
     type: Literal["tool_use"] = "tool_use"
@@ -110,8 +111,8 @@ class ToolUseContent:
     meta: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ToolResultContent:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ToolResultContent(WireType):
     """The result of a tool call, given back to the model in sampling.
 
     ``structured_content`` is a JSON object in 2025-11-25 and any JSON value in 2026-07-28.

@@ -10,12 +10,13 @@ from typing import Literal, TypeAlias
 
 import attrs
 
+from trimcp.types.base import WireType
 from trimcp.types.common import Result
 from trimcp.types.tasks import TaskAugmentedRequestParams
 
 
-@attrs.frozen(kw_only=True)
-class StringSchema:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class StringSchema(WireType):
     """A free-text form field."""
 
     type: Literal["string"] = "string"
@@ -27,8 +28,8 @@ class StringSchema:
     default: str | None = None
 
 
-@attrs.frozen(kw_only=True)
-class NumberSchema:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class NumberSchema(WireType):
     """A numeric form field (``type`` is ``"number"`` or ``"integer"``)."""
 
     type: Literal["number", "integer"]
@@ -39,8 +40,8 @@ class NumberSchema:
     default: float | None = None
 
 
-@attrs.frozen(kw_only=True)
-class BooleanSchema:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class BooleanSchema(WireType):
     """A yes/no form field."""
 
     type: Literal["boolean"] = "boolean"
@@ -49,16 +50,16 @@ class BooleanSchema:
     default: bool | None = None
 
 
-@attrs.frozen(kw_only=True)
-class EnumOption:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class EnumOption(WireType):
     """One option of a titled enum: its value (``const``) and display label."""
 
     const: str
     title: str
 
 
-@attrs.frozen(kw_only=True)
-class UntitledSingleSelectEnumSchema:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class UntitledSingleSelectEnumSchema(WireType):
     """Pick one string from ``enum``."""
 
     type: Literal["string"] = "string"
@@ -68,8 +69,8 @@ class UntitledSingleSelectEnumSchema:
     default: str | None = None
 
 
-@attrs.frozen(kw_only=True)
-class TitledSingleSelectEnumSchema:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class TitledSingleSelectEnumSchema(WireType):
     """Pick one option from ``one_of``, each with a display label."""
 
     type: Literal["string"] = "string"
@@ -79,8 +80,8 @@ class TitledSingleSelectEnumSchema:
     default: str | None = None
 
 
-@attrs.frozen(kw_only=True)
-class LegacyTitledEnumSchema:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class LegacyTitledEnumSchema(WireType):
     """Pick one string from ``enum``, labelled by ``enum_names`` (deprecated form).
 
     ``enum_names`` is required here: without it the schema is an
@@ -95,23 +96,23 @@ class LegacyTitledEnumSchema:
     default: str | None = None
 
 
-@attrs.frozen(kw_only=True)
-class UntitledEnumItems:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class UntitledEnumItems(WireType):
     """The items of an untitled multi-select: strings from ``enum``."""
 
     type: Literal["string"] = "string"
     enum: list[str]
 
 
-@attrs.frozen(kw_only=True)
-class TitledEnumItems:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class TitledEnumItems(WireType):
     """The items of a titled multi-select: options from ``any_of``."""
 
     any_of: list[EnumOption]
 
 
-@attrs.frozen(kw_only=True)
-class UntitledMultiSelectEnumSchema:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class UntitledMultiSelectEnumSchema(WireType):
     """Pick any number of strings from ``items.enum``."""
 
     type: Literal["array"] = "array"
@@ -123,8 +124,8 @@ class UntitledMultiSelectEnumSchema:
     default: list[str] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class TitledMultiSelectEnumSchema:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class TitledMultiSelectEnumSchema(WireType):
     """Pick any number of options from ``items.any_of``, each with a display label."""
 
     type: Literal["array"] = "array"
@@ -149,8 +150,8 @@ PrimitiveSchemaDefinition: TypeAlias = (
 """The schema of one form field."""
 
 
-@attrs.frozen(kw_only=True)
-class ElicitationSchema:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ElicitationSchema(WireType):
     """The restricted JSON Schema of a form: a flat object of primitive fields."""
 
     type: Literal["object"] = "object"
@@ -159,7 +160,7 @@ class ElicitationSchema:
     schema: str | None = attrs.field(default=None, metadata={"wire": "$schema"})
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class ElicitRequestFormParams(TaskAugmentedRequestParams):
     """Params of ``elicitation/create`` in form mode.
 
@@ -171,7 +172,7 @@ class ElicitRequestFormParams(TaskAugmentedRequestParams):
     mode: Literal["form"] | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class ElicitRequestURLParams(TaskAugmentedRequestParams):
     """Params of ``elicitation/create`` in URL mode (2025-11-25).
 
@@ -191,7 +192,7 @@ ElicitValue: TypeAlias = str | int | float | bool | list[str]
 """A submitted form value."""
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class ElicitResult(Result):
     """The result of ``elicitation/create``; ``content`` only when accepted in form mode."""
 
@@ -199,8 +200,8 @@ class ElicitResult(Result):
     content: dict[str, ElicitValue] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ElicitationCompleteNotificationParams:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ElicitationCompleteNotificationParams(WireType):
     """Params of ``notifications/elicitation/complete``: a URL-mode elicitation finished."""
 
     elicitation_id: str

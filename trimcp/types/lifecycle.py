@@ -10,11 +10,12 @@ from typing import Any, Literal
 
 import attrs
 
+from trimcp.types.base import WireType
 from trimcp.types.common import Icon, RequestParams, Result
 
 
-@attrs.frozen(kw_only=True)
-class Implementation:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class Implementation(WireType):
     """The name and version of an MCP client or server, with optional display details."""
 
     name: str
@@ -25,53 +26,53 @@ class Implementation:
     website_url: str | None = None
 
 
-@attrs.frozen(kw_only=True)
-class RootsCapability:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class RootsCapability(WireType):
     """The client can list roots (and, if ``list_changed``, tell when they change)."""
 
     list_changed: bool | None = None
 
 
-@attrs.frozen(kw_only=True)
-class SamplingCapability:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class SamplingCapability(WireType):
     """The client can sample an LLM; ``context``/``tools`` say it honours those params."""
 
     context: dict[str, Any] | None = None
     tools: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ElicitationCapability:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ElicitationCapability(WireType):
     """The client can elicit input: form mode, URL mode (an empty object means form only)."""
 
     form: dict[str, Any] | None = None
     url: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class SamplingTaskRequests:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class SamplingTaskRequests(WireType):
     """Which sampling requests the client can run as tasks."""
 
     create_message: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ElicitationTaskRequests:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ElicitationTaskRequests(WireType):
     """Which elicitation requests the client can run as tasks."""
 
     create: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ClientTaskRequests:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ClientTaskRequests(WireType):
     """Which server-to-client requests the client can run as tasks."""
 
     sampling: SamplingTaskRequests | None = None
     elicitation: ElicitationTaskRequests | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ClientTasksCapability:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ClientTasksCapability(WireType):
     """The client supports task-augmented requests (``list_`` is the wire's ``list``)."""
 
     list_: dict[str, Any] | None = None
@@ -79,8 +80,8 @@ class ClientTasksCapability:
     requests: ClientTaskRequests | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ClientCapabilities:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ClientCapabilities(WireType):
     """What a client supports. ``extensions`` exists only from 2026-07-28."""
 
     experimental: dict[str, dict[str, Any]] | None = None
@@ -91,44 +92,44 @@ class ClientCapabilities:
     extensions: dict[str, dict[str, Any]] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class PromptsCapability:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class PromptsCapability(WireType):
     """The server offers prompts (and, if ``list_changed``, tells when they change)."""
 
     list_changed: bool | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ResourcesCapability:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ResourcesCapability(WireType):
     """The server offers resources; ``subscribe`` and ``list_changed`` are options."""
 
     subscribe: bool | None = None
     list_changed: bool | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ToolsCapability:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ToolsCapability(WireType):
     """The server offers tools (and, if ``list_changed``, tells when they change)."""
 
     list_changed: bool | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ToolsTaskRequests:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ToolsTaskRequests(WireType):
     """Which tool requests the server can run as tasks."""
 
     call: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ServerTaskRequests:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ServerTaskRequests(WireType):
     """Which client-to-server requests the server can run as tasks."""
 
     tools: ToolsTaskRequests | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ServerTasksCapability:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ServerTasksCapability(WireType):
     """The server supports task-augmented requests (``list_`` is the wire's ``list``)."""
 
     list_: dict[str, Any] | None = None
@@ -136,8 +137,8 @@ class ServerTasksCapability:
     requests: ServerTaskRequests | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ServerCapabilities:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ServerCapabilities(WireType):
     """What a server supports. ``extensions`` exists only from 2026-07-28."""
 
     experimental: dict[str, dict[str, Any]] | None = None
@@ -150,7 +151,7 @@ class ServerCapabilities:
     extensions: dict[str, dict[str, Any]] | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class InitializeRequestParams(RequestParams):
     """Params of ``initialize``: the client's version, capabilities and identity."""
 
@@ -159,7 +160,7 @@ class InitializeRequestParams(RequestParams):
     client_info: Implementation
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class InitializeResult(Result):
     """The result of ``initialize``: the negotiated version and the server's capabilities."""
 
@@ -169,7 +170,7 @@ class InitializeResult(Result):
     instructions: str | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class DiscoverResult(Result):
     """2026-07-28: the result of ``server/discover`` (versions, capabilities, cache hints)."""
 

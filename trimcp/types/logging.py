@@ -24,14 +24,14 @@ LOGGING_LEVELS: tuple[LoggingLevel, ...] = (
 """Every :data:`LoggingLevel`, ordered from least to most severe."""
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class SetLevelRequestParams(RequestParams):
     """Params of ``logging/setLevel``: the least severe level the client wants to receive."""
 
     level: LoggingLevel
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class LoggingMessageNotificationParams(NotificationParams):
     """Params of ``notifications/message``. ``data`` is any JSON value and always sent."""
 

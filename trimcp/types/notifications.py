@@ -9,7 +9,7 @@ import attrs
 from trimcp.types.common import NotificationParams, ProgressToken, RequestId
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class ProgressNotificationParams(NotificationParams):
     """Params of ``notifications/progress``; ``progress`` increases on every notification."""
 
@@ -19,7 +19,7 @@ class ProgressNotificationParams(NotificationParams):
     message: str | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class CancelledNotificationParams(NotificationParams):
     """Params of ``notifications/cancelled``.
 

@@ -4,12 +4,13 @@ from typing import Any, Literal
 
 import attrs
 
+from trimcp.types.base import WireType
 from trimcp.types.common import Icon, PaginatedResult, RequestParams, Result, Role
 from trimcp.types.content import ContentBlock
 
 
-@attrs.frozen(kw_only=True)
-class PromptArgument:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class PromptArgument(WireType):
     """An argument a prompt template accepts."""
 
     name: str
@@ -18,8 +19,8 @@ class PromptArgument:
     required: bool | None = None
 
 
-@attrs.frozen(kw_only=True)
-class Prompt:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class Prompt(WireType):
     """A prompt or prompt template the server offers."""
 
     name: str
@@ -30,15 +31,15 @@ class Prompt:
     meta: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class PromptMessage:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class PromptMessage(WireType):
     """One message of a prompt returned by ``prompts/get``."""
 
     role: Role
     content: ContentBlock
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class ListPromptsResult(PaginatedResult):
     """The result of ``prompts/list``. ``ttl_ms``/``cache_scope`` exist only from 2026-07-28."""
 
@@ -47,7 +48,7 @@ class ListPromptsResult(PaginatedResult):
     cache_scope: Literal["public", "private"] | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class GetPromptRequestParams(RequestParams):
     """Params of ``prompts/get``. ``input_responses``/``request_state``: 2026-07-28 only."""
 
@@ -57,7 +58,7 @@ class GetPromptRequestParams(RequestParams):
     request_state: str | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class GetPromptResult(Result):
     """The result of ``prompts/get``."""
 

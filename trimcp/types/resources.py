@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 import attrs
 
+from trimcp.types.base import WireType
 from trimcp.types.common import (
     Annotations,
     Icon,
@@ -19,8 +20,8 @@ from trimcp.types.common import (
 from trimcp.types.content import ResourceContents
 
 
-@attrs.frozen(kw_only=True)
-class Resource:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class Resource(WireType):
     """A resource the server can read."""
 
     uri: str
@@ -34,8 +35,8 @@ class Resource:
     meta: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ResourceTemplate:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ResourceTemplate(WireType):
     """A template (RFC 6570 URI template) for resources the server can read."""
 
     uri_template: str
@@ -48,7 +49,7 @@ class ResourceTemplate:
     meta: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class ListResourcesResult(PaginatedResult):
     """The result of ``resources/list``. ``ttl_ms``/``cache_scope``: 2026-07-28 only."""
 
@@ -57,7 +58,7 @@ class ListResourcesResult(PaginatedResult):
     cache_scope: Literal["public", "private"] | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class ListResourceTemplatesResult(PaginatedResult):
     """The result of ``resources/templates/list``. ``ttl_ms``/``cache_scope``: 2026-07-28."""
 
@@ -66,14 +67,14 @@ class ListResourceTemplatesResult(PaginatedResult):
     cache_scope: Literal["public", "private"] | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class ResourceRequestParams(RequestParams):
     """Params of a request about one resource."""
 
     uri: str
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class ReadResourceRequestParams(ResourceRequestParams):
     """Params of ``resources/read``. ``input_responses``/``request_state``: 2026-07-28."""
 
@@ -81,7 +82,7 @@ class ReadResourceRequestParams(ResourceRequestParams):
     request_state: str | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class ReadResourceResult(Result):
     """The result of ``resources/read``. ``ttl_ms``/``cache_scope``: 2026-07-28 only."""
 
@@ -90,17 +91,17 @@ class ReadResourceResult(Result):
     cache_scope: Literal["public", "private"] | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class SubscribeRequestParams(ResourceRequestParams):
     """Params of ``resources/subscribe``."""
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class UnsubscribeRequestParams(ResourceRequestParams):
     """Params of ``resources/unsubscribe``."""
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class ResourceUpdatedNotificationParams(NotificationParams):
     """Params of ``notifications/resources/updated``."""
 

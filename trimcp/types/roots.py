@@ -4,11 +4,12 @@ from typing import Any
 
 import attrs
 
+from trimcp.types.base import WireType
 from trimcp.types.common import Result
 
 
-@attrs.frozen(kw_only=True)
-class Root:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class Root(WireType):
     """A root; ``uri`` must be a ``file://`` URI for now."""
 
     uri: str
@@ -16,7 +17,7 @@ class Root:
     meta: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class ListRootsResult(Result):
     """The result of ``roots/list``."""
 

@@ -4,6 +4,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
+from trimcp.types.base import WireType
 from trimcp.types.common import Result, Role
 from trimcp.types.content import SamplingContent
 from trimcp.types.tasks import TaskAugmentedRequestParams
@@ -13,15 +14,15 @@ SamplingMessageContent: TypeAlias = SamplingContent | list[SamplingContent]
 """The content of a sampling message: one block, or (from 2025-11-25) a list of blocks."""
 
 
-@attrs.frozen(kw_only=True)
-class ModelHint:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ModelHint(WireType):
     """A hint for model selection: a (sub)string of a model name, e.g. ``"sonnet"``."""
 
     name: str | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ModelPreferences:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ModelPreferences(WireType):
     """The server's model preferences; priorities are from 0 (unimportant) to 1."""
 
     hints: list[ModelHint] | None = None
@@ -30,15 +31,15 @@ class ModelPreferences:
     intelligence_priority: float | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ToolChoice:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ToolChoice(WireType):
     """How the model may use the offered tools (the default is ``auto``)."""
 
     mode: Literal["auto", "required", "none"] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class SamplingMessage:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class SamplingMessage(WireType):
     """A message of the conversation to sample from."""
 
     role: Role
@@ -46,7 +47,7 @@ class SamplingMessage:
     meta: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class CreateMessageRequestParams(TaskAugmentedRequestParams):
     """Params of ``sampling/createMessage``.
 
@@ -66,7 +67,7 @@ class CreateMessageRequestParams(TaskAugmentedRequestParams):
     tool_choice: ToolChoice | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class CreateMessageResult(Result):
     """The result of ``sampling/createMessage``: the sampled message and the model used."""
 

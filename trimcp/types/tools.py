@@ -4,13 +4,14 @@ from typing import Any, Literal
 
 import attrs
 
+from trimcp.types.base import WireType
 from trimcp.types.common import Icon, PaginatedResult, Result
 from trimcp.types.content import ContentBlock
 from trimcp.types.tasks import TaskAugmentedRequestParams
 
 
-@attrs.frozen(kw_only=True)
-class ToolAnnotations:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ToolAnnotations(WireType):
     """Hints about a tool's behaviour; never trust them from an untrusted server."""
 
     title: str | None = None
@@ -20,15 +21,15 @@ class ToolAnnotations:
     open_world_hint: bool | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ToolExecution:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ToolExecution(WireType):
     """How a tool runs: whether it may, must or must not be called as a task."""
 
     task_support: Literal["forbidden", "optional", "required"] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class Tool:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class Tool(WireType):
     """A tool the client can call.
 
     ``input_schema`` and ``output_schema`` are JSON Schema objects, kept as plain JSON.
@@ -45,7 +46,7 @@ class Tool:
     meta: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class ListToolsResult(PaginatedResult):
     """The result of ``tools/list``. ``ttl_ms``/``cache_scope`` exist only from 2026-07-28."""
 
@@ -54,7 +55,7 @@ class ListToolsResult(PaginatedResult):
     cache_scope: Literal["public", "private"] | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class CallToolRequestParams(TaskAugmentedRequestParams):
     """Params of ``tools/call``.
 
@@ -67,7 +68,7 @@ class CallToolRequestParams(TaskAugmentedRequestParams):
     request_state: str | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class CallToolResult(Result):
     """The result of ``tools/call``.
 
