@@ -85,6 +85,7 @@ def test_no_private_names_are_exported() -> None:
         "types",
         "serde",
         "_groups",
+        "_record",
         "_signals",
         "_version",
         "_EXPORTS",

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 
+from trimcp._record import Record
 from trimcp.auth.errors import AuthorizationFailed
 from trimcp.auth.fetch import Fetcher, FetchError
 
@@ -26,8 +27,8 @@ PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
 _PARAM = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]*))\s*,?')
 
 
-@attrs.frozen
-class Challenge:
+@attrs.frozen(repr=False, eq=False)
+class Challenge(Record):
     """A parsed ``WWW-Authenticate: Bearer`` header (empty when absent or another scheme)."""
 
     params: dict[str, str] = attrs.field(factory=dict)
@@ -121,8 +122,8 @@ def resource_allowed(resource: str, server_url: str) -> bool:
     return want_path == have_path or want_path.startswith(have_path + "/")
 
 
-@attrs.frozen(kw_only=True)
-class Discovery:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class Discovery(Record):
     """What the client learned: the resource to ask tokens for, the issuer, and the
     authorization server's metadata (endpoints, supported scopes and methods)."""
 

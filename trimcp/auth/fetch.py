@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 import attrs
 import trio
 
+from trimcp._record import Record
 from trimcp.auth.errors import AuthError, UnsafeUrl
 from trimcp.transports.http_client.errors import HttpClientError
 from trimcp.transports.http_client.http11 import ConnectionPool
@@ -30,8 +31,8 @@ class FetchError(AuthError):
     """An OAuth exchange failed: connect, timeout, size, or a body that is not JSON."""
 
 
-@attrs.frozen
-class JsonResponse:
+@attrs.frozen(repr=False, eq=False)
+class JsonResponse(Record):
     """A response whose body was read: ``status``, lower-case ``headers``, ``body`` bytes."""
 
     status: int

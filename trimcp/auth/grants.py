@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from trimcp._record import Record
 from trimcp.auth.errors import AuthorizationFailed
 from trimcp.auth.fetch import Fetcher, FetchError
 from trimcp.auth.introspection import basic_auth
@@ -24,8 +25,8 @@ TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 
-@attrs.frozen(kw_only=True)
-class PrivateKey:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class PrivateKey(Record):
     """A client's signing key for ``private_key_jwt``: a PEM private key, its algorithm
     (``RS256``, ``ES256``...) and optional ``kid``."""
 

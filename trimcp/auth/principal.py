@@ -16,6 +16,8 @@ from typing import Any, Protocol
 
 import attrs
 
+from trimcp._record import Record
+
 #: ``rules(method, name) -> scopes`` names the scopes a request for ``name`` (a tool,
 #: prompt or resource URI) needs beyond the server-wide ones.
 ScopeRules = Callable[[str, str], frozenset[str]]
@@ -33,8 +35,8 @@ def _scopes(value: Iterable[str] | str | None) -> frozenset[str]:
     return frozenset(value)
 
 
-@attrs.frozen(kw_only=True)
-class AuthInfo:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class AuthInfo(Record):
     """The principal of a request, from its verified access token.
 
     ``subject`` (the token's ``sub``), ``issuer`` and ``client_id`` say who; two values

@@ -18,9 +18,11 @@ from typing import Any, Protocol
 import attrs
 import trio
 
+from trimcp._record import Record
 
-@attrs.frozen(kw_only=True)
-class TokenSet:
+
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class TokenSet(Record):
     """An access token and what came with it. ``expires_at``: seconds since the epoch."""
 
     access_token: str = attrs.field(repr=False)
@@ -61,8 +63,8 @@ class TokenSet:
         )
 
 
-@attrs.frozen(kw_only=True)
-class ClientRegistration:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ClientRegistration(Record):
     """The client's identity at one authorization server (``issuer``)."""
 
     client_id: str
@@ -71,8 +73,8 @@ class ClientRegistration:
     issuer: str | None = None
 
 
-@attrs.frozen(kw_only=True)
-class StoredAuth:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class StoredAuth(Record):
     """What is stored per protected resource."""
 
     tokens: TokenSet | None = None

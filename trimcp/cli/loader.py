@@ -20,14 +20,15 @@ from typing import Any
 
 import attrs
 
+from trimcp._record import Record
 from trimcp.cli.errors import CliError
 from trimcp.server.app import Server
 from trimcp.server.lowlevel import LowLevelServer
 from trimcp.server.serving import RunCall
 
 
-@attrs.frozen
-class Target:
+@attrs.frozen(repr=False, eq=False)
+class Target(Record):
     """What the command line named: a file or a module, and maybe an attribute in it."""
 
     file: Path | None

@@ -22,6 +22,7 @@ from typing import Any, Literal, TypeAlias, TypedDict, TypeVar
 
 import attrs
 
+from trimcp._record import Record
 from trimcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
 from trimcp.session import RequestContext, Session
 from trimcp.types import (
@@ -78,8 +79,8 @@ _LOG_LEVELS = {
 }
 
 
-@attrs.frozen(kw_only=True)
-class Progress:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class Progress(Record):
     """One progress notification for one of the client's requests (global ``on_progress``).
 
     ``method`` is the request's method and ``target`` what it is about: the tool name for

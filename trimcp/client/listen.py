@@ -21,6 +21,7 @@ import attrs
 import trio
 
 from trimcp._groups import open_nursery_unwrapped
+from trimcp._record import Record
 from trimcp.client.stateless import META_SUBSCRIPTION_ID
 from trimcp.errors import CONNECTION_CLOSED, McpError
 from trimcp.types import (
@@ -36,8 +37,8 @@ DEFAULT_MAX_BUFFERED = 256
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 
 
-@attrs.frozen(kw_only=True)
-class ListenEvent:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ListenEvent(Record):
     """One change notification from a subscription: its ``method`` (e.g.
     ``notifications/tools/list_changed``), the resource ``uri`` for
     ``notifications/resources/updated`` (else None), and the typed ``params``."""

@@ -19,6 +19,7 @@ import logging
 
 import attrs
 
+from trimcp._record import Record
 from trimcp.client.stateless import (
     Era,
     ModePlan,
@@ -45,8 +46,8 @@ from trimcp.types import (
 logger = logging.getLogger("trimcp.client")
 
 
-@attrs.frozen
-class Connected:
+@attrs.frozen(repr=False, eq=False)
+class Connected(Record):
     """What connecting produced: the era, the agreement, and the server's own answer."""
 
     era: Era

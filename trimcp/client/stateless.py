@@ -22,6 +22,7 @@ from typing import Any, Final, TypeAlias
 import attrs
 
 from trimcp import serde
+from trimcp._record import Record
 from trimcp.errors import (
     HEADER_MISMATCH,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -62,8 +63,8 @@ class Era(enum.Enum):
     MODERN = "modern"  # stateless, per-request _meta (2026-07-28)
 
 
-@attrs.frozen
-class ModePlan:
+@attrs.frozen(repr=False, eq=False)
+class ModePlan(Record):
     """What a ``mode`` means: probe with ``server/discover`` first (and with which
     version), whether a legacy answer may fall back to ``initialize``, and the version
     ``initialize`` offers."""

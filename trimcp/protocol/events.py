@@ -10,14 +10,15 @@ from typing import Any
 
 import attrs
 
+from trimcp._record import Record
 from trimcp.errors import McpError, RemoteProtocolError
 from trimcp.protocol.jsonrpc import RequestId
 
 ProgressToken = int | str
 
 
-@attrs.frozen(kw_only=True)
-class RequestReceived:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class RequestReceived(Record):
     """The peer sent a request that passed every protocol check; it now awaits one answer.
 
     ``params`` is the typed params object for methods the registry knows, else the raw dict
@@ -31,24 +32,24 @@ class RequestReceived:
     progress_token: ProgressToken | None = None
 
 
-@attrs.frozen(kw_only=True)
-class NotificationReceived:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class NotificationReceived(Record):
     """The peer sent a notification (other than cancel and progress, which have their own)."""
 
     method: str
     params: Any
 
 
-@attrs.frozen(kw_only=True)
-class CancelReceived:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class CancelReceived(Record):
     """The peer cancelled one of its in-flight requests to us (never ``initialize``)."""
 
     request_id: RequestId
     reason: str | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ProgressReceived:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ProgressReceived(Record):
     """Progress for one of our in-flight requests (``request_id`` is ours)."""
 
     request_id: RequestId
@@ -57,8 +58,8 @@ class ProgressReceived:
     message: str | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ResponseReceived:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ResponseReceived(Record):
     """The result of one of our requests; ``result`` is typed for known methods."""
 
     id: RequestId
@@ -66,8 +67,8 @@ class ResponseReceived:
     result: Any
 
 
-@attrs.frozen(kw_only=True)
-class ErrorReceived:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ErrorReceived(Record):
     """One of our requests failed (``id``/``method`` None: the peer could not read an id)."""
 
     id: RequestId | None
@@ -75,8 +76,8 @@ class ErrorReceived:
     error: McpError
 
 
-@attrs.frozen(kw_only=True)
-class MessageRejected:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class MessageRejected(Record):
     """The peer sent something invalid. Send ``reply`` (when not None) and carry on.
 
     ``answers``: the peer's requests the reply settles for good (the refused request, or
@@ -94,15 +95,15 @@ class MessageRejected:
     expected: bool = False
 
 
-@attrs.frozen(kw_only=True)
-class MessageIgnored:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class MessageIgnored(Record):
     """A valid message that needs nothing: a late response, a cancel for a finished request."""
 
     reason: str
 
 
-@attrs.frozen(kw_only=True)
-class BatchReceived:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class BatchReceived(Record):
     """A JSON-RPC batch (2025-03-26 only): its events, in order. Answer it as one array."""
 
     events: tuple[Event, ...]

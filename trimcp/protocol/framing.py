@@ -16,6 +16,7 @@ from typing import Final, Literal, TypeAlias
 
 import attrs
 
+from trimcp._record import Record
 from trimcp.errors import INTERNAL_ERROR, LocalProtocolError
 
 DEFAULT_MAX_LINE_BYTES: Final = 4 * 1024 * 1024
@@ -42,8 +43,8 @@ EOF: Final = Sentinel.EOF
 was delivered."""
 
 
-@attrs.frozen(kw_only=True)
-class LineTooLong:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class LineTooLong(Record):
     """The peer sent a line longer than ``max_line_bytes``; it was discarded, not delivered.
 
     Reported once, when the over-long line ends (at its newline, or at end of input), so

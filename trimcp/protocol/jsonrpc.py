@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import attrs
 
+from trimcp._record import Record
 from trimcp.errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -40,8 +41,8 @@ RequestId = int | str
 JSONRPC_VERSION: Final = "2.0"
 
 
-@attrs.frozen(kw_only=True)
-class Request:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class Request(Record):
     """A JSON-RPC request: it has an id and expects exactly one response."""
 
     id: RequestId
@@ -49,24 +50,24 @@ class Request:
     params: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class Notification:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class Notification(Record):
     """A JSON-RPC notification: no id, no response."""
 
     method: str
     params: dict[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class Response:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class Response(Record):
     """A successful JSON-RPC response."""
 
     id: RequestId
     result: dict[str, Any]
 
 
-@attrs.frozen(kw_only=True)
-class ErrorResponse:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ErrorResponse(Record):
     """A JSON-RPC error response. ``id`` is None when the request's id could not be read."""
 
     id: RequestId | None

@@ -12,6 +12,7 @@ from typing import Final, Literal
 import attrs
 
 from trimcp import types as t
+from trimcp._record import Record
 
 REVISIONS: Final[tuple[str, ...]] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """The protocol revisions trimcp speaks, oldest first."""
@@ -23,8 +24,8 @@ Kind = Literal["request", "notification"]
 Sender = Literal["client", "server", "both"]
 
 
-@attrs.frozen
-class MethodSpec:
+@attrs.frozen(repr=False, eq=False)
+class MethodSpec(Record):
     """What the protocol says about one method.
 
     - ``sender``: who may send it, over :data:`REVISIONS` (for methods that exist only in

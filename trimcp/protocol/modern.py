@@ -42,6 +42,7 @@ import attrs
 import orjson
 
 from trimcp import serde
+from trimcp._record import Record
 from trimcp.errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -145,8 +146,8 @@ def is_modern(params: Any) -> bool:
     return type(meta) is dict and META_PROTOCOL_VERSION in meta
 
 
-@attrs.frozen(kw_only=True)
-class TraceContext:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class TraceContext(Record):
     """W3C trace context from a request's ``_meta`` (each None when absent)."""
 
     traceparent: str | None = None
@@ -154,8 +155,8 @@ class TraceContext:
     baggage: str | None = None
 
 
-@attrs.frozen(kw_only=True)
-class RequestMeta:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class RequestMeta(Record):
     """What one 2026-07-28 request says about itself in ``params._meta``."""
 
     protocol_version: str

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import attrs
 
+from trimcp._record import Record
 from trimcp.protocol.versions import is_stateless
 from trimcp.types import (
     ClientCapabilities,
@@ -22,8 +23,8 @@ from trimcp.types import (
 )
 
 
-@attrs.frozen(kw_only=True)
-class Negotiated:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class Negotiated(Record):
     """The protocol version, both peers' identities and capabilities, and instructions.
 
     ``client_info`` is always known in the session era and optional in 2026-07-28.

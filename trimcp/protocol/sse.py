@@ -16,6 +16,7 @@ from typing import Final, Literal, TypeAlias
 
 import attrs
 
+from trimcp._record import Record
 from trimcp.errors import INTERNAL_ERROR, LocalProtocolError
 from trimcp.protocol.framing import EOF, NEED_DATA, Sentinel
 
@@ -29,8 +30,8 @@ _CR: Final = 0x0D
 _COLON: Final = 0x3A
 
 
-@attrs.frozen(kw_only=True)
-class SSEEvent:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class SSEEvent(Record):
     """One dispatched event.
 
     ``id`` is the stream's last event id when the event was dispatched (ids persist across
@@ -45,8 +46,8 @@ class SSEEvent:
     retry_ms: int | None = None
 
 
-@attrs.frozen(kw_only=True)
-class EventTooLarge:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class EventTooLarge(Record):
     """An event grew past ``max_event_bytes``; it is being skipped, not delivered.
 
     Reported as soon as the limit is crossed, so a client may give up on the stream early.

@@ -14,6 +14,8 @@ from typing import Final
 
 import attrs
 
+from trimcp._record import Record
+
 _GOOGLE_HEADERS: Final = frozenset(
     {"args:", "arguments:", "parameters:", "params:", "attributes:", "fields:"}
 )
@@ -24,8 +26,8 @@ _SPHINX_ITEM: Final = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
 _NUMPY_ITEM: Final = re.compile(r"^(\w+)\s*(?::.*)?$")
 
 
-@attrs.frozen
-class Docstring:
+@attrs.frozen(repr=False, eq=False)
+class Docstring(Record):
     """What a docstring says: the first paragraph, and one text per documented parameter."""
 
     summary: str | None

@@ -27,6 +27,7 @@ from typing import Any, Generic, Literal, TypeVar, get_args, get_origin
 import attrs
 
 from trimcp import serde
+from trimcp._record import Record
 from trimcp.protocol.versions import V2025_11_25
 from trimcp.server.convert import converter_for, to_json
 from trimcp.server.typeforms import MISSING, Meta, is_enum, is_object_class, object_fields, unwrap
@@ -51,8 +52,8 @@ T = TypeVar("T")
 Action = Literal["accept", "decline", "cancel"]
 
 
-@attrs.frozen
-class ElicitationOutcome(Generic[T]):
+@attrs.frozen(repr=False, eq=False)
+class ElicitationOutcome(Record, Generic[T]):
     """What the user did with a form: accepted it (``data`` holds the answers), declined
     it, or cancelled (dismissed) it.
 
@@ -77,8 +78,8 @@ class ElicitationOutcome(Generic[T]):
         return self.action == "cancel"
 
 
-@attrs.frozen
-class ElicitationForm:
+@attrs.frozen(repr=False, eq=False)
+class ElicitationForm(Record):
     """A compiled form: the schema to send and how to read the answer back."""
 
     schema: ElicitationSchema

@@ -36,6 +36,7 @@ import attrs
 import trio
 
 from trimcp import serde
+from trimcp._record import Record
 from trimcp.errors import INVALID_PARAMS, INVALID_REQUEST, LocalProtocolError, RemoteProtocolError
 from trimcp.protocol.jsonrpc import dump_json
 from trimcp.server.request_state import InvalidRequestState, RequestStateKeyring
@@ -56,8 +57,8 @@ def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -
         raise ValueError(f"{attribute.name} must be > 0, got {value!r}")
 
 
-@attrs.frozen(kw_only=True)
-class InputOptions:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class InputOptions(Record):
     """How a server asks for input in 2026-07-28.
 
     ``keyring`` seals ``requestState`` (a random key per process by default: give every

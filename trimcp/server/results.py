@@ -34,6 +34,7 @@ from typing import Any, Final, get_args, get_origin
 
 import attrs
 
+from trimcp._record import Record
 from trimcp.protocol.versions import V2025_06_18
 from trimcp.server.convert import Convert, ValidationError, converter_for, to_json
 from trimcp.server.schema import json_schema, root_object_schema
@@ -52,8 +53,8 @@ from trimcp.types import (
 _BLOCKS: Final = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
 
 
-@attrs.frozen
-class Image:
+@attrs.frozen(repr=False, eq=False)
+class Image(Record):
     """Image bytes a tool returns; sent as an ``ImageContent`` block (base64)."""
 
     data: bytes
@@ -63,8 +64,8 @@ class Image:
         return ImageContent(data=_b64(self.data), mime_type=self.mime_type)
 
 
-@attrs.frozen
-class Audio:
+@attrs.frozen(repr=False, eq=False)
+class Audio(Record):
     """Audio bytes a tool returns; sent as an ``AudioContent`` block (base64)."""
 
     data: bytes
@@ -113,8 +114,8 @@ def _is_content(annotation: Any) -> bool:
     return base in (Any, object, *_BLOCKS, *_MEDIA) or base == ContentBlock
 
 
-@attrs.frozen
-class OutputSpec:
+@attrs.frozen(repr=False, eq=False)
+class OutputSpec(Record):
     """How a tool's results are shaped: its output schema, and whether values are wrapped."""
 
     schema: dict[str, Any] | None

@@ -25,6 +25,7 @@ import attrs
 import trio
 
 from trimcp._groups import raise_alone, single_exception
+from trimcp._record import Record
 from trimcp.server.lifespan import LifespanFailed
 from trimcp.session.lifespan import open_handler_lifespan
 
@@ -91,8 +92,8 @@ def _names(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-@attrs.frozen(kw_only=True)
-class ServeSettings:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ServeSettings(Record):
     """How to serve: every field has a default, and a ``TRIMCP_*`` variable (see :data:`ENV`).
 
     ``port`` None means the transport's default (8000 HTTP, 8765 WebSocket); 0 picks a

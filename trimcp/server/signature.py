@@ -17,6 +17,7 @@ from typing import Any, get_args, get_origin
 
 import attrs
 
+from trimcp._record import Record
 from trimcp.server.context import Context
 from trimcp.server.convert import Convert, ValidationError, converter_for
 from trimcp.server.docstrings import parse_docstring
@@ -26,8 +27,8 @@ from trimcp.server.typeforms import MISSING, type_hints, unwrap
 CONTEXT_NAME = "ctx"
 
 
-@attrs.frozen
-class Param:
+@attrs.frozen(repr=False, eq=False)
+class Param(Record):
     """One parameter a client fills in (the context parameter is not one)."""
 
     name: str
@@ -40,8 +41,8 @@ class Param:
         return self.default is MISSING
 
 
-@attrs.frozen
-class FunctionInfo:
+@attrs.frozen(repr=False, eq=False)
+class FunctionInfo(Record):
     """What registration learned about a function."""
 
     fn: Callable[..., Any]

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 
 from trimcp import serde
+from trimcp._record import Record
 from trimcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, McpError
 from trimcp.protocol import modern
 from trimcp.protocol.versions import STATELESS_VERSIONS
@@ -50,8 +51,8 @@ def _ttl(instance: object, attribute: attrs.Attribute[Any], value: int) -> None:
         raise ValueError(f"ttl_ms must be an integer >= 0, got {value!r}")
 
 
-@attrs.frozen
-class CacheHint:
+@attrs.frozen(repr=False, eq=False)
+class CacheHint(Record):
     """How long a client may consider a result fresh (``ttl_ms``) and who may share it
     (``scope``: ``"public"``: any user, any shared cache; ``"private"``: only the same
     authorization context)."""
@@ -65,8 +66,8 @@ def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -
         raise ValueError(f"{attribute.name} must be > 0, got {value!r}")
 
 
-@attrs.frozen(kw_only=True)
-class StatelessOptions:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class StatelessOptions(Record):
     """How a server serves 2026-07-28 requests.
 
     ``inputs``: ``requestState`` sealing and input round limits (:class:`InputOptions`).

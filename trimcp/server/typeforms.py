@@ -17,13 +17,14 @@ from typing import Any, Final, NotRequired, Required, get_args, get_origin
 
 import attrs
 
+from trimcp._record import Record
 from trimcp.server.docstrings import parse_docstring
 
 _MISSING: Final[Any] = object()
 
 
-@attrs.frozen
-class Field:
+@attrs.frozen(repr=False, eq=False)
+class Field(Record):
     """Describe a parameter or field inside ``Annotated[T, Field(...)]``.
 
     ``description`` and ``title`` go into the generated JSON Schema. The constraints are
@@ -54,8 +55,8 @@ class Field:
 _CONSTRAINT_NAMES: Final = ("ge", "gt", "le", "lt", "min_length", "max_length", "pattern")
 
 
-@attrs.frozen
-class Meta:
+@attrs.frozen(repr=False, eq=False)
+class Meta(Record):
     """Everything ``Annotated`` metadata said about one type, merged (later items win)."""
 
     description: str | None = None
@@ -144,8 +145,8 @@ def is_enum(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, enum.Enum)
 
 
-@attrs.frozen
-class ObjectField:
+@attrs.frozen(repr=False, eq=False)
+class ObjectField(Record):
     """One field of an object class: its JSON name, type, and how to fill it.
 
     ``init_name`` is the keyword the class's constructor takes (attrs strips leading

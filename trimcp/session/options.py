@@ -7,6 +7,8 @@ from typing import Any
 
 import attrs
 
+from trimcp._record import Record
+
 
 def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
     if not value > 0:
@@ -20,8 +22,8 @@ def _optional_positive(
         raise ValueError(f"{attribute.name} must be > 0 or None, got {value!r}")
 
 
-@attrs.frozen(kw_only=True)
-class SessionOptions:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class SessionOptions(Record):
     """Every bound a session enforces. All times are in seconds (Trio clock).
 
     Outbound requests:

@@ -33,6 +33,7 @@ import attrs
 import trio
 
 from trimcp import serde
+from trimcp._record import Record
 from trimcp.errors import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
@@ -93,8 +94,8 @@ class RequestRefused(Exception):
         return modern.http_status(self.error.code, malformed=self.malformed)
 
 
-@attrs.frozen(kw_only=True)
-class Prepared:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class Prepared(Record):
     """A 2026 request that passed its checks, ready to run."""
 
     request_id: RequestId

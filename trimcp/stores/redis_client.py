@@ -27,6 +27,7 @@ import attrs
 import hiredis
 import trio
 
+from trimcp._record import Record
 from trimcp.stores.base import StoreUnavailable
 
 logger = logging.getLogger("trimcp.stores.redis")
@@ -42,8 +43,8 @@ class RedisReplyError(Exception):
     """Redis refused a command (its error reply, e.g. ``WRONGTYPE`` or ``NOAUTH``)."""
 
 
-@attrs.frozen(kw_only=True)
-class RedisAddress:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class RedisAddress(Record):
     """Where a Redis server is, parsed from ``redis://[user:password@]host[:port][/db]``."""
 
     host: str = "127.0.0.1"

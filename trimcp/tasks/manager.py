@@ -36,6 +36,7 @@ import trio
 
 from trimcp import serde
 from trimcp._groups import open_nursery_unwrapped
+from trimcp._record import Record
 from trimcp.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -76,8 +77,8 @@ _TOO_MANY: Final = {
 }
 
 
-@attrs.frozen(kw_only=True)
-class TaskOptions:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class TaskOptions(Record):
     """Limits and hints for a server's tasks (seconds unless said otherwise).
 
     ``default_ttl``: the TTL of a task whose client asked none. ``min_ttl``/``max_ttl``:

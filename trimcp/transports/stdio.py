@@ -24,6 +24,7 @@ import attrs
 import trio
 
 from trimcp._groups import single_exception
+from trimcp._record import Record
 from trimcp.errors import SessionClosed
 from trimcp.protocol.framing import DEFAULT_MAX_LINE_BYTES
 from trimcp.session import Session, SessionHandler, SessionOptions, serve_session
@@ -71,8 +72,8 @@ async def open_stdio_server_transport(
         os.close(saved_stdout)
 
 
-@attrs.frozen(kw_only=True)
-class ShutdownTimeouts:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class ShutdownTimeouts(Record):
     """The bounds of the child shutdown ladder, in seconds."""
 
     after_stdin_close: float = 2.0

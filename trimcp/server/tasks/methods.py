@@ -207,7 +207,7 @@ async def tasks_update(server: Server, ctx: RequestContext) -> dict[str, Any]:
     return await modern.tasks_update(server, _owner(server, ctx), ctx)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class TaskStarted(CallToolResult):
     """What :func:`start_task` returns from a tool: the answer to send (the handle)."""
 

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 import attrs
 import trio
 
+from trimcp._record import Record
 from trimcp.errors import McpError
 from trimcp.protocol.jsonrpc import RequestId
 from trimcp.protocol.sse import EventTooLarge
@@ -39,8 +40,8 @@ _DRAIN_GRACE = 1.0
 Sink = Callable[[Inbound, set[RequestId]], Awaitable[None]]
 
 
-@attrs.frozen
-class StreamEnd:
+@attrs.frozen(repr=False, eq=False)
+class StreamEnd(Record):
     """An answer stream ended before every answer arrived."""
 
     last_event_id: str | None

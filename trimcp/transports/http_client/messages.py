@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from trimcp._record import Record
 from trimcp.errors import McpError
 from trimcp.protocol.jsonrpc import RequestId, dump_json, encode_error, parse_json
 from trimcp.protocol.modern import META_PROTOCOL_VERSION
@@ -22,8 +23,8 @@ INITIALIZED = "notifications/initialized"
 CANCELLED = "notifications/cancelled"
 
 
-@attrs.frozen(kw_only=True)
-class OutgoingInfo:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class OutgoingInfo(Record):
     """What one outgoing POST body holds.
 
     ``request_ids``: ids of the requests in it (answers are awaited for each).
@@ -85,8 +86,8 @@ def describe_outgoing(data: bytes) -> OutgoingInfo:
     )
 
 
-@attrs.frozen(kw_only=True)
-class Inbound:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class Inbound(Record):
     """One message from the server, ready for the engine, and what it answers.
 
     ``answers``: the id it is a response (or error) to, if it is one; ``None`` for requests,

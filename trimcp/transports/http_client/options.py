@@ -8,6 +8,8 @@ from typing import Any, Final
 
 import attrs
 
+from trimcp._record import Record
+
 #: Default limit on one message (a JSON body or one SSE event).
 DEFAULT_MAX_MESSAGE_BYTES: Final = 4 * 1024 * 1024
 
@@ -51,8 +53,8 @@ def _headers(
     return tuple(pairs)
 
 
-@attrs.frozen(kw_only=True)
-class HttpClientOptions:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class HttpClientOptions(Record):
     """Bounds of an HTTP client transport. Times are seconds (Trio clock).
 
     ``headers``: extra headers on every request (e.g. ``Authorization``); the MCP ones

@@ -10,11 +10,13 @@ from urllib.parse import urljoin, urlsplit
 
 import attrs
 
+from trimcp._record import Record
+
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-@attrs.frozen(kw_only=True)
-class Endpoint:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class Endpoint(Record):
     """One absolute URL: the origin to connect to and the request target to ask for."""
 
     url: str

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from trimcp._record import Record
 from trimcp.session import SessionOptions
 from trimcp.transports.http_server.event_store import EventStore, InMemoryEventStore
 
@@ -60,8 +61,8 @@ def default_event_store(session_id: str) -> EventStore:
     return InMemoryEventStore()
 
 
-@attrs.frozen(kw_only=True)
-class HttpServerConfig:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class HttpServerConfig(Record):
     """How the HTTP server behaves. Every field has a safe default.
 
     Endpoint:

@@ -37,6 +37,7 @@ import attrs
 import h11
 import trio
 
+from trimcp._record import Record
 from trimcp.transports.http_server import fasthead
 from trimcp.transports.http_server.app import McpHttpApp
 from trimcp.transports.http_server.asgi import BODY_BUFFERED, BOUNDED_SEND
@@ -63,8 +64,8 @@ _BUFFERED_BODY: dict[str, Any] = {BOUNDED_SEND: {}, BODY_BUFFERED: {}}
 App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
 
-@attrs.frozen(kw_only=True)
-class _Limits:
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class _Limits(Record):
     """Every bound a connection applies (see :func:`serve_lean`)."""
 
     header_timeout: float
