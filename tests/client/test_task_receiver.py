@@ -455,7 +455,7 @@ async def test_many_tasks_created_and_cancelled_at_random_leave_none_running(
         assert model.ended.count("answered") == 150
 
 
-async def test_the_runner_opened_by_hand_around_attach() -> None:
+async def test_without_its_runner_a_client_declares_no_tasks() -> None:
     client = Client(sampling_handler=Model())
     assert not client.task_receiver.running
     # Without the runner (attach on a session opened by hand): nothing about tasks declared.
