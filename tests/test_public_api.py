@@ -86,6 +86,7 @@ def test_no_private_names_are_exported() -> None:
         "serde",
         "_groups",
         "_record",
+        "_attrs_cache",
         "_signals",
         "_version",
         "_EXPORTS",
