@@ -8,12 +8,26 @@ turns ``memory://`` or ``redis://host:port/db`` into one.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from trimcp.stores.base import MemoryStore as MemoryStore
 from trimcp.stores.base import Store as Store
 from trimcp.stores.base import StoreUnavailable as StoreUnavailable
 from trimcp.stores.bus import Bus as Bus
 from trimcp.stores.bus import MemoryBus as MemoryBus
-from trimcp.stores.redis import RedisStore as RedisStore
+
+if TYPE_CHECKING:
+    from trimcp.stores.redis import RedisStore as RedisStore
+
+
+def __getattr__(name: str) -> Any:
+    # RedisStore is loaded on first use: a server on the in-memory store (a stdio
+    # server's cold start, say) never imports the Redis modules.
+    if name == "RedisStore":
+        from trimcp.stores.redis import RedisStore
+
+        return RedisStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def store_from_url(url: str) -> Store:
@@ -23,6 +37,8 @@ def store_from_url(url: str) -> Store:
     if url in ("memory", "memory://"):
         return MemoryStore()
     if url.startswith("redis://"):
+        from trimcp.stores.redis import RedisStore
+
         return RedisStore(url)
     raise ValueError(f"unknown store {url!r}: use memory:// or redis://host:port/db")
 
