@@ -25,14 +25,16 @@ import trio
 import trio.testing
 
 from tests.client.helpers import RecordingServer, client_and_server
+from tests.support import RawPeer
+from trimcp import serde
 from trimcp.client import Client, ClientKwargs
 from trimcp.client.task_receiver import TaskReceiver
 from trimcp.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     REQUEST_TIMEOUT,
+    LocalProtocolError,
     McpError,
-    RemoteProtocolError,
 )
 from trimcp.protocol.lifecycle import Role
 from trimcp.server.tasks import TaskOptions
@@ -353,7 +355,7 @@ async def test_the_server_going_away_cancels_running_tasks(
         assert client.task_receiver.live_count() == 0
 
 
-async def test_a_task_the_client_did_not_declare_runs_as_a_plain_request(
+async def test_a_server_session_does_not_send_a_task_the_client_did_not_declare(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     # Attached by hand, without the task runner: sampling is declared, tasks are not.
@@ -367,13 +369,47 @@ async def test_a_task_the_client_did_not_declare_runs_as_a_plain_request(
         async with open_session(client_end, role=Role.CLIENT, handler=client) as own:
             await client.attach(own)
             assert client.negotiated.client_capabilities.tasks is None
-            # The client answers the plain result at once (as the spec says it must); this
-            # raw server session expected a CreateTaskResult and says so.
-            with pytest.raises(RemoteProtocolError, match="task: required field missing"):
+            # The server's core refuses before sending (the answer would be a plain result).
+            with pytest.raises(
+                LocalProtocolError, match=r"tasks\.requests\.sampling\.createMessage"
+            ):
                 await session.send_request("sampling/createMessage", SAMPLING)
+            assert model.started == 0
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_task_the_client_did_not_declare_runs_as_a_plain_request(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # A raw server that sends `task` anyway: the client answers the plain result at once,
+    # as the spec says a receiver that did not declare the capability must.
+    model = Model()
+    model.release.set()
+    client = Client(sampling_handler=model, mode="2025-11-25")
+    client_end, server_end = memory_transport_pair()
+    peer = RawPeer(server_end)
+
+    async def handshake() -> None:
+        init = await peer.receive()
+        result = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "serverInfo": {"name": "raw", "version": "0"},
+        }
+        await peer.send({"jsonrpc": "2.0", "id": init["id"], "result": result})
+        assert (await peer.receive())["method"] == "notifications/initialized"
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(handshake)
+        async with open_session(client_end, role=Role.CLIENT, handler=client) as own:
+            await client.attach(own)
+            assert client.negotiated.client_capabilities.tasks is None
+            reply = await peer.request(7, "sampling/createMessage", serde.unstructure(SAMPLING))
+            assert reply["id"] == 7
+            assert "task" not in reply["result"]
+            assert reply["result"]["model"] == ANSWER.model
             assert model.ended == ["answered"]
             assert client.task_receiver.live_count() == 0
-        nursery.cancel_scope.cancel()
 
 
 async def test_finished_tasks_kept_are_bounded(autojump_clock: trio.testing.MockClock) -> None:

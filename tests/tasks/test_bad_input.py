@@ -9,6 +9,7 @@ import pytest
 import trio
 import trio.testing
 
+import trimcp
 from tests.tasks.helpers import make_app, serve
 from trimcp.errors import INVALID_PARAMS, INVALID_REQUEST, McpError, RequestTimeout
 from trimcp.server.tasks import TaskOptions
@@ -208,3 +209,24 @@ async def test_poll_storm_is_answered_and_does_not_slow_the_task(
         assert trio.current_time() - start == pytest.approx(10)
         assert len(app.tasks.store) == 1  # type: ignore[arg-type]
         assert app.tasks.live_count() == 0
+
+
+async def test_task_augmented_call_to_a_server_without_task_support_is_not_sent() -> None:
+    # A server with no task tools declares no tasks capability: a tools/call with `task`
+    # is refused before it is sent (it would get a plain CallToolResult back).
+    app = trimcp.Server("plain")
+    calls: list[str] = []
+
+    @app.tool()
+    async def hello() -> str:
+        calls.append("hello")
+        return "hi"
+
+    async with open_test_client(app) as client:
+        params = CallToolRequestParams(name="hello", task=TaskMetadata(ttl=1000))
+        with pytest.raises(trimcp.LocalProtocolError) as refused:
+            await client.session.send_request("tools/call", params)
+        assert "Cannot send tools/call as a task" in str(refused.value)
+        assert "tasks.requests.tools.call" in str(refused.value)
+        assert calls == []
+        assert (await client.call_tool("hello")).content[0].text == "hi"  # type: ignore[union-attr]

@@ -67,7 +67,7 @@ from trimcp.protocol.lifecycle import (
     next_state,
     request_allowed,
 )
-from trimcp.protocol.methods import MethodSpec, lookup
+from trimcp.protocol.methods import MethodSpec, lookup, task_capability
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import SUPPORTED_VERSIONS, allows_batches, is_stateless
 from trimcp.types import (
@@ -512,7 +512,8 @@ class Connection:
         peer's progress notifications arrive as :class:`ProgressReceived`. ``raw_result``: the
         answer's result is reported as decoded JSON, never structured (for relaying). Raises
         :class:`LocalProtocolError` when the lifecycle, the negotiated version or the
-        peer's capabilities do not allow the request.
+        peer's capabilities do not allow the request (a task-augmented one, params with
+        ``task``, needs the peer's ``tasks.requests.<method>`` capability too).
         """
         if not request_allowed(OUTBOUND_REQUESTS, self.role, self.state, method):
             raise LocalProtocolError(self._local_state_refusal(method))
@@ -520,6 +521,9 @@ class Connection:
         if spec is not None:
             self._check_outbound(spec, "request")
         raw = _wire(params)
+        task = isinstance(raw, dict) and raw.get("task") is not None
+        if task:
+            self._check_task_augmented(method)
         request_id = self._next_id
         self._next_id += 1
         token: ProgressToken | None = None
@@ -533,7 +537,6 @@ class Connection:
                 else {"progressToken": token}
             )
         data = _encode(request_object(request_id, method, raw))
-        task = isinstance(raw, dict) and raw.get("task") is not None
         self._outbound[request_id] = _Outbound(method, token, task, raw_result)
         if token is not None:
             self._progress[token] = request_id
@@ -595,6 +598,20 @@ class Connection:
             raise LocalProtocolError(
                 f"Cannot send {spec.name}: we did not declare the "
                 f"{'.'.join(spec.capability)} capability",
+                METHOD_NOT_FOUND,
+            )
+
+    def _check_task_augmented(self, method: str) -> None:
+        """Refuse a task-augmented request (params with ``task``) the peer did not say it
+        runs as a task: it would answer a plain result where a ``CreateTaskResult`` is
+        awaited. 2026-07-28 has no ``task`` param (the extension's server decides)."""
+        if self.negotiated is None or is_stateless(self.protocol_version):
+            return
+        path = task_capability(method)
+        if not has_capability(self._peer_caps, path):
+            raise LocalProtocolError(
+                f"Cannot send {method} as a task: the {self._peer} did not declare the "
+                f"{'.'.join(path)} capability; send it without 'task'",
                 METHOD_NOT_FOUND,
             )
 

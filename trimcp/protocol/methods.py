@@ -282,3 +282,11 @@ METHODS: Final[Mapping[str, MethodSpec]] = MappingProxyType({s.name: s for s in 
 def lookup(method: str) -> MethodSpec | None:
     """The spec of ``method``, or ``None`` if MCP has no such method (answer ``-32601``)."""
     return METHODS.get(method)
+
+
+def task_capability(method: str) -> tuple[str, ...]:
+    """The path (wire names) in the receiver's capabilities that allows a task-augmented
+    ``method`` (params with ``task``, 2025-11-25): ``tasks.requests`` then the method's
+    own segments (``tools/call`` -> ``tasks.requests.tools.call``,
+    ``sampling/createMessage`` -> ``tasks.requests.sampling.createMessage``)."""
+    return ("tasks", "requests", *method.split("/"))
