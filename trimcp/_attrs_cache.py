@@ -1,4 +1,4 @@
-"""A bytecode cache for the methods attrs generates for trimcp's own classes.
+"""A bytecode cache for the code attrs and cattrs generate (class methods, converter hooks).
 
 attrs writes each class's ``__init__`` (and friends) as Python source and compiles it when
 the class is created. Python caches the bytecode of modules in ``__pycache__``, but not of
@@ -19,12 +19,15 @@ behaviour, are untouched.
 - Any problem (another attrs version without the hook used here, an unreadable or
   corrupt file, a file of another Python) turns the cache off or ignores the file: the
   classes are then compiled as attrs always does. ``TRIMCP_NO_ATTRS_CACHE=1`` turns it off.
+- cattrs' structure/unstructure hooks, generated and compiled the same way at their
+  first use, go through the same cache (:func:`cover_cattrs`).
 - The file is trusted as much as the ``.pyc`` files beside it.
 """
 
 from __future__ import annotations
 
 import atexit
+import builtins
 import hashlib
 import importlib.util
 import marshal
@@ -161,6 +164,39 @@ def install() -> None:
     compile_and_eval._trimcp_cache = True  # type: ignore[attr-defined]
     _make._compile_and_eval = compile_and_eval
     atexit.register(cache.save)
+
+
+def cover_cattrs() -> None:
+    """Route the compilation of cattrs' generated hooks through the cache too.
+
+    ``cattrs.gen`` compiles each structure/unstructure hook it generates from source, at
+    its first use (for ``initialize``, the first ~30 at every start). It calls the
+    built-in ``compile`` from its module namespace; a ``compile`` of that module's own
+    takes the generated scripts (file names ``"<cattrs generated ...>"``) through the
+    cache and passes everything else to the built-in. Called by :mod:`trimcp.serde`.
+    """
+    if _cache is None:
+        return
+    import cattrs.gen
+
+    if getattr(getattr(cattrs.gen, "compile", None), "_trimcp_cache", False):
+        return
+    cache = _cache
+
+    def cached_compile(source: Any, filename: Any, mode: str, *args: Any, **kwargs: Any) -> Any:
+        if (
+            mode == "exec"
+            and not args
+            and not kwargs
+            and isinstance(source, str)
+            and isinstance(filename, str)
+            and filename.startswith("<cattrs generated ")
+        ):
+            return cache.code(source, filename)
+        return builtins.compile(source, filename, mode, *args, **kwargs)
+
+    cached_compile._trimcp_cache = True  # type: ignore[attr-defined]
+    cattrs.gen.compile = cached_compile  # type: ignore[attr-defined]
 
 
 def save() -> bool:
