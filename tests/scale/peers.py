@@ -7,6 +7,7 @@ root). Without them the tests skip, except under ``CI=true``, where they fail.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -227,3 +228,65 @@ class Replica:
     def stop(self) -> None:
         stop(self.process)
         self.log.unlink(missing_ok=True)
+
+
+class Cluster:
+    """Replicas of one app on one Redis store, behind round-robin nginx (no stickiness)."""
+
+    def __init__(
+        self, redis: RedisServer, replicas: list[Replica], nginx: Nginx, marks: Path
+    ) -> None:
+        self.redis = redis
+        self.replicas = replicas
+        self.nginx = nginx
+        #: Where the apps leave their marks (``BUS_MARKS``/``SCALE_MARKS``).
+        self.marks = marks
+
+    def logs(self) -> str:
+        """The end of each replica's stderr, for an assertion message."""
+        return "\n".join(f"--- replica {r.port}:\n{r.output()[-2000:]}" for r in self.replicas)
+
+    async def runner_of(self, tag: str) -> int:
+        """The index of the replica that started job ``tag`` (the app leaves
+        ``<marks>/<tag>.pid`` as it starts; another process writes it, so this polls,
+        bounded)."""
+        import trio
+
+        mark = self.marks / f"{tag}.pid"
+        for _ in range(1000):
+            if mark.exists():
+                break
+            await trio.sleep(0.02)
+        pid = int(mark.read_text())
+        return next(n for n, r in enumerate(self.replicas) if r.process.pid == pid)
+
+
+@contextlib.contextmanager
+def open_cluster(
+    nginx_binary: str,
+    redis: RedisServer,
+    workdir: Path,
+    *,
+    count: int = 3,
+    app: Path = REPLICA_APP,
+    marks: Path | None = None,
+    marks_variable: str = "SCALE_MARKS",
+) -> Iterator[Cluster]:
+    """Start ``count`` replicas of ``app`` on ``redis`` and nginx in front of them (its
+    files in ``workdir``; the apps' marks in ``marks``, by default ``workdir/marks``);
+    stop them all on the way out, whatever happened."""
+    if marks is None:
+        marks = workdir / "marks"
+        marks.mkdir(exist_ok=True)
+    env = {marks_variable: str(marks)}
+    replicas: list[Replica] = []
+    nginx: Nginx | None = None
+    try:
+        replicas = [Replica(redis.url, app=app, env=env) for _ in range(count)]
+        nginx = Nginx(nginx_binary, workdir, [r.port for r in replicas])
+        yield Cluster(redis, replicas, nginx, marks)
+    finally:
+        if nginx is not None:
+            nginx.stop()
+        for replica in replicas:
+            replica.stop()

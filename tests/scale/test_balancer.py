@@ -17,17 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.scale.peers import Nginx, RedisServer, Replica
+from tests.scale.peers import Cluster, RedisServer, open_cluster
 
 HERE = Path(__file__).resolve().parent
 CLIENT_TIMEOUT = 180
-
-
-class Cluster:
-    def __init__(self, redis: RedisServer, replicas: list[Replica], nginx: Nginx) -> None:
-        self.redis = redis
-        self.replicas = replicas
-        self.nginx = nginx
 
 
 @pytest.fixture(scope="module")
@@ -36,21 +29,12 @@ def cluster(
     redis_server: RedisServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Cluster]:
-    replicas: list[Replica] = []
-    nginx: Nginx | None = None
-    try:
-        replicas = [Replica(redis_server.url) for _ in range(3)]
-        nginx = Nginx(
-            scale_tools["SCALE_NGINX"],
-            tmp_path_factory.mktemp("nginx"),
-            [r.port for r in replicas],
-        )
-        yield Cluster(redis_server, replicas, nginx)
-    finally:
-        if nginx is not None:
-            nginx.stop()
-        for replica in replicas:
-            replica.stop()
+    with open_cluster(
+        scale_tools["SCALE_NGINX"],
+        redis_server,
+        tmp_path_factory.mktemp("nginx"),
+    ) as cluster:
+        yield cluster
 
 
 def run_sdk_client(cluster: Cluster, *args: str) -> dict[str, object]:

@@ -18,21 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.scale.peers import Nginx, RedisServer, Replica
+from tests.scale.peers import Cluster, RedisServer, open_cluster
 
 HERE = Path(__file__).resolve().parent
 CLIENT_TIMEOUT = 240
 ROUNDS = 6
-
-
-class Cluster:
-    def __init__(self, replicas: list[Replica], nginx: Nginx, marks: Path) -> None:
-        self.replicas = replicas
-        self.nginx = nginx
-        self.marks = marks
-
-    def logs(self) -> str:
-        return "\n".join(f"--- replica {r.port}:\n{r.output()[-2000:]}" for r in self.replicas)
 
 
 @pytest.fixture(scope="module")
@@ -41,23 +31,15 @@ def cluster(
     redis_server: RedisServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Cluster]:
-    marks = tmp_path_factory.mktemp("marks")
-    replicas: list[Replica] = []
-    nginx: Nginx | None = None
-    try:
-        replicas = [
-            Replica(redis_server.url, app=HERE / "bus_app.py", env={"BUS_MARKS": str(marks)})
-            for _ in range(3)
-        ]
-        nginx = Nginx(
-            scale_tools["SCALE_NGINX"], tmp_path_factory.mktemp("nginx"), [r.port for r in replicas]
-        )
-        yield Cluster(replicas, nginx, marks)
-    finally:
-        if nginx is not None:
-            nginx.stop()
-        for replica in replicas:
-            replica.stop()
+    with open_cluster(
+        scale_tools["SCALE_NGINX"],
+        redis_server,
+        tmp_path_factory.mktemp("nginx"),
+        app=HERE / "bus_app.py",
+        marks=tmp_path_factory.mktemp("marks"),
+        marks_variable="BUS_MARKS",
+    ) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scale.peers import Nginx, RedisServer, Replica
+from tests.scale.peers import Cluster, RedisServer, open_cluster
 
 HERE = Path(__file__).resolve().parent
 LINE_TIMEOUT = 120.0
@@ -64,28 +64,21 @@ class Client:
 @pytest.fixture
 def cluster(
     scale_tools: dict[str, str], redis_server: RedisServer, tmp_path: Path
-) -> Iterator[tuple[list[Replica], Nginx]]:
-    replicas: list[Replica] = []
-    nginx: Nginx | None = None
-    try:
-        replicas = [
-            Replica(redis_server.url, app=HERE / "bus_app.py", env={"BUS_MARKS": str(tmp_path)})
-            for _ in range(3)
-        ]
-        (tmp_path / "nginx").mkdir()
-        nginx = Nginx(scale_tools["SCALE_NGINX"], tmp_path / "nginx", [r.port for r in replicas])
-        yield replicas, nginx
-    finally:
-        if nginx is not None:
-            nginx.stop()
-        for replica in replicas:
-            replica.stop()
+) -> Iterator[Cluster]:
+    with open_cluster(
+        scale_tools["SCALE_NGINX"],
+        redis_server,
+        tmp_path,
+        app=HERE / "bus_app.py",
+        marks_variable="BUS_MARKS",
+    ) as cluster:
+        yield cluster
 
 
 def test_updates_reach_the_client_again_after_each_replica_is_killed(
-    cluster: tuple[list[Replica], Nginx],
+    cluster: Cluster,
 ) -> None:
-    replicas, nginx = cluster
+    replicas, nginx = cluster.replicas, cluster.nginx
     client = Client(nginx.url)
     outcomes: list[str] = []
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.scale.peers import Nginx, RedisServer, Replica
+from tests.scale.peers import Cluster, RedisServer, open_cluster
 from trimcp import connect_http
 from trimcp.session import RequestContext
 from trimcp.types import ElicitRequestParams, ElicitResult, TextContent
@@ -24,35 +24,21 @@ HERE = Path(__file__).resolve().parent
 WAIT = 20.0
 
 
-class Pair:
-    def __init__(self, replicas: list[Replica], nginx: Nginx) -> None:
-        self.replicas = replicas
-        self.nginx = nginx
-
-
 @pytest.fixture(scope="module")
 def pair(
     scale_tools: dict[str, str],
     redis_server: RedisServer,
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Pair]:
-    marks = tmp_path_factory.mktemp("marks")
-    replicas: list[Replica] = []
-    nginx: Nginx | None = None
-    try:
-        replicas = [
-            Replica(redis_server.url, app=HERE / "bus_app.py", env={"BUS_MARKS": str(marks)})
-            for _ in range(2)
-        ]
-        nginx = Nginx(
-            scale_tools["SCALE_NGINX"], tmp_path_factory.mktemp("nginx"), [r.port for r in replicas]
-        )
-        yield Pair(replicas, nginx)
-    finally:
-        if nginx is not None:
-            nginx.stop()
-        for replica in replicas:
-            replica.stop()
+) -> Iterator[Cluster]:
+    with open_cluster(
+        scale_tools["SCALE_NGINX"],
+        redis_server,
+        tmp_path_factory.mktemp("nginx"),
+        count=2,
+        app=HERE / "bus_app.py",
+        marks_variable="BUS_MARKS",
+    ) as cluster:
+        yield cluster
 
 
 def _text(result: object) -> str:
@@ -63,7 +49,7 @@ def _text(result: object) -> str:
     return block.text
 
 
-async def test_a_listen_stream_hears_changes_raised_on_another_replica(pair: Pair) -> None:
+async def test_a_listen_stream_hears_changes_raised_on_another_replica(pair: Cluster) -> None:
     a, b = pair.replicas
     with trio.fail_after(WAIT):
         async with (
@@ -85,7 +71,7 @@ async def test_a_listen_stream_hears_changes_raised_on_another_replica(pair: Pai
             assert second.method == "notifications/tools/list_changed"
 
 
-async def test_request_state_from_one_replica_opens_on_another(pair: Pair) -> None:
+async def test_request_state_from_one_replica_opens_on_another(pair: Cluster) -> None:
     asked = 0
 
     async def accept(ctx: RequestContext, params: ElicitRequestParams) -> ElicitResult:

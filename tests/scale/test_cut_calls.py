@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.scale.peers import Nginx, RedisServer, Replica, stop
+from tests.scale.peers import Cluster, RedisServer, open_cluster, stop
 from trimcp import connect_http
 from trimcp.errors import McpError
 from trimcp.stores import RedisStore
@@ -37,34 +37,20 @@ CUT = re.compile(
 )
 
 
-class Cluster:
-    def __init__(self, replicas: list[Replica], nginx: Nginx, marks: Path, redis: str) -> None:
-        self.replicas = replicas
-        self.nginx = nginx
-        self.marks = marks
-        self.redis = redis
-
-
 @pytest.fixture(scope="module")
 def cluster(
     scale_tools: dict[str, str],
     redis_server: RedisServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Cluster]:
-    marks = tmp_path_factory.mktemp("marks")
-    replicas: list[Replica] = []
-    nginx: Nginx | None = None
-    try:
-        replicas = [Replica(redis_server.url, env={"SCALE_MARKS": str(marks)}) for _ in range(2)]
-        nginx = Nginx(
-            scale_tools["SCALE_NGINX"], tmp_path_factory.mktemp("nginx"), [r.port for r in replicas]
-        )
-        yield Cluster(replicas, nginx, marks, redis_server.url)
-    finally:
-        if nginx is not None:
-            nginx.stop()
-        for replica in replicas:
-            replica.stop()
+    with open_cluster(
+        scale_tools["SCALE_NGINX"],
+        redis_server,
+        tmp_path_factory.mktemp("nginx"),
+        count=2,
+        marks=tmp_path_factory.mktemp("marks"),
+    ) as cluster:
+        yield cluster
 
 
 def heartbeat(redis_url: str, replica: str) -> bytes | None:
@@ -133,13 +119,13 @@ def check_cut(report: dict[str, object]) -> tuple[str, str]:
 def test_a_call_whose_replica_was_killed_ends_with_an_error_naming_it(cluster: Cluster) -> None:
     replica, reason = check_cut(cut_call(cluster, "killed", signal.SIGKILL))
     assert reason == "it has not said it is alive for 3 s: killed, crashed, or cut off from Redis"
-    assert heartbeat(cluster.redis, replica) is None
+    assert heartbeat(cluster.redis.url, replica) is None
 
 
 def test_a_call_whose_replica_shut_down_ends_with_an_error_saying_so(cluster: Cluster) -> None:
     replica, reason = check_cut(cut_call(cluster, "stopped", signal.SIGTERM))
     assert reason == "it shut down"
-    assert heartbeat(cluster.redis, replica) == b"stopped"
+    assert heartbeat(cluster.redis.url, replica) == b"stopped"
 
 
 async def test_trimcps_client_gets_the_same_error(cluster: Cluster) -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scale.peers import Nginx, RedisServer, Replica
+from tests.scale.peers import Cluster, RedisServer, open_cluster
 
 HERE = Path(__file__).resolve().parent
 CALLS = 1000
@@ -42,30 +42,14 @@ CUT = re.compile(
 REFUSED = "MCPError: Server returned an error response"
 
 
-class Cluster:
-    def __init__(self, redis: RedisServer, replicas: list[Replica], nginx: Nginx) -> None:
-        self.redis = redis
-        self.replicas = replicas
-        self.nginx = nginx
-
-
 @pytest.fixture
 def cluster(
     scale_tools: dict[str, str],
     redis_server: RedisServer,
     tmp_path: Path,
 ) -> Iterator[Cluster]:
-    replicas: list[Replica] = []
-    nginx: Nginx | None = None
-    try:
-        replicas = [Replica(redis_server.url) for _ in range(3)]
-        nginx = Nginx(scale_tools["SCALE_NGINX"], tmp_path, [r.port for r in replicas])
-        yield Cluster(redis_server, replicas, nginx)
-    finally:
-        if nginx is not None:
-            nginx.stop()
-        for replica in replicas:
-            replica.stop()
+    with open_cluster(scale_tools["SCALE_NGINX"], redis_server, tmp_path) as cluster:
+        yield cluster
 
 
 def start_client(url: str) -> subprocess.Popen[str]:

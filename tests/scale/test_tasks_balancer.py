@@ -12,12 +12,11 @@ finished one still reads as completed, with its result, from a new connection to
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import trio
 
-from tests.scale.peers import Nginx, RedisServer, Replica
+from tests.scale.peers import Cluster, RedisServer, open_cluster
 from trimcp import connect_http
 from trimcp.errors import McpError
 from trimcp.stores.redis_tasks import RUNNER_STOPPED
@@ -26,43 +25,19 @@ from trimcp.types import TextContent
 WAIT = 40.0
 
 
-class Cluster:
-    def __init__(self, replicas: list[Replica], nginx: Nginx, marks: Path) -> None:
-        self.replicas = replicas
-        self.nginx = nginx
-        self.marks = marks
-
-    async def runner_of(self, tag: str) -> int:
-        """The index of the replica running job ``tag`` (it leaves a mark as it starts)."""
-        mark = self.marks / f"{tag}.pid"
-        for _ in range(1000):
-            if mark.exists():
-                break
-            await trio.sleep(0.02)  # another process writes it: poll (bounded)
-        pid = int(mark.read_text())
-        return next(n for n, r in enumerate(self.replicas) if r.process.pid == pid)
-
-
 @pytest.fixture(scope="module")
 def cluster(
     scale_tools: dict[str, str],
     redis_server: RedisServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Cluster]:
-    marks = tmp_path_factory.mktemp("marks")
-    replicas: list[Replica] = []
-    nginx: Nginx | None = None
-    try:
-        replicas = [Replica(redis_server.url, env={"SCALE_MARKS": str(marks)}) for _ in range(3)]
-        nginx = Nginx(
-            scale_tools["SCALE_NGINX"], tmp_path_factory.mktemp("nginx"), [r.port for r in replicas]
-        )
-        yield Cluster(replicas, nginx, marks)
-    finally:
-        if nginx is not None:
-            nginx.stop()
-        for replica in replicas:
-            replica.stop()
+    with open_cluster(
+        scale_tools["SCALE_NGINX"],
+        redis_server,
+        tmp_path_factory.mktemp("nginx"),
+        marks=tmp_path_factory.mktemp("marks"),
+    ) as cluster:
+        yield cluster
 
 
 def _text(result: object) -> str:
