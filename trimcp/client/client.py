@@ -539,6 +539,7 @@ class Client(Agreement):
         *,
         ttl: float | None = None,
         timeout: float | None = _DEFAULT,
+        on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
     ) -> TaskHandle:
         """Start a tool call as a task and return its :class:`TaskHandle` at once.
@@ -548,6 +549,8 @@ class Client(Agreement):
         creating request. Then ``await handle.result()``, ``handle.status``,
         ``await handle.cancel()``, ``async for task in handle``; questions the task asks
         (elicitation, sampling) are answered by this client's registered handlers.
+        ``on_progress`` gets the task's progress until it ends (2025-11-25), in order, in
+        the session's notification task (its exceptions are logged, not raised).
 
         Raises :class:`LocalProtocolError` when the server did not declare task-augmented
         ``tools/call`` (capability ``tasks.requests.tools.call``), the server's
@@ -571,7 +574,9 @@ class Client(Agreement):
             task=TaskMetadata(ttl=round(ttl * 1000) if ttl is not None else None),
         )
         created = _typed(
-            await self._request("tools/call", params, timeout=timeout, target=name),
+            await self._request(
+                "tools/call", params, timeout=timeout, target=name, on_progress=on_progress
+            ),
             CreateTaskResult,
         )
         return self._remember_task(TaskHandle(self, created.task))

@@ -2,8 +2,9 @@
 
 One :class:`Connection` per session and role. It knows the lifecycle, the negotiated
 version and capabilities, which requests are in flight in each direction, and which
-progress tokens belong to which of our requests. It does no I/O, starts no tasks and never
-raises on bad input from the peer: that becomes a :class:`MessageRejected` event carrying
+progress tokens belong to which of our requests (a task-augmented request's token lives
+on until we see its task end). It does no I/O, starts no tasks and never raises on bad
+input from the peer: that becomes a :class:`MessageRejected` event carrying
 the error reply to send. Misuse by the local side raises :class:`LocalProtocolError`.
 
 Framing (lines, SSE events, HTTP bodies) is the transport's job: :meth:`receive` takes one
@@ -13,7 +14,7 @@ complete JSON text, and every ``send_*`` returns one complete JSON text as bytes
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -82,6 +83,11 @@ DEFAULT_MAX_BATCH = 100
 
 #: 2026-07-28: the requests a server may answer with an ``InputRequiredResult``.
 INPUT_REQUIRED_METHODS: frozenset[str] = frozenset({"tools/call", "prompts/get", "resources/read"})
+#: Task-augmented requests whose progress tokens are kept after their ``CreateTaskResult``
+#: (the oldest is forgotten beyond this: a requester that never learns its tasks' ends).
+MAX_FOLLOWED_TASKS = 1000
+_TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
+_TASK_METHODS: Final = frozenset({"tasks/get", "tasks/result", "tasks/cancel"})
 #: The ``resultType`` values the core protocol defines (absent means ``complete``).
 _RESULT_TYPES = (None, "complete", "input_required", tasks_ext.RESULT_TYPE_TASK)
 
@@ -94,6 +100,8 @@ class _Outbound:
     task: bool = False
     #: The result is handed over as decoded JSON, never structured (a relayed request).
     raw: bool = False
+    #: ``tasks/get``, ``tasks/result``, ``tasks/cancel``: the task asked about.
+    task_id: str | None = None
 
 
 def _is_token(value: object) -> bool:
@@ -122,6 +130,7 @@ class Connection:
     """
 
     __slots__ = (
+        "_followed",
         "_inbound",
         "_init_params",
         "_next_id",
@@ -130,6 +139,7 @@ class Connection:
         "_peer",
         "_peer_caps",
         "_progress",
+        "_task_requests",
         "max_batch",
         "negotiated",
         "pass_through",
@@ -158,6 +168,10 @@ class Connection:
         self._inbound: dict[RequestId, str] = {}
         self._outbound: dict[RequestId, _Outbound] = {}
         self._progress: dict[ProgressToken, RequestId] = {}
+        #: Tasks whose creating request's progress token stays valid until they end
+        #: (task id -> that request's id, which is also its token), and the reverse.
+        self._followed: dict[str, RequestId] = {}
+        self._task_requests: dict[RequestId, str] = {}
         self._next_id = 1
         self._own_caps: dict[str, Any] | None = None
         self._peer_caps: dict[str, Any] | None = None
@@ -181,6 +195,21 @@ class Connection:
     def own_has(self, *path: str) -> bool:
         """Whether we declared the capability at ``path`` (wire names)."""
         return has_capability(self._own_caps, path)
+
+    def follows_task(self, request_id: RequestId) -> bool:
+        """Whether our task-augmented request ``request_id`` was answered with a task that
+        has not ended yet as far as we saw: its progress still arrives as
+        :class:`ProgressReceived` (the spec keeps the token valid for the task's life)."""
+        return request_id in self._task_requests
+
+    def creates_task(self, request_id: RequestId) -> bool:
+        """Whether our request ``request_id``, still unanswered, is task-augmented."""
+        pending = self._outbound.get(request_id)
+        return pending is not None and pending.task
+
+    def followed_count(self) -> int:
+        """How many tasks :meth:`follows_task` is true for."""
+        return len(self._followed)
 
     def inbound_in_flight(self) -> list[RequestId]:
         """Ids of the peer's requests we have not answered or forgotten yet."""
@@ -398,6 +427,8 @@ class Connection:
                         INVALID_PARAMS, f"Invalid params for {method}: {exc}"
                     )
                     return MessageRejected(error=error, reply=None)
+        if method == "notifications/tasks/status" and getattr(typed, "status", "") in _TERMINAL:
+            self._forget_task(getattr(typed, "task_id", None))
         return NotificationReceived(method=method, params=typed)
 
     def _on_cancelled(self, params: dict[str, Any] | None) -> Event:
@@ -467,6 +498,13 @@ class Connection:
                 return ErrorReceived(id=response.id, method=method, error=error)
         if method == "initialize":
             return self._on_initialize_result(response.id, result)
+        if pending.task and pending.progress_token is not None:
+            assert isinstance(result, CreateTaskResult)
+            self._follow(result.task.task_id, response.id)
+        elif pending.task_id is not None and (
+            method == "tasks/result" or getattr(result, "status", "") in _TERMINAL
+        ):
+            self._forget_task(pending.task_id)
         return ResponseReceived(id=response.id, method=method, result=result)
 
     def _on_initialize_result(self, request_id: RequestId, result: Any) -> Event:
@@ -494,6 +532,12 @@ class Connection:
         self._drop_progress(pending)
         if pending.method == "initialize":
             self._transition(Transition.RECEIVED_INITIALIZE_ERROR)
+        # tasks/result answers the task's own error when it failed; -32602 is an unknown,
+        # expired or already ended task.
+        if pending.task_id is not None and (
+            pending.method == "tasks/result" or response.error.code == INVALID_PARAMS
+        ):
+            self._forget_task(pending.task_id)
         return ErrorReceived(id=response.id, method=pending.method, error=response.error)
 
     # --- sending --------------------------------------------------------------------------
@@ -537,7 +581,10 @@ class Connection:
                 else {"progressToken": token}
             )
         data = _encode(request_object(request_id, method, raw))
-        self._outbound[request_id] = _Outbound(method, token, task, raw_result)
+        task_id = raw.get("taskId") if method in _TASK_METHODS and type(raw) is dict else None
+        self._outbound[request_id] = _Outbound(
+            method, token, task, raw_result, task_id if type(task_id) is str else None
+        )
         if token is not None:
             self._progress[token] = request_id
         if method == "initialize":
@@ -684,6 +731,8 @@ class Connection:
         pending = list(self._outbound)
         self._outbound.clear()
         self._progress.clear()
+        self._followed.clear()
+        self._task_requests.clear()
         self._inbound.clear()
         return pending
 
@@ -754,6 +803,8 @@ class Connection:
             self._outbound = {}
         if not self._progress:
             self._progress = {}
+        if not self._followed:
+            self._followed, self._task_requests = {}, {}
 
     # --- internals ------------------------------------------------------------------------
 
@@ -763,6 +814,25 @@ class Connection:
     def _drop_progress(self, pending: _Outbound) -> None:
         if pending.progress_token is not None:
             self._progress.pop(pending.progress_token, None)
+
+    def _follow(self, task_id: str, request_id: RequestId) -> None:
+        """Keep the progress token of ``request_id`` (its id) valid while ``task_id`` runs."""
+        if task_id in self._followed or request_id in self._task_requests:
+            return  # a peer reusing a task id: keep the first
+        if len(self._followed) >= MAX_FOLLOWED_TASKS:
+            self._forget_task(next(iter(self._followed)))
+        self._followed[task_id] = request_id
+        self._task_requests[request_id] = task_id
+        self._progress[request_id] = request_id
+
+    def _forget_task(self, task_id: object) -> None:
+        """The task ended (or is forgotten): its creating request's token is no more."""
+        if not self._followed or type(task_id) is not str:
+            return
+        request_id = self._followed.pop(task_id, None)
+        if request_id is not None:
+            del self._task_requests[request_id]
+            self._progress.pop(request_id, None)
 
     def _set_negotiated(self, params: InitializeRequestParams, result: InitializeResult) -> None:
         self.negotiated = Negotiated.from_handshake(params, result)

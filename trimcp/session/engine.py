@@ -60,7 +60,7 @@ from trimcp.session.hooks import (
     SessionAttendant,
 )
 from trimcp.session.options import SessionOptions
-from trimcp.session.outbound import ProgressCallback, Waiter
+from trimcp.session.outbound import ProgressCallback, TaskProgress, Waiter
 from trimcp.session.relay import Relayed, without_progress_token
 from trimcp.transports.base import MessageTooLarge, Outgoing, Transport
 
@@ -192,6 +192,7 @@ class Session:
         "_rest_after",
         "_run",
         "_send_now",
+        "_task_progress",
         "_transport",
         "_transport_can_rest",
         "_waiters",
@@ -229,6 +230,9 @@ class Session:
         self._waiters: dict[RequestId, Waiter | Relayed] = {}
         #: The peer's requests relayed to another session (see trimcp.session.relay).
         self._relayed: dict[RequestId, Relayed] = {}
+        #: Our task-augmented requests, answered, whose task still reports progress: the
+        #: caller's progress callback (run in the notification task from then on).
+        self._task_progress: dict[RequestId, ProgressCallback] = {}
         self._relay = handler if isinstance(handler, RequestRelay) else None
         self._send_now = transport.send_now if isinstance(transport, ImmediateTransport) else None
         if self._relay is not None:
@@ -384,6 +388,10 @@ class Session:
         if on_sent is not None:
             on_sent(request_id)
         waiter = Waiter(timeout, hard, reset_timeout_on_progress)
+        if on_progress is not None and self.connection.creates_task(request_id):
+            # Task-augmented: progress may go on after the answer; deliver all of it in
+            # the notification task, so it arrives in order whoever waits.
+            waiter.follow = on_progress
         self._waiters[request_id] = waiter
         self._run.reader_wakeup.set()  # a reader paused at max_in_flight must read our answer
         queued = False
@@ -540,6 +548,8 @@ class Session:
 
     async def _on_event(self, event: Event, batch: _Batch | None = None) -> None:
         kind = type(event)
+        if self._task_progress:
+            self._forget_ended_tasks()  # the event may have ended a task we follow
         if kind is RequestReceived:
             assert isinstance(event, RequestReceived)
             await self._on_request(event, batch)
@@ -552,6 +562,9 @@ class Session:
                     await waiter.origin._settle_relayed(waiter, event.result, None)
                 else:
                     waiter.resolve(event.result)
+                    if waiter.follow is not None and self.connection.follows_task(event.id):
+                        self._task_progress[event.id] = waiter.follow
+                        self._forget_ended_tasks()
         elif kind is NotificationReceived:
             assert isinstance(event, NotificationReceived)
             relay = self._relay
@@ -579,8 +592,16 @@ class Session:
                 await waiter.origin._relay_progress(
                     waiter, event.progress, event.total, event.message
                 )
-            elif waiter is not None:
+            elif waiter is not None and waiter.follow is None:
                 waiter.add_progress(event.progress, event.total, event.message)
+            else:
+                if waiter is not None:
+                    waiter.extend_deadline()
+                follow = waiter.follow if waiter is not None else None
+                follow = follow or self._task_progress.get(event.request_id)
+                if follow is not None:
+                    update = TaskProgress(follow, event.progress, event.total, event.message)
+                    await self._run.notes_send.send(("notifications/progress", update))
         elif kind is ErrorReceived:
             assert isinstance(event, ErrorReceived)
             await self._on_error(event)
@@ -987,9 +1008,20 @@ class Session:
     async def _notify_loop(self) -> None:
         async for method, params in self._run.notes_recv:
             try:
-                await self._handler.handle_notification(self, method, params)
+                if type(params) is TaskProgress:
+                    await params.deliver()
+                else:
+                    await self._handler.handle_notification(self, method, params)
             except Exception:
                 logger.exception("notification handler for %s failed", method)
+
+    def _forget_ended_tasks(self) -> None:
+        """Drop the callbacks of tasks whose end the connection saw (O(1) when none)."""
+        if len(self._task_progress) > self.connection.followed_count():
+            follows = self.connection.follows_task
+            self._task_progress = {
+                rid: callback for rid, callback in self._task_progress.items() if follows(rid)
+            }
 
     async def _keepalive_loop(self, interval: float) -> None:
         misses = 0
@@ -1103,6 +1135,7 @@ class Session:
         self.closing = True
         self._phase = _AWAKE
         self.connection.close()
+        self._task_progress.clear()
         await self._close_transport()
 
     async def _close_transport(self) -> None:
@@ -1129,6 +1162,7 @@ class Session:
         with trio.move_on_after(options.cancel_notify_timeout):
             await self._run.handlers_idle.wait()
         self.connection.close()
+        self._task_progress.clear()
         reason = self.close_reason or "session closed"
         for request_id, waiter in list(self._waiters.items()):
             if isinstance(waiter, Relayed):

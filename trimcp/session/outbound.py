@@ -30,6 +30,7 @@ class Waiter:
     __slots__ = (
         "deadline_scope",
         "error",
+        "follow",
         "hard_deadline",
         "progress",
         "reset_on_progress",
@@ -47,6 +48,9 @@ class Waiter:
         self.hard_deadline = hard_deadline
         self.reset_on_progress = reset_on_progress
         self.deadline_scope: trio.CancelScope | None = None
+        #: A task-augmented request's progress callback: its progress goes through the
+        #: session's notification task (before and after the answer, in order).
+        self.follow: ProgressCallback | None = None
 
     @property
     def done(self) -> bool:
@@ -65,11 +69,15 @@ class Waiter:
         if self.progress is None:
             self.progress = deque(maxlen=PROGRESS_BACKLOG)
         self.progress.append((progress, total, message))
+        self.extend_deadline()
+        self.wakeup.set()
+
+    def extend_deadline(self) -> None:
+        """Progress came: restart the timeout if the caller asked for that."""
         if self.reset_on_progress and self.deadline_scope is not None:
             self.deadline_scope.deadline = min(
                 trio.current_time() + self.timeout, self.hard_deadline
             )
-        self.wakeup.set()
 
     async def wait(self, on_progress: ProgressCallback | None) -> Any:
         """Sleep until answered; run progress callbacks meanwhile. Raises the peer's error."""
@@ -91,5 +99,29 @@ async def _drain_progress(
     while updates:
         progress, total, message = updates.popleft()
         outcome = callback(progress, total, message)
+        if inspect.isawaitable(outcome):
+            await outcome
+
+
+class TaskProgress:
+    """One progress update of a task-augmented request of ours (before or after its
+    answer): delivered to the caller's callback in the session's notification task."""
+
+    __slots__ = ("callback", "message", "progress", "total")
+
+    def __init__(
+        self,
+        callback: ProgressCallback,
+        progress: float,
+        total: float | None,
+        message: str | None,
+    ) -> None:
+        self.callback = callback
+        self.progress = progress
+        self.total = total
+        self.message = message
+
+    async def deliver(self) -> None:
+        outcome = self.callback(self.progress, self.total, self.message)
         if inspect.isawaitable(outcome):
             await outcome

@@ -551,6 +551,12 @@ class _TaskHandle:
     def cancel_scope(self) -> trio.CancelScope:
         return self._live.scope
 
+    @property
+    def ending(self) -> bool:
+        """Whether the task has a terminal status or its scope was cancelled (by
+        ``tasks/cancel``, its TTL or shutdown): what it reports now comes too late."""
+        return waited_cancelled(self._live)
+
     async def ask(self, method: str, params: Any, timeout: float | None) -> Any:
         return await self._manager.ask(self._live, method, params, timeout)
 

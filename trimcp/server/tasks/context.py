@@ -9,7 +9,8 @@ answered, so:
   (2025-11-25) or ``tasks/update`` (the 2026 extension);
 - notifications (progress, logs) go to the session that created the task while it is open,
   tagged with the related-task ``_meta``, and are dropped once it has closed: a client that
-  went away does not fail or stop the task;
+  went away does not fail or stop the task; progress uses the creating request's token
+  and stops at the task's terminal status;
 - cancellation comes from ``tasks/cancel``, the TTL, or server shutdown (never from the
   creating request or its session).
 """
@@ -72,9 +73,11 @@ class TaskRequestContext(RequestContext):
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        """Send progress for the task on its creating session (dropped once it closed).
-        ``progress`` must increase. Cancellation: atomic."""
-        if self.progress_token is None:
+        """Send progress for the task on its creating session, under the creating
+        request's ``progressToken`` (valid until the task ends, as the spec says);
+        dropped once that session closed, and once the task ended or is ending (cancelled,
+        past its TTL). ``progress`` must increase. Cancellation: atomic."""
+        if self.progress_token is None or self._handle.ending:
             return
         if self._last_progress is not None and not progress > self._last_progress:
             raise LocalProtocolError(
