@@ -159,3 +159,36 @@ async def test_2026_unknown_task_and_missing_extension() -> None:
                     },
                 )
             assert missing.value.code == -32021
+
+
+@pytest.mark.parametrize("json_response", [False, True], ids=["sse", "json"])
+async def test_task_progress_over_http(json_response: bool) -> None:
+    # The request that created the task is answered at once; the task's progress comes
+    # later under its token, on the session's GET stream.
+    app = trimcp.Server("progress-http")
+
+    @app.tool(task_support="optional")
+    async def count(steps: int, ctx: trimcp.Context) -> str:
+        for step in range(1, steps + 1):
+            await trio.sleep(0.01)
+            await ctx.report_progress(step, steps)
+        return f"counted to {steps}"
+
+    updates: list[float] = []
+    last = trio.Event()
+
+    def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append(progress)
+        if progress == total:
+            last.set()
+
+    with trio.fail_after(BOUND):
+        async with (
+            http_server(app, json_response=json_response) as url,
+            connect_http(url, mode="legacy") as client,
+        ):
+            handle = await client.call_tool_as_task("count", {"steps": 3}, on_progress=on_progress)
+            result = await handle.result()
+            assert result.content[0].text == "counted to 3"  # type: ignore[union-attr]
+            await last.wait()
+            assert updates == [1, 2, 3]
