@@ -2,8 +2,10 @@
 
 Timings never go in tests, so these check what the time is made of instead, in a fresh
 process: a ``trimcp.Server`` with a tool, served over stdio, answers ``initialize``
-without importing the HTTP, WebSocket, client, CLI, proxy, auth or Redis stacks, and a
-second start compiles none of the attrs-generated methods (trimcp/_attrs_cache.py).
+without importing the HTTP, WebSocket, client, CLI, proxy, auth or Redis stacks, nor the
+wire types of features it never uses (sampling, elicitation, roots, completion,
+subscriptions); and a second start compiles none of the generated code (attrs methods,
+cattrs hooks: trimcp/_attrs_cache.py).
 """
 
 from __future__ import annotations
@@ -67,6 +69,14 @@ NOT_FOR_STDIO = [
     "trimcp.auth.resource",
     "trimcp.stores.redis",
     "trimcp.stores.redis_bus",
+    # wire types and framework parts loaded on first use (a server that never asks its
+    # client for sampling, elicitation or roots, nor completes, never loads them)
+    "trimcp.types.elicitation",
+    "trimcp.types.sampling",
+    "trimcp.types.roots",
+    "trimcp.types.completion",
+    "trimcp.types.subscriptions",
+    "trimcp.server.elicitation",
 ]
 
 INITIALIZE = {

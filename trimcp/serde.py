@@ -428,13 +428,13 @@ def _structure_union_factory(t: Any) -> StructureHook:
             return None if value is None else hook(value, inner)
 
         return structure_optional
-    if t == wire.ResourceContents:
+    if t == wire.loaded("ResourceContents"):
         return _structure_resource_contents
-    if t == wire.PrimitiveSchemaDefinition:
+    if t == wire.loaded("PrimitiveSchemaDefinition"):
         return _structure_primitive_schema
-    if t == wire.ElicitRequestParams:
+    if t == wire.loaded("ElicitRequestParams"):
         return _tagged_dispatch(members, "mode", default=wire.ElicitRequestFormParams)
-    if t == wire.SamplingMessageContent:
+    if t == wire.loaded("SamplingMessageContent"):
         return _structure_one_or_many_factory(wire.SamplingContent, list[wire.SamplingContent])
     if all(_literal_field(m, "type") for m in members):
         return _tagged_dispatch(members, "type")
@@ -605,7 +605,7 @@ def _structure_hook(cls: Any) -> StructureHook:
 
 
 def _wire_classes() -> list[type]:
-    return [v for v in vars(wire).values() if _is_wire_class(v)]
+    return [v for v in wire.load_all().values() if _is_wire_class(v)]
 
 
 def build_all_hooks() -> int:

@@ -110,6 +110,6 @@ def instances(cls: type) -> st.SearchStrategy[Any]:
 def wire_classes() -> list[type]:
     """Every attrs class re-exported from :mod:`trimcp.types`."""
     return sorted(
-        (v for v in vars(t).values() if isinstance(v, type) and attrs.has(v)),
+        (v for v in t.load_all().values() if isinstance(v, type) and attrs.has(v)),
         key=lambda c: c.__name__,
     )

@@ -7,11 +7,11 @@ checks it against them). Look methods up with :func:`lookup`; nothing here does 
 
 from collections.abc import Mapping
 from types import MappingProxyType, UnionType
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import attrs
 
-from trimcp import types as t
+import trimcp.types
 from trimcp._record import Record
 
 REVISIONS: Final[tuple[str, ...]] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -45,10 +45,45 @@ class MethodSpec(Record):
     name: str
     kind: Kind
     sender: Sender
-    params_type: type | UnionType | None
-    result_type: type | None
+    #: The names in :mod:`trimcp.types` of ``params_type`` and ``result_type``: the table
+    #: names its types, and each is loaded on first use (a stdio server's start loads
+    #: only the wire types it meets).
+    params_name: str | None
+    result_name: str | None
     revisions: frozenset[str]
     capability: tuple[str, ...] | None
+
+    @property
+    def params_type(self) -> type | UnionType | None:
+        return None if self.params_name is None else _wire_type(self.params_name)
+
+    @property
+    def result_type(self) -> type | None:
+        if self.result_name is None:
+            return None
+        result: type = _wire_type(self.result_name)
+        return result
+
+
+_WIRE_TYPES: dict[str, Any] = {}
+
+
+def _wire_type(name: str) -> Any:
+    found = _WIRE_TYPES.get(name)
+    if found is None:
+        found = _WIRE_TYPES[name] = getattr(trimcp.types, name)
+    return found
+
+
+class _TypeNames:
+    """``t.InitializeResult`` is the string ``"InitializeResult"``: the table below reads
+    as if it held the types, and holds their names."""
+
+    def __getattr__(self, name: str) -> str:
+        return name
+
+
+t: Final = _TypeNames()
 
 
 def _since(first: str, *, draft: bool = True) -> frozenset[str]:
@@ -65,8 +100,8 @@ _DRAFT_ONLY = frozenset({DRAFT_REVISION})
 def _request(
     name: str,
     sender: Sender,
-    params: type | UnionType,
-    result: type | None,
+    params: str,
+    result: str | None,
     revisions: frozenset[str],
     capability: tuple[str, ...] | None = None,
 ) -> MethodSpec:
@@ -76,7 +111,7 @@ def _request(
 def _notification(
     name: str,
     sender: Sender,
-    params: type,
+    params: str,
     revisions: frozenset[str],
     capability: tuple[str, ...] | None = None,
 ) -> MethodSpec:

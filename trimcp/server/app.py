@@ -22,7 +22,7 @@ import contextlib
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, overload
 
 import trio
 
@@ -56,7 +56,6 @@ from trimcp.tasks.store import TaskStore
 from trimcp.transports.base import Transport
 from trimcp.types import (
     Annotations,
-    CompleteResult,
     EmptyResult,
     GetPromptResult,
     Icon,
@@ -68,17 +67,20 @@ from trimcp.types import (
     ListResourceTemplatesResult,
     ListToolsResult,
     LoggingLevel,
-    PromptReference,
     PromptsCapability,
     ReadResourceResult,
     ResourceContents,
     ResourcesCapability,
-    ResourceTemplateReference,
     ServerCapabilities,
     Tool,
     ToolAnnotations,
     ToolsCapability,
 )
+
+if TYPE_CHECKING:
+    # completion types are imported where used (a server that never completes, a stdio
+    # server starting, never loads them)
+    from trimcp.types import CompleteResult, PromptReference, ResourceTemplateReference
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -451,6 +453,8 @@ class Server:
         """Register ``fn(argument, value[, arguments])`` to complete every argument of
         ``ref`` (a prompt or a resource template); see :mod:`trimcp.server.completion`."""
 
+        from trimcp.types import PromptReference
+
         def register(fn: F) -> F:
             if isinstance(ref, PromptReference):
                 self.completions.add_ref("prompt", ref.name, fn)
@@ -797,6 +801,8 @@ class Server:
         return await prompt.get(ctx.params.arguments, Context(self, ctx))
 
     async def _complete(self, ctx: RequestContext) -> CompleteResult:
+        from trimcp.types import CompleteResult, PromptReference
+
         ref = ctx.params.ref
         target: RegisteredPrompt | RegisteredTemplate | None
         if isinstance(ref, PromptReference):

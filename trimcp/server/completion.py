@@ -22,12 +22,14 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sized
-from typing import Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from trimcp.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError
 from trimcp.server.context import Context
 from trimcp.server.signature import FunctionInfo, call, inspect_function
-from trimcp.types import CompleteRequestParams, CompleteResult, Completion, PromptReference
+
+if TYPE_CHECKING:
+    from trimcp.types import CompleteRequestParams, Completion
 
 logger = logging.getLogger("trimcp.server")
 
@@ -74,6 +76,10 @@ class Completer:
 
 
 def completion_of(result: Any) -> Completion:
+    # the completion types are imported where used: a server that never completes never
+    # loads them (a stdio server's cold start)
+    from trimcp.types import CompleteResult, Completion
+
     """Cap what a completer returned at :data:`MAX_VALUES` values."""
     if result is None:
         return Completion(values=[])
@@ -98,6 +104,7 @@ def completion_of(result: Any) -> Completion:
 
 
 def prefix_matches(choices: Iterable[str], value: str) -> Completion:
+
     folded = value.casefold()
     return completion_of([c for c in choices if c.casefold().startswith(folded)])
 
@@ -156,6 +163,8 @@ class Completions:
         (None when there is no such enabled one). Raises ``McpError(-32602)`` when neither
         it nor a completer for the reference exists.
         """
+        from trimcp.types import Completion, PromptReference
+
         ref, argument = params.ref, params.argument
         kind: RefKind
         if isinstance(ref, PromptReference):

@@ -32,34 +32,32 @@ from trimcp.protocol.connection import has_capability
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import V2025_06_18, V2025_11_25
 from trimcp.server.convert import ValidationError
-from trimcp.server.elicitation import ElicitationOutcome, build_form
 from trimcp.server.input_required import ask
 from trimcp.server.logging import check_level, json_data, level_enabled
 from trimcp.session.context import RequestContext
 from trimcp.types import (
     ClientCapabilities,
-    CreateMessageRequestParams,
-    CreateMessageResult,
-    ElicitRequestFormParams,
-    ElicitRequestURLParams,
-    ElicitResult,
     Implementation,
-    ListRootsResult,
     LoggingLevel,
     LoggingMessageNotificationParams,
-    ModelHint,
-    ModelPreferences,
     ResourceContents,
-    Root,
-    SamplingMessage,
     TextContent,
     Tool,
-    ToolChoice,
 )
 
 if TYPE_CHECKING:
+    # Sampling, elicitation and roots are imported where they are used: a server that
+    # never asks its client for them never loads those wire types (a cold start).
     from trimcp.server.app import Server
+    from trimcp.server.elicitation import ElicitationOutcome
     from trimcp.session.engine import Session
+    from trimcp.types import (
+        CreateMessageResult,
+        ModelPreferences,
+        Root,
+        SamplingMessage,
+        ToolChoice,
+    )
 
 T = TypeVar("T")
 _DEFAULT: Any = object()
@@ -278,6 +276,8 @@ class Context:
             self._require("sampling with tools", "sampling", "tools")
         if include_context not in (None, "none"):
             self._require("sampling with included context", "sampling", "context")
+        from trimcp.types import CreateMessageRequestParams, CreateMessageResult, ToolChoice
+
         params = CreateMessageRequestParams(
             messages=_sampling_messages(messages),
             max_tokens=max_tokens,
@@ -344,6 +344,9 @@ class Context:
             raise LocalProtocolError(
                 "The client supports only URL-mode elicitation, not forms; use elicit_url()"
             )
+        from trimcp.server.elicitation import ElicitationOutcome, build_form
+        from trimcp.types import ElicitRequestFormParams, ElicitResult
+
         form = build_form(schema, self.protocol_version)
         mode: Literal["form"] | None = (
             "form" if (self.protocol_version or "") >= V2025_11_25 else None
@@ -384,6 +387,9 @@ class Context:
         """
         self._require_version("URL-mode elicitation", V2025_11_25)
         self._require("URL-mode elicitation", "elicitation", "url")
+        from trimcp.server.elicitation import ElicitationOutcome
+        from trimcp.types import ElicitRequestURLParams, ElicitResult
+
         params = ElicitRequestURLParams(
             message=message, url=url, elicitation_id=None if self.stateless else elicitation_id
         )
@@ -417,6 +423,8 @@ class Context:
         ``roots-1``...). Cancellation: as for :meth:`sample`.
         """
         self._require("roots", "roots")
+        from trimcp.types import ListRootsResult
+
         result: ListRootsResult = await self._send(
             "roots/list", None, timeout, key, ListRootsResult
         )
@@ -450,6 +458,8 @@ class Context:
 def _sampling_messages(
     messages: str | SamplingMessage | Sequence[str | SamplingMessage],
 ) -> list[SamplingMessage]:
+    from trimcp.types import SamplingMessage
+
     if isinstance(messages, str | SamplingMessage):
         messages = [messages]
     return [
@@ -461,6 +471,8 @@ def _sampling_messages(
 def _model_preferences(
     value: ModelPreferences | str | Sequence[str] | None,
 ) -> ModelPreferences | None:
+    from trimcp.types import ModelHint, ModelPreferences
+
     if value is None or isinstance(value, ModelPreferences):
         return value
     names = [value] if isinstance(value, str) else list(value)

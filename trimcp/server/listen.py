@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 import trio
@@ -27,7 +27,9 @@ from trimcp.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError
 from trimcp.protocol.connection import has_capability
 from trimcp.protocol.modern import subscription_meta
 from trimcp.session.context import RequestContext
-from trimcp.types import SubscriptionFilter, SubscriptionsListenResult
+
+if TYPE_CHECKING:
+    from trimcp.types import SubscriptionFilter, SubscriptionsListenResult
 
 #: List kinds in the order their notifications go out, with their filter field.
 _KINDS = (
@@ -138,6 +140,8 @@ class ListenHub:
         Raises :class:`McpError` ``-32602`` when it asks for no kind of notification,
         ``-32603`` past ``max_streams``. Cancellation: the stream ends without a result.
         """
+        from trimcp.types import SubscriptionFilter, SubscriptionsListenResult
+
         wanted: SubscriptionFilter = ctx.params.notifications
         uris = wanted.resource_subscriptions or []
         kinds = [kind for kind, field in _KINDS if getattr(wanted, field)]
