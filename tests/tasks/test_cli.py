@@ -51,3 +51,16 @@ def test_call_as_task_in_the_2025_era() -> None:
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == "Computed result after 0.1s\n"
     assert completed.stderr.splitlines()[-1].endswith(": completed")
+
+
+def test_call_as_task_shows_the_tasks_progress() -> None:
+    # 2025-11-25: progress under the creating call's token, after the handle came back.
+    server = ROOT / "tests" / "peers" / "trimcp_task_server.py"
+    completed = cli(
+        "call", "count", "steps=3", "--task", "--mode", "legacy", "--", sys.executable, str(server)
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == "counted to 3\n"
+    progress = [line for line in completed.stderr.splitlines() if "step " in line]
+    assert len(progress) == 3, completed.stderr
+    assert [line.split("step ")[-1] for line in progress] == ["1", "2", "3"]

@@ -29,7 +29,7 @@ from trimcp.cli.wiretap import WireTap
 from trimcp.client import Client, connect_transport
 from trimcp.client.stateless import plan_for
 from trimcp.protocol.versions import LATEST_VERSION
-from trimcp.session import SessionOptions
+from trimcp.session import ProgressCallback, SessionOptions
 from trimcp.transports.base import Transport
 from trimcp.transports.stdio import ShutdownTimeouts, open_stdio_client_transport
 from trimcp.types import CallToolResult, Implementation, LoggingMessageNotificationParams
@@ -258,7 +258,7 @@ async def cmd_call(client: Client, args: argparse.Namespace) -> int:
 
     timeout = None if args.timeout == 0 else args.timeout
     if getattr(args, "task", False):
-        result = await _call_as_task(client, args, arguments, timeout)
+        result = await _call_as_task(client, args, arguments, timeout, on_progress)
     else:
         result = await client.call_tool(
             args.tool,
@@ -283,12 +283,19 @@ CANCEL_TASK_TIMEOUT = 5.0
 
 
 async def _call_as_task(
-    client: Client, args: argparse.Namespace, arguments: Any, timeout: float | None
+    client: Client,
+    args: argparse.Namespace,
+    arguments: Any,
+    timeout: float | None,
+    on_progress: ProgressCallback,
 ) -> CallToolResult:
-    """``trimcp call --task``: start the task, show its states, return its result.
+    """``trimcp call --task``: start the task, show its states and progress (2025-11-25),
+    return its result.
 
     Interrupted (Ctrl+C), it cancels the task on the server (bounded) before exiting."""
-    handle = await client.call_tool_as_task(args.tool, arguments, ttl=args.ttl, timeout=timeout)
+    handle = await client.call_tool_as_task(
+        args.tool, arguments, ttl=args.ttl, timeout=timeout, on_progress=on_progress
+    )
     try:
         async for task in handle:
             if not args.quiet and handle.task_id:
