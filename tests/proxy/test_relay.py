@@ -57,7 +57,9 @@ class Wire:
 
 
 @asynccontextmanager
-async def proxied(version: str = VERSION) -> AsyncIterator[tuple[Wire, Wire]]:
+async def proxied(
+    version: str = VERSION, backend_caps: Message | None = None
+) -> AsyncIterator[tuple[Wire, Wire]]:
     """A proxy between two raw ends, past the handshake: (client end, backend end)."""
     back_proxy, back_test = memory_transport_pair()
 
@@ -87,7 +89,7 @@ async def proxied(version: str = VERSION) -> AsyncIterator[tuple[Wire, Wire]]:
                 "id": init["id"],
                 "result": {
                     "protocolVersion": version,
-                    "capabilities": {"tools": {}, "logging": {}},
+                    "capabilities": backend_caps or {"tools": {}, "logging": {}},
                     "serverInfo": {"name": "backend", "version": "1"},
                 },
             }
@@ -349,3 +351,50 @@ async def test_a_backend_that_stops_reading_holds_the_client_back_and_closing_st
             await front_test.aclose()
             await done.wait()  # the proxy's session closed within its bounds
             nursery.cancel_scope.cancel()
+
+
+TASK_CAPS: Message = {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}}
+
+
+def progress(token: Any, value: float) -> Message:
+    params = {"progressToken": token, "progress": value}
+    return {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+
+
+async def test_a_tasks_progress_is_relayed_after_its_answer_until_it_ends(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # 2025-11-25: the token of a task-augmented call lives until the task ends.
+    task = {
+        "taskId": "t1",
+        "status": "working",
+        "createdAt": "2025-11-25T10:00:00Z",
+        "lastUpdatedAt": "2025-11-25T10:00:00Z",
+        "ttl": 60000,
+    }
+    async with proxied(backend_caps=TASK_CAPS) as (client, backend):
+        params = call("slow", task={"ttl": 60000}, _meta={"progressToken": "tok"})
+        await client.request(1, "tools/call", params)
+        request = await backend.receive()
+        token = request["params"]["_meta"]["progressToken"]
+        await backend.send({"jsonrpc": "2.0", "id": request["id"], "result": {"task": task}})
+        assert (await client.receive())["result"] == {"task": task}
+        await backend.send(progress(token, 1))
+        assert (await client.receive())["params"] == {"progressToken": "tok", "progress": 1}
+        done = {**task, "status": "completed"}
+        note = {"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": done}
+        await backend.send(note)
+        assert (await client.receive())["params"] == done
+        await backend.send(progress(token, 2))  # after the end: not passed on
+        await client.request("p", "ping")
+        assert await client.receive() == {"jsonrpc": "2.0", "id": "p", "result": {}}
+
+
+async def test_a_task_the_backend_does_not_run_is_refused_by_the_proxy(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    async with proxied() as (client, _backend):
+        await client.request(1, "tools/call", call("slow", task={}))
+        answer = await client.receive()
+        assert answer["id"] == 1
+        assert "tasks.requests.tools.call" in answer["error"]["message"]

@@ -427,8 +427,13 @@ class Connection:
                         INVALID_PARAMS, f"Invalid params for {method}: {exc}"
                     )
                     return MessageRejected(error=error, reply=None)
-        if method == "notifications/tasks/status" and getattr(typed, "status", "") in _TERMINAL:
-            self._forget_task(getattr(typed, "task_id", None))
+        if method == "notifications/tasks/status" and self._followed:
+            if type(typed) is dict:  # passed through untouched (a relay)
+                status, task_id = typed.get("status"), typed.get("taskId")
+            else:
+                status, task_id = getattr(typed, "status", None), getattr(typed, "task_id", None)
+            if status in _TERMINAL:
+                self._forget_task(task_id)
         return NotificationReceived(method=method, params=typed)
 
     def _on_cancelled(self, params: dict[str, Any] | None) -> Event:
@@ -475,6 +480,15 @@ class Connection:
         method = pending.method
         result: Any = response.result
         if pending.raw:  # relayed: the requester judges it (classify made sure it is an object)
+            if pending.task and pending.progress_token is not None:
+                task = result.get("task") if type(result) is dict else None
+                task_id = task.get("taskId") if type(task) is dict else None
+                if type(task_id) is str:
+                    self._follow(task_id, response.id)
+            elif pending.task_id is not None and (
+                method == "tasks/result" or result.get("status") in _TERMINAL
+            ):
+                self._forget_task(pending.task_id)
             return ResponseReceived(id=response.id, method=method, result=result)
         result_type = CreateTaskResult if pending.task else _result_type_of(method, result)
         if result_type is None:

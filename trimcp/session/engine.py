@@ -17,6 +17,7 @@ outlives it.
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import math
 from collections.abc import AsyncIterator, Callable
@@ -559,6 +560,11 @@ class Session:
             if waiter is not None:
                 if isinstance(waiter, Relayed):
                     del self._waiters[event.id]
+                    if waiter.token is not None and self.connection.follows_task(event.id):
+                        # A task: its progress goes on after the answer, to the origin.
+                        forward = functools.partial(waiter.origin._relay_task_progress, waiter)
+                        self._task_progress[event.id] = forward
+                        self._forget_ended_tasks()
                     await waiter.origin._settle_relayed(waiter, event.result, None)
                 else:
                     waiter.resolve(event.result)
@@ -815,6 +821,23 @@ class Session:
             await self.send_notification(
                 "notifications/progress", params, related_request_id=relayed.origin_id
             )
+
+    async def _relay_task_progress(
+        self, relayed: Relayed, progress: float, total: float | None, message: str | None
+    ) -> None:
+        """Origin side: progress of the task a relayed request created, after its answer
+        (the peer's token lives until the task ends; the target's connection tracks it)."""
+        last = relayed.last_progress
+        if self.closing or relayed.token is None or (last is not None and not progress > last):
+            return
+        relayed.last_progress = progress
+        params: dict[str, Any] = {"progressToken": relayed.token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        with suppress(SessionClosed, LocalProtocolError):
+            await self.send_notification("notifications/progress", params)
 
     async def _drop_relayed(self, relayed: Relayed, reason: str) -> None:
         """Origin side: the peer cancelled (or we close): forget it, cancel it at the target
