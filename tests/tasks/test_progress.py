@@ -233,3 +233,30 @@ async def test_progress_sent_before_the_handle_is_not_lost_or_reordered(
             await trio.sleep(5)
             assert handle.done  # the status notification
             assert updates == [1, 2, 3, 4, 5]  # not 6: after the terminal status
+
+
+async def test_many_tasks_with_progress_leave_nothing_followed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # 300 concurrent tasks, each reporting 3 steps: every update reaches its own callback,
+    # and once they have ended neither the core nor the engine keeps anything for them.
+    app = progress_app()
+    updates: dict[str, list[float]] = {}
+
+    async with serve(app) as client:
+
+        async def one(index: int) -> None:
+            seen = updates.setdefault(str(index), [])
+            handle = await client.call_tool_as_task(
+                "count", {"steps": 3}, on_progress=lambda p, t, m: seen.append(p)
+            )
+            assert (await handle.wait()).status == "completed"
+
+        async with trio.open_nursery() as nursery:
+            for index in range(300):
+                nursery.start_soon(one, index)
+        await trio.testing.wait_all_tasks_blocked()
+        assert all(seen == [1, 2, 3] for seen in updates.values())
+        assert len(updates) == 300
+        assert client.session.connection.followed_count() == 0
+        assert client.session._task_progress == {}
