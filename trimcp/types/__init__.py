@@ -296,6 +296,8 @@ if TYPE_CHECKING:
     from trimcp.types.tools import ToolAnnotations as ToolAnnotations
     from trimcp.types.tools import ToolExecution as ToolExecution
 
+__all__ = sorted(_LAZY)  # loaded by __getattr__, for ``import *`` too
+
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
