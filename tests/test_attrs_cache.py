@@ -17,9 +17,12 @@ SCRIPT = """
 import json, sys
 import attrs
 import trimcp
+import trimcp.types
 from trimcp import serde
 from trimcp.types import Implementation, InitializeResult, ServerCapabilities
 import trimcp._attrs_cache as cache
+
+trimcp.types.load_all()  # every wire class made (they load lazily otherwise)
 
 @attrs.define(kw_only=True)  # mutable: no __hash__, whose script varies per process
 class Local:
