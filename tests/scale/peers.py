@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any, Literal
 
 import pytest
 
@@ -290,3 +291,36 @@ def open_cluster(
             nginx.stop()
         for replica in replicas:
             replica.stop()
+
+
+BUS_APP = Path(__file__).with_name("bus_app.py")
+
+
+def cluster_fixture(
+    *,
+    count: int = 3,
+    app: Path = REPLICA_APP,
+    marks_variable: str = "SCALE_MARKS",
+    scope: Literal["module", "function"] = "module",
+) -> Any:
+    """A pytest fixture opening a :func:`open_cluster` for each module (or each test):
+    ``cluster = cluster_fixture(app=BUS_APP, marks_variable="BUS_MARKS")``."""
+
+    @pytest.fixture(scope=scope)
+    def cluster(
+        scale_tools: dict[str, str],
+        redis_server: RedisServer,
+        tmp_path_factory: pytest.TempPathFactory,
+    ) -> Iterator[Cluster]:
+        workdir = tmp_path_factory.mktemp("cluster")
+        with open_cluster(
+            scale_tools["SCALE_NGINX"],
+            redis_server,
+            workdir,
+            count=count,
+            app=app,
+            marks_variable=marks_variable,
+        ) as opened:
+            yield opened
+
+    return cluster

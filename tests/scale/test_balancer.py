@@ -12,29 +12,16 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
-import pytest
-
-from tests.scale.peers import Cluster, RedisServer, open_cluster
+from tests.scale.peers import Cluster, cluster_fixture
 
 HERE = Path(__file__).resolve().parent
 CLIENT_TIMEOUT = 180
 
 
-@pytest.fixture(scope="module")
-def cluster(
-    scale_tools: dict[str, str],
-    redis_server: RedisServer,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Cluster]:
-    with open_cluster(
-        scale_tools["SCALE_NGINX"],
-        redis_server,
-        tmp_path_factory.mktemp("nginx"),
-    ) as cluster:
-        yield cluster
+cluster = cluster_fixture()
 
 
 def run_sdk_client(cluster: Cluster, *args: str) -> dict[str, object]:

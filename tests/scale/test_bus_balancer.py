@@ -13,33 +13,18 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.scale.peers import Cluster, RedisServer, open_cluster
+from tests.scale.peers import BUS_APP, Cluster, cluster_fixture
 
 HERE = Path(__file__).resolve().parent
 CLIENT_TIMEOUT = 240
 ROUNDS = 6
 
 
-@pytest.fixture(scope="module")
-def cluster(
-    scale_tools: dict[str, str],
-    redis_server: RedisServer,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Cluster]:
-    with open_cluster(
-        scale_tools["SCALE_NGINX"],
-        redis_server,
-        tmp_path_factory.mktemp("nginx"),
-        app=HERE / "bus_app.py",
-        marks=tmp_path_factory.mktemp("marks"),
-        marks_variable="BUS_MARKS",
-    ) as cluster:
-        yield cluster
+cluster = cluster_fixture(app=BUS_APP, marks_variable="BUS_MARKS")
 
 
 @pytest.fixture(scope="module")

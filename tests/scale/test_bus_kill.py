@@ -9,12 +9,9 @@ from __future__ import annotations
 import selectors
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from tests.scale.peers import Cluster, RedisServer, open_cluster
+from tests.scale.peers import BUS_APP, Cluster, cluster_fixture
 
 HERE = Path(__file__).resolve().parent
 LINE_TIMEOUT = 120.0
@@ -61,18 +58,7 @@ class Client:
                 pipe.close()
 
 
-@pytest.fixture
-def cluster(
-    scale_tools: dict[str, str], redis_server: RedisServer, tmp_path: Path
-) -> Iterator[Cluster]:
-    with open_cluster(
-        scale_tools["SCALE_NGINX"],
-        redis_server,
-        tmp_path,
-        app=HERE / "bus_app.py",
-        marks_variable="BUS_MARKS",
-    ) as cluster:
-        yield cluster
+cluster = cluster_fixture(app=BUS_APP, marks_variable="BUS_MARKS", scope="function")
 
 
 def test_updates_reach_the_client_again_after_each_replica_is_killed(

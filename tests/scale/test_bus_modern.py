@@ -9,13 +9,11 @@ through nginx (round-robin) for the input rounds.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import trio
 
-from tests.scale.peers import Cluster, RedisServer, open_cluster
+from tests.scale.peers import BUS_APP, Cluster, cluster_fixture
 from trimcp import connect_http
 from trimcp.session import RequestContext
 from trimcp.types import ElicitRequestParams, ElicitResult, TextContent
@@ -24,21 +22,7 @@ HERE = Path(__file__).resolve().parent
 WAIT = 20.0
 
 
-@pytest.fixture(scope="module")
-def pair(
-    scale_tools: dict[str, str],
-    redis_server: RedisServer,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Cluster]:
-    with open_cluster(
-        scale_tools["SCALE_NGINX"],
-        redis_server,
-        tmp_path_factory.mktemp("nginx"),
-        count=2,
-        app=HERE / "bus_app.py",
-        marks_variable="BUS_MARKS",
-    ) as cluster:
-        yield cluster
+cluster = cluster_fixture(count=2, app=BUS_APP, marks_variable="BUS_MARKS")
 
 
 def _text(result: object) -> str:
@@ -49,8 +33,8 @@ def _text(result: object) -> str:
     return block.text
 
 
-async def test_a_listen_stream_hears_changes_raised_on_another_replica(pair: Cluster) -> None:
-    a, b = pair.replicas
+async def test_a_listen_stream_hears_changes_raised_on_another_replica(cluster: Cluster) -> None:
+    a, b = cluster.replicas
     with trio.fail_after(WAIT):
         async with (
             connect_http(a.url) as listener,
@@ -71,7 +55,7 @@ async def test_a_listen_stream_hears_changes_raised_on_another_replica(pair: Clu
             assert second.method == "notifications/tools/list_changed"
 
 
-async def test_request_state_from_one_replica_opens_on_another(pair: Cluster) -> None:
+async def test_request_state_from_one_replica_opens_on_another(cluster: Cluster) -> None:
     asked = 0
 
     async def accept(ctx: RequestContext, params: ElicitRequestParams) -> ElicitResult:
@@ -79,9 +63,9 @@ async def test_request_state_from_one_replica_opens_on_another(pair: Cluster) ->
         asked += 1
         return ElicitResult(action="accept", content={"name": "Bo"})
 
-    replica_pids = {str(r.process.pid) for r in pair.replicas}
+    replica_pids = {str(r.process.pid) for r in cluster.replicas}
     with trio.fail_after(WAIT * 2):
-        async with connect_http(pair.nginx.url, elicitation_handler=accept) as client:
+        async with connect_http(cluster.nginx.url, elicitation_handler=accept) as client:
             assert client.protocol_version == "2026-07-28"
             answers = [_text(await client.call_tool("ask", {})) for _ in range(8)]
     # Each call took two attempts through round-robin (the question, then the retry with

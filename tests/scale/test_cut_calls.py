@@ -18,13 +18,12 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import trio
 
-from tests.scale.peers import Cluster, RedisServer, open_cluster, stop
+from tests.scale.peers import Cluster, cluster_fixture, stop
 from trimcp import connect_http
 from trimcp.errors import McpError
 from trimcp.stores import RedisStore
@@ -37,20 +36,7 @@ CUT = re.compile(
 )
 
 
-@pytest.fixture(scope="module")
-def cluster(
-    scale_tools: dict[str, str],
-    redis_server: RedisServer,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Cluster]:
-    with open_cluster(
-        scale_tools["SCALE_NGINX"],
-        redis_server,
-        tmp_path_factory.mktemp("nginx"),
-        count=2,
-        marks=tmp_path_factory.mktemp("marks"),
-    ) as cluster:
-        yield cluster
+cluster = cluster_fixture(count=2)
 
 
 def heartbeat(redis_url: str, replica: str) -> bytes | None:

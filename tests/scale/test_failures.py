@@ -21,12 +21,9 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from tests.scale.peers import Cluster, RedisServer, open_cluster
+from tests.scale.peers import Cluster, cluster_fixture
 
 HERE = Path(__file__).resolve().parent
 CALLS = 1000
@@ -42,14 +39,7 @@ CUT = re.compile(
 REFUSED = "MCPError: Server returned an error response"
 
 
-@pytest.fixture
-def cluster(
-    scale_tools: dict[str, str],
-    redis_server: RedisServer,
-    tmp_path: Path,
-) -> Iterator[Cluster]:
-    with open_cluster(scale_tools["SCALE_NGINX"], redis_server, tmp_path) as cluster:
-        yield cluster
+cluster = cluster_fixture(scope="function")
 
 
 def start_client(url: str) -> subprocess.Popen[str]:

@@ -11,12 +11,10 @@ finished one still reads as completed, with its result, from a new connection to
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import trio
 
-from tests.scale.peers import Cluster, RedisServer, open_cluster
+from tests.scale.peers import Cluster, cluster_fixture
 from trimcp import connect_http
 from trimcp.errors import McpError
 from trimcp.stores.redis_tasks import RUNNER_STOPPED
@@ -25,19 +23,7 @@ from trimcp.types import TextContent
 WAIT = 40.0
 
 
-@pytest.fixture(scope="module")
-def cluster(
-    scale_tools: dict[str, str],
-    redis_server: RedisServer,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Cluster]:
-    with open_cluster(
-        scale_tools["SCALE_NGINX"],
-        redis_server,
-        tmp_path_factory.mktemp("nginx"),
-        marks=tmp_path_factory.mktemp("marks"),
-    ) as cluster:
-        yield cluster
+cluster = cluster_fixture()
 
 
 def _text(result: object) -> str:
