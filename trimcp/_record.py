@@ -46,10 +46,6 @@ class Record:
             return NotImplemented
         return all(getattr(self, name) == getattr(other, name) for name in _names(type(self))[1])
 
-    def __ne__(self, other: object) -> bool:
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
-
     def __hash__(self) -> int:
         cls = type(self)
         return hash((cls, *[getattr(self, name) for name in _names(cls)[1]]))

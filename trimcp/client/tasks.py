@@ -27,6 +27,7 @@ from trimcp import serde
 from trimcp.errors import INTERNAL_ERROR, McpError, RequestTimeout
 from trimcp.protocol import tasks_ext
 from trimcp.types import (
+    TERMINAL_TASK_STATUSES,
     CallToolResult,
     CancelTaskRequestParams,
     ClientCapabilities,
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 
 TASKS_EXTENSION: Final = tasks_ext.EXTENSION_ID
 
-TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
+TERMINAL: Final = TERMINAL_TASK_STATUSES
 #: The poll interval used when the server gives no hint, in seconds.
 DEFAULT_POLL_INTERVAL: Final = 1.0
 #: ``inputRequests`` keys remembered per task (answered ones are not answered again).

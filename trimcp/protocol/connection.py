@@ -72,6 +72,7 @@ from trimcp.protocol.methods import MethodSpec, lookup, task_capability
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import SUPPORTED_VERSIONS, allows_batches, is_stateless
 from trimcp.types import (
+    TERMINAL_TASK_STATUSES,
     CreateTaskResult,
     InitializeRequestParams,
     InitializeResult,
@@ -86,7 +87,6 @@ INPUT_REQUIRED_METHODS: frozenset[str] = frozenset({"tools/call", "prompts/get",
 #: Task-augmented requests whose progress tokens are kept after their ``CreateTaskResult``
 #: (the oldest is forgotten beyond this: a requester that never learns its tasks' ends).
 MAX_FOLLOWED_TASKS = 1000
-_TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 _TASK_METHODS: Final = frozenset({"tasks/get", "tasks/result", "tasks/cancel"})
 #: The ``resultType`` values the core protocol defines (absent means ``complete``).
 _RESULT_TYPES = (None, "complete", "input_required", tasks_ext.RESULT_TYPE_TASK)
@@ -355,11 +355,12 @@ class Connection:
             if refusal is not None:
                 return self._reject_request(request_id, METHOD_NOT_FOUND, refusal)
             pass_through = self.pass_through
-            if spec.params_type is not None and (
+            params_type = spec.params_type
+            if params_type is not None and (
                 pass_through is None or method == "initialize" or not pass_through(method)
             ):
                 try:
-                    params = serde.structure(params if params is not None else {}, spec.params_type)
+                    params = serde.structure(params if params is not None else {}, params_type)
                 except serde.ShapeError as exc:
                     return self._reject_request(
                         request_id,
@@ -419,9 +420,10 @@ class Connection:
             if spec.kind != "notification" or spec.sender not in (self._peer, "both"):
                 return MessageIgnored(reason=f"{method} is not a notification the peer may send")
             pass_through = self.pass_through
-            if spec.params_type is not None and (pass_through is None or not pass_through(method)):
+            params_type = spec.params_type
+            if params_type is not None and (pass_through is None or not pass_through(method)):
                 try:
-                    typed = serde.structure(params if params is not None else {}, spec.params_type)
+                    typed = serde.structure(params if params is not None else {}, params_type)
                 except serde.ShapeError as exc:
                     error = RemoteProtocolError(
                         INVALID_PARAMS, f"Invalid params for {method}: {exc}"
@@ -432,7 +434,7 @@ class Connection:
                 status, task_id = typed.get("status"), typed.get("taskId")
             else:
                 status, task_id = getattr(typed, "status", None), getattr(typed, "task_id", None)
-            if status in _TERMINAL:
+            if status in TERMINAL_TASK_STATUSES:
                 self._forget_task(task_id)
         return NotificationReceived(method=method, params=typed)
 
@@ -486,7 +488,7 @@ class Connection:
                 if type(task_id) is str:
                     self._follow(task_id, response.id)
             elif pending.task_id is not None and (
-                method == "tasks/result" or result.get("status") in _TERMINAL
+                method == "tasks/result" or result.get("status") in TERMINAL_TASK_STATUSES
             ):
                 self._forget_task(pending.task_id)
             return ResponseReceived(id=response.id, method=method, result=result)
@@ -516,7 +518,7 @@ class Connection:
             assert isinstance(result, CreateTaskResult)
             self._follow(result.task.task_id, response.id)
         elif pending.task_id is not None and (
-            method == "tasks/result" or getattr(result, "status", "") in _TERMINAL
+            method == "tasks/result" or getattr(result, "status", "") in TERMINAL_TASK_STATUSES
         ):
             self._forget_task(pending.task_id)
         return ResponseReceived(id=response.id, method=method, result=result)
@@ -906,7 +908,8 @@ def _result_type_of(method: str, result: Any) -> type | bool | None:
         return False if method == "tools/call" else None
     if kind is not None and method in tasks_ext.METHODS:
         return False  # the extension's 2026 shapes (ttlMs, inline result...)
-    return False if spec.result_type is None else spec.result_type
+    result_type = spec.result_type
+    return False if result_type is None else result_type
 
 
 def _progress_token(request: Request) -> ProgressToken | None:

@@ -55,13 +55,15 @@ class MethodSpec(Record):
 
     @property
     def params_type(self) -> type | UnionType | None:
-        return None if self.params_name is None else _wire_type(self.params_name)
+        name = self.params_name  # every request asks: one dict lookup once resolved
+        return None if name is None else _WIRE_TYPES.get(name) or _wire_type(name)
 
     @property
     def result_type(self) -> type | None:
-        if self.result_name is None:
+        name = self.result_name
+        if name is None:
             return None
-        result: type = _wire_type(self.result_name)
+        result: type = _WIRE_TYPES.get(name) or _wire_type(name)
         return result
 
 

@@ -360,10 +360,11 @@ def structure_params(method: str, params: Any, capabilities: Mapping[str, Any] |
         )
     if method in INPUT_METHODS and type(params) is dict and "inputResponses" in params:
         _check_input_responses(params["inputResponses"])
-    if spec.params_type is None:
+    params_type = spec.params_type
+    if params_type is None:
         return params
     try:
-        return serde.structure(params if params is not None else {}, spec.params_type)
+        return serde.structure(params if params is not None else {}, params_type)
     except serde.ShapeError as exc:
         raise RemoteProtocolError(
             INVALID_PARAMS,

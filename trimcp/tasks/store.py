@@ -24,9 +24,9 @@ from typing import Any, Final, Protocol, runtime_checkable
 import attrs
 import trio
 
-from trimcp.types import TaskStatus
+from trimcp.types import TERMINAL_TASK_STATUSES, TaskStatus
 
-TERMINAL: Final[frozenset[str]] = frozenset({"completed", "failed", "cancelled"})
+TERMINAL: Final = TERMINAL_TASK_STATUSES
 """The statuses a task never leaves."""
 
 #: Ids of expired tasks remembered (to answer "expired" instead of "not found").

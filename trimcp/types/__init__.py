@@ -139,6 +139,7 @@ _LAZY: dict[str, str] = {
     "TaskAugmentedRequestParams": "trimcp.types.tasks",
     "TaskMetadata": "trimcp.types.tasks",
     "TaskStatus": "trimcp.types.tasks",
+    "TERMINAL_TASK_STATUSES": "trimcp.types.tasks",
     "TaskStatusNotificationParams": "trimcp.types.tasks",
     "CallToolRequestParams": "trimcp.types.tools",
     "CallToolResult": "trimcp.types.tools",
@@ -276,6 +277,7 @@ if TYPE_CHECKING:
     )
     from trimcp.types.subscriptions import SubscriptionsListenResult as SubscriptionsListenResult
     from trimcp.types.tasks import RELATED_TASK_META_KEY as RELATED_TASK_META_KEY
+    from trimcp.types.tasks import TERMINAL_TASK_STATUSES as TERMINAL_TASK_STATUSES
     from trimcp.types.tasks import CancelTaskRequestParams as CancelTaskRequestParams
     from trimcp.types.tasks import CancelTaskResult as CancelTaskResult
     from trimcp.types.tasks import CreateTaskResult as CreateTaskResult

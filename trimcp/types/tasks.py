@@ -5,7 +5,7 @@ params are the schema's ``allOf`` of ``Task`` and a result/params base, so they 
 :class:`Task` and add ``meta`` (and ``result_type``).
 """
 
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
@@ -13,6 +13,9 @@ from trimcp.types.base import WireType
 from trimcp.types.common import PaginatedResult, RequestParams, Result
 
 TaskStatus: TypeAlias = Literal["working", "input_required", "completed", "failed", "cancelled"]
+
+TERMINAL_TASK_STATUSES: Final[frozenset[str]] = frozenset({"completed", "failed", "cancelled"})
+"""The statuses a task never leaves."""
 """The state of a task."""
 
 RELATED_TASK_META_KEY = "io.modelcontextprotocol/related-task"
