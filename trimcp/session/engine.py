@@ -804,12 +804,29 @@ class Session:
         self, relayed: Relayed, progress: float, total: float | None, message: str | None
     ) -> None:
         """Origin side: pass on the target's progress under the peer's token."""
+        if self._relayed.get(relayed.origin_id) is relayed:
+            await self._pass_progress(relayed, progress, total, message, relayed.origin_id)
+
+    async def _relay_task_progress(
+        self, relayed: Relayed, progress: float, total: float | None, message: str | None
+    ) -> None:
+        """Origin side: progress of the task a relayed request created, after its answer
+        (the peer's token lives until the task ends; the target's connection tracks it)."""
+        if not self.closing:
+            await self._pass_progress(relayed, progress, total, message, None)
+
+    async def _pass_progress(
+        self,
+        relayed: Relayed,
+        progress: float,
+        total: float | None,
+        message: str | None,
+        related: RequestId | None,
+    ) -> None:
+        """Send the peer a relayed progress update under its own token, if it goes forward
+        (progress must increase); a closed session or a refused notification drops it."""
         last = relayed.last_progress
-        if (
-            relayed.token is None
-            or self._relayed.get(relayed.origin_id) is not relayed
-            or (last is not None and not progress > last)
-        ):
+        if relayed.token is None or (last is not None and not progress > last):
             return
         relayed.last_progress = progress
         params: dict[str, Any] = {"progressToken": relayed.token, "progress": progress}
@@ -819,25 +836,8 @@ class Session:
             params["message"] = message
         with suppress(SessionClosed, LocalProtocolError):
             await self.send_notification(
-                "notifications/progress", params, related_request_id=relayed.origin_id
+                "notifications/progress", params, related_request_id=related
             )
-
-    async def _relay_task_progress(
-        self, relayed: Relayed, progress: float, total: float | None, message: str | None
-    ) -> None:
-        """Origin side: progress of the task a relayed request created, after its answer
-        (the peer's token lives until the task ends; the target's connection tracks it)."""
-        last = relayed.last_progress
-        if self.closing or relayed.token is None or (last is not None and not progress > last):
-            return
-        relayed.last_progress = progress
-        params: dict[str, Any] = {"progressToken": relayed.token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None:
-            params["message"] = message
-        with suppress(SessionClosed, LocalProtocolError):
-            await self.send_notification("notifications/progress", params)
 
     async def _drop_relayed(self, relayed: Relayed, reason: str) -> None:
         """Origin side: the peer cancelled (or we close): forget it, cancel it at the target
