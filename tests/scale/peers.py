@@ -141,9 +141,7 @@ class Nginx:
 
     def __init__(self, binary: str, workdir: Path, upstreams: list[int]) -> None:
         self.port = free_port()
-        servers = "".join(
-            f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=2s;\n" for p in upstreams
-        )
+        servers = "".join(f"        server 127.0.0.1:{p} max_fails=0;\n" for p in upstreams)
         include = f"    upstream trimcp {{\n{servers}        keepalive 16;\n    }}\n"
         conf = workdir / "nginx.conf"
         conf.write_text(
