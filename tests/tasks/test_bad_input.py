@@ -75,18 +75,6 @@ async def test_another_principals_task_id_looks_unknown(
         assert (await handle.result()).content[0].text == "slept 10"  # type: ignore[union-attr]
 
 
-async def test_tasks_bound_to_the_request_principal_by_default() -> None:
-    from trimcp.server.tasks.methods import default_owner
-
-    class FakeAuth:
-        issuer, subject, client_id = "https://as", "alice", "app"
-
-    class Ctx:
-        auth = FakeAuth()
-
-    assert default_owner(Ctx()) == "https://as\x1falice\x1fapp"  # type: ignore[arg-type]
-
-
 async def test_tasks_result_before_completion_blocks_within_the_request_timeout(
     autojump_clock: trio.abc.Clock,
 ) -> None:

@@ -14,6 +14,7 @@ import pytest
 import trio
 import trio.testing
 
+import trimcp
 from tests.tasks import helpers
 from tests.tasks.helpers import make_app, serve
 from trimcp.errors import INVALID_PARAMS, McpError
@@ -155,10 +156,16 @@ async def test_finished_tasks_are_kept_until_their_ttl(autojump_clock: trio.abc.
             await _get(client, handle.task_id)
 
 
+def _one_user(ctx: trimcp.Context) -> str:
+    """Both sessions are the same user's: without authorization a task belongs to the
+    session that created it, so these tests say who owns it."""
+    return "the one user"
+
+
 async def test_a_client_that_disconnects_does_not_stop_its_task(
     autojump_clock: trio.abc.Clock,
 ) -> None:
-    app = make_app()
+    app = make_app(task_owner=_one_user)
     async with app.tasks.open():
         async with open_test_client(app) as first:
             handle = await first.call_tool_as_task("sleep", {"seconds": 100})
@@ -176,7 +183,7 @@ async def test_a_client_that_disconnects_does_not_stop_its_task(
 async def test_input_asked_after_the_creator_left_is_answered_by_the_next_client(
     autojump_clock: trio.abc.Clock,
 ) -> None:
-    app = make_app()
+    app = make_app(task_owner=_one_user)
     async with app.tasks.open():
         async with open_test_client(app, elicitation_handler=_never_answers) as first:
             task_id = (await first.call_tool_as_task("ask_name")).task_id

@@ -55,7 +55,8 @@ async def test_task_over_http_with_input(json_response: bool) -> None:
 
 
 async def test_task_outlives_the_http_session_that_created_it() -> None:
-    app = make_app()
+    # The same user in both sessions (without it, the task is the first session's only).
+    app = make_app(task_owner=lambda ctx: "the one user")
     with trio.fail_after(BOUND):
         async with http_server(app) as url:
             async with connect_http(

@@ -40,7 +40,7 @@ _EXPORTS: dict[str, str] = {
     "IntrospectionVerifier": "trimcp.auth.introspection",
     "JwksCache": "trimcp.auth.jwks",
     "AuthInfo": "trimcp.auth.principal",
-    "request_auth": "trimcp.auth.principal",
+    "principal_key": "trimcp.auth.principal",
     "ProtectedResource": "trimcp.auth.resource",
     "CallableVerifier": "trimcp.auth.verifiers",
     "JwtVerifier": "trimcp.auth.verifiers",
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from trimcp.auth.introspection import IntrospectionVerifier as IntrospectionVerifier
     from trimcp.auth.jwks import JwksCache as JwksCache
     from trimcp.auth.principal import AuthInfo as AuthInfo
-    from trimcp.auth.principal import request_auth as request_auth
+    from trimcp.auth.principal import principal_key as principal_key
     from trimcp.auth.resource import ProtectedResource as ProtectedResource
     from trimcp.auth.tokens import FileTokenStore as FileTokenStore
     from trimcp.auth.tokens import MemoryTokenStore as MemoryTokenStore
@@ -109,5 +109,5 @@ __all__ = [
     "TokenStore",
     "TokenVerifier",
     "UnsafeUrl",
-    "request_auth",
+    "principal_key",
 ]

@@ -1,18 +1,20 @@
 """Who a request acts for: :class:`AuthInfo`, and how a handler finds it.
 
 No I/O here. The HTTP server verifies the bearer token of each request before anything
-else is read, then records the resulting :class:`AuthInfo` next to the requests of that
-HTTP request; a handler reads it as ``ctx.auth``. The lookup goes through
-:data:`current_auth_source`, a context variable the transport sets for the tasks of a
-session (or of one stateless request), so the session engine and the server framework
-never need to know about HTTP.
+else is read, then records the resulting :class:`AuthInfo` on the context of each
+request that HTTP request carried (``RequestContext.principal``); a handler reads it as
+``ctx.auth``. Nothing else holds it: no context variable or connection state carries
+one request's principal into another's (the lean HTTP engine serves every request of a
+keep-alive connection in one task). :func:`principal_key` turns a principal into the one
+key every ownership decision uses.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Collection, Iterable, Mapping
-from contextvars import ContextVar
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 
@@ -72,36 +74,49 @@ class AuthInfo(Record):
         return rules is None or self.has_scopes(rules(method, name))
 
 
-class AuthSource(Protocol):
-    """What a transport offers so handlers can see who sent a request."""
-
-    def auth_for(self, request_id: int | str) -> AuthInfo | None:
-        """The principal of the inbound request ``request_id`` (None: anonymous/unknown)."""
-        ...
+#: The fields that say who a token's principal is (what :class:`AuthInfo` compares).
+_IDENTITY_FIELDS = ("issuer", "subject", "client_id")
 
 
-class FixedAuth:
-    """An :class:`AuthSource` for one principal (a stateless request, a legacy session).
+def principal_key(principal: object) -> str | None:
+    """The one stable key of whoever a request acts for; None for an anonymous request.
 
-    ``auth`` is an :class:`AuthInfo`, or whatever an ``authenticate`` hook returned.
+    Every ownership decision compares these keys: HTTP sessions (in this process and
+    shared between replicas), tasks (in memory and in Redis), the ``requestState``
+    binding, listen streams and per-principal budgets. The key is a digest (fixed length,
+    safe in a Redis key, reveals nothing of the identity) of:
+
+    - a verified token's issuer, subject and client id (an :class:`AuthInfo`, or any
+      value with those attributes): a refreshed or stepped-up token of the same principal
+      keeps its key, whatever its scopes or expiry. A token that names none of the three
+      is keyed by the token itself, so it shares nothing with another token;
+    - a ``principal_key`` string attribute, for an ``authenticate`` hook that returns
+      its own user objects;
+    - otherwise the value an ``authenticate`` hook returned, by type and ``repr``: a
+      ``str`` user id (or an int, a tuple of them) keys the same in every process. An
+      object whose ``repr`` is the default ``<... at 0x...>`` has no stable identity: it
+      is keyed by that object alone (safe, but a second replica or a second request that
+      gets a new object does not match it), so return a string or set ``principal_key``.
     """
-
-    __slots__ = ("auth",)
-
-    def __init__(self, auth: Any) -> None:
-        self.auth = auth
-
-    def auth_for(self, request_id: int | str) -> Any:
-        return self.auth
-
-
-#: Set by the HTTP server for the tasks of a session (or of one stateless request).
-current_auth_source: ContextVar[AuthSource | None] = ContextVar("trimcp_auth_source", default=None)
-
-
-def request_auth(request_id: int | str) -> AuthInfo | None:
-    """The principal of inbound request ``request_id`` in the current task, if any."""
-    source = current_auth_source.get()
-    if source is None:
+    if principal is None:
         return None
-    return source.auth_for(request_id)
+    own = getattr(principal, "principal_key", None)
+    if isinstance(own, str):
+        identity: list[Any] = ["own", own]
+    elif isinstance(principal, AuthInfo) or any(
+        getattr(principal, name, None) is not None for name in _IDENTITY_FIELDS
+    ):
+        fields = [getattr(principal, name, None) for name in _IDENTITY_FIELDS]
+        if all(field is None for field in fields):
+            identity = ["token", getattr(principal, "token", "") or f"object:{id(principal)}"]
+        else:
+            identity = ["oauth", *(None if field is None else str(field) for field in fields)]
+    else:
+        kind = type(principal)
+        text = repr(principal)
+        if kind.__repr__ is object.__repr__:
+            text = f"object:{id(principal)}"
+        identity = ["value", f"{kind.__module__}.{kind.__qualname__}", text]
+    encoded = json.dumps(identity, separators=(",", ":"), ensure_ascii=False)
+    digest = hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"p:{digest[:32]}"

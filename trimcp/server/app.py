@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, overload
 
 import trio
 
-from trimcp.auth.principal import AuthInfo, request_auth
+from trimcp.auth.principal import AuthInfo
 from trimcp.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, McpError
 from trimcp.protocol import modern
 from trimcp.protocol.lifecycle import Role
@@ -990,7 +990,7 @@ class Server:
 
 def _visible(items: Iterable[T], ctx: RequestContext, method: str, key: str) -> list[T]:
     """``items`` less those the caller's scopes do not reach, when its auth hides them."""
-    auth = request_auth(ctx.request_id)
+    auth = ctx.principal
     if not isinstance(auth, AuthInfo) or not auth.hide_unauthorized:
         return list(items)
     return [item for item in items if auth.allows(method, getattr(item, key))]

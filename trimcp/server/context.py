@@ -22,10 +22,10 @@ stream only, at the level its ``_meta`` asks for (none when it asks for none).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 from trimcp import serde
-from trimcp.auth.principal import AuthInfo, request_auth
+from trimcp.auth.principal import AuthInfo
 from trimcp.errors import INVALID_PARAMS, LocalProtocolError, RemoteProtocolError
 from trimcp.protocol import modern
 from trimcp.protocol.connection import has_capability
@@ -160,8 +160,12 @@ class Context:
         """Who is calling: the verified access token's :class:`~trimcp.auth.AuthInfo`
         (subject, client id, scopes, claims, expiry) when the HTTP server protects this
         server (``HttpServerConfig(auth=...)``); what an ``authenticate`` hook returned;
-        None for an unprotected transport (stdio, memory, plain HTTP)."""
-        return request_auth(self.request_id)
+        None for an unprotected transport (stdio, memory, plain HTTP).
+
+        It is the principal recorded on this request's own context when the request
+        arrived (never state shared with other requests of the connection or session)."""
+        principal: Any = self._request.principal
+        return cast("AuthInfo | None", principal)
 
     # --- progress and logging --------------------------------------------------------
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
@@ -37,6 +37,7 @@ import trio
 
 from trimcp import serde
 from trimcp._record import Record
+from trimcp.auth.principal import principal_key
 from trimcp.errors import INVALID_PARAMS, INVALID_REQUEST, LocalProtocolError, RemoteProtocolError
 from trimcp.protocol.jsonrpc import dump_json
 from trimcp.server.request_state import InvalidRequestState, RequestStateKeyring
@@ -82,23 +83,12 @@ def digest(value: Any) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def principal_key(principal: Hashable | None) -> str:
-    """What identifies a principal across replicas: subject, issuer and client id when it
-    has them (an ``AuthInfo``), else its ``str``; empty for an anonymous request."""
-    if principal is None:
-        return ""
-    fields = [getattr(principal, name, None) for name in ("subject", "issuer", "client_id")]
-    if any(field is not None for field in fields):
-        return json.dumps(fields)
-    return f"{type(principal).__name__}:{principal}"
-
-
 def _binding(ctx: RequestContext) -> bytes:
     params = ctx.params
     name = getattr(params, "name", None) or getattr(params, "uri", None) or ""
     arguments = getattr(params, "arguments", None) or {}  # absent and {} are the same call
     return json.dumps(
-        [ctx.method, name, digest(arguments), principal_key(ctx.principal)],
+        [ctx.method, name, digest(arguments), principal_key(ctx.principal) or ""],
         separators=(",", ":"),
     ).encode("utf-8", "surrogatepass")
 

@@ -20,7 +20,8 @@ import enum
 import functools
 import logging
 import math
-from collections.abc import AsyncIterator, Callable
+import secrets
+from collections.abc import AsyncIterator, Callable, Hashable
 from contextlib import asynccontextmanager, suppress
 from typing import Any, Protocol
 
@@ -203,6 +204,8 @@ class Session:
         "closing",
         "connection",
         "options",
+        "owner_key",
+        "principal_of",
         "role",
     )
 
@@ -223,6 +226,13 @@ class Session:
     ) -> None:
         self.options = options
         self.role = role
+        #: ``principal_of(request_id)``: who an inbound request acts for, as the transport
+        #: authenticated it (the HTTP server sets it; None: every request is anonymous).
+        #: Read once per request, into that request's own context.
+        self.principal_of: Callable[[RequestId], Hashable | None] | None = None
+        #: What owns this session's anonymous state (its tasks): random and secret, or the
+        #: HTTP session id (the same on every replica that serves the session).
+        self.owner_key = secrets.token_hex(16)
         self.connection = Connection(role)
         self._transport = transport
         self._handler = handler
@@ -690,8 +700,15 @@ class Session:
         scope = trio.CancelScope()
         if self.options.handler_timeout is not None:
             scope.deadline = trio.current_time() + self.options.handler_timeout
+        principal_of = self.principal_of
         ctx = RequestContext(
-            self, request_id, event.method, event.params, event.progress_token, scope
+            self,
+            request_id,
+            event.method,
+            event.params,
+            event.progress_token,
+            scope,
+            principal=None if principal_of is None else principal_of(request_id),
         )
         self._contexts[request_id] = ctx
         self._run.handlers_idle = (

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from trimcp.auth.principal import principal_key
 from trimcp.protocol.jsonrpc import dump_json, parse_json
 from trimcp.protocol.lifecycle import State
 from trimcp.session import Session
@@ -48,7 +49,11 @@ def session_record(entry: SessionEntry) -> bytes | None:
     if session is None or session.negotiated is None or session.closed:
         return None
     return dump_json(
-        {"p": repr(entry.principal), "k": entry.kind, "c": session.connection.resting_state()}
+        {
+            "p": entry.principal_key,
+            "k": entry.kind,
+            "c": session.connection.resting_state(),
+        }
     )
 
 
@@ -178,7 +183,11 @@ def _parse(record: bytes, principal: Hashable | None, kind: str) -> dict[str, An
     except Exception:
         logger.error("an unreadable session record in the shared store; ignored")
         return None
-    if not isinstance(data, dict) or data.get("k") != kind or data.get("p") != repr(principal):
+    if (
+        not isinstance(data, dict)
+        or data.get("k") != kind
+        or data.get("p") != principal_key(principal)
+    ):
         return None  # another principal's session looks unknown (404), as locally
     state = data.get("c")
     return state if isinstance(state, dict) else None

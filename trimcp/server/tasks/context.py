@@ -28,7 +28,6 @@ from trimcp.session.context import RequestContext
 from trimcp.types import RELATED_TASK_META_KEY, LoggingLevel
 
 if TYPE_CHECKING:
-    from trimcp.auth.principal import AuthInfo
     from trimcp.tasks.manager import TaskOptions, _TaskHandle
 
 _DEFAULT: Any = object()
@@ -37,14 +36,13 @@ _DEFAULT: Any = object()
 class TaskRequestContext(RequestContext):
     """A :class:`RequestContext` for work running as a task (see the module docs)."""
 
-    __slots__ = ("_handle", "_input_timeout", "auth")
+    __slots__ = ("_handle", "_input_timeout")
 
     def __init__(
         self,
         origin: RequestContext,
         handle: _TaskHandle,
         options: TaskOptions,
-        auth: AuthInfo | None = None,
     ) -> None:
         super().__init__(
             origin.session,
@@ -60,8 +58,6 @@ class TaskRequestContext(RequestContext):
         )
         self._handle = handle
         self._input_timeout = options.input_timeout
-        #: The creating request's verified identity (``ctx.auth`` inside the task).
-        self.auth = auth
 
     @property
     def task_id(self) -> str:
@@ -149,13 +145,6 @@ class TaskContext(Context):
             return
         with contextlib.suppress(McpError):
             await super().log(level, data, logger=logger)
-
-    @property
-    def auth(self) -> AuthInfo | None:
-        """The identity of the request that created the task (see :attr:`Context.auth`)."""
-        request = self.request_context
-        assert isinstance(request, TaskRequestContext)
-        return request.auth
 
     async def _send(
         self,

@@ -2,20 +2,22 @@
 ``tasks/get``, ``tasks/result``, ``tasks/list``, ``tasks/cancel``, plus
 ``notifications/tasks/status``.
 
-Ownership: a task belongs to the principal that created it (``TaskOptions.owner``; by
-default the verified identity on ``ctx.auth`` when authorization is on, else nobody). A
-request from anyone else gets the same ``-32602`` "not found" as for an unknown id, and
-``tasks/list`` shows only the requester's tasks. Without authorization, task ids are 128
-random bits: knowing the id is what grants access (see ``docs/tasks.md``).
+Ownership: a task belongs to whoever created it (``Server(task_owner=...)``; by default
+:func:`default_owner`: the caller's principal key when it is authenticated, else the
+session that created it). A request from anyone else gets the same ``-32602`` "not
+found" as for an unknown id, and ``tasks/list`` shows only the requester's tasks. An
+anonymous 2026 task is reachable only by its id, 128 random bits (see ``docs/tasks.md``).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from trimcp.auth.principal import principal_key
 from trimcp.errors import METHOD_NOT_FOUND, McpError
 from trimcp.protocol.versions import V2025_11_25, is_stateless
 from trimcp.server.context import Context
@@ -45,22 +47,29 @@ if TYPE_CHECKING:
     from trimcp.server.app import Server
     from trimcp.server.tools import RegisteredTool
 
-#: ``owner(ctx) -> key``: who a task belongs to (None: no authorization context).
+#: ``owner(ctx) -> key``: who a task belongs to (None: whoever holds its id).
 OwnerFunction = Callable[[Context], "str | None"]
 
 
 def default_owner(ctx: Context) -> str | None:
-    """The principal on ``ctx.auth`` (issuer, subject, client id) when there is one.
+    """Who owns the tasks this request creates, and whose tasks it may see.
 
-    This is the hook for authorization: a ``Context`` without ``auth`` (no authorization
-    on this transport) owns its tasks as "nobody", and any holder of the id may use them.
+    - An authenticated caller (a verified token on ``ctx.auth``, or what an
+      ``authenticate`` hook returned): its :func:`~trimcp.auth.principal_key`, the same
+      for every session, replica and refreshed token of that principal.
+    - An anonymous caller in a session (2025-11-25): the session that created the task.
+      Another session, even of the same client, neither lists nor reads it.
+    - An anonymous stateless request (2026-07-28): nobody; the task is reachable only by
+      its id (128 random bits), and 2026 has no ``tasks/list`` to hand ids out.
     """
-    auth = getattr(ctx, "auth", None)
-    if auth is None:
-        principal = ctx.request_context.principal
-        return None if principal is None else repr(principal)
-    parts = [getattr(auth, name, None) for name in ("issuer", "subject", "client_id")]
-    return "\x1f".join("" if part is None else str(part) for part in parts)
+    key = principal_key(ctx.request_context.principal)
+    if key is not None:
+        return key
+    session = ctx.request_context.session
+    if session is None:
+        return None
+    digest = hashlib.sha256(session.owner_key.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"session:{digest[:32]}"
 
 
 def tasks_capability() -> ServerTasksCapability:
@@ -118,10 +127,9 @@ async def call_tool_as_task(
     session = ctx.session
     arguments = ctx.params.arguments
     options = manager.options
-    auth = Context(server, ctx).auth  # a context variable of the request's task
 
     async def run(handle: _TaskHandle) -> Any:
-        task_ctx = TaskContext(server, TaskRequestContext(ctx, handle, options, auth))
+        task_ctx = TaskContext(server, TaskRequestContext(ctx, handle, options))
         if body is not None:
             return await body(task_ctx)
         return await tool.run(arguments, task_ctx)

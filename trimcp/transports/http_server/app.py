@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import trio
 
-from trimcp.auth.principal import AuthInfo, current_auth_source
+from trimcp.auth.principal import AuthInfo
 from trimcp.errors import CONNECTION_CLOSED, SessionClosed
 from trimcp.protocol.jsonrpc import (
     Message,
@@ -585,14 +585,13 @@ class McpHttpApp:
                 backlog_size=config.backlog_size,
                 retry_ms=config.retry_ms,
             )
-            # The session's tasks start from this one and inherit the variable.
-            current_auth_source.set(transport)
             async with open_session(
                 transport,
                 role=Role.SERVER,
                 handler=self._factory(),
                 options=config.session_options,
-            ):
+            ) as session:
+                session.principal_of = transport.auth_for
                 version = _requested_version(requests)
                 if version is None:
                     version = headers.get(b"mcp-protocol-version") or HTTP_DEFAULT_VERSION

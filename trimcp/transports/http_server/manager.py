@@ -21,7 +21,7 @@ from typing import Any
 
 import trio
 
-from trimcp.auth.principal import FixedAuth, current_auth_source
+from trimcp.auth.principal import principal_key
 from trimcp.errors import SessionClosed
 from trimcp.protocol.lifecycle import Role
 from trimcp.session import Session, SessionHandler
@@ -55,6 +55,7 @@ class SessionEntry:
         "kind",
         "last_seen",
         "principal",
+        "principal_key",
         "released",
         "session",
         "session_id",
@@ -74,6 +75,8 @@ class SessionEntry:
         self._manager = manager
         self.session_id = session_id
         self.principal = principal
+        #: What the session is bound to (:func:`~trimcp.auth.principal_key`).
+        self.principal_key = principal_key(principal)
         self.transport = transport
         self.kind = kind
         self.session: Session | None = None
@@ -229,6 +232,9 @@ class SessionManager:
             rest_after=config.rest_after,
             options=config.session_options,
         )
+        # Anonymous state (tasks) belongs to the session: keyed by its id, which every
+        # replica serving it knows.
+        entry.session.owner_key = session_id
         try:
             if prepare is not None:
                 prepare(entry.session)
@@ -242,9 +248,14 @@ class SessionManager:
         return entry
 
     def get(self, session_id: str, principal: Hashable | None, kind: str) -> SessionEntry | None:
-        """The live session with this id, if it belongs to ``principal`` (else None: 404)."""
+        """The live session with this id, if it belongs to ``principal`` (else None: 404).
+
+        Ownership is decided on principal keys, as between replicas: a refreshed or
+        stepped-up token of the same principal keeps its session."""
         entry = self._sessions.get(session_id)
-        if entry is None or entry.closed or entry.kind != kind or entry.principal != principal:
+        if entry is None or entry.closed or entry.kind != kind:
+            return None
+        if entry.principal_key != principal_key(principal):
             return None
         return entry
 
@@ -293,9 +304,13 @@ class SessionManager:
         assert session is not None
         current_transport.set(entry.transport)
         transport = entry.transport
-        current_auth_source.set(
-            transport if isinstance(transport, HttpSessionTransport) else FixedAuth(entry.principal)
-        )
+        # Each request's principal is read into its own context: the POST's that carried
+        # it, or (a legacy SSE session) the session's, whose POSTs all had to match it.
+        if isinstance(transport, HttpSessionTransport):
+            session.principal_of = transport.auth_for
+        else:
+            principal = entry.principal
+            session.principal_of = lambda _: principal
         rested = False
         try:
             rested = await session.run_awake(task_status=task_status)

@@ -35,7 +35,6 @@ from typing import Any, Protocol, runtime_checkable
 import trio
 
 from trimcp import serde
-from trimcp.auth.principal import FixedAuth, current_auth_source
 from trimcp.errors import INVALID_REQUEST, RemoteProtocolError
 from trimcp.protocol import modern
 from trimcp.protocol.jsonrpc import Notification, Request, RequestId, dump_json, encode_error
@@ -265,8 +264,6 @@ class ModernEndpoint:
             return
         self.manager.reserve()
         try:
-            if principal is not None:
-                current_auth_source.set(FixedAuth(principal))
             timeout = None if listen else config.session_options.handler_timeout
             # The request's own cancel scope: its deadline is the handler timeout, and
             # a client that leaves cancels it, which is watched only once the request

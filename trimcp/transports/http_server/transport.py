@@ -259,7 +259,7 @@ class HttpSessionTransport:
         return stream
 
     def auth_for(self, request_id: RequestId) -> Any:
-        """The principal of the POST that carried ``request_id`` (an ``AuthSource``)."""
+        """The principal of the POST that carried ``request_id``."""
         stream = self._routes.get(request_id)
         return stream.auth if stream is not None else None
 
