@@ -29,7 +29,9 @@ import trio
 from trimcp.auth.errors import InvalidToken
 from trimcp.auth.principal import AuthInfo
 from trimcp.auth.verifiers import CallableVerifier, TokenVerifier, VerifyFunction
+from trimcp.errors import INVALID_PARAMS
 from trimcp.protocol.jsonrpc import Request, dump_json
+from trimcp.protocol.uris import AmbiguousUri, canonical_uri
 from trimcp.transports.http_server.asgi import HttpRejection
 
 logger = logging.getLogger("trimcp.auth")
@@ -49,6 +51,7 @@ _KIND = {
     "resources/read": "resource",
     "resources/subscribe": "resource",
 }
+_RESOURCE_METHODS = frozenset({"resources/read", "resources/subscribe", "subscriptions/listen"})
 
 
 def _quoted(text: str) -> str:
@@ -75,6 +78,24 @@ def _scope_map(value: Mapping[str, Iterable[str] | str] | None) -> dict[str, fro
     for key, scopes in (value or {}).items():
         out[key] = frozenset(scopes.split()) if isinstance(scopes, str) else frozenset(scopes)
     return out
+
+
+def _canonical_pattern(pattern: str) -> str:
+    """A ``resource_scopes`` key in canonical form (its ``*`` kept): rules match canonical
+    URIs, so a pattern must say what it protects in that form too."""
+    stem, star = (pattern[:-1], "*") if pattern.endswith("*") else (pattern, "")
+    try:
+        return canonical_uri(stem) + star
+    except AmbiguousUri as exc:
+        raise ValueError(f"resource_scopes: the pattern {pattern!r} is unusable: {exc}") from None
+
+
+def _listen_uris(request: Request) -> list[Any]:
+    notifications = (request.params or {}).get("notifications")
+    if not isinstance(notifications, Mapping):
+        return []
+    uris = notifications.get("resourceSubscriptions")
+    return list(uris) if isinstance(uris, list) else []
 
 
 class ProtectedResource:
@@ -123,13 +144,17 @@ class ProtectedResource:
         self.required_scopes = frozenset(required_scopes)
         self.tool_scopes = _scope_map(tool_scopes)
         self.prompt_scopes = _scope_map(prompt_scopes)
-        self._exact_resources = {
-            k: v for k, v in _scope_map(resource_scopes).items() if not k.endswith("*")
-        }
+        # Keys in canonical form: a rule matches the canonical URI (trimcp.protocol.uris).
+        by_pattern: dict[str, frozenset[str]] = {}
+        for key, scopes in _scope_map(resource_scopes).items():
+            pattern = _canonical_pattern(key)
+            by_pattern[pattern] = by_pattern.get(pattern, frozenset()) | scopes
+        self._exact_resources = {k: v for k, v in by_pattern.items() if not k.endswith("*")}
         self._prefix_resources = sorted(
-            ((k[:-1], v) for k, v in _scope_map(resource_scopes).items() if k.endswith("*")),
+            ((k[:-1], v) for k, v in by_pattern.items() if k.endswith("*")),
             key=lambda kv: -len(kv[0]),
         )
+        self._every_resource_scope = frozenset().union(*by_pattern.values())
         self.hide_unauthorized = hide_unauthorized
         if scopes_supported is None:
             every: set[str] = set(self.required_scopes)
@@ -245,41 +270,64 @@ class ProtectedResource:
         return final
 
     def scopes_for(self, method: str, name: str) -> frozenset[str]:
-        """Scopes a ``method`` request on ``name`` needs beyond ``required_scopes``."""
+        """Scopes a ``method`` request on ``name`` needs beyond ``required_scopes``.
+
+        A resource URI is matched in canonical form (:func:`~trimcp.protocol.uris.canonical_uri`),
+        the exact rule first, then the longest prefix; a URI with no canonical form (the
+        server refuses to serve it) needs every resource scope."""
         if method == "tools/call":
             return self.tool_scopes.get(name, frozenset())
         if method == "prompts/get":
             return self.prompt_scopes.get(name, frozenset())
-        if method in ("resources/read", "resources/subscribe"):
-            exact = self._exact_resources.get(name)
+        if method in _RESOURCE_METHODS:
+            try:
+                uri = canonical_uri(name)
+            except AmbiguousUri:
+                return self._every_resource_scope
+            exact = self._exact_resources.get(uri)
             if exact is not None:
                 return exact
             for prefix, scopes in self._prefix_resources:
-                if name.startswith(prefix):
+                if uri.startswith(prefix):
                     return scopes
         return frozenset()
 
     def authorize(self, requests: Iterable[Request], auth: AuthInfo | None) -> None:
         """Refuse (403 ``insufficient_scope``) a body holding a request whose target needs
-        scopes ``auth`` lacks. Called before the body reaches the session."""
+        scopes ``auth`` lacks, and (400, JSON-RPC ``-32602``) one naming a resource URI with
+        no canonical form. Called before the body reaches the session."""
         if auth is None:
             return
         for request in requests:
+            if request.method == "subscriptions/listen":
+                for uri in _listen_uris(request):
+                    if isinstance(uri, str):
+                        self._check(request, "resource", uri, auth)
+                continue
             key = _TARGETS.get(request.method)
             if key is None or request.params is None:
                 continue
             name = request.params.get(key)
-            if not isinstance(name, str):
-                continue
-            needed = self.scopes_for(request.method, name)
-            if needed and not auth.has_scopes(needed):
-                missing = " ".join(sorted(needed - auth.scopes))
-                raise self.challenge(
-                    403,
-                    f"the {_KIND[request.method]} {name[:100]!r} needs scope {missing}",
-                    error="insufficient_scope",
-                    scopes=self.required_scopes | auth.scopes | needed,
-                )
+            if isinstance(name, str):
+                self._check(request, _KIND[request.method], name, auth)
+
+    def _check(self, request: Request, kind: str, name: str, auth: AuthInfo) -> None:
+        if kind == "resource":
+            try:
+                canonical_uri(name)
+            except AmbiguousUri as exc:
+                raise HttpRejection(
+                    400, f"Invalid params: {exc}", code=INVALID_PARAMS, request_id=request.id
+                ) from None
+        needed = self.scopes_for(request.method, name)
+        if needed and not auth.has_scopes(needed):
+            missing = " ".join(sorted(needed - auth.scopes))
+            raise self.challenge(
+                403,
+                f"the {kind} {name[:100]!r} needs scope {missing}",
+                error="insufficient_scope",
+                scopes=self.required_scopes | auth.scopes | needed,
+            )
 
 
 def _canonical_all(values: Iterable[str]) -> set[str]:

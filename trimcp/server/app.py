@@ -44,6 +44,7 @@ from trimcp.server.prompts import RegisteredPrompt
 from trimcp.server.registry import Registry
 from trimcp.server.replicas import ReplicaLink
 from trimcp.server.request_state import RequestStateKeyring
+from trimcp.server.resolve import Resolved, canonical, check_scopes, resolve
 from trimcp.server.resources import RegisteredResource, RegisteredTemplate, not_found
 from trimcp.server.sessions import SessionTable
 from trimcp.server.stateless import CacheHint, StatelessOptions, StatelessServing
@@ -512,8 +513,11 @@ class Server:
 
         Sessions are sent to concurrently, each within ``notify_timeout``; closed or slow
         ones are skipped. A server this one is mounted into tells its own subscribers of
-        the prefixed URI. Cancellation: stops sending; some sessions may have been told.
+        the prefixed URI. ``uri`` is compared in canonical form, as subscriptions are kept
+        (a URI with no canonical form raises :class:`McpError` ``-32602``). Cancellation:
+        stops sending; some sessions may have been told.
         """
+        uri = canonical(uri)
         await self._replicas.resource_updated(uri)
         for mount in self._mounted_into:
             await mount.parent.notify_resource_updated(prefixed_uri(mount.prefix, uri))
@@ -623,17 +627,40 @@ class Server:
         return self._stateless.hub
 
     def resource_exists(self, uri: str) -> bool:
-        """Whether ``uri`` is a resource of this server (static, or matching a template)."""
-        return self._exists(uri)
+        """Whether ``uri`` is a resource of this server (static, or matching a template);
+        False for a URI with no canonical form."""
+        try:
+            return self.resolve_resource(uri) is not None
+        except McpError:
+            return False
 
     def resource_key(self, uri: str) -> str | None:
         """The registration serving ``uri``: its URI, or its template; None if none."""
-        if self.resources.get(uri) is not None:
-            return uri
-        for template in self.templates.enabled():
-            if template.match(uri) is not None:
-                return template.uri_template
-        return None
+        try:
+            resolved = self.resolve_resource(uri)
+        except McpError:
+            return None
+        if resolved is None:
+            return None
+        if resolved.template is not None:
+            return resolved.template.uri_template
+        return resolved.uri
+
+    def resolve_resource(self, uri: str) -> Resolved | None:
+        """What serves ``uri`` and under which canonical name (None: nothing); raises
+        :class:`McpError` ``-32602`` for a URI with no single reading. See
+        :mod:`trimcp.server.resolve`."""
+        return resolve(uri, self.resources, self.templates.enabled())
+
+    def admit_resource(self, ctx: RequestContext, method: str, uri: str) -> Resolved:
+        """Resolve ``uri`` for the request ``ctx`` and check its caller's resource scopes
+        on the canonical names (``-32602`` when refused, ``-32002`` when unknown)."""
+        resolved = self.resolve_resource(uri)
+        if resolved is None:
+            raise not_found(uri)
+        auth = request_auth(ctx.request_id)
+        check_scopes(resolved, method, auth if isinstance(auth, AuthInfo) else None)
+        return resolved
 
     # --- SessionHandler -----------------------------------------------------------------
 
@@ -741,30 +768,21 @@ class Server:
         return ListResourceTemplatesResult(resource_templates=page, next_cursor=cursor)
 
     async def _read_resource(self, ctx: RequestContext) -> ReadResourceResult:
-        contents = await self.read_resource_contents(ctx.params.uri, Context(self, ctx))
+        resolved = self.admit_resource(ctx, "resources/read", ctx.params.uri)
+        contents = await _read_resolved(resolved, Context(self, ctx))
         return ReadResourceResult(contents=contents)
 
     async def read_resource_contents(self, uri: str, ctx: Context) -> list[ResourceContents]:
-        """Read ``uri`` from this server: a static resource, else the first matching
-        template. Raises ``McpError(-32002)`` when nothing matches."""
-        resource = self.resources.get(uri)
-        if resource is not None:
-            return await resource.read(uri, ctx)
-        for template in self.templates.enabled():
-            kwargs = template.match(uri)
-            if kwargs is not None:
-                return await template.read(uri, kwargs, ctx)
-        raise not_found(uri)
-
-    def _exists(self, uri: str) -> bool:
-        return self.resources.get(uri) is not None or any(
-            template.match(uri) is not None for template in self.templates.enabled()
-        )
+        """Read ``uri`` from this server (looked up in canonical form): a static resource,
+        else the first matching template. Raises ``McpError(-32002)`` when nothing matches,
+        ``-32602`` for a URI with no single reading."""
+        resolved = self.resolve_resource(uri)
+        if resolved is None:
+            raise not_found(uri)
+        return await _read_resolved(resolved, ctx)
 
     async def _subscribe(self, ctx: RequestContext) -> EmptyResult:
-        uri = ctx.params.uri
-        if not self._exists(uri):
-            raise not_found(uri)
+        uri = self.admit_resource(ctx, "resources/subscribe", ctx.params.uri).uri
         state = self._sessions.state(_session(ctx))
         subscriptions = state.subscriptions
         if subscriptions is None:
@@ -779,10 +797,11 @@ class Server:
         return EmptyResult()
 
     async def _unsubscribe(self, ctx: RequestContext) -> EmptyResult:
+        uri = canonical(ctx.params.uri)
         subscriptions = self._sessions.state(_session(ctx)).subscriptions
         if subscriptions is not None:
-            subscriptions.discard(ctx.params.uri)
-        await self._replicas.unsubscribe(_session(ctx), ctx.params.uri)
+            subscriptions.discard(uri)
+        await self._replicas.unsubscribe(_session(ctx), uri)
         return EmptyResult()
 
     async def _list_prompts(self, ctx: RequestContext) -> ListPromptsResult:
@@ -994,6 +1013,14 @@ def _visible(items: Iterable[T], ctx: RequestContext, method: str, key: str) -> 
     if not isinstance(auth, AuthInfo) or not auth.hide_unauthorized:
         return list(items)
     return [item for item in items if auth.allows(method, getattr(item, key))]
+
+
+async def _read_resolved(resolved: Resolved, ctx: Context) -> list[ResourceContents]:
+    """Read what ``resolved`` names; the contents carry the canonical URI asked for."""
+    if resolved.resource is not None:
+        return await resolved.resource.read(resolved.uri, ctx)
+    assert resolved.template is not None
+    return await resolved.template.read(resolved.uri, resolved.arguments, ctx)
 
 
 def _mounted_below(server: Server) -> list[Server]:

@@ -133,10 +133,13 @@ class ListenHub:
         self,
         ctx: RequestContext,
         server_capabilities: dict[str, Any],
-        known_uri: Callable[[str], bool],
+        follow: Callable[[str], str | None],
     ) -> SubscriptionsListenResult:
         """Serve the listen request ``ctx`` until it ends (see the module docstring).
 
+        ``follow(uri)``: the canonical URI to follow for a requested resource subscription,
+        None for an unknown one (left out of the acknowledgement); it raises
+        :class:`McpError` to refuse the request (an ambiguous URI, a missing scope).
         Raises :class:`McpError` ``-32602`` when it asks for no kind of notification,
         ``-32603`` past ``max_streams``. Cancellation: the stream ends without a result.
         """
@@ -165,7 +168,8 @@ class ListenHub:
             kind for kind in kinds if has_capability(server_capabilities, (kind, "listChanged"))
         )
         subscribe = has_capability(server_capabilities, ("resources", "subscribe"))
-        agreed_uris = frozenset(uri for uri in uris if subscribe and known_uri(uri))
+        followed = (follow(uri) for uri in uris) if subscribe else iter(())
+        agreed_uris = frozenset(uri for uri in followed if uri is not None)
         agreed = SubscriptionFilter(
             tools_list_changed=True if "tools" in agreed_kinds else None,
             prompts_list_changed=True if "prompts" in agreed_kinds else None,

@@ -27,6 +27,7 @@ from typing import Any
 
 from trimcp import serde
 from trimcp.errors import INTERNAL_ERROR, RESOURCE_NOT_FOUND, McpError
+from trimcp.protocol.uris import canonical_uri
 from trimcp.server.context import Context
 from trimcp.server.convert import ValidationError, to_json
 from trimcp.server.registry import FunctionHandle
@@ -118,6 +119,7 @@ class RegisteredResource(_ResourceBase):
     ) -> None:
         if ":" not in uri:
             raise ValueError(f"Resource URI {uri!r} has no scheme (e.g. 'file://', 'app://')")
+        _require_canonical("Resource URI", uri, uri)
         super().__init__(fn, **kwargs)
         if self.info.params:
             names = ", ".join(p.name for p in self.info.params)
@@ -153,6 +155,9 @@ class RegisteredTemplate(_ResourceBase):
 
     def __init__(self, uri_template: str, fn: Callable[..., Any], **kwargs: Any) -> None:
         self.template = UriTemplate(uri_template)
+        # The literal text before the first expression: reads are matched in canonical form.
+        head = uri_template.partition("{")[0]
+        _require_canonical("Resource template", uri_template, head)
         super().__init__(fn, **kwargs)
         variables = set(self.template.variables)
         params = {p.name: p for p in self.info.params}
@@ -215,6 +220,17 @@ class RegisteredTemplate(_ResourceBase):
 
     async def read(self, uri: str, kwargs: dict[str, Any], ctx: Context) -> list[Any]:
         return await self._produce(uri, dict(kwargs), ctx)
+
+
+def _require_canonical(what: str, given: str, text: str) -> None:
+    """Reads are looked up by canonical URI (:mod:`trimcp.protocol.uris`): a registration
+    in another form could never be reached, so it is refused with the form to write."""
+    canonical = canonical_uri(text)  # AmbiguousUri (a ValueError) names what is wrong
+    if canonical != text:
+        raise ValueError(
+            f"{what} {given!r} is not in canonical form: write {text!r} as {canonical!r} "
+            "(lower-case scheme, no escapes of letters, digits or '-._~', upper-case hex)"
+        )
 
 
 def contents_for(uri: str, value: Any, mime_type: str | None) -> list[ResourceContents]:

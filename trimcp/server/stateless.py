@@ -143,9 +143,16 @@ class StatelessServing:
             return self.discover()
         if method == "subscriptions/listen":
             server = self.server
-            return await self.hub.serve(
-                ctx, serde.unstructure(self.capabilities()), server.resource_exists
-            )
+
+            def follow(uri: str) -> str | None:
+                try:
+                    return server.admit_resource(ctx, method, uri).uri
+                except McpError as exc:
+                    if exc.code == RESOURCE_NOT_FOUND:
+                        return None  # unknown: left out of the acknowledgement
+                    raise
+
+            return await self.hub.serve(ctx, serde.unstructure(self.capabilities()), follow)
         if handler is None:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {method[:100]}")
         try:
