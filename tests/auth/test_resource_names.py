@@ -14,14 +14,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
 
 import pytest
 import trio
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 import trimcp
 from tests.auth.tokens import ISSUER, RESOURCE, KeySet, SigningKey
+from tests.protocol.test_uris import spellings
 from trimcp.auth import JwtVerifier, ProtectedResource
+from trimcp.auth.principal import AuthInfo
 from trimcp.client import connect_http
+from trimcp.server.resolve import check_scopes
 from trimcp.transports.http_server import HttpServerConfig, serve_http
 
 BOUND = 30.0
@@ -173,3 +179,59 @@ async def test_listen_holds_resource_subscriptions_to_the_scope_2026() -> None:
                 assert sub.acknowledged is not None
                 # Followed, and acknowledged, under its canonical URI.
                 assert sub.acknowledged.resource_subscriptions == ["notes://private-plan"]
+
+
+# --- the property, without a socket: what a handler receives decides the scope -------------
+
+
+async def _refuse_every_token(token: str) -> None:
+    return None
+
+
+RULES = ProtectedResource(
+    resource=RESOURCE,
+    authorization_servers=[ISSUER],
+    verifier=_refuse_every_token,
+    resource_scopes=SCOPES,
+)
+APP = make_app()
+WITHOUT_ADMIN = AuthInfo(subject="user", scopes="mcp", rules=RULES.scopes_for)
+_PIECES = ["p", "r", "i", "v", "a", "t", "e", "s", "c", "k", "y", "-", "/", ".", "%"]
+_ESCAPES = ["%70", "%50", "%72", "%73", "%2F", "%2f", "%25", "%2E", "%2e", "%41", "%7"]
+URIS = st.lists(st.sampled_from(_PIECES + _ESCAPES), max_size=16).flatmap(
+    lambda pieces: st.sampled_from(
+        ["notes://", "NOTES://", "files://", "Files://", "notes://team/"]
+    ).map(lambda start: start + "".join(pieces))
+)
+
+
+def _private(template: str, arguments: dict[str, Any]) -> bool:
+    """Whether the handler is asked for what the rules protect, judged on its values."""
+    if template == "files://{+path}":
+        return str(arguments["path"]).startswith("secret/")
+    return str(arguments["name"]).startswith("private")
+
+
+@given(st.one_of(URIS, spellings("notes://private-plan"), spellings("files://secret/k")))
+@example("notes://%70rivate-plan")
+@example("files://secret%2Fkey")
+@example("notes://%74eam/%70rivate")
+def test_a_handler_asked_for_a_protected_value_always_needs_the_scope(uri: str) -> None:
+    code: int | None = None
+    try:
+        resolved = APP.resolve_resource(uri)
+    except trimcp.McpError as ambiguous:
+        code, resolved = ambiguous.code, None
+    assert code in (None, -32602)
+    if resolved is None or resolved.template is None:
+        return
+    if _private(resolved.template.uri_template, resolved.arguments):
+        # Refused whether or not the edge saw it: the server asks the rules again about
+        # the URI as asked and the name it would serve.
+        with pytest.raises(trimcp.McpError) as without_admin:
+            check_scopes(resolved, "resources/read", WITHOUT_ADMIN)
+        assert without_admin.value.code == -32602
+    # The edge decides on the URI as asked: never less than on its canonical form.
+    assert RULES.scopes_for("resources/read", uri) == RULES.scopes_for(
+        "resources/read", resolved.uri
+    )

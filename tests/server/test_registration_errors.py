@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -142,3 +143,25 @@ def test_exploded_template_variable_still_takes_a_list() -> None:
         return "/".join(path)
 
     assert app.templates.entry("files://{/path*}") is not None
+
+
+@pytest.mark.parametrize(
+    ("uri", "fix"),
+    [
+        ("Notes://plan", "'notes://plan'"),
+        ("notes://%70lan", "'notes://plan'"),
+        ("notes://a b", "'notes://a%20b'"),
+        ("notes://a/%2fb", "'notes://a/%2Fb'"),
+        ("NOTES://{name}", "'notes://'"),
+    ],
+)
+def test_resource_uris_not_in_canonical_form_are_refused_with_the_form_to_write(
+    uri: str, fix: str
+) -> None:
+    # Reads are looked up in canonical form: any other form could never be read.
+    app = Server("t")
+    with pytest.raises(ValueError, match=f"not in canonical form: .* as {re.escape(fix)}"):
+        app.add_resource(lambda **_: "x", uri)
+    with pytest.raises(ValueError, match=r"'\.\.' path segment"):
+        app.add_resource(lambda: "x", "notes://a/../b")
+    assert len(app.resources) == len(app.templates) == 0

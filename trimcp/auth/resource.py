@@ -107,7 +107,8 @@ class ProtectedResource:
     ``verifier``: a :class:`TokenVerifier` (or an ``async def (token) -> AuthInfo |
     None``). ``required_scopes``: needed for every request. ``tool_scopes`` /
     ``prompt_scopes``: extra scopes per tool / prompt name; ``resource_scopes``: per
-    resource URI, or URI prefix ending in ``*``. ``hide_unauthorized``: lists leave out
+    resource URI, or URI prefix ending in ``*``, both compared in canonical form
+    (:mod:`trimcp.protocol.uris`; see docs/authorization.md). ``hide_unauthorized``: lists leave out
     the tools, prompts and resources the caller's scopes do not reach.
     ``scopes_supported``: advertised in the metadata (default: every scope named here).
     ``extra_audiences``: other ``aud`` values accepted (e.g. an old URL);
