@@ -658,7 +658,7 @@ class Server:
         resolved = self.resolve_resource(uri)
         if resolved is None:
             raise not_found(uri)
-        auth = request_auth(ctx.request_id)
+        auth = ctx.principal
         check_scopes(resolved, method, auth if isinstance(auth, AuthInfo) else None)
         return resolved
 
