@@ -37,6 +37,7 @@ _ESCAPE_OR_FOREIGN: Final = re.compile(
     r"%(?:[0-9A-Fa-f]{2})?|[^" + re.escape("".join(sorted(_ALLOWED))) + "]+"
 )
 _ESCAPE: Final = re.compile(r"(%[0-9A-F]{2})")
+_PLAIN: Final = re.compile("[" + re.escape("".join(sorted(_UNRESERVED | _RESERVED))) + "]*")
 _SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 _DNS_SCHEMES: Final = frozenset({"http", "https", "ws", "wss"})
 
@@ -73,7 +74,7 @@ def canonical_uri(uri: str) -> str:
 
 
 def _normalize_escapes(uri: str) -> str:
-    if all(c in _UNRESERVED or c in _RESERVED for c in uri):
+    if _PLAIN.fullmatch(uri):
         return uri  # the common case: nothing escaped, nothing to encode
 
     def fix(found: re.Match[str]) -> str:

@@ -88,13 +88,22 @@ def _served_name(uri: str, asked: str, template: RegisteredTemplate) -> str:
         raise ambiguous(
             uri, f"written back by {pattern.template!r} it is not a URI: {exc}"
         ) from None
-    if pattern.match(name) != values:
+    # Without a '%' in a value, matching reads back what expansion wrote (uri_template's
+    # docstring); with one, a {+x} value's "%XX" would be decoded on the way back.
+    if _has_percent(values) and pattern.match(name) != values:
         raise ambiguous(
             uri,
             f"{pattern.template!r} reads it as {values!r}, and those values written back "
             f"({name[:200]!r}) read differently; send the URI without escapes of '%'",
         )
     return name
+
+
+def _has_percent(values: dict[str, str | list[str]]) -> bool:
+    return any(
+        "%" in value if isinstance(value, str) else any("%" in v for v in value)
+        for value in values.values()
+    )
 
 
 def check_scopes(resolved: Resolved, method: str, auth: AuthInfo | None) -> None:
