@@ -23,7 +23,7 @@ import trio
 
 from trimcp._groups import single_exception
 from trimcp.cli import output
-from trimcp.cli.arguments import merge_arguments
+from trimcp.cli.arguments import Arguments, read_arguments
 from trimcp.cli.errors import EXIT_FAILURE, EXIT_OK, CliError, UsageError
 from trimcp.cli.wiretap import WireTap
 from trimcp.client import Client, connect_transport
@@ -32,7 +32,12 @@ from trimcp.protocol.versions import LATEST_VERSION
 from trimcp.session import ProgressCallback, SessionOptions
 from trimcp.transports.base import Transport
 from trimcp.transports.stdio import ShutdownTimeouts, open_stdio_client_transport
-from trimcp.types import CallToolResult, Implementation, LoggingMessageNotificationParams
+from trimcp.types import (
+    CallToolResult,
+    Implementation,
+    LoggingMessageNotificationParams,
+    Tool,
+)
 
 #: Lines of the server's stderr kept to explain a failure when ``--verbose`` is off.
 STDERR_TAIL = 20
@@ -248,8 +253,22 @@ async def cmd_list(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def _listed_tool(client: Client, name: str) -> Tool | None:
+    """The tool ``name`` as the server lists it (``None`` when it lists no such tool)."""
+    if client.server_capabilities.tools is None:
+        return None
+    async for tool in client.iter_tools():
+        if tool.name == name:
+            return tool
+    return None
+
+
 async def cmd_call(client: Client, args: argparse.Namespace) -> int:
-    arguments = merge_arguments(args.arguments, args.json_args)
+    given: Arguments = args.read_arguments
+    # key=value words follow the tool's input schema, so the listing comes first; a call
+    # with only a JSON object (or nothing) needs no listing.
+    tool = await _listed_tool(client, args.tool) if given.words else None
+    arguments = given.typed(tool.input_schema if tool else None, tool=args.tool)
     quiet: bool = args.quiet
 
     def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -318,7 +337,8 @@ async def cmd_read(client: Client, args: argparse.Namespace) -> int:
 
 
 async def cmd_prompt(client: Client, args: argparse.Namespace) -> int:
-    arguments = merge_arguments(args.arguments, args.json_args, raw=True)
+    given: Arguments = args.read_arguments
+    arguments = given.strings()
     timeout = None if args.timeout == 0 else args.timeout
     result = await client.get_prompt(args.name, arguments, timeout=timeout)
     _emit(output.to_json(result) if args.json else output.format_prompt(result))
@@ -358,6 +378,11 @@ async def run_client_command(args: argparse.Namespace, stderr: ServerStderr) -> 
     """Connect, run the command, disconnect. A failure is raised as one exception (never a
     group), after the server's last stderr lines are shown. Cancellation: see
     :func:`open_client`."""
+    if args.command in ("call", "prompt"):
+        # Refused here, before a server is started: a malformed argument is our mistake.
+        args.read_arguments = read_arguments(args.arguments, args.json_args)
+        if args.command == "prompt":
+            args.read_arguments.strings()
     try:
         async with open_client(args, stderr) as client:
             code: int = await COMMANDS[args.command](client, args)

@@ -242,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
         "arguments",
         nargs="*",
         metavar="key=value",
-        help="arguments; values are JSON when they parse, else strings",
+        help="arguments, typed by the tool's input schema (JSON for objects and arrays)",
     )
     call.add_argument(
         "--args", dest="json_args", metavar="JSON", help="the arguments as one JSON object"
