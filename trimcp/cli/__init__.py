@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import logging
 import os
 import sys
 import traceback
@@ -27,9 +28,9 @@ from trimcp.cli.errors import (
     UsageError,
 )
 from trimcp.errors import (
-    CONNECTION_CLOSED,
     LocalProtocolError,
     McpError,
+    RemoteProtocolError,
     RequestTimeout,
     SessionClosed,
 )
@@ -103,6 +104,7 @@ def _run_client(args: argparse.Namespace) -> int:
     from trimcp.cli.signals import run_until_interrupted
 
     stderr = ServerStderr(verbose=bool(args.verbose))
+    _client_logging(verbose=bool(args.verbose))
 
     def on_interrupt(signum: int) -> None:
         err("trimcp: interrupted; cancelling")
@@ -112,6 +114,21 @@ def _run_client(args: argparse.Namespace) -> int:
         functools.partial(run_until_interrupted, work, on_interrupt=on_interrupt)
     )
     return EXIT_INTERRUPTED if received is not None else code
+
+
+def _client_logging(*, verbose: bool) -> None:
+    """trimcp's own log lines in a client command: with ``--verbose``, prefixed on stderr;
+    else none (the command reports what went wrong in its own one or two lines)."""
+    logger = logging.getLogger("trimcp")
+    if logger.handlers:
+        return
+    if verbose:
+        handler: logging.Handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("trimcp: [%(name)s] %(message)s"))
+        logger.setLevel(logging.INFO)
+    else:
+        handler = logging.NullHandler()
+    logger.addHandler(handler)
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -134,8 +151,14 @@ def describe_error(exc: BaseException) -> tuple[str, int]:
     if isinstance(exc, LocalProtocolError):
         # Refused here, before anything was sent: not an answer from the server.
         return f"not sent: {exc.message}", EXIT_FAILURE
+    if isinstance(exc, RemoteProtocolError):
+        # Found wrong here (a result that breaks its schema, a listing that never ends):
+        # the server sent an answer, not this error.
+        return f"the server's answer is invalid: {exc.message}", EXIT_FAILURE
     if isinstance(exc, McpError):
-        if exc.code == CONNECTION_CLOSED or type(exc).__module__.startswith("trimcp.transports"):
+        from trimcp.cli.mistakes import from_transport
+
+        if from_transport(exc):
             # The transport failed (connect, TLS, HTTP status): no JSON-RPC error came back.
             return exc.message, EXIT_FAILURE
         return f"the server answered error {exc.code}: {exc.message}", EXIT_FAILURE

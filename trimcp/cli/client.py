@@ -25,9 +25,11 @@ from trimcp._groups import single_exception
 from trimcp.cli import output
 from trimcp.cli.arguments import Arguments, read_arguments
 from trimcp.cli.errors import EXIT_FAILURE, EXIT_OK, CliError, UsageError
+from trimcp.cli.mistakes import answered, unknown, url_hint
 from trimcp.cli.wiretap import WireTap
 from trimcp.client import Client, connect_transport
 from trimcp.client.stateless import plan_for
+from trimcp.errors import LocalProtocolError, McpError, SessionClosed
 from trimcp.protocol.versions import LATEST_VERSION
 from trimcp.session import ProgressCallback, SessionOptions
 from trimcp.transports.base import Transport
@@ -78,24 +80,38 @@ def detached(argv: Sequence[str]) -> list[str]:
 
 class ServerStderr:
     """Where the child's stderr goes: shown live with ``--verbose``, else the last lines
-    are kept (bounded) and shown only when the command fails."""
+    are kept (bounded) to explain a failure of the server itself.
+
+    :meth:`mark` notes where the command proper began (after the handshake), so that a
+    failure of the command shows only what the server wrote while it ran, not its
+    start-up banner."""
 
     def __init__(self, verbose: bool) -> None:
         self.verbose = verbose
         self.tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL)
+        self.count = 0
+        self.marked: int | None = None
 
     def __call__(self, line: str) -> None:
+        self.count += 1
         if self.verbose:
             err(f"[server] {line}")
         else:
             self.tail.append(line)
 
-    def dump(self) -> None:
-        if self.tail:
+    def mark(self) -> None:
+        self.marked = self.count
+
+    def dump(self, *, since_mark: bool = False) -> None:
+        """Show the kept lines (``since_mark``: only those written after :meth:`mark`)."""
+        lines = list(self.tail)
+        if since_mark and self.marked is not None:
+            lines = lines[len(lines) - min(len(lines), self.count - self.marked) :]
+        if lines:
             err("trimcp: the server's last stderr lines:")
-            for line in self.tail:
+            for line in lines:
                 err(f"  {line}")
-            self.tail.clear()
+        self.tail.clear()
 
 
 def session_options(timeout: float) -> SessionOptions:
@@ -140,6 +156,23 @@ def _oauth(args: argparse.Namespace) -> Any:
     )
 
 
+class _NoLogin:
+    """The ``auth`` of an HTTP transport without ``--auth``: sends no token of its own
+    (a ``--header`` still goes out) and turns a 401/403 into an error that carries the
+    HTTP status, so the CLI can say "add --auth" instead of relaying the refusal's body."""
+
+    def session(self, server_url: str, spawn: Any) -> _NoLogin:
+        return self
+
+    async def authorization(self) -> str | None:
+        return None
+
+    async def challenge(self, status: int, www_authenticate: str | None, used: str | None) -> None:
+        from trimcp.auth.errors import AuthError
+
+        raise AuthError("no login without --auth")
+
+
 def open_transport(
     args: argparse.Namespace, stderr: ServerStderr
 ) -> AbstractAsyncContextManager[Transport]:
@@ -164,7 +197,7 @@ def open_transport(
         from trimcp.transports.http_client import open_http_client_transport
 
         timeout = 30.0 if args.timeout == 0 else args.timeout
-        auth = _oauth(args) if getattr(args, "auth", False) else None
+        auth = _oauth(args) if getattr(args, "auth", False) else _NoLogin()
         return open_http_client_transport(url, headers=dict(headers), timeout=timeout, auth=auth)
     if scheme in ("ws", "wss"):
         from trimcp.transports.websocket import open_websocket_client_transport
@@ -226,13 +259,27 @@ def _emit(text: str) -> None:
 # --- the commands ---------------------------------------------------------------------------
 
 LIST_KINDS = ("tools", "resources", "prompts", "templates")
+_LIST_KEYS = {
+    "tools": "tools",
+    "resources": "resources",
+    "prompts": "prompts",
+    "templates": "resourceTemplates",
+}
 
 
 async def cmd_list(client: Client, args: argparse.Namespace) -> int:
     kind: str = args.kind
     items: list[Any]
     formatter: Callable[[Any], str]
-    if kind == "tools":
+    caps = client.server_capabilities
+    declared = (
+        caps.tools if kind == "tools" else caps.prompts if kind == "prompts" else caps.resources
+    )
+    if declared is None:
+        # A server that declares no prompts (say) has none: the answer is an empty list.
+        items = []
+        formatter, key = output.format_tools, _LIST_KEYS[kind]
+    elif kind == "tools":
         items = [t async for t in client.iter_tools()]
         formatter, key = output.format_tools, "tools"
     elif kind == "resources":
@@ -263,6 +310,16 @@ async def _listed_tool(client: Client, name: str) -> Tool | None:
     return None
 
 
+async def _check_tool_exists(client: Client, name: str) -> None:
+    """Raise :class:`UnknownName` when the server lists no tool ``name`` (called after a
+    call failed: a server may refuse an unknown tool with an error or a tool error)."""
+    if client.server_capabilities.tools is None:
+        raise unknown("tool", name, [])
+    names = [tool.name async for tool in client.iter_tools()]
+    if name not in names:
+        raise unknown("tool", name, names) from None
+
+
 async def cmd_call(client: Client, args: argparse.Namespace) -> int:
     given: Arguments = args.read_arguments
     # key=value words follow the tool's input schema, so the listing comes first; a call
@@ -276,16 +333,23 @@ async def cmd_call(client: Client, args: argparse.Namespace) -> int:
             err(output.format_progress(progress, total, message))
 
     timeout = None if args.timeout == 0 else args.timeout
-    if getattr(args, "task", False):
-        result = await _call_as_task(client, args, arguments, timeout, on_progress)
-    else:
-        result = await client.call_tool(
-            args.tool,
-            arguments,
-            timeout=timeout,
-            on_progress=on_progress,
-            reset_timeout_on_progress=True,
-        )
+    try:
+        if getattr(args, "task", False):
+            result = await _call_as_task(client, args, arguments, timeout, on_progress)
+        else:
+            result = await client.call_tool(
+                args.tool,
+                arguments,
+                timeout=timeout,
+                on_progress=on_progress,
+                reset_timeout_on_progress=True,
+            )
+    except McpError as exc:
+        if answered(exc) and tool is None:
+            await _check_tool_exists(client, args.tool)
+        raise
+    if result.is_error and tool is None:
+        await _check_tool_exists(client, args.tool)
     if args.json:
         _emit(output.to_json(result))
     elif not result.is_error:
@@ -329,9 +393,32 @@ async def _call_as_task(
         raise
 
 
+async def _check_resource_exists(client: Client, uri: str) -> None:
+    """Raise :class:`UnknownName` when ``uri`` is neither a listed resource nor matched by
+    a listed template (then the read failed for another reason: it is raised as it is)."""
+    from trimcp.server.uri_template import UriTemplate
+
+    if client.server_capabilities.resources is None:
+        raise unknown("resource", uri, [])
+    uris = [resource.uri async for resource in client.iter_resources()]
+    templates = [template.uri_template async for template in client.iter_resource_templates()]
+    if uri in uris:
+        return
+    for template in templates:
+        with contextlib.suppress(ValueError):
+            if UriTemplate(template).match(uri) is not None:
+                return
+    raise unknown("resource", uri, uris + templates) from None
+
+
 async def cmd_read(client: Client, args: argparse.Namespace) -> int:
     timeout = None if args.timeout == 0 else args.timeout
-    result = await client.read_resource(args.uri, timeout=timeout)
+    try:
+        result = await client.read_resource(args.uri, timeout=timeout)
+    except McpError as exc:
+        if answered(exc):
+            await _check_resource_exists(client, args.uri)
+        raise
     _emit(output.to_json(result) if args.json else output.format_read(result))
     return EXIT_OK
 
@@ -340,7 +427,14 @@ async def cmd_prompt(client: Client, args: argparse.Namespace) -> int:
     given: Arguments = args.read_arguments
     arguments = given.strings()
     timeout = None if args.timeout == 0 else args.timeout
-    result = await client.get_prompt(args.name, arguments, timeout=timeout)
+    try:
+        result = await client.get_prompt(args.name, arguments, timeout=timeout)
+    except McpError as exc:
+        if answered(exc) and client.server_capabilities.prompts is not None:
+            names = [prompt.name async for prompt in client.iter_prompts()]
+            if args.name not in names:
+                raise unknown("prompt", args.name, names) from None
+        raise
     _emit(output.to_json(result) if args.json else output.format_prompt(result))
     return EXIT_OK
 
@@ -376,7 +470,10 @@ COMMANDS: dict[str, Callable[[Client, argparse.Namespace], Any]] = {
 
 async def run_client_command(args: argparse.Namespace, stderr: ServerStderr) -> int:
     """Connect, run the command, disconnect. A failure is raised as one exception (never a
-    group), after the server's last stderr lines are shown. Cancellation: see
+    group); the server's stderr is shown first only when it says something about it: all
+    of what was kept when the server itself failed (it exited, or never completed the
+    handshake), what it wrote during the command when it answered with an error, nothing
+    when the command line or this client is at fault. Cancellation: see
     :func:`open_client`."""
     if args.command in ("call", "prompt"):
         # Refused here, before a server is started: a malformed argument is our mistake.
@@ -384,21 +481,39 @@ async def run_client_command(args: argparse.Namespace, stderr: ServerStderr) -> 
         if args.command == "prompt":
             args.read_arguments.strings()
     try:
-        async with open_client(args, stderr) as client:
-            code: int = await COMMANDS[args.command](client, args)
-        if code != EXIT_OK:  # e.g. a tool that failed: its server may have said why
-            stderr.dump()
-        return code
-    except BaseExceptionGroup as group:
-        # The stdio transport's stderr drain runs in a nursery, which wraps what we raise.
-        only = single_exception(group)
-        if only is None:
-            raise
-        if isinstance(only, Exception) and not isinstance(only, UsageError):
-            stderr.dump()
-        raise only from None
-    except UsageError:
-        raise  # our command line is wrong: the server's stderr has nothing to say about it
-    except Exception:
-        stderr.dump()
+        try:
+            async with open_client(args, stderr) as client:
+                stderr.mark()
+                code: int = await COMMANDS[args.command](client, args)
+        except BaseExceptionGroup as group:
+            # The stdio transport's stderr drain runs in a nursery, which wraps what we raise.
+            only = single_exception(group)
+            if only is None or not isinstance(only, Exception):
+                raise
+            raise only from None
+    except Exception as exc:
+        _explain(exc, args, stderr)
         raise
+    if code != EXIT_OK:  # e.g. a tool that failed: its server may have said why
+        stderr.dump(since_mark=True)
+    return code
+
+
+def _explain(exc: Exception, args: argparse.Namespace, stderr: ServerStderr) -> None:
+    """Show what the server wrote if it bears on ``exc``; raise a :class:`CliError` with a
+    hint instead of ``exc`` when a common mistake explains it."""
+    if isinstance(exc, (CliError, LocalProtocolError)):
+        return  # the command line or this client is at fault: the server has nothing to add
+    if isinstance(exc, SessionClosed) or stderr.marked is None:
+        stderr.dump()  # the server itself failed: exited, crashed, or did not start
+    else:
+        stderr.dump(since_mark=True)
+    url: str | None = args.url
+    if url is not None and stderr.marked is None:
+        token = any(h.split(":", 1)[0].strip().lower() == "authorization" for h in args.header)
+        hint = url_hint(url, exc, auth=bool(getattr(args, "auth", False)), token=token)
+        if hint is not None:
+            from trimcp.cli import describe_error
+
+            message, _ = describe_error(exc)
+            raise CliError(message, hint=hint) from exc

@@ -1,0 +1,93 @@
+"""What the CLI adds to an error so that a person knows what to do next: "did you mean" for
+a misspelled tool, prompt or resource, and hints for common ``--url`` and auth mistakes."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+from trimcp.cli.errors import CliError
+from trimcp.errors import CONNECTION_CLOSED, McpError
+
+#: How close a known name must be to the one given to be suggested (difflib's ratio).
+_CUTOFF = 0.6
+
+
+class UnknownName(CliError):
+    """The server has no tool, prompt or resource of the name the command line gave."""
+
+
+def unknown(kind: str, name: str, known: Sequence[str]) -> UnknownName:
+    """The error for ``name`` missing among the ``known`` names of ``kind`` (``"tool"``...):
+    one line, and a second suggesting the closest names, or where to find them all."""
+    close = difflib.get_close_matches(name, known, n=2, cutoff=_CUTOFF)
+    if close:
+        hint = "did you mean " + " or ".join(repr(c) for c in close) + "?"
+    elif known:
+        plural = "resources" if kind == "resource" else f"{kind}s"
+        hint = f"`trimcp list {plural}` shows the {len(known)} it has"
+    else:
+        hint = f"the server lists no {kind}s"
+    return UnknownName(f"the server has no {kind} {name!r}", hint=hint)
+
+
+def from_transport(exc: McpError) -> bool:
+    """Whether ``exc`` was made by this side's transport (an HTTP status, a lost
+    connection) rather than sent by the server as a JSON-RPC error. A transport error
+    reaches the caller as a plain :class:`McpError` too, so its data tells them apart."""
+    data = exc.data
+    if isinstance(data, dict) and "httpStatus" in data:
+        return True
+    return exc.code == CONNECTION_CLOSED or type(exc).__module__.startswith("trimcp.transports")
+
+
+def answered(exc: McpError) -> bool:
+    """Whether ``exc`` is an error response the server sent (not one raised on this side)."""
+    return type(exc) is McpError and not from_transport(exc)
+
+
+def http_status(exc: BaseException) -> int | None:
+    """The HTTP status an error reports, if it reports one (transport errors)."""
+    status = getattr(exc, "status_code", None) or getattr(exc, "status", None)
+    if isinstance(status, int):
+        return status
+    data = getattr(exc, "data", None)
+    if isinstance(data, dict) and isinstance(data.get("httpStatus"), int):
+        return int(data["httpStatus"])
+    if isinstance(exc, McpError):
+        found = re.match(r"HTTP (\d{3}) from ", exc.message)
+        if found:
+            return int(found.group(1))
+    return None
+
+
+def url_hint(url: str, exc: BaseException, *, auth: bool, token: bool = False) -> str | None:
+    """The next step for a connection to ``url`` that failed with ``exc``: add ``--auth``
+    (``token``: an Authorization header was given), add the ``/mcp`` path, or switch
+    between ``ws://`` and ``http://``."""
+    status = http_status(exc)
+    if status is None:
+        return None
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if status == 401:
+        if auth:
+            return "the server refused the login; run again to log in anew"
+        if token:
+            return "the server refused the Authorization header's token: check it, or use --auth"
+        return "the server asks for authorization: add --auth (or --header 'Authorization: ...')"
+    if status == 404 and parts.path.rstrip("/") != "/mcp":
+        with_path = urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/mcp"))
+        return f"MCP servers usually answer at /mcp: try --url {with_path}"
+    websocket = scheme in ("ws", "wss")
+    if websocket and status in (400, 405, 406, 415, 426):
+        http = "https" if scheme == "wss" else "http"
+        return "an HTTP endpoint answered the WebSocket handshake: try --url " + urlunsplit(
+            parts._replace(scheme=http)
+        )
+    if not websocket and status in (400, 405, 426):
+        ws = "wss" if scheme == "https" else "ws"
+        return "if the server serves WebSocket, try --url " + urlunsplit(parts._replace(scheme=ws))
+    return None
