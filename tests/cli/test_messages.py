@@ -35,7 +35,7 @@ def test_a_port_in_use_names_the_address() -> None:
             completed = cli("run", APP, "--transport", transport, "--port", str(port))
             assert completed.returncode == 1, completed.stderr
             assert f"trimcp: cannot listen on 127.0.0.1:{port}: " in completed.stderr
-            assert "pick another --port" in completed.stderr
+            assert "pick another port" in completed.stderr
 
 
 def test_ping_of_a_server_without_a_version_prints_one_space(tmp_path: Path) -> None:

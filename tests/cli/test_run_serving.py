@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.support import RUN_TIMEOUT, cli, read_line, stop
+from trimcp.server.serving import STOP_BOUND, ServeSettings, startup_error
 
 TOOL = (
     "from trimcp import Server\n"
@@ -143,7 +145,11 @@ def test_server_run_http_names_the_bound_url_and_stops_cleanly(
     assert (called.returncode, called.stdout) == (0, "hi\n"), called.stderr
     server.send_signal(stop_signal)
     rest = _finish(server)
-    assert f"{stop_signal.name}: stopping" in rest
+    # How long a graceful stop may take, and how to cut it short.
+    assert (
+        f"trimcp: {stop_signal.name}: stopping; open sessions get up to {STOP_BOUND:g} s to "
+        "finish (Ctrl-C again stops at once)\n"
+    ) in rest
     assert "Traceback" not in rest
 
 
@@ -226,3 +232,67 @@ def test_server_run_websocket_applies_allowed_origins(tmp_path: Path) -> None:
     finally:
         server.send_signal(signal.SIGINT)
         _finish(server)
+
+
+def test_server_run_and_trimcp_run_fail_to_start_with_the_same_few_lines(tmp_path: Path) -> None:
+    # app.run() on a busy port printed a 59-line traceback; trimcp run printed two lines.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        script = _write(tmp_path, "busy.py", TOOL + f"app.run(transport='http', port={port})\n")
+        by_script = subprocess.run(
+            [sys.executable, script], capture_output=True, text=True, timeout=RUN_TIMEOUT
+        )
+        by_cli = cli("run", script, "--transport", "http", "--port", str(port))
+    for completed in (by_script, by_cli):
+        assert completed.returncode == 1
+        assert completed.stderr == (
+            f"trimcp: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+            "trimcp: another process listens there: stop it, or pick another port "
+            "(0 picks a free one)\n"
+        )
+    # A host that is not an address of this machine (TEST-NET-1, never local).
+    far = _write(
+        tmp_path,
+        "far.py",
+        TOOL + "app.run(transport='http', host='192.0.2.1', port=0, allowed_hosts=['*'])\n",
+    )
+    completed = subprocess.run(
+        [sys.executable, far], capture_output=True, text=True, timeout=RUN_TIMEOUT
+    )
+    assert completed.returncode == 1
+    assert completed.stderr.splitlines() == [
+        "trimcp: cannot listen on 192.0.2.1:0: Cannot assign requested address",
+        "trimcp: the host must be an address of this machine (default 127.0.0.1)",
+    ]
+
+
+def test_a_missing_extra_names_what_to_install() -> None:
+    settings = ServeSettings.from_env({}, transport="http", store="redis://127.0.0.1:1/0")
+    missing = ModuleNotFoundError("No module named 'hiredis'", name="hiredis")
+    failed = startup_error(missing, settings)
+    assert failed is not None
+    assert (str(failed), failed.hint) == (
+        "cannot serve: the module 'hiredis' is not installed",
+        "pip install 'trimcp[redis]'",
+    )
+    assert startup_error(RuntimeError("a bug"), settings) is None
+
+
+def test_trimcps_warnings_are_prefixed_when_logging_is_not_configured() -> None:
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import logging\n"
+            "from trimcp.server.serving import configure_logging\n"
+            "configure_logging(None)\n"
+            "logging.getLogger('trimcp.http').warning('%d sessions did not close', 2)\n"
+            "logging.getLogger('trimcp.http').info('not shown')\n",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+    )
+    assert completed.stderr == "trimcp: 2 sessions did not close\n"

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
-import socket
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 from trimcp.cli.errors import CliError, UsageError
@@ -28,7 +25,6 @@ from trimcp.server.serving import (
     is_loopback_host,
     label_of,
     run_blocking,
-    url_of,
 )
 
 #: Flag (argparse dest) -> ServeSettings field.
@@ -65,25 +61,6 @@ def settings_from(args: argparse.Namespace, run_arguments: dict[str, Any]) -> Se
         raise CliError(str(exc)) from None
 
 
-@contextlib.contextmanager
-def _listen_errors(settings: ServeSettings) -> Iterator[None]:
-    """A failure to bind becomes one line naming the address (and what to do)."""
-    try:
-        yield
-    except OSError as exc:
-        hint = None
-        if exc.errno == errno.EADDRINUSE:
-            hint = "another process listens there: stop it, or pick another --port (0: any free)"
-        elif exc.errno == errno.EACCES:
-            hint = "ports below 1024 need privileges: pick another --port"
-        elif exc.errno == errno.EADDRNOTAVAIL or isinstance(exc, socket.gaierror):
-            hint = "--host must be an address of this machine (default 127.0.0.1)"
-        else:
-            raise
-        where = url_of("x", settings.host, settings.bound_port, "").removeprefix("x://")
-        raise CliError(f"cannot listen on {where}: {exc.strerror or exc}", hint=hint) from None
-
-
 def run_server(args: argparse.Namespace) -> int:
     """The ``run`` command: load the target, serve it, return the exit code.
 
@@ -118,8 +95,9 @@ def run_server(args: argparse.Namespace) -> int:
         return run_workers(args.target, settings, args.workers, label_of(server))
     wrap = (lambda transport: WireTap(transport, _say)) if args.verbose else None
     try:
-        with _listen_errors(settings):
-            code, _ = run_blocking(server, settings, announce=_say, wrap_stdio=wrap)
-    except (LifespanFailed, SettingsError) as exc:
+        code, _ = run_blocking(server, settings, announce=_say, wrap_stdio=wrap)
+    except SettingsError as exc:
+        raise CliError(str(exc), hint=exc.hint) from None
+    except LifespanFailed as exc:
         raise CliError(str(exc)) from None
     return code

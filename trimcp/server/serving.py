@@ -13,10 +13,12 @@ bounded sequence; stdio and WebSocket cancel, which closes sessions the same way
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
@@ -56,7 +58,49 @@ _FALSE: Final = ("0", "false", "no", "off", "")
 
 
 class SettingsError(ValueError):
-    """A serving setting (argument or environment variable) has a value that cannot work."""
+    """A serving setting (argument or environment variable) has a value that cannot work.
+
+    ``hint`` (may be None) says what to do about it, for a second line."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+#: A module a serving setting needs -> the extra that installs it.
+_EXTRAS: Final = {"hiredis": "redis", "jwt": "auth", "opentelemetry": "otel"}
+
+
+def startup_error(exc: BaseException, settings: ServeSettings) -> SettingsError | None:
+    """What to tell a person when serving could not start because of ``exc`` (None: not a
+    startup failure this knows): a busy or privileged port, a host that is not an address
+    of this machine, a missing optional dependency. ``Server.run`` and ``trimcp run``
+    both report through this, so they say the same thing."""
+    where = url_of("x", settings.host, settings.bound_port, "").removeprefix("x://")
+    if isinstance(exc, socket.gaierror) or (
+        isinstance(exc, OSError) and exc.errno == errno.EADDRNOTAVAIL
+    ):
+        return SettingsError(
+            f"cannot listen on {where}: {exc.strerror or exc}",
+            hint="the host must be an address of this machine (default 127.0.0.1)",
+        )
+    if isinstance(exc, OSError) and exc.errno in (errno.EADDRINUSE, errno.EACCES):
+        hint = (
+            "another process listens there: stop it, or pick another port (0 picks a free one)"
+            if exc.errno == errno.EADDRINUSE
+            else "ports below 1024 need privileges: pick another port"
+        )
+        return SettingsError(f"cannot listen on {where}: {exc.strerror or exc}", hint=hint)
+    if isinstance(exc, ImportError):
+        missing = (exc.name or "").split(".")[0]
+        extra = _EXTRAS.get(missing)
+        if "pip install" in str(exc) or extra is None:
+            return SettingsError(f"cannot serve: {exc}")
+        return SettingsError(
+            f"cannot serve: the module {missing!r} is not installed",
+            hint=f"pip install 'trimcp[{extra}]'",
+        )
+    return None
 
 
 def _transport(value: str) -> str:
@@ -307,8 +351,16 @@ async def _serve_websocket(
 
 
 def configure_logging(level: str | None) -> None:
-    """Python logging on stderr at ``level`` (stdout may carry the protocol)."""
+    """Python logging on stderr at ``level`` (stdout may carry the protocol). Without a
+    level, trimcp's own warnings still show, prefixed like every line trimcp prints
+    (``trimcp: ...``), unless the application configured logging itself."""
     if level is None:
+        logger = logging.getLogger("trimcp")
+        if not logger.handlers and not logging.getLogger().handlers:
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("trimcp: %(message)s"))
+            handler.setLevel(logging.WARNING)
+            logger.addHandler(handler)
         return
     logging.basicConfig(
         level=level.upper(),
@@ -346,15 +398,33 @@ def run_blocking(
 
     configure_logging(settings.log_level)
     stop = trio.Event()
+    started = False
+
+    def announce_start(line: str) -> None:
+        nonlocal started
+        started = True
+        announce(line)
 
     async def work() -> int:
         await serve(
-            server, settings, stop=stop, announce=announce, wrap_stdio=wrap_stdio, options=options
+            server,
+            settings,
+            stop=stop,
+            announce=announce_start,
+            wrap_stdio=wrap_stdio,
+            options=options,
         )
         return EXIT_OK
 
     def on_signal(signum: int) -> None:
-        announce(f"{signal.Signals(signum).name}: stopping")
+        name = signal.Signals(signum).name
+        if settings.transport == "http":
+            announce(
+                f"{name}: stopping; open sessions get up to {STOP_BOUND:g} s to finish "
+                "(Ctrl-C again stops at once)"
+            )
+        else:
+            announce(f"{name}: stopping (Ctrl-C again stops at once)")
 
     signals = [signal.SIGINT] + ([signal.SIGTERM] if hasattr(signal, "SIGTERM") else [])
     try:
@@ -368,9 +438,12 @@ def run_blocking(
                 hard_bound=STOP_BOUND,
             )
         )
-    except BaseExceptionGroup as group:
-        leaf = leaf_exception(group)
-        if leaf is group:
+    except BaseException as exc:
+        leaf = leaf_exception(exc)
+        failed = None if started else startup_error(leaf, settings)
+        if failed is not None:
+            raise failed from None
+        if leaf is exc:
             raise
         raise_alone(leaf)
     if received is not None:
@@ -382,13 +455,17 @@ def run_blocking(
 def run_server(server: Any, settings: ServeSettings, *, options: Any = None) -> None:
     """``Server.run``: serve, and exit the process with one line when serving cannot start.
 
-    A failing lifespan or a bad setting prints ``trimcp: <what and why>`` on stderr and
-    raises ``SystemExit(1)``; a stop by signal returns normally.
+    A failing lifespan, a bad setting or a failure to start (a busy port, a bad host, a
+    missing extra: :func:`startup_error`) prints ``trimcp: <what and why>`` on stderr,
+    with a second line saying what to do when there is one, and raises ``SystemExit(1)``;
+    a stop by signal returns normally.
     """
     try:
         run_blocking(server, settings, options=options)
     except (LifespanFailed, SettingsError) as exc:
         _say(str(exc))
+        if isinstance(exc, SettingsError) and exc.hint:
+            _say(exc.hint)
         raise SystemExit(EXIT_FAILURE) from None
 
 
