@@ -444,18 +444,60 @@ def test_replicas_sharing_a_secret_open_each_others_states() -> None:
 
 
 def test_rotation_seals_with_the_new_key_and_still_opens_old_states() -> None:
-    old = RequestStateKeyring({"k1": derive_key("first secret value!!", "k1")})
+    old = RequestStateKeyring({"k1": derive_key("first secret value!!")})
     token = old.seal(b"before", b"b")
-    rotated = old.rotated("k2", derive_key("second secret value!", "k2"))
+    rotated = old.rotated("k2", derive_key("second secret value!"))
     assert rotated.current == "k2"
     assert rotated.open(token, b"b") == b"before"
     fresh = rotated.seal(b"after", b"b")
     assert fresh.split(".")[1] == "k2"
     # Once the old key is dropped, old states no longer open (a clear error).
-    dropped = RequestStateKeyring({"k2": derive_key("second secret value!", "k2")})
+    dropped = RequestStateKeyring({"k2": derive_key("second secret value!")})
     assert dropped.open(fresh, b"b") == b"after"
     with pytest.raises(InvalidRequestState, match="no longer holds"):
         dropped.open(token, b"b")
+
+
+OLD_SECRET = "the secret we used until today"
+NEW_SECRET = "the secret we use from now on"
+
+
+@pytest.mark.parametrize(
+    "opener",
+    [(NEW_SECRET, OLD_SECRET), (OLD_SECRET, NEW_SECRET), (OLD_SECRET,)],
+    ids=["new-then-old", "old-then-new", "old-alone"],
+)
+def test_secrets_open_what_they_sealed_wherever_they_sit_in_the_list(
+    opener: tuple[str, ...],
+) -> None:
+    # A key's id comes from the key, not from its place: rotating to (NEW, OLD) on every
+    # replica still opens what (OLD) sealed, and an old replica opens it as well.
+    token = RequestStateKeyring.from_secret(OLD_SECRET).seal(b"in flight", b"call")
+    assert RequestStateKeyring.from_secret(*opener).open(token, b"call") == b"in flight"
+
+
+def test_a_rotated_keyring_seals_with_its_first_secret() -> None:
+    rotated = RequestStateKeyring.from_secret(NEW_SECRET, OLD_SECRET)
+    token = rotated.seal(b"fresh", b"call")
+    assert token.split(".")[1] == RequestStateKeyring.from_secret(NEW_SECRET).current
+    assert RequestStateKeyring.from_secret(NEW_SECRET).open(token, b"call") == b"fresh"
+    with pytest.raises(InvalidRequestState, match="never held"):
+        RequestStateKeyring.from_secret(OLD_SECRET).open(token, b"call")
+    # The same secret twice is one key.
+    assert len(RequestStateKeyring.from_secret(NEW_SECRET, NEW_SECRET).key_ids) == 1
+
+
+def test_a_state_sealed_with_a_key_not_held_is_refused_naming_the_key() -> None:
+    token = RequestStateKeyring.from_secret(OLD_SECRET).seal(b"x", b"call")
+    key_id = token.split(".")[1]
+    with pytest.raises(InvalidRequestState, match=f"sealed with key '{key_id}'.*never held"):
+        RequestStateKeyring.from_secret(NEW_SECRET).open(token, b"call")
+    # Altered under a key the ring holds: still refused.
+    ring = RequestStateKeyring.from_secret(NEW_SECRET, OLD_SECRET)
+    body = token.rsplit(".", 1)[1]
+    flipped = body[:-2] + ("A" if body[-2] != "A" else "B") + body[-1]
+    with pytest.raises(InvalidRequestState, match="altered"):
+        ring.open(f"v1.{key_id}.{flipped}", b"call")
 
 
 def test_keyring_refuses_bad_keys() -> None:

@@ -11,16 +11,19 @@ The sealed payload carries its own expiry.
 A token is ``v1.<key id>.<base64url(nonce | ciphertext | tag)>``. The keyring seals with
 its *current* key and opens with any key it holds, so rotating is: add the new key as
 current on every replica, keep the old one until the longest state TTL has passed, then
-drop it. Replicas behind a load balancer share the same keys (give them the same
-``secret``, or the same key bytes), so any of them can open a state another issued; served
-with a shared store (``serve_http(store="redis://...")``) and left with the default keyring,
-they share keys through the store and rotate them together (:mod:`trimcp.stores.keyring`).
+drop it. A key made from a secret goes by a digest of itself, so ``from_secret(NEW, OLD)``
+opens what ``from_secret(OLD)`` sealed. Replicas behind a load balancer share the same
+keys (give them the same ``secret``, or the same key bytes), so any of them can open a
+state another issued; served with a shared store (``serve_http(store="redis://...")``)
+and left with the default keyring, they share keys through the store and rotate them
+together (:mod:`trimcp.stores.keyring`).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import os
 import re
 from collections.abc import Mapping
@@ -43,8 +46,9 @@ class InvalidRequestState(ValueError):
     altered, or presented on another request than the one it was issued for."""
 
 
-def derive_key(secret: str | bytes, key_id: str = "k1") -> bytes:
-    """A 256-bit key from a shared secret (HKDF-SHA256, the key id as context)."""
+def derive_key(secret: str | bytes) -> bytes:
+    """A 256-bit key from a shared secret (HKDF-SHA256). Raises ValueError for a secret
+    shorter than 16 bytes."""
     raw = secret.encode("utf-8") if isinstance(secret, str) else secret
     if len(raw) < 16:
         raise ValueError("a requestState secret needs at least 16 bytes")
@@ -55,8 +59,17 @@ def derive_key(secret: str | bytes, key_id: str = "k1") -> bytes:
         algorithm=hashes.SHA256(),
         length=32,
         salt=None,
-        info=b"trimcp requestState " + key_id.encode("ascii"),
+        info=b"trimcp requestState key",
     ).derive(raw)
+
+
+def key_id_of(key: bytes) -> str:
+    """The id a key derived from a secret goes by: a digest of the key itself, so every
+    process holding the key names it alike, whatever its place in the keyring (a token
+    sealed under ``from_secret(OLD)`` opens under ``from_secret(NEW, OLD)``). The key is
+    an HKDF output: 72 bits of its domain-separated SHA-256 reveal nothing of it."""
+    digest = hashlib.sha256(b"trimcp requestState key id\x00" + key).digest()
+    return "s" + base64.urlsafe_b64encode(digest[:9]).decode("ascii")
 
 
 class RequestStateKeyring:
@@ -90,13 +103,16 @@ class RequestStateKeyring:
     def from_secret(cls, secret: str | bytes, *older: str | bytes) -> RequestStateKeyring:
         """A keyring from shared secrets: ``secret`` seals, ``older`` ones still open.
 
-        Key ids are derived from the secrets, so replicas given the same list agree.
+        Each key's id is derived from the key (:func:`key_id_of`), not from its place in
+        the list: replicas given the same secrets agree, and rotating, ``from_secret(NEW,
+        OLD)``, still opens what ``from_secret(OLD)`` sealed. Raises ValueError for a
+        secret shorter than 16 bytes.
         """
         keys: dict[str, bytes] = {}
-        for index, value in enumerate((secret, *older)):
-            key_id = f"s{index}"
-            keys[key_id] = derive_key(value, key_id)
-        return cls(keys, current="s0")
+        for value in (secret, *older):
+            key = derive_key(value)
+            keys.setdefault(key_id_of(key), key)
+        return cls(keys, current=next(iter(keys)))
 
     @property
     def key_ids(self) -> tuple[str, ...]:
@@ -154,7 +170,9 @@ class RequestStateKeyring:
         cipher = self._cipher(parts[1])
         if cipher is None:
             raise InvalidRequestState(
-                "requestState was sealed with a key this server no longer holds"
+                f"requestState was sealed with key {parts[1][:32]!r}, which this server no "
+                "longer holds (rotated out) or never held (another server's keys): send the "
+                "request again without it"
             )
         body = parts[2]
         try:
