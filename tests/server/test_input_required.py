@@ -500,6 +500,12 @@ def test_a_state_sealed_with_a_key_not_held_is_refused_naming_the_key() -> None:
         ring.open(f"v1.{key_id}.{flipped}", b"call")
 
 
+def test_a_state_from_another_process_default_keyring_is_refused_as_not_held() -> None:
+    token = RequestStateKeyring().seal(b"x", b"call")
+    with pytest.raises(InvalidRequestState, match="never held"):
+        RequestStateKeyring().open(token, b"call")
+
+
 def test_keyring_refuses_bad_keys() -> None:
     with pytest.raises(ValueError, match="32 bytes"):
         RequestStateKeyring({"k": b"short"})

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
-from trimcp.server.serving import ServeSettings, SettingsError
+from trimcp import InputOptions, RequestStateKeyring, Server, StatelessOptions
+from trimcp.server.serving import (
+    ServeSettings,
+    SettingsError,
+    state_keyring_from_env,
+    use_state_secret,
+)
 
 
 def test_defaults_environment_then_arguments() -> None:
@@ -40,3 +48,79 @@ def test_defaults_environment_then_arguments() -> None:
 def test_bad_arguments_name_themselves(overrides: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message):
         ServeSettings.from_env({}, **overrides)
+
+
+# --- TRIMCP_STATE_SECRET -------------------------------------------------------------------
+
+A = "the secret sealing until today"
+B = "the secret sealing from today"
+
+
+def _round_trip(sealer: dict[str, str], opener: dict[str, str]) -> bytes:
+    sealing, opening = state_keyring_from_env(sealer), state_keyring_from_env(opener)
+    assert sealing is not None
+    assert opening is not None
+    return opening.open(sealing.seal(b"state", b"call"), b"call")
+
+
+def test_every_step_of_a_rotation_opens_every_other_steps_states() -> None:
+    steps = [
+        {"TRIMCP_STATE_SECRET": A},
+        {"TRIMCP_STATE_SECRET": A, "TRIMCP_STATE_SECRET_OLD": B},  # B opens everywhere...
+        {"TRIMCP_STATE_SECRET": B, "TRIMCP_STATE_SECRET_OLD": A},  # ...before it seals
+    ]
+    for sealer, opener in itertools.pairwise(steps):
+        assert _round_trip(sealer, opener) == b"state"
+        assert _round_trip(opener, sealer) == b"state"
+    assert _round_trip(steps[2], {"TRIMCP_STATE_SECRET": B}) == b"state"
+    assert state_keyring_from_env({}) is None
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"TRIMCP_STATE_SECRET": "short"}, "TRIMCP_STATE_SECRET: a requestState secret needs"),
+        (
+            {"TRIMCP_STATE_SECRET": A, "TRIMCP_STATE_SECRET_OLD": "short"},
+            "TRIMCP_STATE_SECRET_OLD: a requestState secret needs at least 16 bytes",
+        ),
+        ({"TRIMCP_STATE_SECRET_OLD": B}, "TRIMCP_STATE_SECRET_OLD is set without"),
+    ],
+)
+def test_bad_state_secrets_name_their_variable(env: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError, match=message):
+        state_keyring_from_env(env)
+
+
+def test_the_secret_replaces_only_a_default_keyring() -> None:
+    env = {"TRIMCP_STATE_SECRET": A}
+    default = Server("default")
+    assert use_state_secret(default, ServeSettings(transport="http"), env) is None
+    sealed = default.request_state_keyring.seal(b"state", b"call")
+    opened = state_keyring_from_env(env)
+    assert opened is not None
+    assert opened.open(sealed, b"call") == b"state"
+    assert not default.request_state_keyring.generated  # a shared store keeps it as it is
+
+    own = RequestStateKeyring.from_secret(B)
+    configured = Server("own", stateless=StatelessOptions(inputs=InputOptions(keyring=own)))
+    assert use_state_secret(configured, ServeSettings(transport="http"), env) is None
+    assert configured.request_state_keyring.current == own.current
+
+
+@pytest.mark.parametrize(
+    ("settings", "warns"),
+    [
+        (ServeSettings(transport="http"), True),
+        (ServeSettings(transport="http", store="memory://"), True),
+        (ServeSettings(transport="http", store="redis://127.0.0.1:6379/0"), False),
+        (ServeSettings(transport="stdio"), False),
+    ],
+)
+def test_a_random_key_over_http_without_a_shared_store_warns(
+    settings: ServeSettings, warns: bool
+) -> None:
+    warning = use_state_secret(Server("default"), settings, {})
+    assert (warning is not None) == warns
+    if warning is not None:
+        assert "set TRIMCP_STATE_SECRET" in warning

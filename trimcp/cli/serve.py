@@ -23,6 +23,7 @@ from trimcp.server.serving import (
     SettingsError,
     capturing_run_calls,
     is_loopback_host,
+    keyring_to_share,
     label_of,
     run_blocking,
 )
@@ -92,7 +93,13 @@ def run_server(args: argparse.Namespace) -> int:
     if args.workers > 1:
         from trimcp.cli.workers import run_workers
 
-        return run_workers(args.target, settings, args.workers, label_of(server))
+        return run_workers(
+            args.target,
+            settings,
+            args.workers,
+            label_of(server),
+            default_keyring=keyring_to_share(server) is not None,
+        )
     wrap = (lambda transport: WireTap(transport, _say)) if args.verbose else None
     try:
         code, _ = run_blocking(server, settings, announce=_say, wrap_stdio=wrap)

@@ -9,24 +9,35 @@ the default in-memory store a 2025 session lives in one worker, so the superviso
 Signals: SIGINT/SIGTERM stop every worker gracefully (SIGTERM, each closes its sessions
 with its bounded sequence), SIGKILL after ``STOP_BOUND`` seconds. SIGHUP reloads: a new
 set of workers starts (the target file is imported afresh), and once each listens the old
-set is stopped gracefully, so the port never stops answering. A worker that dies is
-started again (at most ``MAX_QUICK_DEATHS`` quick deaths in a row, then everything stops
-with an error). Worker stderr is forwarded, one line at a time, prefixed with its number.
+set is stopped gracefully, so the port never stops answering. Every worker, first or
+reloaded, seals 2026-07-28 ``requestState`` with the same keys: ``TRIMCP_STATE_SECRET``
+when set, the store's with ``--store redis://``, else a secret this supervisor makes once
+and hands each worker in its environment (never on its command line, which ``ps`` shows).
+A worker that dies is started again (at most ``MAX_QUICK_DEATHS`` quick deaths in a row,
+then everything stops with an error). Worker stderr is forwarded, one line at a time,
+prefixed with its number.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import trio
 
 from trimcp.cli.errors import EXIT_OK, CliError
-from trimcp.server.serving import ServeSettings, url_of
+from trimcp.server.serving import (
+    STATE_SECRET,
+    ServeSettings,
+    SettingsError,
+    state_keyring_from_env,
+    url_of,
+)
 
 #: How long workers may take to stop gracefully before they are killed.
 STOP_BOUND = 20.0
@@ -89,8 +100,12 @@ class _Worker:
 class Supervisor:
     """Runs, reloads and stops the workers (see the module docstring)."""
 
-    def __init__(self, argv: Sequence[str], count: int) -> None:
+    def __init__(
+        self, argv: Sequence[str], count: int, env: Mapping[str, str] | None = None
+    ) -> None:
         self.argv = list(argv)
+        #: Variables every worker gets on top of this process's environment.
+        self.env = dict(env or {})
         self.count = count
         self.workers: list[_Worker] = []
         self.quick_deaths = 0
@@ -113,7 +128,7 @@ class Supervisor:
         return new
 
     async def _spawn(self, nursery: trio.Nursery, number: int) -> _Worker:
-        env = {**os.environ, "TRIMCP_WORKER": str(number)}
+        env = {**os.environ, **self.env, "TRIMCP_WORKER": str(number)}
         process = await trio.lowlevel.open_process(
             self.argv,
             stdin=subprocess.DEVNULL,
@@ -214,8 +229,34 @@ def pick_port(host: str, port: int) -> tuple[int, socket.socket | None]:
     return int(holder.getsockname()[1]), holder
 
 
-def run_workers(target: str, settings: ServeSettings, count: int, label: str) -> int:
-    """Supervise ``count`` worker processes until SIGINT/SIGTERM; SIGHUP reloads them."""
+def shared_state_secret(settings: ServeSettings, default_keyring: bool) -> dict[str, str]:
+    """What the workers' environment needs so that they all, and every worker a reload
+    starts, seal ``requestState`` with one key: a ``TRIMCP_STATE_SECRET`` made here, when
+    the server was left with its default keyring and nothing else shares one (warned:
+    states then live as long as this supervisor). Raises CliError for a bad secret."""
+    try:
+        configured = state_keyring_from_env()
+    except SettingsError as exc:
+        raise CliError(str(exc)) from None
+    if configured is not None or not default_keyring:
+        return {}  # the workers inherit the secret, or the server has keys of its own
+    if (settings.store or "").startswith("redis://"):
+        return {}  # the workers share the store's keys
+    _say(
+        "warning: 2026-07-28 requestState is sealed with a random key this supervisor gave "
+        "its workers (reloads keep it): input rounds in flight fail once the supervisor "
+        f"restarts; set {STATE_SECRET} (a secret of 16+ bytes) to keep them"
+    )
+    return {STATE_SECRET: secrets.token_urlsafe(32)}
+
+
+def run_workers(
+    target: str, settings: ServeSettings, count: int, label: str, *, default_keyring: bool = True
+) -> int:
+    """Supervise ``count`` worker processes until SIGINT/SIGTERM; SIGHUP reloads them.
+
+    ``default_keyring``: the server was left with its default ``requestState`` keyring
+    (see :func:`shared_state_secret`)."""
     if not hasattr(socket, "SO_REUSEPORT"):
         raise CliError("--workers needs SO_REUSEPORT, which this platform does not have")
     if not settings.stateless and (settings.store is None or settings.store.startswith("memory")):
@@ -225,7 +266,8 @@ def run_workers(target: str, settings: ServeSettings, count: int, label: str) ->
             "redis://HOST:PORT/DB to share them"
         )
     chosen, holder = pick_port(settings.host, settings.bound_port)
-    supervisor = Supervisor(worker_argv(target, settings, chosen), count)
+    env = shared_state_secret(settings, default_keyring)
+    supervisor = Supervisor(worker_argv(target, settings, chosen), count, env)
 
     async def main() -> int:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:

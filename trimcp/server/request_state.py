@@ -86,7 +86,10 @@ class RequestStateKeyring:
         #: such a keyring's keys with the store's (see :mod:`trimcp.stores.keyring`).
         self.generated = not keys
         if not keys:
-            keys = {"local": os.urandom(32)}  # what AESGCM.generate_key(256) returns
+            key = os.urandom(32)  # what AESGCM.generate_key(256) returns
+            # Named by its digest: another process's state is refused as sealed with a key
+            # this one never held, not as altered.
+            keys = {key_id_of(key): key}
         self._keys: dict[str, bytes] = {}
         self._ciphers: dict[str, AESGCM] = {}  # made on first use of each key
         for key_id, key in keys.items():

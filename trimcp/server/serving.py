@@ -29,6 +29,7 @@ import trio
 from trimcp._groups import raise_alone, single_exception
 from trimcp._record import Record
 from trimcp.server.lifespan import LifespanFailed
+from trimcp.server.request_state import RequestStateKeyring, derive_key
 from trimcp.session.lifespan import open_handler_lifespan
 
 #: Transport names, and the spellings accepted for them.
@@ -53,6 +54,12 @@ ENV: Final = {
     "TRIMCP_ALLOWED_ORIGINS": "allowed_origins",
     "TRIMCP_STORE": "store",
 }
+#: The secret sealing 2026-07-28 ``requestState`` (see
+#: :meth:`RequestStateKeyring.from_secret`), and the one it replaced, which still opens
+#: (rotation). Environment variables only, never flags: every user of the machine sees a
+#: command line. No separator: a secret may hold any character.
+STATE_SECRET: Final = "TRIMCP_STATE_SECRET"
+OLD_STATE_SECRET: Final = "TRIMCP_STATE_SECRET_OLD"
 _TRUE: Final = ("1", "true", "yes", "on")
 _FALSE: Final = ("0", "false", "no", "off", "")
 
@@ -209,6 +216,59 @@ def is_loopback_host(host: str) -> bool:
     return host.strip("[]") in ("127.0.0.1", "localhost", "::1")
 
 
+def keyring_to_share(server: Any) -> RequestStateKeyring | None:
+    """``server``'s ``requestState`` keyring when it was left with the default one (a
+    random key per process), which the deployment may replace; None otherwise."""
+    keyring = getattr(server, "request_state_keyring", None)
+    if isinstance(keyring, RequestStateKeyring) and keyring.generated:
+        return keyring
+    return None
+
+
+def state_keyring_from_env(environ: Mapping[str, str] | None = None) -> RequestStateKeyring | None:
+    """The keyring ``TRIMCP_STATE_SECRET`` (sealing) and ``TRIMCP_STATE_SECRET_OLD`` (still
+    opening) name; None when the first is unset or empty. Raises :class:`SettingsError`
+    naming the variable at fault."""
+    environ = os.environ if environ is None else environ
+    current, old = environ.get(STATE_SECRET, ""), environ.get(OLD_STATE_SECRET, "")
+    if not current:
+        if old:
+            raise SettingsError(f"{OLD_STATE_SECRET} is set without {STATE_SECRET}")
+        return None
+    given = [(STATE_SECRET, current)] + ([(OLD_STATE_SECRET, old)] if old else [])
+    for variable, secret in given:
+        try:
+            derive_key(secret)  # refuses a secret too short to be one
+        except ValueError as exc:
+            raise SettingsError(f"{variable}: {exc}") from None
+    return RequestStateKeyring.from_secret(*(secret for _, secret in given))
+
+
+def use_state_secret(
+    server: Any, settings: ServeSettings, environ: Mapping[str, str] | None = None
+) -> str | None:
+    """Seal ``server``'s ``requestState`` with the keys ``TRIMCP_STATE_SECRET`` names when
+    it was left with its default keyring (a keyring of its own is kept as it is). Returns
+    a warning when the states it seals over HTTP cannot outlive this process: its key is
+    random and no shared store shares one (``--store redis://`` does)."""
+    keyring = keyring_to_share(server)
+    if keyring is None:
+        return None
+    configured = state_keyring_from_env(environ)
+    if configured is not None:
+        keyring.adopt(configured)
+        keyring.generated = False  # configured now: a shared store must not replace it
+        return None
+    if settings.transport != "http" or (settings.store or "").startswith("redis://"):
+        return None
+    return (
+        "warning: 2026-07-28 requestState is sealed with a random key of this process: input "
+        "rounds in flight fail once it restarts or reloads, and another process cannot open "
+        f"them; set {STATE_SECRET} (a secret of 16+ bytes, the same for every process) to "
+        "keep them"
+    )
+
+
 def url_of(scheme: str, host: str, port: int, path: str) -> str:
     netloc = f"[{host.strip('[]')}]:{port}" if ":" in host else f"{host}:{port}"
     return f"{scheme}://{netloc}{path}"
@@ -248,11 +308,12 @@ async def serve(
     the URL actually bound. ``options``: the engine's :class:`SessionOptions` per session.
     Cancellation: every session closes with the engine's bounded close sequence.
     """
+    warning = use_state_secret(server, settings)  # before anything runs: a bad secret stops
     async with open_handler_lifespan(server):
         if settings.transport == "stdio":
             await _serve_stdio(server, announce, wrap_stdio, options)
         elif settings.transport == "http":
-            await _serve_http(server, settings, announce, stop, options)
+            await _serve_http(server, settings, announce, stop, options, warning)
         else:
             await _serve_websocket(server, settings, announce, options)
 
@@ -281,6 +342,7 @@ async def _serve_http(
     announce: Callable[[str], None],
     stop: trio.Event | None,
     options: Any,
+    warning: str | None = None,
 ) -> None:
     from trimcp.transports.http_server import HttpServerConfig, serve_http
 
@@ -317,6 +379,8 @@ async def _serve_http(
             f"serving {label_of(server)} at "
             f"{url_of('http', settings.host, bound, config.path)} (Ctrl-C to stop)"
         )
+        if warning is not None:  # after the startup line, which tools read first
+            announce(warning)
 
 
 async def _serve_websocket(
