@@ -4,6 +4,7 @@ another resource; and the token stores."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -13,6 +14,7 @@ import trio
 from tests.auth.conftest import OidcProvider
 from tests.auth.test_oidc_client import ScriptedUser, call_whoami
 from tests.auth.test_oidc_server import whoami_server
+from tests.http_client.fakeserver import App, Reply, Request, fake_server
 from trimcp.auth import (
     AuthorizationFailed,
     FileTokenStore,
@@ -27,11 +29,13 @@ from trimcp.auth.client import check_callback
 from trimcp.auth.discovery import (
     Discovery,
     as_metadata_urls,
+    discover,
+    fetch_server_metadata,
     parse_challenge,
     prm_urls,
     resource_allowed,
 )
-from trimcp.auth.fetch import check_url
+from trimcp.auth.fetch import Fetcher, check_url
 from trimcp.auth.pkce import challenge_of
 from trimcp.auth.tokens import ClientRegistration, StoredAuth
 from trimcp.errors import McpError
@@ -43,6 +47,8 @@ FOUND = Discovery(
     metadata={"issuer": "https://as.example.com"},
 )
 REDIRECT = "http://127.0.0.1:4000/callback"
+#: Bound on one exchange with a loopback server.
+WAIT = 10.0
 
 
 def callback(**params: str) -> str:
@@ -113,6 +119,72 @@ def test_ssrf_guard_refuses(url: str) -> None:
         check_url(url, allow_private=False)
 
 
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.1",  # inet_aton forms of 127.0.0.1: resolvers accept them all
+        "2130706433",
+        "0x7f000001",
+        "0X7F.1",
+        "0177.0.0.1",
+        "0177.1",
+        "0",  # 0.0.0.0: this host
+        "0x0",
+        "10.1",  # 10.0.0.1
+        "0xa9fea9fe",  # 169.254.169.254, the cloud metadata address
+        "2852039166",
+        "100.64.0.1",  # carrier-grade NAT, RFC 6598
+        "100.127.255.254",
+        "[2002:7f00:1::]",  # 6to4 around 127.0.0.1
+        "[2002:a9fe:a9fe::1]",  # 6to4 around 169.254.169.254
+        "\uff11\uff12\uff17.\uff10.\uff10.\uff11",  # full-width digits: IDNA folds them
+        "127\u30020\u30020\u30021",  # ideographic full stops, folded to dots
+        "localhost.",
+        "127.0.0.1.",
+    ],
+)
+def test_ssrf_guard_reads_hosts_as_resolvers_do(host: str) -> None:
+    with pytest.raises(UnsafeUrl, match="non-public address"):
+        check_url(f"http://{host}/.well-known/x", allow_private=False)
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "[::1]",
+        "[::ffff:127.0.0.1]",
+        "[::ffff:7f00:1]",
+        "[::ffff:100.64.0.1]",
+        "[64:ff9b::a9fe:a9fe]",
+        "[fe80::1%25eth0]",
+        "[::]",
+        "[fd00::1]",
+        "[ff02::1]",
+    ],
+)
+def test_ssrf_guard_refuses_ipv6_forms(host: str) -> None:
+    with pytest.raises(UnsafeUrl, match="non-public address"):
+        check_url(f"http://{host}/x", allow_private=False)
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "8.8.8.8",
+        "134744072",
+        "0x08080808",
+        "100.128.0.1",
+        "100.63.255.255",
+        "[2606:4700::1111]",
+        "123.example.com",
+        "0x7f.example.com",
+        "localhost.example.com",
+    ],
+)
+def test_ssrf_guard_lets_public_hosts_through(host: str) -> None:
+    assert check_url(f"https://{host}/x", allow_private=False).port == 443
+
+
 def test_ssrf_guard_allows_public_and_opt_in() -> None:
     assert (
         check_url("https://as.example.com/.well-known/x", allow_private=False).host
@@ -149,6 +221,66 @@ def test_discovery_urls_and_resource_match() -> None:
     assert resource_allowed("https://m", "https://m/mcp")
     assert not resource_allowed("https://evil/mcp", "https://m/mcp")
     assert not resource_allowed("https://m/other", "https://m/mcp")
+
+
+def _metadata_server(document: Mapping[str, object]) -> App:
+    """Serves ``document`` as the RFC 8414 metadata (and nothing else: 404)."""
+
+    async def app(request: Request, reply: Reply) -> None:
+        if request.target.startswith("/.well-known/oauth-authorization-server"):
+            await reply.json(document)
+        else:
+            await reply.status(404)
+
+    return app
+
+
+@pytest.mark.parametrize(
+    ("issuer", "reason"),
+    [
+        (None, "names no issuer"),
+        ("", "names no issuer"),
+        (5, "names no issuer"),
+        ("https://evil.example", "names issuer 'https://evil.example', not 'http://127"),
+    ],
+)
+async def test_metadata_without_the_issuer_asked_for_is_refused(
+    issuer: object, reason: str
+) -> None:
+    document: dict[str, object] = {"authorization_endpoint": "https://evil.example/authorize"}
+    if issuer is not None:
+        document["issuer"] = issuer
+    async with fake_server(_metadata_server(document)) as server:
+        asked = f"http://127.0.0.1:{server.port}"
+        fetcher = Fetcher(timeout=WAIT)
+        try:
+            with pytest.raises(AuthorizationFailed, match=reason) as caught:
+                await fetch_server_metadata(fetcher, asked)
+        finally:
+            await fetcher.aclose()
+    assert f"{asked}/.well-known/oauth-authorization-server" in str(caught.value)
+
+
+async def test_a_2025_03_26_servers_own_metadata_must_name_an_issuer_too() -> None:
+    async with fake_server(_metadata_server({"token_endpoint": "https://x/token"})) as server:
+        fetcher = Fetcher(timeout=WAIT)
+        try:
+            with pytest.raises(AuthorizationFailed, match="names no issuer"):
+                await discover(fetcher, server.url, parse_challenge("Bearer"))
+        finally:
+            await fetcher.aclose()
+
+
+async def test_metadata_naming_the_issuer_asked_for_is_used() -> None:
+    async with fake_server(_metadata_server({})) as server:
+        asked = f"http://127.0.0.1:{server.port}"
+        document = {"issuer": asked + "/", "token_endpoint": f"{asked}/token"}
+        server.app = _metadata_server(document)
+        fetcher = Fetcher(timeout=WAIT)
+        try:
+            assert await fetch_server_metadata(fetcher, asked) == document
+        finally:
+            await fetcher.aclose()
 
 
 async def test_file_token_store(tmp_path: Path) -> None:

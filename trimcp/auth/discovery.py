@@ -172,16 +172,25 @@ async def fetch_resource_metadata(
 async def fetch_server_metadata(
     fetcher: Fetcher, issuer: str, *, check_issuer: bool = True
 ) -> dict[str, Any] | None:
-    """The authorization server metadata of ``issuer`` (whose ``issuer`` must match,
-    unless ``check_issuer`` is off: a 2025-03-26 server's own metadata)."""
+    """The authorization server metadata of ``issuer``. It must name an ``issuer`` (RFC
+    8414 section 3.3: metadata without one must not be used), and that ``issuer`` must be
+    the one asked for (mix-up defence), unless ``check_issuer`` is off: a 2025-03-26
+    server's own metadata, found at its origin, names the issuer it has. Raises
+    :class:`AuthorizationFailed` naming the metadata URL."""
     for url in as_metadata_urls(issuer):
         document = await _get_object(fetcher, url)
         if document is None:
             continue
         named = document.get("issuer")
-        if check_issuer and isinstance(named, str) and named.rstrip("/") != issuer.rstrip("/"):
+        if not isinstance(named, str) or not named:
             raise AuthorizationFailed(
-                f"the metadata at {url} names issuer {named[:200]!r}, not {issuer!r}"
+                f"the authorization server metadata at {url} names no issuer (RFC 8414 "
+                "requires it; metadata without one must not be used): refusing to log in there"
+            )
+        if check_issuer and named.rstrip("/") != issuer.rstrip("/"):
+            raise AuthorizationFailed(
+                f"the authorization server metadata at {url} names issuer {named[:200]!r}, "
+                f"not {issuer!r} (the one it was fetched for): refusing to log in there"
             )
         return document
     return None
@@ -211,7 +220,7 @@ async def discover(fetcher: Fetcher, server_url: str, challenge: Challenge) -> D
     # 2025-03-26: the MCP server's origin is the authorization server.
     issuer = _origin(server_url)
     metadata = await fetch_server_metadata(fetcher, issuer, check_issuer=False)
-    if metadata is not None and isinstance(metadata.get("issuer"), str):
+    if metadata is not None:
         issuer = metadata["issuer"]
     if metadata is None:
         metadata = {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 import ssl
 from collections.abc import Mapping
 from typing import Any
@@ -56,16 +57,72 @@ class JsonResponse(Record):
         return value
 
 
-def is_public_host(host: str) -> bool:
-    """False for a literal private, loopback, link-local, multicast or reserved address.
+#: Carrier-grade NAT (RFC 6598): not global, yet ``ipaddress`` calls it neither private nor
+#: reserved.
+_SHARED_SPACE = ipaddress.IPv4Network("100.64.0.0/10")
+#: NAT64's well-known prefix (RFC 6052): the last 32 bits are an IPv4 address.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_HEX = re.compile(r"0[xX][0-9a-fA-F]*\Z")
+_OCTAL = re.compile(r"0[0-7]+\Z")
+_DECIMAL = re.compile(r"[0-9]+\Z")
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
-    Host names are not resolved here (the connection is made to what DNS says at that
-    moment); a literal address is judged directly.
-    """
-    try:
-        address = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return host.lower() not in ("localhost",) and not host.lower().endswith(".localhost")
+
+def _legacy_ipv4(name: str) -> ipaddress.IPv4Address | None:
+    """``name`` read as ``inet_aton`` (and so ``getaddrinfo``) reads it: one to four parts,
+    each decimal, octal (``0177``) or hex (``0x7f``), the last filling the bytes left, so
+    ``127.1``, ``2130706433``, ``0x7f000001`` and ``0177.0.0.1`` all name 127.0.0.1."""
+    parts = name.split(".")
+    if not 1 <= len(parts) <= 4:
+        return None
+    values: list[int] = []
+    for part in parts:
+        if _HEX.match(part):
+            values.append(int(part[2:] or "0", 16))
+        elif _OCTAL.match(part):
+            values.append(int(part, 8))
+        elif _DECIMAL.match(part):
+            values.append(int(part))
+        else:
+            return None
+    *leading, last = values
+    if any(value > 255 for value in leading) or last >= 256 ** (4 - len(leading)):
+        return None
+    number = last
+    for index, value in enumerate(leading):
+        number |= value << (8 * (3 - index))
+    return ipaddress.IPv4Address(number)
+
+
+def host_address(host: str) -> Address | None:
+    """The address a URL's host names literally, read the way a resolver will read it
+    (None for a name to look up): legacy IPv4 forms (see :func:`_legacy_ipv4`), IPv6 with
+    or without brackets or a zone id, non-ASCII digits and dots as IDNA folds them."""
+    name = host.strip().removeprefix("[").removesuffix("]")
+    if not name.isascii():
+        try:  # what the resolver is given: full-width digits and dots become ASCII
+            name = name.encode("idna").decode("ascii")
+        except UnicodeError:
+            return None
+    if ":" in name:
+        try:
+            return ipaddress.IPv6Address(name.split("%", 1)[0])  # the zone id names no host
+        except ValueError:
+            return None
+    return _legacy_ipv4(name.removesuffix("."))
+
+
+def is_public_address(address: Address) -> bool:
+    """False for a private, loopback, link-local, multicast, reserved, unspecified or
+    shared (100.64.0.0/10) address, or an IPv6 address embedding one (mapped, 6to4, NAT64)."""
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = address.ipv4_mapped or address.sixtofour
+        if embedded is None and address in _NAT64:
+            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+        if embedded is not None and not is_public_address(embedded):
+            return False
+    elif address in _SHARED_SPACE:
+        return False
     return not (
         address.is_private
         or address.is_loopback
@@ -74,6 +131,20 @@ def is_public_host(host: str) -> bool:
         or address.is_reserved
         or address.is_unspecified
     )
+
+
+def is_public_host(host: str) -> bool:
+    """False for a literal address that is not public (:func:`is_public_address`), in any
+    form a resolver accepts (:func:`host_address`), and for ``localhost`` names.
+
+    Host names are not resolved here (the connection is made to what DNS says at that
+    moment); a literal address is judged directly.
+    """
+    address = host_address(host)
+    if address is not None:
+        return is_public_address(address)
+    name = host.strip().lower().removesuffix(".")
+    return name != "localhost" and not name.endswith(".localhost")
 
 
 def check_url(url: str, *, allow_private: bool, require_https: bool = False) -> Endpoint:
@@ -88,9 +159,11 @@ def check_url(url: str, *, allow_private: bool, require_https: bool = False) -> 
     except ValueError as exc:
         raise UnsafeUrl(f"refusing URL {url[:200]!r}: {exc}") from None
     if not allow_private and not is_public_host(endpoint.host):
+        address = host_address(endpoint.host)
+        named = endpoint.host if address is None else f"{endpoint.host} ({address})"
         raise UnsafeUrl(
-            f"refusing URL {url[:200]!r}: {endpoint.host} is a private, loopback or "
-            "link-local address (allow_private_addresses=True permits it)"
+            f"refusing URL {url[:200]!r}: {named[:200]} is a private, loopback, link-local "
+            "or otherwise non-public address (allow_private_addresses=True permits it)"
         )
     if require_https and endpoint.scheme != "https" and is_public_host(endpoint.host):
         raise UnsafeUrl(f"refusing URL {url[:200]!r}: authorization endpoints must use https")
