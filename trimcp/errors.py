@@ -117,3 +117,11 @@ class SessionClosed(McpError):
 
     def __init__(self, message: str = "Session closed", data: Any = None) -> None:
         super().__init__(CONNECTION_CLOSED, message, data)
+
+
+class UnexpectedResult(McpError):
+    """A typed request (``Session.request(METHOD, ...)``) was answered with another kind
+    of result than the method's own (a task handle, a 2026 ``InputRequiredResult``)."""
+
+    def __init__(self, message: str, data: Any = None) -> None:
+        super().__init__(INTERNAL_ERROR, message, data)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import trimcp.types as t
-from trimcp.protocol.methods import DRAFT_REVISION, METHODS, REVISIONS, MethodSpec, lookup
+from trimcp.protocol.methods import DRAFT_REVISION, METHODS, REVISIONS, Method, lookup
 
 SCHEMA_DIR = Path(__file__).parent.parent / "data" / "schema"
 ALL_REVISIONS = (*REVISIONS, DRAFT_REVISION)
@@ -123,7 +123,7 @@ def _has_path(defs: dict[str, Any], capabilities: str, path: tuple[str, ...]) ->
 
 
 @pytest.mark.parametrize("spec", [s for s in METHODS.values() if s.capability], ids=str)
-def test_capability_paths_exist_in_the_schema(spec: MethodSpec) -> None:
+def test_capability_paths_exist_in_the_schema(spec: Method[Any, Any]) -> None:
     assert spec.capability is not None
     # Requests need the receiver's capability, notifications the sender's.
     if spec.sender == "both":

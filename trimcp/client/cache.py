@@ -26,10 +26,12 @@ from collections import OrderedDict
 from typing import Any, Final
 
 from trimcp import serde
+from trimcp.protocol.methods import DISCOVER, METHODS
 
-#: The methods whose results may be cached.
+#: The methods whose results may be cached: the method table's cacheable ones, less
+#: ``server/discover``, which the client asks once per connection anyway.
 CACHEABLE_METHODS: Final = frozenset(
-    {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
+    m.name for m in METHODS.values() if m.cacheable and m is not DISCOVER
 )
 #: What each change notification makes stale (``resources/updated`` also names a URI).
 _STALE_AFTER: Final = {

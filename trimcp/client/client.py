@@ -23,7 +23,7 @@ import logging
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, TypeVar, Unpack
+from typing import Any, TypeVar, Unpack, overload
 
 import trio
 
@@ -67,6 +67,24 @@ from trimcp.client.tasks import (
 from trimcp.errors import HEADER_MISMATCH, LocalProtocolError, McpError, RequestTimeout
 from trimcp.protocol.jsonrpc import RequestId
 from trimcp.protocol.lifecycle import Role
+from trimcp.protocol.methods import (
+    CALL_TOOL,
+    COMPLETE,
+    DISCOVER,
+    GET_PROMPT,
+    LIST_PROMPTS,
+    LIST_RESOURCE_TEMPLATES,
+    LIST_RESOURCES,
+    LIST_TASKS,
+    LIST_TOOLS,
+    PING,
+    READ_RESOURCE,
+    SET_LOG_LEVEL,
+    SUBSCRIBE,
+    UNSUBSCRIBE,
+    Method,
+    expect_result,
+)
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import LATEST_VERSION, SUPPORTED_VERSIONS
 from trimcp.session import ProgressCallback, RequestContext, Session
@@ -79,7 +97,6 @@ from trimcp.types import (
     CompletionArgument,
     CompletionContext,
     CompletionReference,
-    CreateTaskResult,
     DiscoverResult,
     GetPromptRequestParams,
     GetPromptResult,
@@ -112,6 +129,7 @@ from trimcp.types import (
 logger = logging.getLogger("trimcp.client")
 
 T = TypeVar("T")
+P = TypeVar("P")
 R = TypeVar("R")
 _DEFAULT: Any = object()
 
@@ -122,13 +140,6 @@ MAX_CACHED_TOOLS = 10_000
 #: How long ``mode="auto"`` waits for an answer to ``server/discover`` before it decides
 #: the server is a 2025 one that ignores unknown requests.
 DEFAULT_DISCOVER_TIMEOUT = 10.0
-
-
-def _typed(result: Any, cls: type[R]) -> R:
-    # The protocol core structures results of known methods, so this only guards misuse.
-    if not isinstance(result, cls):
-        raise TypeError(f"expected {cls.__name__}, got {type(result).__name__}")
-    return result
 
 
 class ClientKwargs(HandlerKwargs, total=False):
@@ -283,7 +294,7 @@ class Client(Agreement):
             and self.log_level is not None
             and connected.negotiated.server_capabilities.logging is not None
         ):
-            await self._request("logging/setLevel", SetLevelRequestParams(level=self.log_level))
+            await self._request(SET_LOG_LEVEL, SetLevelRequestParams(level=self.log_level))
         return connected.negotiated
 
     def open_task_runner(self, session: Session | None = None) -> AbstractAsyncContextManager[None]:
@@ -323,9 +334,33 @@ class Client(Agreement):
 
     # --- requests -------------------------------------------------------------------------
 
+    @overload
+    async def _request(
+        self,
+        method: Method[P, R],
+        params: P,
+        *,
+        timeout: float | None = ...,
+        target: str | None = ...,
+        on_progress: ProgressCallback | None = ...,
+        reset_timeout_on_progress: bool = ...,
+    ) -> R: ...
+
+    @overload
     async def _request(
         self,
         method: str,
+        params: Any,
+        *,
+        timeout: float | None = ...,
+        target: str | None = ...,
+        on_progress: ProgressCallback | None = ...,
+        reset_timeout_on_progress: bool = ...,
+    ) -> Any: ...
+
+    async def _request(
+        self,
+        method: Method[Any, Any] | str,
         params: Any,
         *,
         timeout: float | None = _DEFAULT,
@@ -333,6 +368,13 @@ class Client(Agreement):
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
     ) -> Any:
+        """Send one request through the cache and the middleware; a method of the table
+        (a :class:`~trimcp.protocol.methods.Method`) comes back as its result type."""
+        if isinstance(method, Method):
+            typed: Method[Any, Any] | None = method
+            method = method.name
+        else:
+            typed = None
         kwargs: dict[str, Any] = {}
         if timeout is not _DEFAULT:
             kwargs["timeout"] = timeout
@@ -342,7 +384,7 @@ class Client(Agreement):
             if key is not None:
                 cached = self.cache.get(key, trio.current_time())
                 if cached is not None:
-                    return cached
+                    return cached if typed is None else expect_result(typed, cached)
             params = with_meta(params, self._envelope())
         progress = self._progress_callback(method, target, on_progress)
         try:
@@ -366,7 +408,7 @@ class Client(Agreement):
             raise timed_out(exc, method, target, default=timeout is _DEFAULT) from None
         if key is not None:
             self.cache.put(key, result, trio.current_time())
-        return result
+        return result if typed is None else expect_result(typed, result)
 
     async def _send(self, call: OutgoingCall) -> Any:
         """The end of the middleware chain: send the request as the middleware left it."""
@@ -379,7 +421,7 @@ class Client(Agreement):
 
     async def _request_with_input(
         self,
-        method: str,
+        method: Method[Any, Any],
         params: Any,
         *,
         target: str | None,
@@ -393,7 +435,7 @@ class Client(Agreement):
 
         async def attempt(attempt_params: Any) -> Any:
             return await self._request(
-                method,
+                method.name,
                 attempt_params,
                 timeout=timeout,
                 target=target,
@@ -402,7 +444,13 @@ class Client(Agreement):
             )
 
         return await with_input_rounds(
-            attempt, params, self.handlers, self.session, self.max_input_rounds, method, target
+            attempt,
+            params,
+            self.handlers,
+            self.session,
+            self.max_input_rounds,
+            method.name,
+            target,
         )
 
     def _progress_callback(
@@ -428,9 +476,9 @@ class Client(Agreement):
         ``timeout`` (default ``SessionOptions.request_timeout``). Cancellation: see the
         module docstring."""
         if self._era is Era.MODERN:
-            await self._request("server/discover", RequestParams(), timeout=timeout)
+            await self._request(DISCOVER, RequestParams(), timeout=timeout)
             return
-        await self._request("ping", None, timeout=timeout)
+        await self._request(PING, None, timeout=timeout)
 
     # Tools.
 
@@ -438,7 +486,7 @@ class Client(Agreement):
         """One page of ``tools/list``; remembers each tool's output schema for validation.
         Cancellation: see the module docstring."""
         params = PaginatedRequestParams(cursor=cursor)
-        result = _typed(await self._request("tools/list", params), ListToolsResult)
+        result = await self._request(LIST_TOOLS, params)
         for tool in result.tools:
             self._remember(tool)
         return result
@@ -506,7 +554,7 @@ class Client(Agreement):
         for attempt in (1, 2):
             try:
                 answer = await self._request_with_input(
-                    "tools/call",
+                    CALL_TOOL,
                     params,
                     timeout=timeout,
                     target=name,
@@ -527,7 +575,7 @@ class Client(Agreement):
             # the tasks extension); wait for it, as the caller asked for the result.
             handle = self._remember_task(TaskHandle(self, as_task(answer), modern=True))
             answer = await handle.result()
-        result = _typed(answer, CallToolResult)
+        result = expect_result(CALL_TOOL, answer)
         if self.validate_output:
             self._check_output(name, result)
         return result
@@ -573,11 +621,8 @@ class Client(Agreement):
             meta=dict(meta) if meta is not None else None,
             task=TaskMetadata(ttl=round(ttl * 1000) if ttl is not None else None),
         )
-        created = _typed(
-            await self._request(
-                "tools/call", params, timeout=timeout, target=name, on_progress=on_progress
-            ),
-            CreateTaskResult,
+        created = await self._request(
+            CALL_TOOL.as_task(), params, timeout=timeout, target=name, on_progress=on_progress
         )
         return self._remember_task(TaskHandle(self, created.task))
 
@@ -600,10 +645,10 @@ class Client(Agreement):
             meta=dict(meta) if meta is not None else None,
         )
         # The server decides (it may ask for input first, or answer at once).
-        answer = await self._request_with_input("tools/call", params, timeout=timeout, target=name)
+        answer = await self._request_with_input(CALL_TOOL, params, timeout=timeout, target=name)
         if is_task_answer(answer):
             return self._remember_task(TaskHandle(self, as_task(answer), modern=True))
-        return TaskHandle.finished(self, _typed(answer, CallToolResult))
+        return TaskHandle.finished(self, expect_result(CALL_TOOL, answer))
 
     def _remember_task(self, handle: TaskHandle) -> TaskHandle:
         self._task_handles[handle.task_id] = handle
@@ -634,7 +679,7 @@ class Client(Agreement):
         if self.era is Era.MODERN:
             raise LocalProtocolError("tasks/list does not exist in 2026-07-28 (tasks extension)")
         params = PaginatedRequestParams(cursor=cursor)
-        return _typed(await self._request("tasks/list", params), ListTasksResult)
+        return await self._request(LIST_TASKS, params)
 
     def _check_output(self, name: str, result: CallToolResult) -> None:
         tool = self._tools.get(name)
@@ -654,7 +699,7 @@ class Client(Agreement):
     async def list_resources(self, cursor: str | None = None) -> ListResourcesResult:
         """One page of ``resources/list``. Cancellation: see the module docstring."""
         params = PaginatedRequestParams(cursor=cursor)
-        return _typed(await self._request("resources/list", params), ListResourcesResult)
+        return await self._request(LIST_RESOURCES, params)
 
     def iter_resources(self, *, max_pages: int | None = None) -> PageIterator[Resource]:
         """Every resource, page after page (at most ``max_pages``)."""
@@ -670,9 +715,7 @@ class Client(Agreement):
     ) -> ListResourceTemplatesResult:
         """One page of ``resources/templates/list``. Cancellation: see the module docstring."""
         params = PaginatedRequestParams(cursor=cursor)
-        return _typed(
-            await self._request("resources/templates/list", params), ListResourceTemplatesResult
-        )
+        return await self._request(LIST_RESOURCE_TEMPLATES, params)
 
     def iter_resource_templates(
         self, *, max_pages: int | None = None
@@ -691,10 +734,8 @@ class Client(Agreement):
         """Read one resource. Cancellation: see the module docstring."""
         check_str("read_resource", "uri", uri)
         params = ReadResourceRequestParams(uri=uri)
-        return _typed(
-            await self._request_with_input("resources/read", params, timeout=timeout, target=uri),
-            ReadResourceResult,
-        )
+        answer = await self._request_with_input(READ_RESOURCE, params, timeout=timeout, target=uri)
+        return expect_result(READ_RESOURCE, answer)
 
     async def subscribe_resource(self, uri: str) -> None:
         """Ask for ``notifications/resources/updated`` about ``uri`` (``on_resource_updated``).
@@ -702,13 +743,13 @@ class Client(Agreement):
         :meth:`listen` with ``resource_subscriptions`` (raises :class:`LocalProtocolError`).
         Cancellation: see the module docstring."""
         self._no_session_request("resources/subscribe")
-        await self._request("resources/subscribe", SubscribeRequestParams(uri=uri), target=uri)
+        await self._request(SUBSCRIBE, SubscribeRequestParams(uri=uri), target=uri)
 
     async def unsubscribe_resource(self, uri: str) -> None:
         """Stop the updates about ``uri`` (2025 only, as :meth:`subscribe_resource`).
         Cancellation: see the module docstring."""
         self._no_session_request("resources/unsubscribe")
-        await self._request("resources/unsubscribe", UnsubscribeRequestParams(uri=uri), target=uri)
+        await self._request(UNSUBSCRIBE, UnsubscribeRequestParams(uri=uri), target=uri)
 
     def _no_session_request(self, method: str) -> None:
         if self._era is Era.MODERN:
@@ -722,7 +763,7 @@ class Client(Agreement):
     async def list_prompts(self, cursor: str | None = None) -> ListPromptsResult:
         """One page of ``prompts/list``. Cancellation: see the module docstring."""
         params = PaginatedRequestParams(cursor=cursor)
-        return _typed(await self._request("prompts/list", params), ListPromptsResult)
+        return await self._request(LIST_PROMPTS, params)
 
     def iter_prompts(self, *, max_pages: int | None = None) -> PageIterator[Prompt]:
         """Every prompt, page after page (at most ``max_pages``)."""
@@ -745,10 +786,8 @@ class Client(Agreement):
         params = GetPromptRequestParams(
             name=name, arguments=string_map(f"get_prompt({name!r})", "arguments", arguments)
         )
-        return _typed(
-            await self._request_with_input("prompts/get", params, timeout=timeout, target=name),
-            GetPromptResult,
-        )
+        answer = await self._request_with_input(GET_PROMPT, params, timeout=timeout, target=name)
+        return expect_result(GET_PROMPT, answer)
 
     # Subscriptions (2026-07-28).
 
@@ -824,9 +863,7 @@ class Client(Agreement):
             if context_arguments is not None
             else None,
         )
-        return _typed(
-            await self._request("completion/complete", params, timeout=timeout), CompleteResult
-        )
+        return await self._request(COMPLETE, params, timeout=timeout)
 
     async def set_logging_level(self, level: LoggingLevel) -> None:
         """Ask the server to send log messages at ``level`` and above (``on_log_message``).
@@ -836,7 +873,7 @@ class Client(Agreement):
         if self._era is Era.MODERN:
             self.log_level = level
             return
-        await self._request("logging/setLevel", SetLevelRequestParams(level=level))
+        await self._request(SET_LOG_LEVEL, SetLevelRequestParams(level=level))
         self.log_level = level
 
     async def notify_roots_changed(self) -> None:

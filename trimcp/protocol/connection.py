@@ -68,7 +68,7 @@ from trimcp.protocol.lifecycle import (
     next_state,
     request_allowed,
 )
-from trimcp.protocol.methods import MethodSpec, lookup, task_capability
+from trimcp.protocol.methods import Method, lookup, task_capability
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import SUPPORTED_VERSIONS, allows_batches, is_stateless
 from trimcp.types import (
@@ -386,7 +386,7 @@ class Connection:
             return f"Invalid request: {method} before initialization (only ping is allowed)"
         return f"Invalid request: {method} before initialization completed"
 
-    def _inbound_refusal(self, spec: MethodSpec) -> str | None:
+    def _inbound_refusal(self, spec: Method[Any, Any]) -> str | None:
         """Why the peer may not send us this method now, or None when it may."""
         if spec.kind != "request" or spec.sender not in (self._peer, "both"):
             return f"Method not found: {spec.name}"
@@ -636,7 +636,7 @@ class Connection:
             return "Cannot send initialize: the session is already initializing or initialized"
         return f"Cannot send {method} before initialization completed"
 
-    def _check_outbound(self, spec: MethodSpec, kind: str) -> None:
+    def _check_outbound(self, spec: Method[Any, Any], kind: str) -> None:
         if spec.kind != kind or spec.sender not in (self.role.value, "both"):
             raise LocalProtocolError(
                 f"A {self.role.value} cannot send {spec.name} as a {kind}", METHOD_NOT_FOUND

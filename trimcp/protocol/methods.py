@@ -1,18 +1,76 @@
 """Every MCP method as data: who sends it, its params and result types, where it exists.
 
-One table, :data:`METHODS`, built from the ``ClientRequest``/``ServerRequest``/
-``ClientNotification``/``ServerNotification`` unions of each revision's schema (a test
-checks it against them). Look methods up with :func:`lookup`; nothing here does I/O.
+Each method is a typed constant, a :class:`Method` ``[Params, Result]`` (``CALL_TOOL`` is
+``Method[CallToolRequestParams, CallToolResult]``), so code that sends or serves a method
+through its constant is type-checked on both sides: ``await session.request(CALL_TOOL,
+params)`` is a ``CallToolResult``, and a server handler registered for ``CALL_TOOL`` takes
+``CallToolRequestParams``. The per-era facts are columns of the same row (removed in
+2026-07-28, may answer ``input_required``, carries cache hints, the params field that
+travels as ``Mcp-Name``). :data:`METHODS` indexes them by name, built from the
+``ClientRequest``/``ServerRequest``/``ClientNotification``/``ServerNotification`` unions of
+each revision's schema (a test checks it against them, and that each constant's
+annotation names the types its row loads). Look methods up with :func:`lookup`; nothing
+here does I/O, and the wire types load on first use.
 """
+
+from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType, UnionType
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeVar, cast
 
 import attrs
 
 import trimcp.types
 from trimcp._record import Record
+from trimcp.errors import UnexpectedResult
+
+if TYPE_CHECKING:
+    from trimcp.types import (
+        CallToolRequestParams,
+        CallToolResult,
+        CancelledNotificationParams,
+        CancelTaskRequestParams,
+        CancelTaskResult,
+        CompleteRequestParams,
+        CompleteResult,
+        CreateMessageRequestParams,
+        CreateMessageResult,
+        CreateTaskResult,
+        DiscoverResult,
+        ElicitationCompleteNotificationParams,
+        ElicitRequestParams,
+        ElicitResult,
+        EmptyResult,
+        GetPromptRequestParams,
+        GetPromptResult,
+        GetTaskPayloadRequestParams,
+        GetTaskRequestParams,
+        GetTaskResult,
+        InitializeRequestParams,
+        InitializeResult,
+        ListPromptsResult,
+        ListResourcesResult,
+        ListResourceTemplatesResult,
+        ListRootsResult,
+        ListTasksResult,
+        ListToolsResult,
+        LoggingMessageNotificationParams,
+        NotificationParams,
+        PaginatedRequestParams,
+        ProgressNotificationParams,
+        ReadResourceRequestParams,
+        ReadResourceResult,
+        RequestParams,
+        ResourceUpdatedNotificationParams,
+        SetLevelRequestParams,
+        SubscribeRequestParams,
+        SubscriptionsAcknowledgedNotificationParams,
+        SubscriptionsListenRequestParams,
+        SubscriptionsListenResult,
+        TaskStatusNotificationParams,
+        UnsubscribeRequestParams,
+    )
 
 REVISIONS: Final[tuple[str, ...]] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """The protocol revisions trimcp speaks, oldest first."""
@@ -23,10 +81,13 @@ DRAFT_REVISION: Final = "2026-07-28"
 Kind = Literal["request", "notification"]
 Sender = Literal["client", "server", "both"]
 
+P = TypeVar("P")
+R = TypeVar("R")
+
 
 @attrs.frozen(repr=False, eq=False)
-class MethodSpec(Record):
-    """What the protocol says about one method.
+class Method(Record, Generic[P, R]):
+    """What the protocol says about one method; ``P`` its params, ``R`` its result.
 
     - ``sender``: who may send it, over :data:`REVISIONS` (for methods that exist only in
       :data:`DRAFT_REVISION`, over that one).
@@ -40,6 +101,12 @@ class MethodSpec(Record):
     - ``capability``: for requests, the path (wire names) in the *receiver's* capabilities
       that must be present; for notifications, the path in the *sender's* capabilities.
       ``None`` when no capability is needed.
+    - ``removed_in_stateless``: a session-era method that 2026-07-28 removed (a 2026
+      request for it is answered ``-32601``); the 2025 ``tasks/*`` moved to an extension
+      and are not marked.
+    - ``input_capable``: in 2026-07-28, the request may be answered ``input_required``.
+    - ``cacheable``: in 2026-07-28, a complete result carries ``ttlMs``/``cacheScope``.
+    - ``name_field``: the params field whose value travels as the ``Mcp-Name`` header.
     """
 
     name: str
@@ -47,11 +114,16 @@ class MethodSpec(Record):
     sender: Sender
     #: The names in :mod:`trimcp.types` of ``params_type`` and ``result_type``: the table
     #: names its types, and each is loaded on first use (a stdio server's start loads
-    #: only the wire types it meets).
+    #: only the wire types it meets). A test checks them against each constant's
+    #: annotation, so the names cannot drift from the types mypy sees.
     params_name: str | None
     result_name: str | None
     revisions: frozenset[str]
     capability: tuple[str, ...] | None
+    removed_in_stateless: bool = False
+    input_capable: bool = False
+    cacheable: bool = False
+    name_field: str | None = None
 
     @property
     def params_type(self) -> type | UnionType | None:
@@ -66,6 +138,12 @@ class MethodSpec(Record):
         result: type = _WIRE_TYPES.get(name) or _wire_type(name)
         return result
 
+    def as_task(self) -> Method[P, CreateTaskResult]:
+        """This request, task-augmented (2025-11-25 params with ``task``): answered with
+        a ``CreateTaskResult`` instead of its own result."""
+        task: Method[Any, Any] = attrs.evolve(self, result_name="CreateTaskResult")
+        return task
+
 
 _WIRE_TYPES: dict[str, Any] = {}
 
@@ -75,17 +153,6 @@ def _wire_type(name: str) -> Any:
     if found is None:
         found = _WIRE_TYPES[name] = getattr(trimcp.types, name)
     return found
-
-
-class _TypeNames:
-    """``t.InitializeResult`` is the string ``"InitializeResult"``: the table below reads
-    as if it held the types, and holds their names."""
-
-    def __getattr__(self, name: str) -> str:
-        return name
-
-
-t: Final = _TypeNames()
 
 
 def _since(first: str, *, draft: bool = True) -> frozenset[str]:
@@ -106,8 +173,9 @@ def _request(
     result: str | None,
     revisions: frozenset[str],
     capability: tuple[str, ...] | None = None,
-) -> MethodSpec:
-    return MethodSpec(name, "request", sender, params, result, revisions, capability)
+    **columns: Any,
+) -> Method[Any, Any]:
+    return Method(name, "request", sender, params, result, revisions, capability, **columns)
 
 
 def _notification(
@@ -116,209 +184,295 @@ def _notification(
     params: str,
     revisions: frozenset[str],
     capability: tuple[str, ...] | None = None,
-) -> MethodSpec:
-    return MethodSpec(name, "notification", sender, params, None, revisions, capability)
+    **columns: Any,
+) -> Method[Any, None]:
+    return Method(name, "notification", sender, params, None, revisions, capability, **columns)
 
 
-_SPECS: Final = (
-    # Lifecycle and utilities.
-    _request("initialize", "client", t.InitializeRequestParams, t.InitializeResult, _SESSION_ONLY),
-    _request("ping", "both", t.RequestParams, t.EmptyResult, _SESSION_ONLY),
-    _notification("notifications/initialized", "client", t.NotificationParams, _SESSION_ONLY),
-    _notification("notifications/cancelled", "both", t.CancelledNotificationParams, _ALL),
-    _notification(
-        "notifications/progress",
-        "both",
-        t.ProgressNotificationParams,
-        _ALL,  # server-only in the draft revision
-    ),
-    # Server features (requests the client sends).
-    _request(
-        "resources/list",
-        "client",
-        t.PaginatedRequestParams,
-        t.ListResourcesResult,
-        _ALL,
-        ("resources",),
-    ),
-    _request(
-        "resources/templates/list",
-        "client",
-        t.PaginatedRequestParams,
-        t.ListResourceTemplatesResult,
-        _ALL,
-        ("resources",),
-    ),
-    _request(
-        "resources/read",
-        "client",
-        t.ReadResourceRequestParams,
-        t.ReadResourceResult,
-        _ALL,
-        ("resources",),
-    ),
-    _request(
-        "resources/subscribe",
-        "client",
-        t.SubscribeRequestParams,
-        t.EmptyResult,
-        _SESSION_ONLY,
-        ("resources", "subscribe"),
-    ),
-    _request(
-        "resources/unsubscribe",
-        "client",
-        t.UnsubscribeRequestParams,
-        t.EmptyResult,
-        _SESSION_ONLY,
-        ("resources", "subscribe"),
-    ),
-    _request(
-        "prompts/list", "client", t.PaginatedRequestParams, t.ListPromptsResult, _ALL, ("prompts",)
-    ),
-    _request(
-        "prompts/get", "client", t.GetPromptRequestParams, t.GetPromptResult, _ALL, ("prompts",)
-    ),
-    _request("tools/list", "client", t.PaginatedRequestParams, t.ListToolsResult, _ALL, ("tools",)),
-    _request("tools/call", "client", t.CallToolRequestParams, t.CallToolResult, _ALL, ("tools",)),
-    # 2024-11-05 has completion/complete but no ``completions`` capability yet.
-    _request(
-        "completion/complete",
-        "client",
-        t.CompleteRequestParams,
-        t.CompleteResult,
-        _ALL,
-        ("completions",),
-    ),
-    _request(
-        "logging/setLevel",
-        "client",
-        t.SetLevelRequestParams,
-        t.EmptyResult,
-        _SESSION_ONLY,
-        ("logging",),
-    ),
-    # Server notifications.
-    _notification(
-        "notifications/resources/list_changed",
-        "server",
-        t.NotificationParams,
-        _ALL,
-        ("resources", "listChanged"),
-    ),
-    _notification(
-        "notifications/resources/updated",
-        "server",
-        t.ResourceUpdatedNotificationParams,
-        _ALL,
-        ("resources", "subscribe"),
-    ),
-    _notification(
-        "notifications/prompts/list_changed",
-        "server",
-        t.NotificationParams,
-        _ALL,
-        ("prompts", "listChanged"),
-    ),
-    _notification(
-        "notifications/tools/list_changed",
-        "server",
-        t.NotificationParams,
-        _ALL,
-        ("tools", "listChanged"),
-    ),
-    _notification(
-        "notifications/message",
-        "server",
-        t.LoggingMessageNotificationParams,
-        _ALL,
-        ("logging",),
-    ),
-    # Client features (requests the server sends).
-    _request(
-        "sampling/createMessage",
-        "server",
-        t.CreateMessageRequestParams,
-        t.CreateMessageResult,
-        _SESSION_ONLY,
-        ("sampling",),
-    ),
-    _request("roots/list", "server", t.RequestParams, t.ListRootsResult, _SESSION_ONLY, ("roots",)),
-    _notification(
-        "notifications/roots/list_changed",
-        "client",
-        t.NotificationParams,
-        _SESSION_ONLY,
-        ("roots", "listChanged"),
-    ),
-    _request(
-        "elicitation/create",
-        "server",
-        t.ElicitRequestParams,
-        t.ElicitResult,
-        frozenset({"2025-06-18", "2025-11-25"}),
-        ("elicitation",),
-    ),
-    # Sent only for URL-mode elicitations, which the *client* declares
-    # (elicitation.url); the server has no capability of its own for it.
-    _notification(
-        "notifications/elicitation/complete",
-        "server",
-        t.ElicitationCompleteNotificationParams,
-        _V2025_11_25,
-    ),
-    # Tasks (2025-11-25): either side may be the receiver of a task-augmented request.
-    _request(
-        "tasks/get", "both", t.GetTaskRequestParams, t.GetTaskResult, _V2025_11_25, ("tasks",)
-    ),
-    _request("tasks/result", "both", t.GetTaskPayloadRequestParams, None, _V2025_11_25, ("tasks",)),
-    _request(
-        "tasks/list",
-        "both",
-        t.PaginatedRequestParams,
-        t.ListTasksResult,
-        _V2025_11_25,
-        ("tasks", "list"),
-    ),
-    _request(
-        "tasks/cancel",
-        "both",
-        t.CancelTaskRequestParams,
-        t.CancelTaskResult,
-        _V2025_11_25,
-        ("tasks", "cancel"),
-    ),
-    _notification(
-        "notifications/tasks/status",
-        "both",
-        t.TaskStatusNotificationParams,
-        _V2025_11_25,
-        ("tasks",),
-    ),
-    # The stateless draft revision.
-    _request("server/discover", "client", t.RequestParams, t.DiscoverResult, _DRAFT_ONLY),
-    _request(
-        "subscriptions/listen",
-        "client",
-        t.SubscriptionsListenRequestParams,
-        t.SubscriptionsListenResult,
-        _DRAFT_ONLY,
-    ),
+# --- lifecycle and utilities ----------------------------------------------------------------
+
+INITIALIZE: Final[Method[InitializeRequestParams, InitializeResult]] = _request(
+    "initialize",
+    "client",
+    "InitializeRequestParams",
+    "InitializeResult",
+    _SESSION_ONLY,
+    removed_in_stateless=True,
+)
+PING: Final[Method[RequestParams | None, EmptyResult]] = _request(
+    "ping", "both", "RequestParams", "EmptyResult", _SESSION_ONLY, removed_in_stateless=True
+)
+INITIALIZED: Final[Method[NotificationParams | None, None]] = _notification(
+    "notifications/initialized",
+    "client",
+    "NotificationParams",
+    _SESSION_ONLY,
+    removed_in_stateless=True,
+)
+CANCELLED: Final[Method[CancelledNotificationParams, None]] = _notification(
+    "notifications/cancelled", "both", "CancelledNotificationParams", _ALL
+)
+PROGRESS: Final[Method[ProgressNotificationParams, None]] = _notification(
+    "notifications/progress",
+    "both",
+    "ProgressNotificationParams",
+    _ALL,  # server-only in the draft revision
+)
+
+# --- server features (requests the client sends) --------------------------------------------
+
+LIST_RESOURCES: Final[Method[PaginatedRequestParams | None, ListResourcesResult]] = _request(
+    "resources/list",
+    "client",
+    "PaginatedRequestParams",
+    "ListResourcesResult",
+    _ALL,
+    ("resources",),
+    cacheable=True,
+)
+LIST_RESOURCE_TEMPLATES: Final[
+    Method[PaginatedRequestParams | None, ListResourceTemplatesResult]
+] = _request(
+    "resources/templates/list",
+    "client",
+    "PaginatedRequestParams",
+    "ListResourceTemplatesResult",
+    _ALL,
+    ("resources",),
+    cacheable=True,
+)
+READ_RESOURCE: Final[Method[ReadResourceRequestParams, ReadResourceResult]] = _request(
+    "resources/read",
+    "client",
+    "ReadResourceRequestParams",
+    "ReadResourceResult",
+    _ALL,
+    ("resources",),
+    input_capable=True,
+    cacheable=True,
+    name_field="uri",
+)
+SUBSCRIBE: Final[Method[SubscribeRequestParams, EmptyResult]] = _request(
+    "resources/subscribe",
+    "client",
+    "SubscribeRequestParams",
+    "EmptyResult",
+    _SESSION_ONLY,
+    ("resources", "subscribe"),
+    removed_in_stateless=True,
+)
+UNSUBSCRIBE: Final[Method[UnsubscribeRequestParams, EmptyResult]] = _request(
+    "resources/unsubscribe",
+    "client",
+    "UnsubscribeRequestParams",
+    "EmptyResult",
+    _SESSION_ONLY,
+    ("resources", "subscribe"),
+    removed_in_stateless=True,
+)
+LIST_PROMPTS: Final[Method[PaginatedRequestParams | None, ListPromptsResult]] = _request(
+    "prompts/list",
+    "client",
+    "PaginatedRequestParams",
+    "ListPromptsResult",
+    _ALL,
+    ("prompts",),
+    cacheable=True,
+)
+GET_PROMPT: Final[Method[GetPromptRequestParams, GetPromptResult]] = _request(
+    "prompts/get",
+    "client",
+    "GetPromptRequestParams",
+    "GetPromptResult",
+    _ALL,
+    ("prompts",),
+    input_capable=True,
+    name_field="name",
+)
+LIST_TOOLS: Final[Method[PaginatedRequestParams | None, ListToolsResult]] = _request(
+    "tools/list",
+    "client",
+    "PaginatedRequestParams",
+    "ListToolsResult",
+    _ALL,
+    ("tools",),
+    cacheable=True,
+)
+CALL_TOOL: Final[Method[CallToolRequestParams, CallToolResult]] = _request(
+    "tools/call",
+    "client",
+    "CallToolRequestParams",
+    "CallToolResult",
+    _ALL,
+    ("tools",),
+    input_capable=True,
+    name_field="name",
+)
+COMPLETE: Final[Method[CompleteRequestParams, CompleteResult]] = _request(
+    "completion/complete",
+    "client",
+    "CompleteRequestParams",
+    "CompleteResult",
+    _ALL,
+    ("completions",),
+)
+SET_LOG_LEVEL: Final[Method[SetLevelRequestParams, EmptyResult]] = _request(
+    "logging/setLevel",
+    "client",
+    "SetLevelRequestParams",
+    "EmptyResult",
+    _SESSION_ONLY,
+    ("logging",),
+    removed_in_stateless=True,
+)
+RESOURCE_LIST_CHANGED: Final[Method[NotificationParams | None, None]] = _notification(
+    "notifications/resources/list_changed",
+    "server",
+    "NotificationParams",
+    _ALL,
+    ("resources", "listChanged"),
+)
+RESOURCE_UPDATED: Final[Method[ResourceUpdatedNotificationParams, None]] = _notification(
+    "notifications/resources/updated",
+    "server",
+    "ResourceUpdatedNotificationParams",
+    _ALL,
+    ("resources", "subscribe"),
+)
+PROMPT_LIST_CHANGED: Final[Method[NotificationParams | None, None]] = _notification(
+    "notifications/prompts/list_changed",
+    "server",
+    "NotificationParams",
+    _ALL,
+    ("prompts", "listChanged"),
+)
+TOOL_LIST_CHANGED: Final[Method[NotificationParams | None, None]] = _notification(
+    "notifications/tools/list_changed",
+    "server",
+    "NotificationParams",
+    _ALL,
+    ("tools", "listChanged"),
+)
+LOG_MESSAGE: Final[Method[LoggingMessageNotificationParams, None]] = _notification(
+    "notifications/message",
+    "server",
+    "LoggingMessageNotificationParams",
+    _ALL,
+    ("logging",),
+)
+
+# --- client features (requests the server sends) --------------------------------------------
+
+CREATE_MESSAGE: Final[Method[CreateMessageRequestParams, CreateMessageResult]] = _request(
+    "sampling/createMessage",
+    "server",
+    "CreateMessageRequestParams",
+    "CreateMessageResult",
+    _SESSION_ONLY,  # 2026: an input request inside input_required, not a request
+    ("sampling",),
+)
+LIST_ROOTS: Final[Method[RequestParams | None, ListRootsResult]] = _request(
+    "roots/list", "server", "RequestParams", "ListRootsResult", _SESSION_ONLY, ("roots",)
+)
+ROOTS_LIST_CHANGED: Final[Method[NotificationParams | None, None]] = _notification(
+    "notifications/roots/list_changed",
+    "client",
+    "NotificationParams",
+    _SESSION_ONLY,
+    ("roots", "listChanged"),
+    removed_in_stateless=True,
+)
+ELICIT: Final[Method[ElicitRequestParams, ElicitResult]] = _request(
+    "elicitation/create",
+    "server",
+    "ElicitRequestParams",
+    "ElicitResult",
+    _since("2025-06-18", draft=False),
+    ("elicitation",),
+)
+ELICITATION_COMPLETE: Final[Method[ElicitationCompleteNotificationParams, None]] = _notification(
+    "notifications/elicitation/complete",
+    "server",
+    "ElicitationCompleteNotificationParams",
+    _V2025_11_25,
+    removed_in_stateless=True,
+)
+
+# --- tasks (2025-11-25): either side may be the receiver of a task-augmented request --------
+
+GET_TASK: Final[Method[GetTaskRequestParams, GetTaskResult]] = _request(
+    "tasks/get", "both", "GetTaskRequestParams", "GetTaskResult", _V2025_11_25, ("tasks",)
+)
+GET_TASK_RESULT: Final[Method[GetTaskPayloadRequestParams, dict[str, Any]]] = _request(
+    "tasks/result", "both", "GetTaskPayloadRequestParams", None, _V2025_11_25, ("tasks",)
+)
+LIST_TASKS: Final[Method[PaginatedRequestParams | None, ListTasksResult]] = _request(
+    "tasks/list",
+    "both",
+    "PaginatedRequestParams",
+    "ListTasksResult",
+    _V2025_11_25,
+    ("tasks", "list"),
+)
+CANCEL_TASK: Final[Method[CancelTaskRequestParams, CancelTaskResult]] = _request(
+    "tasks/cancel",
+    "both",
+    "CancelTaskRequestParams",
+    "CancelTaskResult",
+    _V2025_11_25,
+    ("tasks", "cancel"),
+)
+TASK_STATUS: Final[Method[TaskStatusNotificationParams, None]] = _notification(
+    "notifications/tasks/status", "both", "TaskStatusNotificationParams", _V2025_11_25, ("tasks",)
+)
+
+# --- the stateless revision ------------------------------------------------------------------
+
+DISCOVER: Final[Method[RequestParams | None, DiscoverResult]] = _request(
+    "server/discover", "client", "RequestParams", "DiscoverResult", _DRAFT_ONLY, cacheable=True
+)
+LISTEN: Final[Method[SubscriptionsListenRequestParams, SubscriptionsListenResult]] = _request(
+    "subscriptions/listen",
+    "client",
+    "SubscriptionsListenRequestParams",
+    "SubscriptionsListenResult",
+    _DRAFT_ONLY,
+)
+LISTEN_ACKNOWLEDGED: Final[Method[SubscriptionsAcknowledgedNotificationParams, None]] = (
     _notification(
         "notifications/subscriptions/acknowledged",
         "server",
-        t.SubscriptionsAcknowledgedNotificationParams,
+        "SubscriptionsAcknowledgedNotificationParams",
         _DRAFT_ONLY,
-    ),
+    )
 )
 
-METHODS: Final[Mapping[str, MethodSpec]] = MappingProxyType({s.name: s for s in _SPECS})
+#: Every method constant above, in the order of the spec's sections.
+_SPECS: Final[tuple[Method[Any, Any], ...]] = tuple(
+    value for value in list(globals().values()) if isinstance(value, Method)
+)
+
+METHODS: Final[Mapping[str, Method[Any, Any]]] = MappingProxyType({s.name: s for s in _SPECS})
 """Every known method by name."""
 
 
-def lookup(method: str) -> MethodSpec | None:
+def lookup(method: str) -> Method[Any, Any] | None:
     """The spec of ``method``, or ``None`` if MCP has no such method (answer ``-32601``)."""
     return METHODS.get(method)
+
+
+def expect_result(method: Method[Any, R], result: object) -> R:
+    """``result`` as ``method``'s result type, which the core structured it as; raises
+    :class:`~trimcp.errors.UnexpectedResult` for an answer of another kind (a task
+    handle, a 2026 ``InputRequiredResult``). The one run-time check behind every typed
+    request, so callers need no ``isinstance`` of their own."""
+    expected = method.result_type
+    if expected is not None and not isinstance(result, expected):
+        raise UnexpectedResult(
+            f"{method.name} was answered with {type(result).__name__}, not "
+            f"{expected.__name__}; send it with send_request() to handle other answers"
+        )
+    return cast("R", result)
 
 
 def task_capability(method: str) -> tuple[str, ...]:

@@ -55,7 +55,7 @@ from trimcp.errors import (
 )
 from trimcp.protocol import tasks_ext
 from trimcp.protocol.connection import has_capability
-from trimcp.protocol.methods import DRAFT_REVISION, lookup
+from trimcp.protocol.methods import DRAFT_REVISION, METHODS, lookup
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import STATELESS_VERSIONS
 from trimcp.types import (
@@ -92,41 +92,21 @@ INPUT_REQUIRED: Final = "input_required"
 
 # --- methods ------------------------------------------------------------------------------
 
+# The per-era columns of the method table (trimcp.protocol.methods), as sets.
+
 #: Session-era methods the stateless revision removed; a 2026 request for one of them is
 #: answered ``-32601`` (HTTP 404). ``tasks/*`` moved to an extension and is not listed.
-REMOVED_METHODS: Final = frozenset(
-    {
-        "initialize",
-        "ping",
-        "logging/setLevel",
-        "resources/subscribe",
-        "resources/unsubscribe",
-        "notifications/initialized",
-        "notifications/roots/list_changed",
-        "notifications/elicitation/complete",
-    }
-)
+REMOVED_METHODS: Final = frozenset(m.name for m in METHODS.values() if m.removed_in_stateless)
 
 #: The only requests a server may answer with ``resultType: "input_required"``.
-INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
+INPUT_METHODS: Final = frozenset(m.name for m in METHODS.values() if m.input_capable)
 
 #: Requests whose complete results carry the cache hints ``ttlMs`` and ``cacheScope``.
-CACHEABLE_METHODS: Final = frozenset(
-    {
-        "server/discover",
-        "tools/list",
-        "prompts/list",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-    }
-)
+CACHEABLE_METHODS: Final = frozenset(m.name for m in METHODS.values() if m.cacheable)
 
 #: Where ``Mcp-Name`` comes from, per method (``params.<field>``).
 NAME_FIELDS: Final[Mapping[str, str]] = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
+    **{m.name: m.name_field for m in METHODS.values() if m.name_field is not None},
     # The tasks extension (SEP-2663): load balancers route task polls by task id.
     **{method: "taskId" for method in tasks_ext.METHODS},
 }

@@ -1,7 +1,17 @@
-"""A low-level server: a table from method name to async handler, plus the handshake.
+"""A low-level server: a table from method to async handler, plus the handshake.
 
 The decorator framework (``trimcp.Server``) is built on the same :class:`SessionHandler`
-contract; this registry is for code that wants to answer raw MCP methods itself.
+contract; this registry is for code that wants to answer raw MCP methods itself. Register
+a method of the table typed end to end::
+
+    server = LowLevelServer(Implementation(name="raw", version="1"), capabilities=...)
+
+    @server.on(CALL_TOOL)  # trimcp.protocol.methods.CALL_TOOL
+    async def call(ctx: RequestContext, params: CallToolRequestParams) -> CallToolResult:
+        ...
+
+mypy checks the handler's params and result against the method's; a custom or
+extension method goes through :meth:`LowLevelServer.request_handler` by name.
 """
 
 from __future__ import annotations
@@ -11,6 +21,7 @@ from typing import Any, TypeVar
 
 from trimcp.errors import METHOD_NOT_FOUND, McpError
 from trimcp.protocol import modern
+from trimcp.protocol.methods import Method
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import STATELESS_VERSIONS, SUPPORTED_VERSIONS, negotiate_version
 from trimcp.session.context import RequestContext
@@ -23,7 +34,13 @@ from trimcp.types import (
     ServerCapabilities,
 )
 
+P = TypeVar("P")
+R = TypeVar("R")
 RequestHandlerFn = Callable[[RequestContext], Awaitable[Any]]
+#: A typed handler of ``Method[P, R]``: the request's context and its params, answering
+#: the method's result (a 2026 tool call, prompt or read may answer ``input_required``
+#: through ``ctx``'s helpers instead).
+TypedHandler = Callable[[RequestContext, P], Awaitable[R]]
 NotificationHandlerFn = Callable[[Session, Any], Awaitable[None]]
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
@@ -51,6 +68,20 @@ class LowLevelServer:
         self.supported_versions = supported_versions
         self._requests: dict[str, RequestHandlerFn] = {}
         self._notifications: dict[str, NotificationHandlerFn] = {}
+
+    def on(self, method: Method[P, R]) -> Callable[[TypedHandler[P, R]], TypedHandler[P, R]]:
+        """Decorator: answer ``method`` (a constant of :mod:`trimcp.protocol.methods`) with
+        ``async def (ctx, params) -> result``, typed by the method. Cancellation: the
+        handler runs in the request's cancel scope, like any handler."""
+
+        def register(fn: TypedHandler[P, R]) -> TypedHandler[P, R]:
+            async def handler(ctx: RequestContext) -> Any:
+                return await fn(ctx, ctx.params)
+
+            self._requests[method.name] = handler
+            return fn
+
+        return register
 
     def request_handler(self, method: str) -> Callable[[F], F]:
         """Decorator: answer ``method`` with the decorated ``async def (ctx) -> result``."""

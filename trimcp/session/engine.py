@@ -52,6 +52,7 @@ from trimcp.protocol.events import (
 )
 from trimcp.protocol.jsonrpc import RequestId, encode_batch, encode_error
 from trimcp.protocol.lifecycle import Role
+from trimcp.protocol.methods import Method, P, R, expect_result
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.session.context import RequestContext
 from trimcp.session.hooks import (
@@ -448,6 +449,34 @@ class Session:
         deadline = trio.current_time() + self.options.cancel_notify_timeout
         with trio.CancelScope(shield=True, deadline=deadline), suppress(*_PEER_GONE):
             await self._run.outbox_send.send(item)
+
+    async def request(
+        self,
+        method: Method[P, R],
+        params: P,
+        *,
+        timeout: float | None = _DEFAULT,
+        on_progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool = False,
+    ) -> R:
+        """Send ``method`` (a constant of :mod:`trimcp.protocol.methods`, e.g.
+        ``CALL_TOOL``) and return its typed result: mypy checks ``params`` against the
+        method's params type, and the result is the method's result type.
+
+        Options, errors and cancellation are those of :meth:`send_request` (the string
+        form, for custom and extension methods). An answer of another kind than the
+        method's result (a ``CreateTaskResult`` for a task-augmented request, a 2026
+        ``InputRequiredResult``) raises :class:`~trimcp.errors.UnexpectedResult`: send
+        those with :meth:`send_request`, or through the client, which handles both.
+        """
+        result = await self.send_request(
+            method.name,
+            params,
+            timeout=timeout,
+            on_progress=on_progress,
+            reset_timeout_on_progress=reset_timeout_on_progress,
+        )
+        return expect_result(method, result)
 
     async def send_notification(
         self, method: str, params: Any = None, *, related_request_id: RequestId | None = None
