@@ -6,7 +6,8 @@ Three ``trimcp run tests/scale/replica_app.py --store redis://...`` replicas beh
 2026-07-28 (tasks extension), starts a task that finishes and one that runs long; the test
 SIGKILLs the replica running the long one. Through the balancer, the long task then reads
 as failed (its runner stopped: never silently lost, never "working" for ever) and the
-finished one still reads as completed, with its result, from a new connection too.
+finished one still reads as completed, with its result, in the same session; from a new
+connection too in 2026 (an anonymous 2025 task belongs to the session that created it).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 import trio
 
 from tests.scale.peers import Cluster, cluster_fixture
-from trimcp import connect_http
+from trimcp import Client, connect_http
 from trimcp.errors import McpError
 from trimcp.stores.redis_tasks import RUNNER_STOPPED
 from trimcp.types import TextContent
@@ -58,12 +59,22 @@ async def test_a_task_whose_replica_died_reads_failed_through_the_balancer(
                 await trio.sleep(0.2)
             assert status.status == "failed"
             assert status.status_message == RUNNER_STOPPED
+            await _read_back(client, mode, quick.task_id, long.task_id, len(cluster.replicas))
         async with connect_http(cluster.nginx.url, mode=mode) as fresh:
-            lost = await fresh.get_task(long.task_id)
-            finished = await fresh.get_task(quick.task_id)
-            with pytest.raises(McpError, match="stopped"):
-                await lost.result()
-            assert _text(await finished.result()) == f"job {mode}-quick done"
-            for _ in range(len(cluster.replicas)):  # round-robin: each replica answers
-                assert (await lost.refresh()).status == "failed"
-                assert (await finished.refresh()).status == "completed"
+            if mode == "auto":  # an anonymous 2026 task: whoever holds its id
+                await _read_back(fresh, mode, quick.task_id, long.task_id, len(cluster.replicas))
+            else:  # an anonymous 2025 task belongs to its session: another finds nothing
+                with pytest.raises(McpError) as unknown:
+                    await fresh.get_task(long.task_id)
+                assert unknown.value.code == -32602
+
+
+async def _read_back(client: Client, mode: str, quick_id: str, long_id: str, replicas: int) -> None:
+    lost = await client.get_task(long_id)
+    finished = await client.get_task(quick_id)
+    with pytest.raises(McpError, match="stopped"):
+        await lost.result()
+    assert _text(await finished.result()) == f"job {mode}-quick done"
+    for _ in range(replicas):  # round-robin: each replica answers
+        assert (await lost.refresh()).status == "failed"
+        assert (await finished.refresh()).status == "completed"
