@@ -28,16 +28,17 @@ import time
 from collections.abc import AsyncIterator, Hashable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import pytest
 import trio
+import trio.testing
 
 import trimcp
 from tests.auth.tokens import ISSUER, RESOURCE, KeySet, SigningKey
 from tests.http_server.test_real_socket import HEADERS, RawHttp, sse_messages
 from tests.scale.peers import RedisServer
-from tests.tasks.helpers import make_app
+from tests.tasks.helpers import cancelled, make_app
 from trimcp.auth import JwtVerifier, ProtectedResource
 from trimcp.client import connect_http
 from trimcp.stores import RedisStore
@@ -86,20 +87,26 @@ def bearer(auth: Auth | None, user: str, *, step_up: bool = False) -> str | None
     return KEY.mint(sub=user)
 
 
+class Replica(NamedTuple):
+    url: str
+    app: trimcp.Server
+
+
 @asynccontextmanager
-async def two_replicas(redis: RedisServer, auth: Auth | None) -> AsyncIterator[list[str]]:
-    """Two replicas (A, B) on one Redis, under a prefix of this test's own; their URLs."""
+async def two_replicas(redis: RedisServer, auth: Auth | None) -> AsyncIterator[list[Replica]]:
+    """Two replicas (A, B) on one Redis, under a prefix of this test's own."""
     prefix = f"pr{secrets.token_hex(4)}:"
     stores = [RedisStore(redis.url, prefix=prefix) for _ in range(2)]
     try:
         async with trio.open_nursery() as nursery:
-            urls = []
+            replicas = []
             for store in stores:
+                app = make_app()
                 port: int = await nursery.start(
-                    partial(serve_http, make_app(), port=0, config=_config(auth), store=store)
+                    partial(serve_http, app, port=0, config=_config(auth), store=store)
                 )
-                urls.append(f"http://127.0.0.1:{port}/mcp")
-            yield urls
+                replicas.append(Replica(f"http://127.0.0.1:{port}/mcp", app))
+            yield replicas
             nursery.cancel_scope.cancel()
     finally:
         with trio.CancelScope(shield=True):
@@ -208,7 +215,8 @@ async def test_a_session_is_its_principals_on_every_replica(
     # Fails before the one principal key (jwt): B compared repr(AuthInfo), which holds
     # the token, its scopes and expiry, so the refreshed token's request got 404.
     with trio.fail_after(BOUND):
-        async with two_replicas(redis_server, auth) as (a, b):
+        async with two_replicas(redis_server, auth) as (replica_a, replica_b):
+            a, b = replica_a.url, replica_b.url
             session = await LegacySession.start(a, bearer(auth, "alice"))
             sleep0 = {"name": "sleep", "arguments": {"seconds": 0}}
 
@@ -280,7 +288,8 @@ async def test_a_task_is_its_principals_on_every_replica(
         return connect_http(url, headers={"Authorization": f"Bearer {token}"}, mode=mode)
 
     with trio.fail_after(BOUND):
-        async with two_replicas(redis_server, auth) as (a, b):
+        async with two_replicas(redis_server, auth) as (replica_a, replica_b):
+            a, b = replica_a.url, replica_b.url
             async with as_user(a, "alice") as alice:
                 quick = await alice.call_tool_as_task("sleep", {"seconds": 0})
                 assert (await quick.result()).content[0].text == "slept 0"
@@ -291,6 +300,12 @@ async def test_a_task_is_its_principals_on_every_replica(
                         await _looks_unknown(bob, method, task_id, mode)
                 if mode == "legacy":
                     assert (await bob.list_tasks()).tasks == []
+            # A cancel heard on the bus stops work only when the store records the cancel
+            # (which only an owner's tasks/cancel does): the message alone stops nothing.
+            seen = cancelled.get("sleep", 0)
+            await replica_a.app.tasks.stop_if_cancelled(long.task_id)
+            await trio.testing.wait_all_tasks_blocked()  # a cancelled sleep has woken
+            assert cancelled.get("sleep", 0) == seen
             # Alice on B, from a new connection with a refreshed token: her tasks.
             async with as_user(b, "alice", step_up=True) as alice_on_b:
                 if mode == "legacy":
@@ -301,7 +316,10 @@ async def test_a_task_is_its_principals_on_every_replica(
                 running = await alice_on_b.get_task(long.task_id)
                 assert running.status.status == "working"
                 assert (await running.cancel()).status == "cancelled"
-            # Bob's refusals left it as it was; Alice's cancel on B is seen on A.
+            # Bob's refusals left it as it was; Alice's cancel on B stops the work on A
+            # (which runs it), and the task stays cancelled.
+            await replica_a.app.tasks.wait_idle()
+            assert cancelled.get("sleep", 0) == seen + 1
             async with as_user(a, "alice") as alice_again:
                 again = await alice_again.get_task(long.task_id)
                 assert again.status.status == "cancelled"
@@ -311,7 +329,8 @@ async def test_an_anonymous_task_belongs_to_its_session_on_every_replica(
     redis_server: RedisServer,
 ) -> None:
     with trio.fail_after(BOUND):
-        async with two_replicas(redis_server, None) as (a, b):
+        async with two_replicas(redis_server, None) as (replica_a, replica_b):
+            a, b = replica_a.url, replica_b.url
             mine = await LegacySession.start(a, None)
             created = await mine.call(
                 a,
@@ -334,3 +353,6 @@ async def test_an_anonymous_task_belongs_to_its_session_on_every_replica(
             assert got["status"] == "working"
             cancelled = await mine.call(b, None, "tasks/cancel", {"taskId": task_id})
             assert cancelled["status"] == "cancelled"
+            await replica_a.app.tasks.wait_idle()  # the work on A stopped
+            got = await mine.call(a, None, "tasks/get", {"taskId": task_id})
+            assert got["status"] == "cancelled"

@@ -179,16 +179,19 @@ class Server:
         self._sessions = SessionTable(self._log_buffer, notify_timeout=notify_timeout)
         self._notification_handlers: dict[str, NotificationHandler] = {}
         self._stateless = StatelessServing(self, stateless or StatelessOptions())
+        #: Runs the tools called as tasks (see :mod:`trimcp.server.tasks`).
+        self.tasks = TaskManager(task_store, task_options)
         self._replicas = ReplicaLink(
             self._sessions,
             self._stateless.hub,
             self._count_change,
             max_subscriptions=max_subscriptions,
+            on_task_cancelled=self.tasks.stop_if_cancelled,
         )
+        # A tasks/cancel taken here for a task another replica runs: tell that replica.
+        self.tasks.cancelled_elsewhere = self._replicas.task_cancelled
         #: Tools whose input schema marks parameters with ``x-mcp-header`` (2026-07-28).
         self._header_params: dict[str, dict[str, tuple[str, ...]]] = {}
-        #: Runs the tools called as tasks (see :mod:`trimcp.server.tasks`).
-        self.tasks = TaskManager(task_store, task_options)
         self.task_owner: task_methods.OwnerFunction = task_owner or task_methods.default_owner
         self._requests: dict[str, RequestHandler] = {
             "tools/list": self._list_tools,

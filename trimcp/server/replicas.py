@@ -18,6 +18,10 @@ changes (there is no stream to carry them; it lists again when it reconnects).
 The log level a client sets (``logging/setLevel``) through one replica is kept in the
 store and told to the others, so log messages sent from any replica honour it.
 
+A ``tasks/cancel`` taken by a replica that does not run the task (its record is in the
+shared task store; the work runs where it was created) is recorded there, then told to
+the others: the one running it stops the work once the store confirms the cancel.
+
 On a one-process bus (the default) every session hears every change, as before.
 """
 
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, get_args
 
 from trimcp.errors import INTERNAL_ERROR, McpError
@@ -54,10 +58,12 @@ class ReplicaLink:
         on_list_changed: Callable[[str], None],
         *,
         max_subscriptions: int,
+        on_task_cancelled: Callable[[str], Awaitable[None]],
     ) -> None:
         self._sessions = sessions
         self._hub = hub
         self._on_list_changed = on_list_changed
+        self._on_task_cancelled = on_task_cancelled
         self._max_subscriptions = max_subscriptions
         self.bus: Bus = MemoryBus()
         #: Shared sessions whose log level this replica has read from the store.
@@ -87,6 +93,11 @@ class ReplicaLink:
         self.bus.publish_nowait({"t": "updated", "uri": uri})
         await self._resource_updated(uri)
 
+    def task_cancelled(self, task_id: str) -> None:
+        """Task ``task_id``, which runs on another replica, was cancelled here (and so
+        recorded in the shared store): tell the replica running it (synchronous)."""
+        self.bus.publish_nowait({"t": "task-cancel", "id": task_id})
+
     # --- heard from the bus ---------------------------------------------------------------
 
     async def _heard(self, message: BusMessage) -> None:
@@ -95,6 +106,8 @@ class ReplicaLink:
             self._list_changed(message["kind"])
         elif kind == "updated" and isinstance(message.get("uri"), str):
             await self._resource_updated(message["uri"])
+        elif kind == "task-cancel" and isinstance(message.get("id"), str):
+            await self._on_task_cancelled(message["id"])
         elif kind == "level" and message.get("l") in _LEVELS:
             for session, state in self._sessions.live():
                 if _shared_id(session) == message.get("s"):

@@ -12,6 +12,10 @@ Lifetimes on a server (see ``docs/tasks.md``):
   its tasks.
 - Each task runs in its own :class:`trio.CancelScope` whose deadline is the task's expiry
   (``created + ttl``): ``tasks/cancel`` cancels that scope, and the TTL ends the work.
+  With a store the replicas share, the task runs where it was created; a ``tasks/cancel``
+  that reaches another replica records the cancel and tells the others
+  (:attr:`TaskManager.cancelled_elsewhere`), and the runner stops the work
+  (:meth:`TaskManager.stop_if_cancelled`).
 - When the nursery's owner leaves (server shutdown), no new task is accepted, running
   tasks get ``TaskOptions.shutdown_grace`` seconds to finish, then they are cancelled and
   their final status (``cancelled``, "the server shut down") is recorded in the store.
@@ -165,6 +169,10 @@ class TaskManager:
         self._clock: tuple[float, float] | None = None  # (unix time, trio time) at open
         self._idle = trio.Event()
         self._idle.set()
+        #: Called with the id of a task cancelled here whose work does not run here (it
+        #: runs on another replica of a shared store): the server tells the other
+        #: replicas, whose :meth:`stop_if_cancelled` ends it. None: nobody to tell.
+        self.cancelled_elsewhere: Callable[[str], None] | None = None
 
     # --- lifetime -------------------------------------------------------------------
 
@@ -522,7 +530,26 @@ class TaskManager:
             live.reason = "request"
             live.scope.cancel()
             await self._changed(live)
+        elif self.cancelled_elsewhere is not None:
+            self.cancelled_elsewhere(task_id)
         return record
+
+    async def stop_if_cancelled(self, task_id: str) -> None:
+        """Another replica recorded ``task_id`` cancelled: stop its work if it runs here.
+
+        Acts only when the store says the task is cancelled (the replica that took the
+        ``tasks/cancel`` checked its owner there; a message alone stops nothing); the
+        work then ends as after a local ``tasks/cancel``, and the runner does not record
+        another outcome over the cancel. Cancellation: nothing is stopped.
+        """
+        if task_id not in self._live:
+            return
+        record = await self.store.get(task_id)
+        live = self._live.get(task_id)
+        if live is None or live.record.terminal or record is None or record.status != "cancelled":
+            return
+        live.reason = "request"
+        live.scope.cancel()
 
     def watch(self, task_id: str) -> trio.Event | None:
         """An event set at the task's next change (None when it does not run here)."""
