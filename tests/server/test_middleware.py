@@ -3,14 +3,21 @@ the request's scope, and the built-ins (timing, logging, rate limits, error mask
 
 from __future__ import annotations
 
+import json
 import logging
+import time
+from functools import partial
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
 
+from tests.auth.tokens import ISSUER, RESOURCE, KeySet, SigningKey
+from tests.http_server.test_modern_http import headers_for, meta
+from tests.http_server.test_real_socket import RawHttp
 from tests.server.helpers import call_tool, connect, text_of
+from trimcp.auth import JwtVerifier, ProtectedResource
 from trimcp.errors import INTERNAL_ERROR, McpError
 from trimcp.server import Context, Server
 from trimcp.server.middleware import (
@@ -23,6 +30,7 @@ from trimcp.server.middleware import (
     TimingMiddleware,
 )
 from trimcp.session import SessionOptions
+from trimcp.transports.http_server import HttpServerConfig, serve_http
 from trimcp.types import CallToolResult, TextContent
 
 
@@ -183,6 +191,69 @@ async def test_rate_limit_per_caller(autojump_clock: Any) -> None:
         await call_tool(first, "add", {"a": 1, "b": 1})
     with pytest.raises(ValueError, match="rate"):
         RateLimitMiddleware(0)
+
+
+class User:
+    """What an ``authenticate`` hook may return: its own user object, a new one per
+    request, naming who it is by ``principal_key`` (default equality: by identity)."""
+
+    def __init__(self, name: str) -> None:
+        self.principal_key = name
+
+
+async def _user_object(scope: dict[str, Any]) -> User | None:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            return User(value.decode().removeprefix("Bearer "))
+    return None
+
+
+@pytest.mark.parametrize("auth", ["jwt", "hook"])
+async def test_rate_limit_is_per_principal_whatever_its_credentials(auth: str) -> None:
+    # Real servers over loopback HTTP (2026 requests, no session: the bucket is the
+    # principal's). Fails before caller_key used principal_key (hook): the bucket was
+    # keyed by the hook's object, a new one per request, so every request had a full
+    # bucket. jwt: a stepped-up token of alice (other token, scopes, expiry) shares hers.
+    key = SigningKey("limits")
+    if auth == "jwt":
+        verifier = JwtVerifier(
+            issuer=ISSUER, jwks_url="https://as.example.com/jwks", fetch=KeySet(key).fetch
+        )
+        config = HttpServerConfig(
+            auth=ProtectedResource(
+                resource=RESOURCE, authorization_servers=[ISSUER], verifier=verifier
+            )
+        )
+    else:
+        config = HttpServerConfig(authenticate=_user_object)
+
+    def token(user: str, *, step_up: bool = False) -> str:
+        if auth == "hook":
+            return user
+        if step_up:
+            return key.mint(sub=user, scope="mcp admin", exp=int(time.time()) + 900)
+        return key.mint(sub=user)
+
+    async def add_as(port: int, token: str) -> Any:
+        """One 2026 tools/call on its own connection: the JSON-RPC answer."""
+        params = {"name": "add", "arguments": {"a": 1, "b": 1}, "_meta": meta()}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+        headers = [*headers_for("tools/call", params), ("authorization", f"Bearer {token}")]
+        async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+            client = RawHttp(stream, f"127.0.0.1:{port}")
+            status, _, raw = await client.request("POST", json.dumps(body).encode(), headers)
+        assert status == 200, raw
+        return json.loads(raw)
+
+    app = make_app(middleware=[RateLimitMiddleware(1, per=3600.0)])
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(partial(serve_http, app, port=0, config=config))
+            assert (await add_as(port, token("alice")))["result"]
+            refused = await add_as(port, token("alice", step_up=True))
+            assert refused["error"]["code"] == RATE_LIMITED, refused
+            assert (await add_as(port, token("bob")))["result"]  # its own bucket
+            nursery.cancel_scope.cancel()
 
 
 async def test_rate_limit_memory_is_bounded() -> None:

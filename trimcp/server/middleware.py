@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import trio
 
+from trimcp.auth.principal import principal_key
 from trimcp.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -150,11 +151,14 @@ def _link(layer: Middleware, nxt: Next) -> Next:
 
 
 def caller_key(call: Call) -> Hashable:
-    """Who is calling, for per-caller limits: the authenticated principal, else the
-    session, else (stateless, anonymous) the client's name."""
-    principal = call.principal
-    if principal is not None:
-        return ("principal", principal)
+    """Who is calling, for per-caller limits: the authenticated principal (its
+    :func:`~trimcp.auth.principal_key`, so every token or hook object of one principal
+    shares one budget, and principals that compare equal but are not the same, such as
+    tokens naming nobody, do not), else the session, else (stateless, anonymous) the
+    client's name."""
+    key = principal_key(call.principal)
+    if key is not None:
+        return ("principal", key)
     if call.session is not None:
         return ("session", id(call.session))
     negotiated = call.request.negotiated if call.request is not None else None
