@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import h11
 import pytest
+import trio
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
+from tests.http_server.test_identity import _by_header, _call_2026, whoami_server
+from tests.http_server.test_real_socket import RawHttp
+from trimcp.transports.http_server import HttpServerConfig, serve_http
 from trimcp.transports.http_server.fasthead import DECLINE, NEED_MORE, Head, parse
+from trimcp.transports.http_server.serve import Engine
 
 MAX_HEAD = 1024
 
@@ -176,10 +181,64 @@ def test_remembered_header_lines_stay_bounded() -> None:
     from trimcp.transports.http_server import fasthead
 
     for i in range(3000):
-        line = b"X-%d: %s" % (i, b"v" * (i % 400))
-        raw = b"GET / HTTP/1.1\r\nHost: h\r\n" + line + b"\r\n\r\n"
+        value = b"%d-%s" % (i, b"v" * (i % 400))
+        raw = b"GET / HTTP/1.1\r\nHost: h\r\nUser-Agent: " + value + b"\r\n\r\n"
         head = parse(bytearray(raw), 16384)
         assert isinstance(head, Head)
-        assert head.headers[-1] == (b"x-%d" % i, b"v" * (i % 400))
+        assert head.headers[-1] == (b"user-agent", value)
+    assert any(line.startswith(b"User-Agent: ") for line in fasthead._FIELDS)  # kept, ...
     assert len(fasthead._FIELDS) <= fasthead._MAX_FIELDS
     assert all(len(line) <= fasthead._MAX_FIELD_BYTES for line in fasthead._FIELDS)
+
+
+CREDENTIALS = [
+    b"Authorization: Bearer alice-key",
+    b"Proxy-Authorization: Basic YTpi",
+    b"Cookie: session=s3cret",
+    b"Mcp-Session-Id: 3f1c9a",
+    b"X-Api-Key: k-123",
+]
+
+
+def test_credential_lines_are_never_remembered() -> None:
+    # Fails before: every short line was remembered, credentials included, in a memo
+    # that every connection of the process shares and that outlives the request.
+    from trimcp.transports.http_server import fasthead
+
+    fasthead._FIELDS.clear()
+    raw = b"POST /mcp HTTP/1.1\r\nHost: h\r\nAccept: a\r\nContent-Length: 0\r\n"
+    raw += b"".join(line + b"\r\n" for line in CREDENTIALS) + b"\r\n"
+    for _ in range(2):  # read twice: the second read finds the remembered lines
+        head = parse(bytearray(raw), MAX_HEAD)
+        assert isinstance(head, Head)
+        assert head.headers[3:] == [
+            (name.lower(), value) for name, value in (c.split(b": ") for c in CREDENTIALS)
+        ]
+    assert set(fasthead._FIELDS) == {b"Host: h", b"Accept: a", b"Content-Length: 0"}
+
+
+@pytest.mark.parametrize("engine", ["lean"])
+async def test_each_request_on_a_keep_alive_connection_has_its_own_credentials(
+    engine: Engine,
+) -> None:
+    # Short bearer values (a memo would have kept them) on one lean-engine connection:
+    # each request is authenticated by its own header, and none is left in the memo.
+    from trimcp.transports.http_server import fasthead
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(
+                lambda task_status: serve_http(
+                    whoami_server(),
+                    port=0,
+                    engine=engine,
+                    config=HttpServerConfig(authenticate=_by_header),
+                    task_status=task_status,
+                )
+            )
+            async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+                client = RawHttp(stream, f"127.0.0.1:{port}")
+                for n, user in enumerate(["alice", "bob", "alice", None, "carol"]):
+                    assert await _call_2026(client, user, n) == (user or "anonymous")
+            assert not [line for line in fasthead._FIELDS if b"Bearer" in line]
+            nursery.cancel_scope.cancel()

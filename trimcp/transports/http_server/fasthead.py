@@ -38,10 +38,31 @@ _FIELD = re.compile(
 )
 #: Header lines read before, as ``(lower-case name, value)``: a client repeats most of its
 #: lines on every request, so each distinct short line is matched once (bounded: at most
-#: 1024 lines of 256 bytes; cleared when full).
+#: 1024 lines of 256 bytes; cleared when full). Shared by every connection, so only the
+#: lines of :data:`_REMEMBERED` headers are kept: never a credential (``Authorization``,
+#: ``Cookie``, ``Mcp-Session-Id``, an API key under any name) outlives its request here.
 _FIELDS: dict[bytes, tuple[bytes, bytes]] = {}
 _MAX_FIELDS = 1024
 _MAX_FIELD_BYTES = 256
+#: What clients repeat on every request and carries no secret (an allowlist: a header
+#: this does not name, a custom credential header included, is parsed every time).
+_REMEMBERED = frozenset(
+    {
+        b"host",
+        b"content-type",
+        b"content-length",
+        b"accept",
+        b"accept-encoding",
+        b"accept-language",
+        b"connection",
+        b"user-agent",
+        b"origin",
+        b"cache-control",
+        b"mcp-protocol-version",
+        b"mcp-method",
+        b"mcp-name",
+    }
+)
 #: Headers whose presence sends the request to h11.
 _DECLINED = frozenset({b"transfer-encoding", b"expect", b"upgrade"})
 
@@ -127,7 +148,7 @@ def parse(buffer: bytearray, max_head: int) -> Head | _Marker:
             if field is None:
                 return DECLINE
             pair = (field[1].lower(), field[2])
-            if len(line) <= _MAX_FIELD_BYTES:
+            if len(line) <= _MAX_FIELD_BYTES and pair[0] in _REMEMBERED:
                 if len(fields) >= _MAX_FIELDS:
                     fields.clear()
                 fields[line] = pair
