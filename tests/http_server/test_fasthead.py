@@ -8,6 +8,8 @@ that make HTTP parsers disagree (bare LF, folding, control characters, duplicate
 
 from __future__ import annotations
 
+import json
+
 import h11
 import pytest
 import trio
@@ -15,8 +17,8 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from tests.http_server.test_identity import _by_header, _call_2026, whoami_server
-from tests.http_server.test_real_socket import RawHttp
-from trimcp.transports.http_server import HttpServerConfig, serve_http
+from tests.http_server.test_real_socket import HEADERS, RawHttp
+from trimcp.transports.http_server import HttpServerConfig, heads, serve_http
 from trimcp.transports.http_server.fasthead import DECLINE, NEED_MORE, Head, parse
 from trimcp.transports.http_server.serve import Engine
 
@@ -191,6 +193,16 @@ def test_remembered_header_lines_stay_bounded() -> None:
     assert all(len(line) <= fasthead._MAX_FIELD_BYTES for line in fasthead._FIELDS)
 
 
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
 CREDENTIALS = [
     b"Authorization: Bearer alice-key",
     b"Proxy-Authorization: Basic YTpi",
@@ -217,6 +229,17 @@ def test_credential_lines_are_never_remembered() -> None:
     assert set(fasthead._FIELDS) == {b"Host: h", b"Accept: a", b"Content-Length: 0"}
 
 
+def test_credential_response_lines_are_never_remembered() -> None:
+    # Fails before: the response header memo kept every line, session ids included.
+    for _ in range(2):
+        assert heads.header(b"mcp-session-id", b"3f1c9a")[0] == b"mcp-session-id: 3f1c9a\r\n"
+        assert heads.header(b"set-cookie", b"s=1")[0] == b"set-cookie: s=1\r\n"
+        assert heads.header(b"content-type", b"text/event-stream")[1] == heads.PLAIN
+    assert (b"mcp-session-id", b"3f1c9a") not in heads._LINES
+    assert (b"set-cookie", b"s=1") not in heads._LINES
+    assert (b"content-type", b"text/event-stream") in heads._LINES
+
+
 @pytest.mark.parametrize("engine", ["lean"])
 async def test_each_request_on_a_keep_alive_connection_has_its_own_credentials(
     engine: Engine,
@@ -240,5 +263,12 @@ async def test_each_request_on_a_keep_alive_connection_has_its_own_credentials(
                 client = RawHttp(stream, f"127.0.0.1:{port}")
                 for n, user in enumerate(["alice", "bob", "alice", None, "carol"]):
                     assert await _call_2026(client, user, n) == (user or "anonymous")
+                # A 2025 session: its id (a credential) is sent back in a response header.
+                status, headers, _ = await client.request(
+                    "POST", json.dumps(INITIALIZE).encode(), HEADERS
+                )
+                assert status == 200
+                session_id = headers["mcp-session-id"].encode()
             assert not [line for line in fasthead._FIELDS if b"Bearer" in line]
+            assert not [pair for pair in heads._LINES if session_id in pair[1]]
             nursery.cancel_scope.cancel()

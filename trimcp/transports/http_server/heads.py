@@ -19,8 +19,28 @@ _FIELD_VALUE = re.compile(rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?")
 # What a response header is to the framing: passed through, or looked at.
 PLAIN, LENGTH, CONNECTION, FRAMING = range(4)
 #: Validated header lines by (name, value): the app repeats the same few headers.
+#: Shared by every connection, so only :data:`_REMEMBERED` headers are kept: never a
+#: credential (``Mcp-Session-Id``, ``Set-Cookie``) outlives its response here.
 _LINES: dict[tuple[bytes, bytes], tuple[bytes, int, bool]] = {}
 _MAX_LINES = 1024
+#: Response headers that repeat and carry no secret (an allowlist: any other header is
+#: validated on each response).
+_REMEMBERED = frozenset(
+    {
+        b"content-type",
+        b"cache-control",
+        b"connection",
+        b"x-accel-buffering",
+        b"mcp-protocol-version",
+        b"www-authenticate",
+        b"allow",
+        b"vary",
+        b"access-control-allow-origin",
+        b"access-control-allow-methods",
+        b"access-control-allow-headers",
+        b"access-control-expose-headers",
+    }
+)
 _STATUS_LINES: dict[int, bytes] = {}
 
 
@@ -44,9 +64,10 @@ def header(name: bytes, value: bytes) -> tuple[bytes, int, bool]:
     else:
         kind = PLAIN
     entry = (name + b": " + value + b"\r\n", kind, close)
-    if len(_LINES) >= _MAX_LINES:
-        _LINES.clear()
-    _LINES[pair] = entry
+    if lower in _REMEMBERED:
+        if len(_LINES) >= _MAX_LINES:
+            _LINES.clear()
+        _LINES[pair] = entry
     return entry
 
 
