@@ -30,6 +30,7 @@ from trimcp.errors import (
     RemoteProtocolError,
 )
 from trimcp.protocol import tasks_ext
+from trimcp.protocol.admission import Peer, admit_request, has_capability
 from trimcp.protocol.events import (
     BatchReceived,
     CancelReceived,
@@ -112,18 +113,6 @@ def _is_number(value: object) -> bool:
     return type(value) is int or type(value) is float
 
 
-def has_capability(capabilities: dict[str, Any] | None, path: tuple[str, ...]) -> bool:
-    """Whether a wire-form capabilities object declares ``path`` (present, not false)."""
-    node: Any = capabilities
-    for key in path:
-        if type(node) is not dict:
-            return False
-        node = node.get(key)
-        if node is None or node is False:
-            return False
-    return True
-
-
 class Connection:
     """The protocol state of one MCP session, for one role. Not thread- or task-safe:
     the session engine calls it from one task at a time (it never awaits).
@@ -164,7 +153,7 @@ class Connection:
         self.negotiated: Negotiated | None = None
         #: Server side: whether ``notifications/initialized`` has arrived.
         self.peer_initialized = False
-        self._peer = role.peer.value
+        self._peer: Peer = "client" if role is Role.SERVER else "server"
         self._inbound: dict[RequestId, str] = {}
         self._outbound: dict[RequestId, _Outbound] = {}
         self._progress: dict[ProgressToken, RequestId] = {}
@@ -348,26 +337,20 @@ class Connection:
             if method == "server/discover" and self.state is State.NEW:
                 return attrs.evolve(rejected, expected=True)  # an auto-mode client's probe
             return rejected
-        spec = lookup(method)
-        params: Any = request.params
-        if spec is not None:
-            refusal = self._inbound_refusal(spec)
-            if refusal is not None:
-                return self._reject_request(request_id, METHOD_NOT_FOUND, refusal)
-            pass_through = self.pass_through
-            params_type = spec.params_type
-            if params_type is not None and (
-                pass_through is None or method == "initialize" or not pass_through(method)
-            ):
-                try:
-                    params = serde.structure(params if params is not None else {}, params_type)
-                except serde.ShapeError as exc:
-                    return self._reject_request(
-                        request_id,
-                        INVALID_PARAMS,
-                        f"Invalid params for {method}: {exc}",
-                        {"path": exc.path, "reason": exc.reason},
-                    )
+        pass_through = self.pass_through
+        try:
+            params = admit_request(
+                method,
+                request.params,
+                peer=self._peer,
+                version=self.protocol_version,
+                capabilities=self._own_caps if self.negotiated is not None else None,
+                structure=pass_through is None
+                or method == "initialize"
+                or not pass_through(method),
+            )
+        except RemoteProtocolError as exc:
+            return self._reject_request(request_id, exc.code, exc.message, exc.data)
         if method == "initialize":
             assert isinstance(params, InitializeRequestParams)
             self._init_params = params
@@ -385,26 +368,6 @@ class Connection:
         if self.role is Role.SERVER:
             return f"Invalid request: {method} before initialization (only ping is allowed)"
         return f"Invalid request: {method} before initialization completed"
-
-    def _inbound_refusal(self, spec: Method[Any, Any]) -> str | None:
-        """Why the peer may not send us this method now, or None when it may."""
-        if spec.kind != "request" or spec.sender not in (self._peer, "both"):
-            return f"Method not found: {spec.name}"
-        version = self.protocol_version
-        if spec.name in tasks_ext.METHODS and is_stateless(version):
-            return None  # an extension method in 2026-07-28 (the server judges it)
-        if version is not None and version not in spec.revisions:
-            return f"Method not found: {spec.name} does not exist in protocol version {version}"
-        if (
-            spec.capability is not None
-            and self.negotiated is not None
-            and not has_capability(self._own_caps, spec.capability)
-        ):
-            return (
-                f"Method not found: {spec.name} (capability {'.'.join(spec.capability)} "
-                "was not declared)"
-            )
-        return None
 
     def _on_notification(self, note: Notification) -> Event:
         method, params = note.method, note.params

@@ -54,8 +54,9 @@ from trimcp.errors import (
     RemoteProtocolError,
 )
 from trimcp.protocol import tasks_ext
-from trimcp.protocol.connection import has_capability
-from trimcp.protocol.methods import DRAFT_REVISION, METHODS, lookup
+from trimcp.protocol.admission import has_capability as has_capability
+from trimcp.protocol.admission import removed_method as removed_method
+from trimcp.protocol.methods import METHODS
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import STATELESS_VERSIONS
 from trimcp.types import (
@@ -307,66 +308,6 @@ def _plain(value: Any) -> Any:
     return dict(value) if isinstance(value, Mapping) else serde.unstructure(value)
 
 
-def structure_params(method: str, params: Any, capabilities: Mapping[str, Any] | None) -> Any:
-    """The typed params of a 2026 request to a server whose capabilities (wire form) are
-    ``capabilities``.
-
-    Raises :class:`RemoteProtocolError`: ``-32601`` for a removed method, one a client
-    may not send, or one whose capability the server did not declare; ``-32602`` (with
-    ``data.path``) when the params do not fit the method. Methods MCP does not define
-    (extensions) keep their raw params, for the handler to judge.
-    """
-    if method in REMOVED_METHODS:
-        raise removed_method(method)
-    if method in tasks_ext.METHODS:
-        return params  # an extension method: its handler checks its params
-    spec = lookup(method)
-    if spec is None:
-        return params
-    if (
-        spec.kind != "request"
-        or spec.sender not in ("client", "both")
-        or DRAFT_REVISION not in spec.revisions
-    ):
-        raise RemoteProtocolError(
-            METHOD_NOT_FOUND, f"Method not found: {method} is not a 2026-07-28 client request"
-        )
-    if spec.capability is not None and not has_capability(
-        dict(capabilities or {}), spec.capability
-    ):
-        raise RemoteProtocolError(
-            METHOD_NOT_FOUND,
-            f"Method not found: {method} (this server does not offer {'.'.join(spec.capability)})",
-        )
-    if method in INPUT_METHODS and type(params) is dict and "inputResponses" in params:
-        _check_input_responses(params["inputResponses"])
-    params_type = spec.params_type
-    if params_type is None:
-        return params
-    try:
-        return serde.structure(params if params is not None else {}, params_type)
-    except serde.ShapeError as exc:
-        raise RemoteProtocolError(
-            INVALID_PARAMS,
-            f"Invalid params for {method}: {exc}",
-            {"path": exc.path, "reason": exc.reason},
-        ) from None
-
-
-def _check_input_responses(value: Any) -> None:
-    if type(value) is not dict:
-        raise _invalid(
-            "Invalid params: inputResponses must be an object mapping input keys to responses",
-            "params.inputResponses",
-        )
-    for key, answer in value.items():
-        if type(answer) is not dict:
-            raise _invalid(
-                f"Invalid params: inputResponses[{key[:100]!r}] must be a response object",
-                f"params.inputResponses.{key[:100]}",
-            )
-
-
 # --- errors -------------------------------------------------------------------------------
 
 
@@ -397,20 +338,6 @@ def unsupported_version(requested: str, supported: Iterable[str]) -> RemoteProto
         UNSUPPORTED_PROTOCOL_VERSION,
         f"Unsupported protocol version {requested[:40]!r}; supported: {', '.join(versions)}",
         {"supported": versions, "requested": requested},
-    )
-
-
-def removed_method(method: str) -> RemoteProtocolError:
-    """``-32601`` for a session-era method sent in a 2026 request."""
-    hint = {
-        "initialize": "send server/discover, or any request with its _meta envelope",
-        "ping": "any request answers whether the server is up",
-        "logging/setLevel": f"put _meta[{META_LOG_LEVEL!r}] on each request instead",
-        "resources/subscribe": "use subscriptions/listen with resourceSubscriptions",
-        "resources/unsubscribe": "close the subscriptions/listen stream",
-    }.get(method, "it does not exist in 2026-07-28")
-    return RemoteProtocolError(
-        METHOD_NOT_FOUND, f"Method not found: {method} was removed in 2026-07-28 ({hint})"
     )
 
 

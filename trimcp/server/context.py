@@ -28,7 +28,7 @@ from trimcp import serde
 from trimcp.auth.principal import AuthInfo
 from trimcp.errors import INVALID_PARAMS, LocalProtocolError, RemoteProtocolError
 from trimcp.protocol import modern
-from trimcp.protocol.connection import has_capability
+from trimcp.protocol.admission import has_capability
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import V2025_06_18, V2025_11_25
 from trimcp.server.convert import ValidationError

@@ -24,7 +24,7 @@ import trio
 
 from trimcp import serde
 from trimcp.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError
-from trimcp.protocol.connection import has_capability
+from trimcp.protocol.admission import has_capability
 from trimcp.protocol.modern import subscription_meta
 from trimcp.session.context import RequestContext
 

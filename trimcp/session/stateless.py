@@ -43,6 +43,7 @@ from trimcp.errors import (
     RequestTimeout,
 )
 from trimcp.protocol import modern
+from trimcp.protocol.admission import admit_request
 from trimcp.protocol.jsonrpc import (
     Request,
     RequestId,
@@ -120,8 +121,12 @@ def prepare(handler: StatelessHandler, request: Request) -> Prepared:
     except RemoteProtocolError as exc:
         raise RequestRefused(request_id, exc, malformed=True) from None
     try:
-        params = modern.structure_params(
-            request.method, request.params, _wire_capabilities(negotiated.server_capabilities)
+        params = admit_request(
+            request.method,
+            request.params,
+            peer="client",
+            version=negotiated.protocol_version,
+            capabilities=_wire_capabilities(negotiated.server_capabilities),
         )
     except RemoteProtocolError as exc:
         raise RequestRefused(request_id, exc, malformed=False) from None

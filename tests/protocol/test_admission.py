@@ -1,0 +1,187 @@
+"""One admission rule for both eras (trimcp.protocol.admission.admit_request).
+
+Unit checks of each refusal, then the same rule seen from outside: a tools-only server
+refuses ``prompts/list`` with ``-32601`` in 2026-07-28 (over stdio and HTTP) as in a
+session, and a session refuses a method its negotiated revision does not have even when
+the capability for it is declared (so the revision check, not the capability, decides).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import pytest
+
+import trimcp
+from tests.http_server.helpers import running_app
+from tests.http_server.test_modern_http import post
+from tests.support import raw_client
+from tests.tasks.helpers import make_app
+from trimcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RemoteProtocolError
+from trimcp.protocol.admission import admit_request
+from trimcp.testing import open_test_client
+from trimcp.types import CallToolRequestParams
+
+V2026 = "2026-07-28"
+
+
+def _refusal(**kwargs: Any) -> RemoteProtocolError:
+    with pytest.raises(RemoteProtocolError) as refused:
+        admit_request(**kwargs)
+    return refused.value
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", V2026])
+def test_typed_params_in_both_eras(version: str) -> None:
+    params = admit_request(
+        "tools/call",
+        {"name": "echo", "arguments": {"x": 1}},
+        peer="client",
+        version=version,
+        capabilities={"tools": {}},
+    )
+    assert params == CallToolRequestParams(name="echo", arguments={"x": 1})
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", V2026])
+def test_capability_gating_in_both_eras(version: str) -> None:
+    refused = _refusal(
+        method="prompts/list",
+        params={},
+        peer="client",
+        version=version,
+        capabilities={"tools": {}},
+    )
+    assert refused.code == METHOD_NOT_FOUND
+    assert "capability prompts was not declared" in refused.message
+
+
+def test_the_revision_decides_before_the_capability() -> None:
+    refused = _refusal(
+        method="tasks/list",
+        params={},
+        peer="client",
+        version="2025-06-18",
+        capabilities={"tasks": {"list": {}}},
+    )
+    assert refused.code == METHOD_NOT_FOUND
+    assert refused.message.endswith("does not exist in protocol version 2025-06-18")
+
+
+def test_a_removed_method_names_its_replacement() -> None:
+    refused = _refusal(
+        method="resources/subscribe",
+        params={"uri": "x://y"},
+        peer="client",
+        version=V2026,
+        capabilities={"resources": {"subscribe": True}},
+    )
+    assert refused.code == METHOD_NOT_FOUND
+    assert "subscriptions/listen" in refused.message
+
+
+def test_a_method_of_the_other_side_is_refused() -> None:
+    refused = _refusal(
+        method="sampling/createMessage",
+        params={},
+        peer="client",
+        version="2025-11-25",
+        capabilities={},
+    )
+    assert refused.code == METHOD_NOT_FOUND
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", V2026])
+def test_bad_params_name_the_field(version: str) -> None:
+    refused = _refusal(
+        method="tools/call",
+        params={"name": 7},
+        peer="client",
+        version=version,
+        capabilities={"tools": {}},
+    )
+    assert refused.code == INVALID_PARAMS
+    assert refused.data["path"] == "name"
+
+
+def test_unknown_methods_and_relays_pass_untouched() -> None:
+    raw = {"anything": [1, 2]}
+    assert admit_request("x/custom", raw, peer="client", version=V2026, capabilities={}) is raw
+    passed = admit_request(
+        "tools/call",
+        {"name": 7},
+        peer="client",
+        version="2025-11-25",
+        capabilities={"tools": {}},
+        structure=False,
+    )
+    assert passed == {"name": 7}
+
+
+def _tools_only() -> trimcp.Server:
+    app = trimcp.Server("tools-only", "1.0")
+
+    @app.tool()
+    def echo(text: str) -> str:
+        return text
+
+    return app
+
+
+async def test_a_tools_only_server_refuses_prompts_list_in_a_session() -> None:
+    async with open_test_client(_tools_only()) as client:
+        with pytest.raises(trimcp.McpError) as refused:
+            await client.session.send_request("prompts/list", {})
+        assert refused.value.code == METHOD_NOT_FOUND
+
+
+async def test_a_tools_only_server_refuses_prompts_list_in_2026_over_http() -> None:
+    # With the capability check gone from the 2026 path, this answered an empty list.
+    async with running_app(None, _tools_only()) as (_, client):
+        reply = await post(client, "prompts/list")
+        assert reply.status == 404
+        assert reply.json()["error"]["code"] == METHOD_NOT_FOUND
+        listed = await post(client, "tools/list")
+        assert [tool["name"] for tool in listed.json()["result"]["tools"]] == ["echo"]
+
+
+async def test_a_tools_only_server_refuses_prompts_list_in_2026_over_stdio(tmp_path: Any) -> None:
+    import trio
+
+    server = tmp_path / "tools_only.py"
+    server.write_text(
+        "import trimcp\n"
+        "app = trimcp.Server('tools-only', '1.0')\n"
+        "@app.tool()\n"
+        "def echo(text: str) -> str:\n"
+        "    return text\n"
+        "app.run()\n"
+    )
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": V2026,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    }
+    request = {"jsonrpc": "2.0", "id": 1, "method": "prompts/list", "params": {"_meta": meta}}
+    with trio.fail_after(30):
+        done = await trio.run_process(
+            [sys.executable, str(server)],
+            stdin=(json.dumps(request) + "\n").encode(),
+            capture_stdout=True,
+            capture_stderr=True,
+        )
+    answer = json.loads(done.stdout.splitlines()[0])
+    assert answer["error"]["code"] == METHOD_NOT_FOUND
+
+
+async def test_a_session_refuses_a_method_its_revision_lacks() -> None:
+    # The server declares tasks (it has a task tool), but 2025-06-18 has no tasks/list;
+    # in 2025-11-25 the same request is served.
+    async with raw_client(make_app(), version="2025-06-18") as (peer, _):
+        reply = await peer.request(1, "tasks/list", {})
+        assert reply["error"]["code"] == METHOD_NOT_FOUND
+        assert reply["error"]["message"].endswith("does not exist in protocol version 2025-06-18")
+    async with raw_client(make_app(), version="2025-11-25") as (peer, _):
+        assert (await peer.request(1, "tasks/list", {}))["result"]["tasks"] == []
