@@ -75,6 +75,36 @@ def test_repeated_capabilities_are_read_once_but_never_confused() -> None:
     assert len(m._RECENT_CAPABILITIES._seen) <= 32
 
 
+def test_the_meta_cache_is_bounded_in_bytes_and_skips_large_values() -> None:
+    # Issue 21: 40 large anonymous requests kept ~270 MiB for good. The cache is keyed by
+    # content (the value is a pure function of the key, so no caller sees another's
+    # data); it keeps only small values and bounds its bytes (its own accounting).
+    for cache in (m._RECENT_CAPABILITIES, m._RECENT_INFO):
+        cache.clear()
+    big = "x" * 200_000
+    for i in range(40):
+        caps: dict[str, Any] = {"experimental": {f"x{i}": {"blob": big}}}
+        info = {"name": f"client-{i}", "version": big}
+        read = m.read_request_meta(
+            {"_meta": meta(**{m.META_CLIENT_CAPABILITIES: caps, m.META_CLIENT_INFO: info})}
+        )
+        assert read.client_capabilities.experimental == {f"x{i}": {"blob": big}}
+        assert read.client_info is not None
+        assert read.client_info.name == f"client-{i}"
+    for cache in (m._RECENT_CAPABILITIES, m._RECENT_INFO):
+        held = sum(len(key) for key in cache._seen)
+        assert held == 0  # nothing over the per-entry size is cached
+        assert cache.bytes == 0
+    for i in range(100):  # small distinct values: cached, within both bounds
+        small = {"experimental": {f"y{i}": {"pad": "p" * 900}}}
+        m.read_request_meta({"_meta": meta(**{m.META_CLIENT_CAPABILITIES: small})})
+    cache = m._RECENT_CAPABILITIES
+    held = sum(len(key) for key in cache._seen)
+    assert cache.bytes == held
+    assert 0 < held <= m.META_CACHE_BYTES
+    assert len(cache._seen) <= m.META_CACHE_ENTRIES
+
+
 def test_client_info_log_level_and_trace_are_optional() -> None:
     read = m.read_request_meta({"_meta": meta()})
     assert read.client_info is None

@@ -152,18 +152,45 @@ def _invalid(message: str, path: str) -> RemoteProtocolError:
     return RemoteProtocolError(INVALID_PARAMS, message, {"path": path})
 
 
+#: The most distinct values each ``_meta`` cache (capabilities, client info) keeps.
+META_CACHE_ENTRIES: Final = 32
+#: The largest value (its JSON encoding, bytes) a ``_meta`` cache keeps: real clients
+#: send a few hundred bytes; a larger value is structured for its request and not kept.
+META_CACHE_ENTRY_BYTES: Final = 4096
+#: The most bytes (of JSON encodings) each ``_meta`` cache holds.
+META_CACHE_BYTES: Final = 64 * 1024
+
+
 class _Recent:
     """The structured form of the values seen last, by their exact JSON encoding.
 
     A client sends the same capabilities and client info with every 2026 request; this
-    structures each distinct value once (bounded: new values evict the oldest). The key is
-    the encoding, not ``==``, which would take ``1`` for ``true``. The values are frozen.
+    structures each distinct value once. The key is the encoding, not ``==``, which would
+    take ``1`` for ``true``; the value is a pure function of the key (frozen, shared by
+    every request that sends the same bytes, whoever sends them), so nothing of one
+    caller reaches another. Bounded for everyone at once (the cache is not per caller):
+    at most :data:`META_CACHE_ENTRIES` values and :data:`META_CACHE_BYTES` bytes, new
+    values evict the oldest, and a value over :data:`META_CACHE_ENTRY_BYTES` is never kept.
     """
 
-    def __init__(self, cls: type[Any], size: int = 32) -> None:
+    def __init__(
+        self,
+        cls: type[Any],
+        size: int = META_CACHE_ENTRIES,
+        max_bytes: int = META_CACHE_BYTES,
+        entry_bytes: int = META_CACHE_ENTRY_BYTES,
+    ) -> None:
         self._cls = cls
         self._size = size
+        self._max_bytes = max_bytes
+        self._entry_bytes = entry_bytes
         self._seen: dict[bytes, Any] = {}
+        #: Bytes of the keys held (what the byte bound counts).
+        self.bytes = 0
+
+    def clear(self) -> None:
+        self._seen.clear()
+        self.bytes = 0
 
     def structure(self, raw: Any) -> Any:
         try:
@@ -174,9 +201,15 @@ class _Recent:
         value = seen.get(key)
         if value is None:
             value = serde.structure(raw, self._cls)
-            if len(seen) >= self._size:
-                del seen[next(iter(seen))]
+            size = len(key)
+            if size > self._entry_bytes:
+                return value  # large: not worth keeping, and it would pin memory
+            while seen and (len(seen) >= self._size or self.bytes + size > self._max_bytes):
+                oldest = next(iter(seen))
+                del seen[oldest]
+                self.bytes -= len(oldest)
             seen[key] = value
+            self.bytes += size
         return value
 
 
