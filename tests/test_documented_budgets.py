@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import attrs
 import pytest
 
 from trimcp.protocol import modern
+from trimcp.tasks.store import TaskBudget
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "input-limits.md"
 
@@ -37,6 +39,11 @@ BUDGETS: list[tuple[str, int]] = [
     ("META_CACHE_ENTRIES", modern.META_CACHE_ENTRIES),
     ("META_CACHE_BYTES", modern.META_CACHE_BYTES),
     ("META_CACHE_ENTRY_BYTES", modern.META_CACHE_ENTRY_BYTES),
+    *(
+        (f"TaskBudget.{field.name}", field.default)
+        for field in attrs.fields(TaskBudget)
+        if isinstance(field.default, int)
+    ),
 ]
 
 

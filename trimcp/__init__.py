@@ -59,6 +59,7 @@ _EXPORTS: dict[str, str] = {
     "LifespanNotRunning": "trimcp.server.lifespan",
     "MemoryTaskStore": "trimcp.server.tasks",
     "TaskContext": "trimcp.server.tasks",
+    "TaskBudget": "trimcp.server.tasks",
     "TaskOptions": "trimcp.server.tasks",
     "TaskStore": "trimcp.server.tasks",
     "RequestContext": "trimcp.session",
@@ -118,6 +119,7 @@ if TYPE_CHECKING:
     from trimcp.server.stateless import CacheHint as CacheHint
     from trimcp.server.stateless import StatelessOptions as StatelessOptions
     from trimcp.server.tasks import MemoryTaskStore as MemoryTaskStore
+    from trimcp.server.tasks import TaskBudget as TaskBudget
     from trimcp.server.tasks import TaskContext as TaskContext
     from trimcp.server.tasks import TaskOptions as TaskOptions
     from trimcp.server.tasks import TaskStore as TaskStore

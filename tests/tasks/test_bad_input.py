@@ -11,7 +11,7 @@ import trio.testing
 
 import trimcp
 from tests.tasks.helpers import make_app, serve
-from trimcp.errors import INVALID_PARAMS, INVALID_REQUEST, McpError, RequestTimeout
+from trimcp.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, McpError, RequestTimeout
 from trimcp.server.tasks import TaskOptions
 from trimcp.testing import open_test_client
 from trimcp.types import (
@@ -124,14 +124,15 @@ async def test_bad_ttl_types_are_invalid_params() -> None:
 
 
 def test_task_options_refuse_nonsense() -> None:
-    for kwargs in (
+    cases: list[dict[str, Any]] = [
         {"min_ttl": 0},
         {"min_ttl": 10, "default_ttl": 5},
         {"default_ttl": 10, "max_ttl": 5},
         {"max_running": 0},
         {"poll_interval": 0},
         {"shutdown_grace": -1},
-    ):
+    ]
+    for kwargs in cases:
         with pytest.raises(ValueError, match=r"TaskOptions|must be"):
             TaskOptions(**kwargs)
 
@@ -156,6 +157,22 @@ async def test_a_full_store_refuses_new_tasks() -> None:
         await client.call_tool_as_task("sleep", {"seconds": 0})
         with pytest.raises(McpError, match="at most 2 tasks"):
             await client.call_tool_as_task("sleep", {"seconds": 0})
+
+
+async def test_one_caller_filling_its_share_leaves_room_for_others() -> None:
+    # Two anonymous sessions are two owners: the first one's refusal names the limit,
+    # the second still creates tasks.
+    from trimcp.server.tasks import TaskBudget
+
+    app = make_app(TaskOptions(budget=TaskBudget(max_tasks_per_owner=2)))
+    async with serve(app) as client, open_test_client(app) as other:
+        await client.call_tool_as_task("sleep", {"seconds": 0})
+        await client.call_tool_as_task("sleep", {"seconds": 0})
+        with pytest.raises(McpError, match=r"TaskBudget\.max_tasks_per_owner") as refused:
+            await client.call_tool_as_task("sleep", {"seconds": 0})
+        assert refused.value.code == INTERNAL_ERROR
+        assert refused.value.data == {"limit": "TaskBudget.max_tasks_per_owner", "max": 2}
+        await other.call_tool_as_task("sleep", {"seconds": 0})
 
 
 async def test_poll_storm_is_answered_and_does_not_slow_the_task(

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 import trio
 
-from trimcp.server.tasks import MemoryTaskStore, TaskRecord, TaskStore, TaskStoreFull
+from trimcp.server.tasks import (
+    MemoryTaskStore,
+    TaskBudget,
+    TaskRecord,
+    TaskStore,
+    TaskStoreFull,
+)
 from trimcp.tasks.store import EXPIRED_IDS_KEPT
 
 
@@ -70,7 +76,8 @@ async def test_bounded_and_duplicate_ids_refused(autojump_clock: trio.abc.Clock)
 
 
 async def test_expired_ids_kept_are_bounded(autojump_clock: trio.abc.Clock) -> None:
-    store = MemoryTaskStore(max_tasks=EXPIRED_IDS_KEPT * 2)
+    n = EXPIRED_IDS_KEPT * 2
+    store = MemoryTaskStore(budget=TaskBudget(max_tasks=n, max_tasks_per_owner=n))
     for i in range(EXPIRED_IDS_KEPT + 10):
         await store.create(record(str(i), trio.current_time() + 1))
     await trio.sleep(1)
@@ -85,3 +92,34 @@ async def test_owned_by_lists_oldest_first() -> None:
         await store.create(record(task_id, None, owner))
     assert [r.task_id for r in await store.owned_by("x")] == ["1", "3"]
     assert [r.task_id for r in await store.owned_by(None)] == []
+
+
+async def test_one_owner_cannot_fill_the_store_for_everyone(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # Issue 21: the memory store was bounded only in total, so one principal's tasks
+    # (kept until their TTL, up to 24 h) locked every other principal out.
+    store = MemoryTaskStore(budget=TaskBudget(max_tasks=5, max_tasks_per_owner=2))
+    await store.create(record("m1", trio.current_time() + 10, "mallory"))
+    await store.create(record("m2", None, "mallory"))
+    with pytest.raises(TaskStoreFull, match="max_tasks_per_owner") as refused:
+        await store.create(record("m3", None, "mallory"))
+    assert (refused.value.limit, refused.value.value) == ("max_tasks_per_owner", 2)
+    assert store.count_of("mallory") == 2
+    await store.create(record("a1", None, "alice"))  # another owner is not locked out
+    await store.create(record("n1", None))  # anonymous callers are one owner together
+    await store.create(record("n2", None))
+    with pytest.raises(TaskStoreFull, match="max_tasks_per_owner"):
+        await store.create(record("n3", None))
+    with pytest.raises(TaskStoreFull, match="at most 5 tasks") as full:
+        await store.create(record("b1", None, "bob"))  # the total still holds
+    assert full.value.limit == "max_tasks"
+    await trio.sleep(10)  # m1 expires: pruned before counting, for its owner and the total
+    assert store.count_of("mallory") == 1
+    await store.create(record("m3", None, "mallory"))
+
+
+def test_budgets_refuse_nonsense() -> None:
+    for kwargs in ({"max_tasks": 0}, {"max_tasks_per_owner": 0}):
+        with pytest.raises(ValueError, match="TaskBudget"):
+            TaskBudget(**kwargs)

@@ -44,7 +44,7 @@ from trimcp.errors import METHOD_NOT_FOUND, McpError
 from trimcp.protocol.versions import V2025_11_25
 from trimcp.session import RequestContext, Session
 from trimcp.tasks.manager import TaskManager, TaskOptions, _TaskHandle
-from trimcp.tasks.store import MemoryTaskStore, TaskRecord
+from trimcp.tasks.store import MemoryTaskStore, TaskBudget, TaskRecord
 from trimcp.tasks.wire import final_answer, task_fields
 from trimcp.types import (
     CancelTaskResult,
@@ -104,7 +104,10 @@ class TaskReceiver:
         if max_kept < 1:
             raise ValueError(f"max_kept must be >= 1, got {max_kept!r}")
         self.manager = TaskManager(
-            MemoryTaskStore(max_kept), options or CLIENT_TASK_OPTIONS, holder="client"
+            # One server owns every task a client runs: the whole budget is its.
+            MemoryTaskStore(budget=TaskBudget(max_tasks=max_kept, max_tasks_per_owner=max_kept)),
+            options or CLIENT_TASK_OPTIONS,
+            holder="client",
         )
 
     @property

@@ -13,12 +13,14 @@ its server (:mod:`trimcp.client.task_receiver`). It imports neither framework.
 from trimcp.tasks.manager import TaskManager as TaskManager
 from trimcp.tasks.manager import TaskOptions as TaskOptions
 from trimcp.tasks.store import MemoryTaskStore as MemoryTaskStore
+from trimcp.tasks.store import TaskBudget as TaskBudget
 from trimcp.tasks.store import TaskRecord as TaskRecord
 from trimcp.tasks.store import TaskStore as TaskStore
 from trimcp.tasks.store import TaskStoreFull as TaskStoreFull
 
 __all__ = [
     "MemoryTaskStore",
+    "TaskBudget",
     "TaskManager",
     "TaskOptions",
     "TaskRecord",

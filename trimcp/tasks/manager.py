@@ -51,7 +51,7 @@ from trimcp.errors import (
 from trimcp.protocol.methods import lookup
 from trimcp.protocol.pagination import paginate
 from trimcp.tasks.inputs import InputQueue, PendingInput
-from trimcp.tasks.store import MemoryTaskStore, TaskRecord, TaskStore, TaskStoreFull
+from trimcp.tasks.store import MemoryTaskStore, TaskBudget, TaskRecord, TaskStore, TaskStoreFull
 from trimcp.types import RELATED_TASK_META_KEY, TaskStatus
 
 logger = logging.getLogger("trimcp.tasks")
@@ -94,7 +94,9 @@ class TaskOptions(Record):
     ``max_pending_inputs``: questions (elicitation, sampling) one task may wait on at once.
     ``input_timeout``: how long a task waits for each answer (None: until its TTL).
     ``page_size``: tasks per ``tasks/list`` page. ``notify_timeout``: how long a status
-    notification may wait for a slow session before it is skipped.
+    notification may wait for a slow session before it is skipped. ``budget``: what the
+    task records may hold, per owner and in total (:class:`~trimcp.tasks.store.TaskBudget`;
+    the server's own in-memory store and a shared store it is given while serving keep it).
     """
 
     default_ttl: float = 3600.0
@@ -107,6 +109,7 @@ class TaskOptions(Record):
     input_timeout: float | None = None
     page_size: int = 100
     notify_timeout: float = 1.0
+    budget: TaskBudget = attrs.Factory(TaskBudget)
 
     def __attrs_post_init__(self) -> None:
         if not 0 < self.min_ttl <= self.default_ttl <= self.max_ttl:
@@ -153,11 +156,13 @@ class TaskManager:
         *,
         holder: Literal["server", "client"] = "server",
     ) -> None:
-        self.store: TaskStore = store if store is not None else MemoryTaskStore()
+        self.options = options or TaskOptions()
+        self.store: TaskStore = (
+            store if store is not None else MemoryTaskStore(budget=self.options.budget)
+        )
         #: The store the server was made with (None: its own in-memory one).
         self._given = store
         self._own = self.store
-        self.options = options or TaskOptions()
         #: Who runs the tasks: a server (for its clients) or a client (for its server,
         #: :mod:`trimcp.client.task_receiver`); only the wording of errors differs.
         self.holder = holder
@@ -290,7 +295,8 @@ class TaskManager:
                     "this client keeps no more tasks (running, or finished and kept until "
                     "their TTL); wait for some to expire"
                 )
-            raise McpError(INTERNAL_ERROR, f"Cannot create a task now: {reason}") from None
+            data = {"limit": f"TaskBudget.{exc.limit}", "max": exc.value} if exc.limit else None
+            raise McpError(INTERNAL_ERROR, f"Cannot create a task now: {reason}", data) from None
         live = _Live(record, self.options.max_pending_inputs, listener)
         self._live[record.task_id] = live
         self._running_by_owner[owner] = self._running_by_owner.get(owner, 0) + 1

@@ -7,11 +7,12 @@ once it ended, its result or error in wire form. What only the process running t
 has (its cancel scope, the input requests it is waiting on) stays in the
 :class:`~trimcp.tasks.manager.TaskManager`.
 
-:class:`MemoryTaskStore` keeps records in a dict, bounded (``max_tasks``) and expiring: a
-record is dropped once its expiry time (``created + ttl``, on Trio's clock) has passed,
-checked on every call (amortised O(log n) with a heap). Ids of expired records are kept in
-a bounded set so a late poll can be told "expired" rather than "not found". A shared,
-durable store (Redis) implements the same five coroutines.
+:class:`MemoryTaskStore` keeps records in a dict, bounded by a :class:`TaskBudget` (tasks per
+owner and in total) and expiring: a record is dropped once its expiry time (``created +
+ttl``, on Trio's clock) has passed, checked on every call, before anything is counted
+(amortised O(log n) with a heap). Ids of expired records are kept in a bounded set so a
+late poll can be told "expired" rather than "not found". A shared, durable store (Redis)
+implements the same five coroutines and honours the same budget.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 import attrs
 import trio
 
+from trimcp._record import Record
 from trimcp.types import TERMINAL_TASK_STATUSES, TaskStatus
 
 TERMINAL: Final = TERMINAL_TASK_STATUSES
@@ -34,7 +36,34 @@ EXPIRED_IDS_KEPT: Final = 4096
 
 
 class TaskStoreFull(Exception):
-    """The store holds as many tasks as it may; the new task was not created."""
+    """A :class:`TaskBudget` limit refused a new task (or a result); nothing was stored.
+
+    ``limit`` names the budget's field (``"max_tasks_per_owner"``...), ``value`` its value.
+    """
+
+    def __init__(self, message: str, limit: str = "", value: int = 0) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.value = value
+
+
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class TaskBudget(Record):
+    """What the task records of one server may hold (``TaskOptions(budget=...)``).
+
+    ``max_tasks``: records kept at once, running or finished (until their TTL).
+    ``max_tasks_per_owner``: the same for one owner (a principal, a session; every
+    anonymous 2026 caller together is one owner). A budget refuses what would pass it, it
+    never drops what it holds: a refused new task is a ``-32603`` error naming the limit.
+    Expired records are never counted.
+    """
+
+    max_tasks: int = 10_000
+    max_tasks_per_owner: int = 1000
+
+    def __attrs_post_init__(self) -> None:
+        if self.max_tasks < 1 or self.max_tasks_per_owner < 1:
+            raise ValueError("TaskBudget: max_tasks and max_tasks_per_owner must be >= 1")
 
 
 @attrs.define(kw_only=True, slots=True, eq=False)
@@ -97,20 +126,34 @@ class TaskStore(Protocol):
 
 
 class MemoryTaskStore:
-    """An in-process :class:`TaskStore`: at most ``max_tasks`` records, each dropped once it
-    expires. Nothing is shared between processes; use it for one server process."""
+    """An in-process :class:`TaskStore`: records within ``budget`` (default
+    :class:`TaskBudget`; ``max_tasks`` overrides its total), each dropped once it expires.
+    Nothing is shared between processes; use it for one server process."""
 
-    def __init__(self, max_tasks: int = 10_000) -> None:
-        if max_tasks < 1:
+    def __init__(self, max_tasks: int | None = None, *, budget: TaskBudget | None = None) -> None:
+        if max_tasks is not None and max_tasks < 1:
             raise ValueError("max_tasks must be at least 1")
-        self.max_tasks = max_tasks
+        budget = budget or TaskBudget()
+        if max_tasks is not None:
+            budget = attrs.evolve(budget, max_tasks=max_tasks)
+        self.budget = budget
         self._records: dict[str, TaskRecord] = {}
+        self._per_owner: dict[str | None, int] = {}
         self._expiry: list[tuple[float, str]] = []
         self._scheduled: dict[str, float] = {}  # the expiry each record's heap entry holds
         self._expired: OrderedDict[str, None] = OrderedDict()
 
+    @property
+    def max_tasks(self) -> int:
+        return self.budget.max_tasks
+
     def __len__(self) -> int:
         return len(self._records)
+
+    def count_of(self, owner: str | None) -> int:
+        """How many records ``owner`` has now (expired ones are not counted)."""
+        self._purge()
+        return self._per_owner.get(owner, 0)
 
     def _purge(self) -> None:
         now = trio.current_time()
@@ -120,21 +163,42 @@ class MemoryTaskStore:
             record = self._records.get(task_id)
             if record is None or record.expires_at is None or record.expires_at > now:
                 continue  # a stale heap entry (TTL changed, record gone)
-            del self._records[task_id]
-            self._scheduled.pop(task_id, None)
+            self._drop(record)
             self._expired[task_id] = None
             if len(self._expired) > EXPIRED_IDS_KEPT:
                 self._expired.popitem(last=False)
+
+    def _drop(self, record: TaskRecord) -> None:
+        del self._records[record.task_id]
+        self._scheduled.pop(record.task_id, None)
+        left = self._per_owner[record.owner] - 1
+        if left:
+            self._per_owner[record.owner] = left
+        else:
+            del self._per_owner[record.owner]
 
     async def create(self, record: TaskRecord) -> None:
         self._purge()
         if record.task_id in self._records:
             raise ValueError(f"task id {record.task_id!r} is already in use")
-        if len(self._records) >= self.max_tasks:
+        budget = self.budget
+        owned = self._per_owner.get(record.owner, 0)
+        if owned >= budget.max_tasks_per_owner:
             raise TaskStoreFull(
-                f"the server keeps at most {self.max_tasks} tasks and has no room for another"
+                f"this caller already has {owned} tasks kept, the most one caller may "
+                "(TaskBudget.max_tasks_per_owner); wait for some to expire",
+                "max_tasks_per_owner",
+                budget.max_tasks_per_owner,
+            )
+        if len(self._records) >= budget.max_tasks:
+            raise TaskStoreFull(
+                f"the server keeps at most {budget.max_tasks} tasks "
+                "(TaskBudget.max_tasks) and has no room for another; wait for some to expire",
+                "max_tasks",
+                budget.max_tasks,
             )
         self._records[record.task_id] = record
+        self._per_owner[record.owner] = owned + 1
         self._schedule(record)
 
     def _schedule(self, record: TaskRecord) -> None:

@@ -14,12 +14,14 @@ from trimcp.server.tasks.methods import start_task as start_task
 from trimcp.tasks.manager import TaskManager as TaskManager
 from trimcp.tasks.manager import TaskOptions as TaskOptions
 from trimcp.tasks.store import MemoryTaskStore as MemoryTaskStore
+from trimcp.tasks.store import TaskBudget as TaskBudget
 from trimcp.tasks.store import TaskRecord as TaskRecord
 from trimcp.tasks.store import TaskStore as TaskStore
 from trimcp.tasks.store import TaskStoreFull as TaskStoreFull
 
 __all__ = [
     "MemoryTaskStore",
+    "TaskBudget",
     "TaskContext",
     "TaskManager",
     "TaskOptions",
