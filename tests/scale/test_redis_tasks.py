@@ -11,7 +11,7 @@ from tests.scale.peers import RedisServer
 from trimcp.server.tasks import TaskRecord, TaskStore
 from trimcp.stores import RedisStore
 from trimcp.stores.redis_tasks import RUNNER_STOPPED
-from trimcp.tasks.store import TaskStoreFull
+from trimcp.tasks.store import TaskBudget, TaskStoreFull
 
 
 def record(task_id: str, owner: str | None = "ann", ttl: float | None = 60.0) -> TaskRecord:
@@ -78,7 +78,7 @@ async def test_a_task_is_read_on_another_replica_and_fails_when_its_runner_dies(
 async def test_tasks_expire_and_are_bounded_per_owner(redis_server: RedisServer) -> None:
     store = RedisStore(redis_server.url, prefix="tk2:")
     try:
-        tasks = store.task_store(max_per_owner=3)
+        tasks = store.task_store(budget=TaskBudget(max_tasks_per_owner=3))
         for n in range(3):
             await tasks.create(record(f"e{n}", owner="carl", ttl=30))
         with pytest.raises(TaskStoreFull):
@@ -97,6 +97,31 @@ async def test_tasks_expire_and_are_bounded_per_owner(redis_server: RedisServer)
         assert not await tasks.expired("e1")
         assert not await tasks.expired("never")
         assert [r.task_id for r in await tasks.owned_by("carl")] == ["e1", "e2"]
-        await tasks.create(record("e3", owner="carl"))  # room again
+    finally:
+        await store.aclose()
+
+
+async def test_expired_tasks_are_pruned_before_counting(redis_server: RedisServer) -> None:
+    # Issue 21: the per-owner set kept expired tasks, so an owner whose tasks had all
+    # expired stayed at its cap (nothing pruned it in 2026, which never lists tasks).
+    store = RedisStore(redis_server.url, prefix="tk3:")
+    try:
+        tasks = store.task_store(budget=TaskBudget(max_tasks=4, max_tasks_per_owner=2))
+        for n in range(2):  # expired at once: their keys are gone within a millisecond
+            await tasks.create(record(f"old{n}", owner="carl", ttl=-10))
+        await tasks.create(record("new0", owner="carl"))
+        await tasks.create(record("new1", owner="carl"))
+        with pytest.raises(TaskStoreFull, match="max_tasks_per_owner") as refused:
+            await tasks.create(record("new2", owner="carl"))
+        assert (refused.value.limit, refused.value.value) == ("max_tasks_per_owner", 2)
+        assert [r.task_id for r in await tasks.owned_by("carl")] == ["new0", "new1"]
+        held = await store.client.execute("ZCARD", "tk3:tasks-of:carl")
+        assert held == 2  # the expired ones left the owner's set
+        await tasks.create(record("d0", owner="dora"))  # another owner: room
+        with pytest.raises(ValueError, match="already in use"):
+            await tasks.create(record("d0", owner="dora"))
+        await tasks.create(record("d1", owner="dora"))
+        with pytest.raises(TaskStoreFull, match=r"at most 4 tasks \(TaskBudget.max_tasks\)"):
+            await tasks.create(record("e0", owner="erin"))  # the total holds across owners
     finally:
         await store.aclose()

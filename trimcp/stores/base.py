@@ -80,8 +80,9 @@ class Store(Protocol):
 class SharesTasks(Protocol):
     """A store that keeps task records where every replica reads them (Redis)."""
 
-    def task_store(self) -> Any:
-        """A :class:`~trimcp.server.tasks.TaskStore` in this store."""
+    def task_store(self, *, budget: Any = None) -> Any:
+        """A :class:`~trimcp.server.tasks.TaskStore` in this store, keeping ``budget`` (a
+        :class:`~trimcp.tasks.store.TaskBudget`; None: the default one)."""
         ...
 
 

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from trimcp.server.request_state import RequestStateKeyring
     from trimcp.stores.redis_bus import RedisBus
     from trimcp.stores.redis_client import RedisAddress, RedisClient
+    from trimcp.tasks.store import TaskBudget
     from trimcp.transports.http_server.event_store import EventStore
 
 logger = logging.getLogger("trimcp.stores.redis")
@@ -112,12 +113,14 @@ class RedisStore:
             gone=self.replica_gone,
         )
 
-    def task_store(self, *, max_per_owner: int = 1000, max_ttl: float = 24 * 3600.0) -> Any:
+    def task_store(self, *, budget: TaskBudget | None = None, max_ttl: float = 24 * 3600.0) -> Any:
         """A task store in this Redis (a :class:`~trimcp.stores.redis_tasks.RedisTaskStore`).
         ``serve_http(server, store=...)`` gives a :class:`~trimcp.Server` one while it serves
         (unless it was made with its own ``task_store``). Tasks are readable from any replica;
         a task whose replica died is failed when next read. This store's :meth:`run` must
-        run (``serve_http(store=...)`` runs it) so others see this replica alive."""
+        run (``serve_http(store=...)`` runs it) so others see this replica alive.
+        ``budget``: the tasks it keeps per owner and in total (a served
+        :class:`~trimcp.Server` passes its ``TaskOptions.budget``)."""
         from trimcp.stores.redis_tasks import RedisTaskStore
 
         return RedisTaskStore(
@@ -125,7 +128,7 @@ class RedisStore:
             self.prefix,
             replica=self.replica,
             alive=self.replica_alive,
-            max_per_owner=max_per_owner,
+            budget=budget,
             max_ttl=max_ttl,
         )
 

@@ -2,7 +2,10 @@
 
 One key per task (``<prefix>task:<id>``, JSON), expiring with the task's TTL (tasks without
 one expire after ``max_ttl``); a sorted set per owner (``<prefix>tasks-of:<owner>``)
-lists them for ``tasks/list``, bounded to ``max_per_owner``; a marker per task
+lists them for ``tasks/list``, and one of every task (``<prefix>tasks-all``), both
+scored by expiry (Unix time), so a create first removes what has expired
+(``ZREMRANGEBYSCORE``) and then counts against the :class:`~trimcp.tasks.store.TaskBudget`
+(per owner and in total), atomically in one script; a marker per task
 (``<prefix>task-seen:<id>``) outlives it by ``seen_for`` seconds, so a late poll is told
 "expired" rather than "unknown".
 
@@ -25,7 +28,7 @@ import trio
 
 from trimcp.errors import INTERNAL_ERROR
 from trimcp.stores.redis_client import RedisClient
-from trimcp.tasks.store import TaskRecord, TaskStoreFull
+from trimcp.tasks.store import TaskBudget, TaskRecord, TaskStoreFull
 
 RUNNER_STOPPED = "the server process running this task stopped; start the task again"
 
@@ -91,7 +94,7 @@ class RedisTaskStore:
         *,
         replica: str,
         alive: Callable[[str], Awaitable[bool]],
-        max_per_owner: int = 1000,
+        budget: TaskBudget | None = None,
         max_ttl: float = 24 * 3600.0,
         seen_for: float = 3600.0,
     ) -> None:
@@ -99,7 +102,7 @@ class RedisTaskStore:
         self._prefix = prefix
         self.replica = replica
         self._alive = alive
-        self.max_per_owner = max_per_owner
+        self.budget = budget or TaskBudget()
         self.max_ttl = max_ttl
         self.seen_for = seen_for
 
@@ -116,30 +119,48 @@ class RedisTaskStore:
         return max(1, min(int(left * 1000), int(self.max_ttl * 1000)))
 
     async def create(self, record: TaskRecord) -> None:
-        owners = self._owner_key(record.owner)
-        count = await self._client.execute("ZCARD", owners)
-        if isinstance(count, int) and count >= self.max_per_owner:
-            raise TaskStoreFull(
-                f"this owner has {count} tasks, the most the server keeps; wait for some to expire"
-            )
         ttl = self._ttl_ms(record)
-        created, *_ = await self._client.pipeline(
-            [
-                ("SET", self._key(record.task_id), _encode(record, self.replica), "NX", "PX", ttl),
-                # NX everywhere: a refused duplicate id changes nothing of the first task.
-                (
-                    "SET",
-                    f"{self._prefix}task-seen:{record.task_id}",
-                    b"1",
-                    "NX",
-                    "PX",
-                    ttl + int(self.seen_for * 1000),
-                ),
-                ("ZADD", owners, "NX", repr(float(record.created_at)), record.task_id),
-                ("PEXPIRE", owners, int(self.max_ttl * 1000)),
-            ]
+        now = time.time()
+        expires = now + ttl / 1000
+        if record.expires_at is not None:  # already past: counted as gone from now on
+            expires = min(expires, now + (record.expires_at - trio.current_time()))
+        budget = self.budget
+        reply = await self._client.execute(
+            "EVAL",
+            _CREATE,
+            4,
+            self._key(record.task_id),
+            f"{self._prefix}task-seen:{record.task_id}",
+            self._owner_key(record.owner),
+            f"{self._prefix}tasks-all",
+            record.task_id,
+            _encode(record, self.replica),
+            ttl,
+            ttl + int(self.seen_for * 1000),
+            repr(now),
+            repr(expires),
+            budget.max_tasks_per_owner,
+            budget.max_tasks,
+            int(self.max_ttl * 1000) + 60_000,
         )
-        if created is None:
+        if not isinstance(reply, list) or len(reply) != 2:
+            raise ValueError(f"unexpected reply from the task store: {reply!r}")
+        outcome, count = reply[0], reply[1]
+        if outcome == b"owner":
+            raise TaskStoreFull(
+                f"this caller already has {count} tasks kept, the most one caller may "
+                "(TaskBudget.max_tasks_per_owner); wait for some to expire",
+                "max_tasks_per_owner",
+                budget.max_tasks_per_owner,
+            )
+        if outcome == b"total":
+            raise TaskStoreFull(
+                f"the server keeps at most {budget.max_tasks} tasks "
+                "(TaskBudget.max_tasks) and has no room for another; wait for some to expire",
+                "max_tasks",
+                budget.max_tasks,
+            )
+        if outcome == b"taken":
             raise ValueError(f"task id {record.task_id!r} is already in use")
 
     async def get(self, task_id: str) -> TaskRecord | None:
@@ -170,19 +191,13 @@ class RedisTaskStore:
 
     async def owned_by(self, owner: str | None) -> Sequence[TaskRecord]:
         owners = self._owner_key(owner)
-        ids = await self._client.execute("ZRANGE", owners, 0, -1)
+        ids = await self._client.execute("ZRANGEBYSCORE", owners, f"({time.time()!r}", "+inf")
         if not isinstance(ids, list) or not ids:
             return []
         raws = await self._client.execute("MGET", *[self._key(i.decode()) for i in ids])
-        records: list[TaskRecord] = []
-        gone: list[bytes] = []
-        for task_id, raw in zip(ids, raws if isinstance(raws, list) else [], strict=False):
-            if isinstance(raw, bytes):
-                records.append(_decode(raw)[0])
-            else:
-                gone.append(task_id)
-        if gone:  # expired tasks leave the owner's list too
-            await self._client.execute("ZREM", owners, *gone)
+        found = raws if isinstance(raws, list) else []
+        records = [_decode(raw)[0] for raw in found if isinstance(raw, bytes)]
+        records.sort(key=_created)  # oldest first (the set is ordered by expiry)
         return records
 
     async def expired(self, task_id: str) -> bool:
@@ -193,3 +208,29 @@ class RedisTaskStore:
             ]
         )
         return seen == 1 and live == 0
+
+
+def _created(record: TaskRecord) -> tuple[float, str]:
+    return (record.created_at, record.task_id)
+
+
+#: KEYS: the task, its seen-marker, its owner's set, the set of all tasks; ARGV: the id,
+#: the record, its ttl ms, the marker's ttl ms, now and its expiry (Unix), the most
+#: tasks per owner and in total, the sets' ttl ms. Removes expired tasks from both sets,
+#: then counts: {'owner'|'total', count} past a budget, {'taken', 0} for an id in use,
+#: else creates the task: {'ok', 0}.
+_CREATE = """
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[5])
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', ARGV[5])
+local mine = redis.call('ZCARD', KEYS[3])
+if mine >= tonumber(ARGV[7]) then return {'owner', mine} end
+local all = redis.call('ZCARD', KEYS[4])
+if all >= tonumber(ARGV[8]) then return {'total', all} end
+if not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then return {'taken', 0} end
+redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[4])
+redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1])
+redis.call('ZADD', KEYS[4], ARGV[6], ARGV[1])
+redis.call('PEXPIRE', KEYS[3], ARGV[9])
+redis.call('PEXPIRE', KEYS[4], ARGV[9])
+return {'ok', 0}
+"""

@@ -88,7 +88,9 @@ class ReplicaRelay:
         # A trimcp.Server keeps its task records where every replica reads them.
         attach_tasks = getattr(handler, "attach_task_store", None)
         if attach_tasks is not None and isinstance(self.store, SharesTasks):
-            attach_tasks(self.store.task_store())
+            tasks = getattr(handler, "tasks", None)  # its TaskManager: the budget it keeps
+            budget = getattr(getattr(tasks, "options", None), "budget", None)
+            attach_tasks(self.store.task_store(budget=budget))
         try:
             async with open_nursery_unwrapped() as nursery:
                 keyring = getattr(handler, "request_state_keyring", None)
