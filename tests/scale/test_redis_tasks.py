@@ -125,3 +125,47 @@ async def test_expired_tasks_are_pruned_before_counting(redis_server: RedisServe
             await tasks.create(record("e0", owner="erin"))  # the total holds across owners
     finally:
         await store.aclose()
+
+
+async def test_results_are_kept_within_byte_budgets(redis_server: RedisServer) -> None:
+    # Issue 21: results were kept with no byte bound. Measured by the store's own
+    # accounting (its byte hashes): what does not fit is refused, naming the limit, and
+    # an expired task's bytes are given back before the next check.
+    store = RedisStore(redis_server.url, prefix="tk4:")
+    try:
+        budget = TaskBudget(max_result_bytes=300_000, max_owner_bytes=500_000)
+        tasks = store.task_store(budget=budget)
+
+        async def finish(task_id: str, size: int, ttl: float = 60.0) -> None:
+            rec = record(task_id, owner="carl", ttl=ttl)
+            await tasks.create(rec)
+            rec.status, rec.result = "completed", {"text": "x" * size}
+            await tasks.save(rec)
+
+        async def held(key: str = "tk4:tasks-bytes-of:carl") -> int:
+            value = await store.client.execute("HGET", key, "")
+            return int(value) if isinstance(value, bytes) else 0
+
+        await finish("a", 200_000)
+        await finish("b", 200_000)
+        with pytest.raises(TaskStoreFull, match=r"TaskBudget\.max_owner_bytes") as refused:
+            await finish("c", 200_000)
+        assert (refused.value.limit, refused.value.value) == ("max_owner_bytes", 500_000)
+        c = await tasks.get("c")
+        assert c is not None
+        assert (c.status, c.result) == ("working", None)  # nothing of the refused save
+        with pytest.raises(TaskStoreFull, match=r"TaskBudget\.max_result_bytes"):
+            await finish("d", 400_000)
+        small = record("e", owner="carl")
+        await tasks.create(small)
+        small.status, small.error = "failed", {"code": -32603, "message": "no room"}
+        await tasks.save(small)  # a small error always fits (the refusal must be kept)
+        assert 400_000 < await held() <= 500_000
+        assert await held() == await held("tk4:tasks-bytes")
+        await store.client.execute("ZADD", "tk4:tasks-of:carl", "XX", 1, "a")  # a expired
+        await store.client.execute("ZADD", "tk4:tasks-all", "XX", 1, "a")
+        await finish("f", 150_000)  # a's bytes were given back first
+        assert 300_000 < await held() <= 500_000
+        assert await held() == await held("tk4:tasks-bytes")
+    finally:
+        await store.aclose()

@@ -12,7 +12,9 @@ import trio.testing
 import trimcp
 from tests.tasks.helpers import make_app, serve
 from trimcp.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, McpError, RequestTimeout
+from trimcp.protocol.jsonrpc import dump_json
 from trimcp.server.tasks import TaskOptions
+from trimcp.tasks.store import SMALL_PAYLOAD_BYTES
 from trimcp.testing import open_test_client
 from trimcp.types import (
     CallToolRequestParams,
@@ -173,6 +175,42 @@ async def test_one_caller_filling_its_share_leaves_room_for_others() -> None:
         assert refused.value.code == INTERNAL_ERROR
         assert refused.value.data == {"limit": "TaskBudget.max_tasks_per_owner", "max": 2}
         await other.call_tool_as_task("sleep", {"seconds": 0})
+
+
+async def test_task_results_are_kept_within_byte_budgets() -> None:
+    # Issue 21: results were kept with no byte bound (300 tasks of 1 MB: +290 MiB for
+    # up to 24 h). Measured by the store's own accounting: what fits is kept; a result
+    # that does not fails its task with an error naming the limit, never silently.
+    from trimcp.server.tasks import MemoryTaskStore, TaskBudget
+
+    budget = TaskBudget(max_result_bytes=300_000, max_owner_bytes=1_000_000)
+    app = make_app(TaskOptions(budget=budget))
+
+    @app.tool(task_support="optional")
+    async def blob(size: int) -> str:
+        """Return ``size`` bytes of text."""
+        return "x" * size
+
+    store = app.tasks.store
+    assert isinstance(store, MemoryTaskStore)
+    async with serve(app) as client:
+        handles, kept = [], []
+        for _ in range(5):  # one after the other: 4 x ~200 kB fit 1 MB, the 5th does not
+            handles.append(await client.call_tool_as_task("blob", {"size": 200_000}))
+            kept.append(await handles[-1].wait())
+        assert [task.status for task in kept] == ["completed"] * 4 + ["failed"]
+        assert "TaskBudget.max_owner_bytes" in (kept[4].status_message or "")
+        with pytest.raises(McpError, match=r"TaskBudget\.max_owner_bytes") as refused:
+            await handles[4].result()
+        assert refused.value.data == {"limit": "TaskBudget.max_owner_bytes", "max": 1_000_000}
+        big = await client.call_tool_as_task("blob", {"size": 400_000})
+        assert (await big.wait()).status == "failed"
+        with pytest.raises(McpError, match=r"TaskBudget\.max_result_bytes"):
+            await big.result()
+        held = sum(len(dump_json(r.result)) for r in store._records.values() if r.result)
+        assert held <= 1_000_000
+        assert store.total_bytes >= held
+        assert store.total_bytes <= 1_000_000 + 2 * SMALL_PAYLOAD_BYTES
 
 
 async def test_poll_storm_is_answered_and_does_not_slow_the_task(

@@ -5,7 +5,11 @@ one expire after ``max_ttl``); a sorted set per owner (``<prefix>tasks-of:<owner
 lists them for ``tasks/list``, and one of every task (``<prefix>tasks-all``), both
 scored by expiry (Unix time), so a create first removes what has expired
 (``ZREMRANGEBYSCORE``) and then counts against the :class:`~trimcp.tasks.store.TaskBudget`
-(per owner and in total), atomically in one script; a marker per task
+(per owner and in total), atomically in one script. The bytes of the results and errors
+kept are counted in a hash per owner (``<prefix>tasks-bytes-of:<owner>``) and one for
+everyone (``<prefix>tasks-bytes``): the size of each task by its id and the sum under
+the empty field; a save with a result checks the byte budgets and writes in one script,
+and pruning an expired task gives its bytes back. A marker per task
 (``<prefix>task-seen:<id>``) outlives it by ``seen_for`` seconds, so a late poll is told
 "expired" rather than "unknown".
 
@@ -28,7 +32,14 @@ import trio
 
 from trimcp.errors import INTERNAL_ERROR
 from trimcp.stores.redis_client import RedisClient
-from trimcp.tasks.store import TaskBudget, TaskRecord, TaskStoreFull
+from trimcp.tasks.store import (
+    SMALL_PAYLOAD_BYTES,
+    TaskBudget,
+    TaskRecord,
+    TaskStoreFull,
+    check_payload,
+    payload_bytes,
+)
 
 RUNNER_STOPPED = "the server process running this task stopped; start the task again"
 
@@ -112,6 +123,9 @@ class RedisTaskStore:
     def _owner_key(self, owner: str | None) -> str:
         return f"{self._prefix}tasks-of:{'' if owner is None else owner}"
 
+    def _bytes_key(self, owner: str | None) -> str:
+        return f"{self._prefix}tasks-bytes-of:{'' if owner is None else owner}"
+
     def _ttl_ms(self, record: TaskRecord) -> int:
         if record.expires_at is None:
             return int(self.max_ttl * 1000)
@@ -128,11 +142,13 @@ class RedisTaskStore:
         reply = await self._client.execute(
             "EVAL",
             _CREATE,
-            4,
+            6,
             self._key(record.task_id),
             f"{self._prefix}task-seen:{record.task_id}",
             self._owner_key(record.owner),
             f"{self._prefix}tasks-all",
+            self._bytes_key(record.owner),
+            f"{self._prefix}tasks-bytes",
             record.task_id,
             _encode(record, self.replica),
             ttl,
@@ -177,7 +193,34 @@ class RedisTaskStore:
         return record
 
     async def save(self, record: TaskRecord) -> None:
-        await self._write(record, self.replica)
+        if record.result is None and record.error is None:
+            await self._write(record, self.replica)  # a status change: nothing to count
+            return
+        size = payload_bytes(record)
+        budget = self.budget
+        reply = await self._client.execute(
+            "EVAL",
+            _SAVE,
+            5,
+            self._key(record.task_id),
+            self._owner_key(record.owner),
+            f"{self._prefix}tasks-all",
+            self._bytes_key(record.owner),
+            f"{self._prefix}tasks-bytes",
+            record.task_id,
+            _encode(record, self.replica),
+            self._ttl_ms(record),
+            repr(time.time()),
+            size,
+            budget.max_result_bytes,
+            budget.max_owner_bytes,
+            budget.max_total_bytes,
+            SMALL_PAYLOAD_BYTES,
+            int(self.max_ttl * 1000) + 60_000,
+        )
+        if isinstance(reply, list) and len(reply) == 4 and reply[0] == b"over":
+            old, owner_bytes, total_bytes = (int(value) for value in reply[1:])
+            check_payload(budget, size, old, owner_bytes, total_bytes)  # raises, naming it
 
     async def _write(self, record: TaskRecord, runner: str) -> None:
         await self._client.execute(
@@ -214,14 +257,37 @@ def _created(record: TaskRecord) -> tuple[float, str]:
     return (record.created_at, record.task_id)
 
 
-#: KEYS: the task, its seen-marker, its owner's set, the set of all tasks; ARGV: the id,
-#: the record, its ttl ms, the marker's ttl ms, now and its expiry (Unix), the most
-#: tasks per owner and in total, the sets' ttl ms. Removes expired tasks from both sets,
-#: then counts: {'owner'|'total', count} past a budget, {'taken', 0} for an id in use,
-#: else creates the task: {'ok', 0}.
-_CREATE = """
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[5])
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', ARGV[5])
+#: Removes the expired members of a task set (KEYS[n]) and gives their bytes back to
+#: its byte hash (KEYS[m]), in bounded steps.
+_PRUNE = """
+local function prune(set, sizes, now)
+  while true do
+    local gone = redis.call('ZRANGEBYSCORE', set, '-inf', now, 'LIMIT', 0, 500)
+    if #gone == 0 then return end
+    redis.call('ZREM', set, unpack(gone))
+    local held = redis.call('HMGET', sizes, unpack(gone))
+    local freed = 0
+    for i = 1, #gone do
+      if held[i] then freed = freed + tonumber(held[i]) end
+    end
+    if freed > 0 then
+      redis.call('HDEL', sizes, unpack(gone))
+      redis.call('HINCRBY', sizes, '', -freed)
+    end
+  end
+end
+"""
+
+#: KEYS: the task, its seen-marker, its owner's set, the set of all tasks, their byte
+#: hashes; ARGV: the id, the record, its ttl ms, the marker's ttl ms, now and its expiry
+#: (Unix), the most tasks per owner and in total, the sets' ttl ms. Prunes expired
+#: tasks, then counts: {'owner'|'total', count} past a budget, {'taken', 0} for an id
+#: in use, else creates the task: {'ok', 0}.
+_CREATE = (
+    _PRUNE
+    + """
+prune(KEYS[3], KEYS[5], ARGV[5])
+prune(KEYS[4], KEYS[6], ARGV[5])
 local mine = redis.call('ZCARD', KEYS[3])
 if mine >= tonumber(ARGV[7]) then return {'owner', mine} end
 local all = redis.call('ZCARD', KEYS[4])
@@ -234,3 +300,35 @@ redis.call('PEXPIRE', KEYS[3], ARGV[9])
 redis.call('PEXPIRE', KEYS[4], ARGV[9])
 return {'ok', 0}
 """
+)
+
+#: KEYS: the task, its owner's set, the set of all tasks, their byte hashes; ARGV: the
+#: id, the record, its ttl ms, now (Unix), its payload bytes, the most bytes per task,
+#: per owner and in total, the size always kept, the hashes' ttl ms. Prunes, then
+#: {'over', old, owner bytes, total bytes} when the payload does not fit (nothing
+#: written), else writes the record (if it still exists) and counts its bytes: {'ok'}.
+_SAVE = (
+    _PRUNE
+    + """
+prune(KEYS[2], KEYS[4], ARGV[4])
+prune(KEYS[3], KEYS[5], ARGV[4])
+local size = tonumber(ARGV[5])
+local old = tonumber(redis.call('HGET', KEYS[4], ARGV[1]) or '0')
+local mine = tonumber(redis.call('HGET', KEYS[4], '') or '0')
+local all = tonumber(redis.call('HGET', KEYS[5], '') or '0')
+if size > tonumber(ARGV[9]) and size > old and (size > tonumber(ARGV[6])
+    or mine - old + size > tonumber(ARGV[7]) or all - old + size > tonumber(ARGV[8])) then
+  return {'over', old, mine, all}
+end
+if not redis.call('SET', KEYS[1], ARGV[2], 'XX', 'PX', ARGV[3]) then return {'ok'} end
+if size ~= old and redis.call('ZSCORE', KEYS[2], ARGV[1]) then
+  redis.call('HSET', KEYS[4], ARGV[1], size)
+  redis.call('HSET', KEYS[5], ARGV[1], size)
+  redis.call('HINCRBY', KEYS[4], '', size - old)
+  redis.call('HINCRBY', KEYS[5], '', size - old)
+  redis.call('PEXPIRE', KEYS[4], ARGV[10])
+  redis.call('PEXPIRE', KEYS[5], ARGV[10])
+end
+return {'ok'}
+"""
+)

@@ -339,7 +339,13 @@ class TaskManager:
                 else:
                     self._record_result(record, outcome[1])
                 record.updated_at = self.now()
-                await self.store.save(record)
+                try:
+                    await self.store.save(record)
+                except TaskStoreFull as exc:
+                    # Over a byte budget: the task fails, saying which limit; the
+                    # result is dropped here, never kept half-accounted.
+                    self._record_refused(record, exc)
+                    await self.store.save(record)
                 await self._changed(live)
         finally:
             for item in list(live.inputs.pending.values()):
@@ -366,6 +372,12 @@ class TaskManager:
             record.status = "failed"
             record.status_message = f"The task ran past its TTL of {record.ttl_ms} ms"
             record.error = McpError(REQUEST_TIMEOUT, record.status_message).to_error_object()
+
+    def _record_refused(self, record: TaskRecord, refused: TaskStoreFull) -> None:
+        message = f"The task's result was not kept: {refused}"
+        data = {"limit": f"TaskBudget.{refused.limit}", "max": refused.value}
+        record.status, record.status_message, record.result = "failed", message, None
+        record.error = McpError(INTERNAL_ERROR, message, data).to_error_object()
 
     def _record_result(self, record: TaskRecord, value: Any) -> None:
         wire = serde.unstructure(value) if not isinstance(value, dict) else value

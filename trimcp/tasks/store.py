@@ -26,6 +26,7 @@ import attrs
 import trio
 
 from trimcp._record import Record
+from trimcp.protocol.jsonrpc import dump_json
 from trimcp.types import TERMINAL_TASK_STATUSES, TaskStatus
 
 TERMINAL: Final = TERMINAL_TASK_STATUSES
@@ -53,17 +54,73 @@ class TaskBudget(Record):
 
     ``max_tasks``: records kept at once, running or finished (until their TTL).
     ``max_tasks_per_owner``: the same for one owner (a principal, a session; every
-    anonymous 2026 caller together is one owner). A budget refuses what would pass it, it
-    never drops what it holds: a refused new task is a ``-32603`` error naming the limit.
-    Expired records are never counted.
+    anonymous 2026 caller together is one owner). ``max_result_bytes``: one task's
+    result or error (its JSON encoding); ``max_owner_bytes`` and ``max_total_bytes``: the
+    results and errors kept for one owner, and for everyone. A budget refuses what would
+    pass it, it never drops what it holds: a refused new task is a ``-32603`` error
+    naming the limit; a result that does not fit is not kept and the task ends
+    ``failed`` with an error naming the limit (an error of at most
+    :data:`SMALL_PAYLOAD_BYTES` is always kept, so that one can be). Expired records are
+    never counted.
     """
 
     max_tasks: int = 10_000
     max_tasks_per_owner: int = 1000
+    max_result_bytes: int = 4 * 1024 * 1024
+    max_owner_bytes: int = 32 * 1024 * 1024
+    max_total_bytes: int = 256 * 1024 * 1024
 
     def __attrs_post_init__(self) -> None:
         if self.max_tasks < 1 or self.max_tasks_per_owner < 1:
             raise ValueError("TaskBudget: max_tasks and max_tasks_per_owner must be >= 1")
+        if min(self.max_result_bytes, self.max_owner_bytes, self.max_total_bytes) < 1:
+            raise ValueError("TaskBudget: the byte budgets must be >= 1")
+
+
+#: A result or error this small is always kept (counted, never refused): recording that
+#: a result did not fit must itself fit.
+SMALL_PAYLOAD_BYTES: Final = 1024
+
+
+def payload_bytes(record: TaskRecord) -> int:
+    """The bytes a record's result and error take (their JSON encodings)."""
+    size = 0
+    if record.result is not None:
+        size += len(dump_json(record.result))
+    if record.error is not None:
+        size += len(dump_json(record.error))
+    return size
+
+
+def check_payload(
+    budget: TaskBudget, size: int, old: int, owner_bytes: int, total_bytes: int
+) -> None:
+    """Raise :class:`TaskStoreFull` when a payload of ``size`` bytes (replacing ``old``)
+    does not fit ``budget`` next to ``owner_bytes`` and ``total_bytes`` already kept."""
+    if size <= SMALL_PAYLOAD_BYTES or size <= old:
+        return
+    if size > budget.max_result_bytes:
+        raise TaskStoreFull(
+            f"its result is {size} bytes, over the {budget.max_result_bytes} bytes one task "
+            "may keep (TaskBudget.max_result_bytes)",
+            "max_result_bytes",
+            budget.max_result_bytes,
+        )
+    if owner_bytes - old + size > budget.max_owner_bytes:
+        raise TaskStoreFull(
+            f"its result ({size} bytes) does not fit the {budget.max_owner_bytes} bytes of "
+            "results one caller may keep (TaskBudget.max_owner_bytes); wait for older tasks "
+            "to expire",
+            "max_owner_bytes",
+            budget.max_owner_bytes,
+        )
+    if total_bytes - old + size > budget.max_total_bytes:
+        raise TaskStoreFull(
+            f"its result ({size} bytes) does not fit the {budget.max_total_bytes} bytes of "
+            "results the server keeps (TaskBudget.max_total_bytes); try again later",
+            "max_total_bytes",
+            budget.max_total_bytes,
+        )
 
 
 @attrs.define(kw_only=True, slots=True, eq=False)
@@ -113,7 +170,10 @@ class TaskStore(Protocol):
         ...
 
     async def save(self, record: TaskRecord) -> None:
-        """Store the record's new state (status, result...)."""
+        """Store the record's new state (status, result...).
+
+        Raises :class:`TaskStoreFull` when its result or error does not fit the store's
+        :class:`TaskBudget` (nothing of the new state is kept then)."""
         ...
 
     async def owned_by(self, owner: str | None) -> Sequence[TaskRecord]:
@@ -139,6 +199,10 @@ class MemoryTaskStore:
         self.budget = budget
         self._records: dict[str, TaskRecord] = {}
         self._per_owner: dict[str | None, int] = {}
+        #: Payload bytes kept: per record, per owner, in total (the byte budgets).
+        self._sizes: dict[str, int] = {}
+        self._owner_bytes: dict[str | None, int] = {}
+        self.total_bytes = 0
         self._expiry: list[tuple[float, str]] = []
         self._scheduled: dict[str, float] = {}  # the expiry each record's heap entry holds
         self._expired: OrderedDict[str, None] = OrderedDict()
@@ -154,6 +218,11 @@ class MemoryTaskStore:
         """How many records ``owner`` has now (expired ones are not counted)."""
         self._purge()
         return self._per_owner.get(owner, 0)
+
+    def bytes_of(self, owner: str | None) -> int:
+        """Payload bytes ``owner``'s records hold now (expired ones are not counted)."""
+        self._purge()
+        return self._owner_bytes.get(owner, 0)
 
     def _purge(self) -> None:
         now = trio.current_time()
@@ -176,6 +245,20 @@ class MemoryTaskStore:
             self._per_owner[record.owner] = left
         else:
             del self._per_owner[record.owner]
+        self._account(record, 0)
+
+    def _account(self, record: TaskRecord, size: int) -> None:
+        old = self._sizes.pop(record.task_id, 0)
+        if size:
+            self._sizes[record.task_id] = size
+        if size == old:
+            return
+        held = self._owner_bytes.get(record.owner, 0) - old + size
+        if held:
+            self._owner_bytes[record.owner] = held
+        else:
+            self._owner_bytes.pop(record.owner, None)
+        self.total_bytes += size - old
 
     async def create(self, record: TaskRecord) -> None:
         self._purge()
@@ -214,6 +297,13 @@ class MemoryTaskStore:
     async def save(self, record: TaskRecord) -> None:
         self._purge()
         if record.task_id in self._records:
+            has_payload = record.result is not None or record.error is not None
+            size = payload_bytes(record) if has_payload else 0
+            old = self._sizes.get(record.task_id, 0)
+            if size != old:
+                owner_bytes = self._owner_bytes.get(record.owner, 0)
+                check_payload(self.budget, size, old, owner_bytes, self.total_bytes)
+                self._account(record, size)
             self._schedule(record)
 
     async def owned_by(self, owner: str | None) -> Sequence[TaskRecord]:
