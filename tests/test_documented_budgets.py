@@ -9,6 +9,7 @@ import attrs
 import pytest
 
 from trimcp.protocol import modern
+from trimcp.server.stateless import StatelessOptions
 from trimcp.tasks.store import TaskBudget
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "input-limits.md"
@@ -39,6 +40,10 @@ BUDGETS: list[tuple[str, int]] = [
     ("META_CACHE_ENTRIES", modern.META_CACHE_ENTRIES),
     ("META_CACHE_BYTES", modern.META_CACHE_BYTES),
     ("META_CACHE_ENTRY_BYTES", modern.META_CACHE_ENTRY_BYTES),
+    *(
+        (f"StatelessOptions.{name}", getattr(StatelessOptions(), name))
+        for name in ("listen_max_streams", "listen_max_streams_per_principal")
+    ),
     *(
         (f"TaskBudget.{field.name}", field.default)
         for field in attrs.fields(TaskBudget)

@@ -494,3 +494,34 @@ async def test_finished_requests_leave_no_memory_behind() -> None:
             tracemalloc.stop()
     # 600 more calls may not keep more than a few KiB (no per-request table or cache).
     assert after_800 - after_200 < 16 * 1024, (after_200, after_800)
+
+
+async def test_listen_streams_take_no_session_slot_and_are_bounded_per_caller() -> None:
+    # Issue 21: each listen stream took one of max_sessions: 2 listens from one client
+    # and every other request got 503. Now streams have their own bounds (per principal,
+    # 429; in total, 503) and ordinary requests go on.
+    fixture = Fixture()
+    server = make_server(fixture)
+    server.listen_hub.max_per_principal = 2
+    config = HttpServerConfig(max_sessions=2)
+    async with running_app(config, server) as (app, client):
+        listen = {"notifications": {"toolsListChanged": True}}
+        streams = []
+        for n in range(2):
+            exchange = await post(client, "subscriptions/listen", listen, request_id=n, wait=False)
+            assert (await exchange.next_message())["method"].endswith("acknowledged")
+            streams.append(exchange)
+        assert app.manager.alive == 0
+        assert app.manager.streams == 2
+        call = await post(client, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+        assert call.status == 200  # not 503: the streams hold no session slot
+        refused = await post(client, "subscriptions/listen", listen, request_id=7)
+        assert refused.status == 429
+        error = refused.json()["error"]
+        assert error["code"] == -32603
+        assert "listen_max_streams_per_principal" in error["message"]
+        assert refused.json()["id"] == 7
+        assert server.listen_hub.streams_of(None) == 2
+        await app.shutdown()  # the streams still end with their result
+        for n, exchange in enumerate(streams):
+            assert (await exchange.next_message())["id"] == n

@@ -7,7 +7,10 @@ subscription id (the listen request's id). The stream ends when the client goes 
 (HTTP: it closes the response; stdio: ``notifications/cancelled``), or gracefully, with a
 result, when the server shuts down or the stream has been idle for ``idle_timeout``.
 
-Bounded: at most ``max_streams`` streams at once; each holds at most one pending change
+Bounded: at most ``max_streams`` streams at once, and ``max_per_principal`` of one caller
+(its :func:`~trimcp.auth.principal_key`; every anonymous caller together is one); an HTTP
+transport checks both before it starts a stream (:meth:`ListenHub.refusal`), and a stream
+holds no HTTP session slot. Each stream holds at most one pending change
 per list and one pending update per subscribed URI (changes made before the stream sends
 them merge), so a client that reads slowly holds no queue. ``keepalive`` seconds without a
 notification make the transport send a comment (SSE), when it can.
@@ -23,6 +26,7 @@ import attrs
 import trio
 
 from trimcp import serde
+from trimcp.auth.principal import principal_key
 from trimcp.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError
 from trimcp.protocol.admission import has_capability
 from trimcp.protocol.modern import subscription_meta
@@ -62,19 +66,45 @@ class ListenHub:
         self,
         *,
         max_streams: int = 1000,
+        max_per_principal: int = 100,
         idle_timeout: float = 3600.0,
         keepalive: float | None = 15.0,
     ) -> None:
         self.max_streams = max_streams
+        self.max_per_principal = max_per_principal
         self.idle_timeout = idle_timeout
         self.keepalive = keepalive
         self._listeners: set[_Listener] = set()
+        self._per_principal: dict[str | None, int] = {}
         self._closing = False
         self._token: trio.lowlevel.TrioToken | None = None
 
     @property
     def open_streams(self) -> int:
         return len(self._listeners)
+
+    def streams_of(self, key: str | None) -> int:
+        """How many streams principal ``key`` has open now."""
+        return self._per_principal.get(key, 0)
+
+    def refusal(self, key: str | None) -> tuple[str, str] | None:
+        """Why a new stream of principal ``key`` would be refused now: (the limit's
+        name, ``"max_per_principal"`` or ``"max_streams"``; a message naming it), or None."""
+        if self._per_principal.get(key, 0) >= self.max_per_principal:
+            return (
+                "max_per_principal",
+                f"Too many subscriptions/listen streams of this caller are open (the limit "
+                f"is {self.max_per_principal}, StatelessOptions.listen_max_streams_per_principal)"
+                "; close one or try again later",
+            )
+        if len(self._listeners) >= self.max_streams:
+            return (
+                "max_streams",
+                f"Too many subscriptions/listen streams are open (the limit is "
+                f"{self.max_streams}, StatelessOptions.listen_max_streams); close one or try "
+                "again later",
+            )
+        return None
 
     # --- publishing (synchronous; any thread) --------------------------------------------
 
@@ -141,7 +171,8 @@ class ListenHub:
         None for an unknown one (left out of the acknowledgement); it raises
         :class:`McpError` to refuse the request (an ambiguous URI, a missing scope).
         Raises :class:`McpError` ``-32602`` when it asks for no kind of notification,
-        ``-32603`` past ``max_streams``. Cancellation: the stream ends without a result.
+        ``-32603`` past ``max_streams`` or ``max_per_principal``. Cancellation: the stream
+        ends without a result.
         """
         from trimcp.types import SubscriptionFilter, SubscriptionsListenResult
 
@@ -158,12 +189,10 @@ class ListenHub:
             )
         if self._closing:
             raise McpError(INTERNAL_ERROR, "The server is shutting down; listen again later")
-        if len(self._listeners) >= self.max_streams:
-            raise McpError(
-                INTERNAL_ERROR,
-                f"Too many subscriptions/listen streams are open (the limit is "
-                f"{self.max_streams}); close one or try again later",
-            )
+        key = principal_key(ctx.principal)
+        refused = self.refusal(key)
+        if refused is not None:
+            raise McpError(INTERNAL_ERROR, refused[1], {"limit": refused[0]})
         agreed_kinds = frozenset(
             kind for kind in kinds if has_capability(server_capabilities, (kind, "listChanged"))
         )
@@ -181,6 +210,7 @@ class ListenHub:
         listener = _Listener(kinds=agreed_kinds, uris=agreed_uris)
         self._token = trio.lowlevel.current_trio_token()
         self._listeners.add(listener)
+        self._per_principal[key] = self._per_principal.get(key, 0) + 1
         try:
             await ctx.send_notification(
                 "notifications/subscriptions/acknowledged",
@@ -189,6 +219,11 @@ class ListenHub:
             await self._deliver(ctx, listener, meta)
         finally:
             self._listeners.discard(listener)
+            left = self._per_principal[key] - 1
+            if left:
+                self._per_principal[key] = left
+            else:
+                del self._per_principal[key]
         return SubscriptionsListenResult(meta=meta)
 
     async def _deliver(

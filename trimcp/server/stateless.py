@@ -73,6 +73,7 @@ class StatelessOptions(Record):
     ``inputs``: ``requestState`` sealing and input round limits (:class:`InputOptions`).
     ``list_cache`` / ``read_cache`` / ``discover_cache``: default cache hints of list
     results, ``resources/read`` results and ``server/discover``. ``listen_max_streams``,
+    ``listen_max_streams_per_principal`` (every anonymous caller together is one),
     ``listen_idle_timeout`` (a stream quiet this long ends gracefully) and
     ``listen_keepalive`` (a comment this often on a quiet HTTP stream; None: never):
     bounds of ``subscriptions/listen``.
@@ -83,6 +84,7 @@ class StatelessOptions(Record):
     read_cache: CacheHint = CacheHint(0, "private")
     discover_cache: CacheHint = CacheHint(0, "public")
     listen_max_streams: int = attrs.field(default=1000, validator=_positive)
+    listen_max_streams_per_principal: int = attrs.field(default=100, validator=_positive)
     listen_idle_timeout: float = attrs.field(default=3600.0, validator=_positive)
     listen_keepalive: float | None = 15.0
 
@@ -95,6 +97,7 @@ class StatelessServing:
         self.options = options
         self.hub = ListenHub(
             max_streams=options.listen_max_streams,
+            max_per_principal=options.listen_max_streams_per_principal,
             idle_timeout=options.listen_idle_timeout,
             keepalive=options.listen_keepalive,
         )

@@ -114,6 +114,8 @@ class SessionManager:
         self._nursery: trio.Nursery | None = None
         #: Engine sessions alive now (registered ones, closing ones and stateless ones).
         self.alive = 0
+        #: 2026 listen streams open now (no session slot; shutdown waits for them too).
+        self.streams = 0
         self._all_done = trio.Event()
         self._all_done.set()
         self.stopping = False
@@ -195,7 +197,20 @@ class SessionManager:
 
     def release(self) -> None:
         self.alive -= 1
-        if self.alive == 0:
+        if self.alive == 0 and self.streams == 0:
+            self._all_done.set()
+
+    def hold(self) -> None:
+        """Count one long-lived stream (a 2026 listen) that shutdown waits for, without
+        taking a session slot (the listen hub bounds streams); :meth:`unhold` ends it."""
+        if self._nursery is None or self.stopping:
+            raise HttpRejection(503, "The server is not accepting requests")
+        self.streams += 1
+        self._all_done = trio.Event() if self._all_done.is_set() else self._all_done
+
+    def unhold(self) -> None:
+        self.streams -= 1
+        if self.alive == 0 and self.streams == 0:
             self._all_done.set()
 
     async def create(

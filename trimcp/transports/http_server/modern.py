@@ -12,7 +12,9 @@ envelope). Per POST, in the task that received it:
 3. The request runs through :func:`~trimcp.session.stateless.run_request` in its own
    cancel scope, with the handler timeout; a client that disconnects cancels it (noticed
    once the request has run for a short grace: :mod:`.slow`). It holds
-   one of the app's ``max_sessions`` slots while it runs (503 past it).
+   one of the app's ``max_sessions`` slots while it runs (503 past it); a listen stream
+   holds none: the server's listen hub bounds streams per principal (429 past it) and in
+   total (503).
 4. The answer is sent as one JSON body with the status the spec gives for its error code,
    unless the handler sent notifications first (progress, log messages, a listen
    stream's acknowledgement): then the response is an SSE stream that starts with the
@@ -35,7 +37,8 @@ from typing import Any, Protocol, runtime_checkable
 import trio
 
 from trimcp import serde
-from trimcp.errors import INVALID_REQUEST, RemoteProtocolError
+from trimcp.auth.principal import principal_key
+from trimcp.errors import INTERNAL_ERROR, INVALID_REQUEST, RemoteProtocolError
 from trimcp.protocol import modern
 from trimcp.protocol.jsonrpc import Notification, Request, RequestId, dump_json, encode_error
 from trimcp.protocol.jsonrpc import notification_object as _notification
@@ -262,7 +265,11 @@ class ModernEndpoint:
             )
             await _error(send, 400, encode_error(request.id, error))
             return
-        self.manager.reserve()
+        if listen:
+            self._admit_listen(principal, request.id)  # its own bound: no session slot
+            self.manager.hold()
+        else:
+            self.manager.reserve()
         try:
             timeout = None if listen else config.session_options.handler_timeout
             # The request's own cancel scope: its deadline is the handler timeout, and
@@ -290,7 +297,22 @@ class ModernEndpoint:
             except ClientGone:
                 return
         finally:
-            self.manager.release()
+            if listen:
+                self.manager.unhold()
+            else:
+                self.manager.release()
+
+    def _admit_listen(self, principal: Hashable | None, request_id: RequestId) -> None:
+        """Refuse a listen stream past the hub's bounds: 429 for one caller's, 503 for
+        the server's (checked again, as a ``-32603``, when the stream starts)."""
+        hub = getattr(self.handler, "listen_hub", None)
+        if hub is None:
+            return
+        refused = hub.refusal(principal_key(principal))
+        if refused is not None:
+            limit, message = refused
+            status = 429 if limit == "max_per_principal" else 503
+            raise HttpRejection(status, message, code=INTERNAL_ERROR, request_id=request_id)
 
     def _check_headers(self, headers: RequestHeaders, request: Request) -> None:
         wire = {
