@@ -14,7 +14,8 @@ trimcp from source (about 40% more work: callgrind counted 1,767 M instructions 
 1,049 M). So the benchmark first compiles trimcp's bytecode with :mod:`compileall`,
 which is what ``pip install`` does for a wheel, and starts trimcp once with bytecode
 writing on, which fills trimcp's cache of attrs-generated methods
-(``trimcp/_attrs_cache.py``) as any first start of an installed trimcp does.
+(``trimcp/_attrs_cache.py``, installed by ``trimcp.server``) as any first start of an
+installed trimcp does.
 
 Run from the repository root: .venv/bin/python -m benchmarks.cold_start [--repeats 10]
 """

@@ -12,10 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from trimcp import _attrs_cache
 from trimcp._version import __version__ as __version__
-
-_attrs_cache.install()  # before any trimcp class is made: see trimcp/_attrs_cache.py
 
 #: public name -> the module it lives in
 _EXPORTS: dict[str, str] = {

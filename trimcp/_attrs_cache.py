@@ -9,18 +9,20 @@ to ``compile()``, almost all of it attrs' scripts for trimcp's ~180 classes).
 This module keeps those code objects, marshalled, in one file beside trimcp's own
 bytecode (``trimcp/__pycache__/attrs-methods.<python tag>.marshal``), keyed by a hash of
 the generated script and its file name: a changed class changes its script and so misses
-the cache. Every attrs class made once trimcp is imported goes through it (trio's
-included, imported after trimcp by a server); other code that attrs compiles, and attrs'
-behaviour, are untouched.
+the cache. It covers the classes and cattrs hooks of trimcp (and of trio, outcome and
+cattrs, which a server imports right after) only, and is installed where a server starts
+(:func:`install`): importing trimcp, or its sans-IO core, patches nothing, and a user's
+classes are compiled exactly as attrs always does.
 
 - Like Python's own bytecode, nothing is written when ``sys.dont_write_bytecode`` is set
   (``PYTHONDONTWRITEBYTECODE``, ``-B``) or the directory is not writable; the cache is
   then just not used. :func:`save` writes the file at exit when new entries were made.
-- Any problem (another attrs version without the hook used here, an unreadable or
-  corrupt file, a file of another Python) turns the cache off or ignores the file: the
-  classes are then compiled as attrs always does. ``TRIMCP_NO_ATTRS_CACHE=1`` turns it off.
-- cattrs' structure/unstructure hooks, generated and compiled the same way at their
-  first use, go through the same cache (:func:`cover_cattrs`).
+- Any problem (another attrs or cattrs whose replaced function has another shape, an
+  unreadable or corrupt file, a file of another Python) turns the cache off or ignores
+  the file: the classes are then compiled as attrs always does.
+  ``TRIMCP_NO_ATTRS_CACHE=1`` turns it off.
+- cattrs' structure/unstructure hooks for trimcp's classes, generated and compiled the
+  same way at their first use, go through the same cache.
 - The file is trusted as much as the ``.pyc`` files beside it.
 """
 
@@ -30,8 +32,10 @@ import atexit
 import builtins
 import hashlib
 import importlib.util
+import inspect
 import marshal
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
@@ -39,9 +43,22 @@ from pathlib import Path
 from types import CodeType
 from typing import Any, Final
 
-#: The file names attrs gives the code it generates ("<attrs generated methods
-#: MODULE.QUALNAME>"); any other code goes to attrs' own step unchanged.
-_GENERATED: Final = "<attrs generated "
+#: The file names attrs and cattrs give the code they generate for a covered class
+#: ("<attrs generated init MODULE.QUALNAME>", "<cattrs generated structure
+#: MODULE.QUALNAME>"); any other code is compiled as usual. Covered: trimcp's modules, and
+#: those of the libraries a server imports right after installing the cache (trio,
+#: outcome and cattrs make 34 attrs classes, about 5% of a stdio server's cold start when
+#: compiled from source). A user's own classes are never among them.
+_ATTRS_COVERED: Final = re.compile(r"<attrs generated \S+ (?:trimcp|trio|outcome|cattrs)\.")
+_CATTRS_COVERED: Final = re.compile(r"<cattrs generated \S+ (?:trimcp|trio|outcome|cattrs)\.")
+#: What ``_compile_and_eval`` looks like in the attrs this was written for (name, kind,
+#: default of each parameter); another shape turns the cache off.
+_EXPECTED: Final = [
+    ("script", inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.empty),
+    ("globs", inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.empty),
+    ("locs", inspect.Parameter.POSITIONAL_OR_KEYWORD, None),
+    ("filename", inspect.Parameter.POSITIONAL_OR_KEYWORD, ""),
+]
 #: A generated ``__hash__`` embeds ``hash()`` of a string, which differs in each process
 #: (hash randomisation): such scripts would never hit, so they are not cached.
 _VARIES: Final = "def __hash__"
@@ -133,10 +150,45 @@ def cache_path() -> Path:
     return Path(__file__).parent / "__pycache__" / name
 
 
-def install() -> None:
-    """Route attrs' compilation of generated methods through the cache (idempotent).
+def _fits(function: Callable[..., object]) -> bool:
+    """Whether ``function`` is the ``_compile_and_eval`` this module was written against:
+    ``(script, globs, locs=None, filename="")``, which compiles and evaluates ``script``."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return False
+    shape = [(p.name, p.kind, p.default) for p in signature.parameters.values()]
+    return shape == _EXPECTED
 
-    Called by ``trimcp/__init__.py`` before any trimcp class is made.
+
+def _not_covered(what: str) -> None:
+    import logging
+
+    logging.getLogger("trimcp.attrs_cache").debug(
+        "%s is not what trimcp's bytecode cache expects (another attrs or cattrs "
+        "version?): that generated code is compiled as usual, without the cache",
+        what,
+    )
+
+
+def install() -> None:
+    """Route the compilation of trimcp's generated code through the cache (idempotent).
+
+    Called where a server starts (``trimcp/server/__init__.py``, before any of the
+    framework's modules, and so nearly all of trimcp's classes, are imported); importing
+    the core (``trimcp.protocol``, ``trimcp.types``, ``trimcp.serde``) patches nothing.
+    Two private names are replaced for the process, and each only after checking it is
+    the one this module was written for (else it is left alone, with a debug log line):
+
+    - ``attr._make._compile_and_eval``, which attrs calls to compile a class's methods;
+    - the name ``compile`` in ``cattrs.gen``, which cattrs calls as the built-in for each
+      structure/unstructure hook it generates (at its first use: for ``initialize``,
+      about 30 at every start).
+
+    Both replacements look at the file name the generated code gets and take only the
+    classes of trimcp (and of the libraries it is built on: ``_ATTRS_COVERED``) through the
+    cache; anything else (a user's attrs class, a user's cattrs converter's hooks for
+    them) goes to the replaced function, exactly as without trimcp.
     """
     global _cache
     if _cache is not None or os.environ.get("TRIMCP_NO_ATTRS_CACHE"):
@@ -147,7 +199,10 @@ def install() -> None:
         return
     original: CompileAndEval | None = getattr(_make, "_compile_and_eval", None)
     if original is None or getattr(original, "_trimcp_cache", False):
-        return  # an attrs without this hook: compile as attrs does
+        return
+    if not _fits(original):
+        _not_covered(f"attrs' _compile_and_eval {original!r}")
+        return
     cache = _cache = _Cache(cache_path())
 
     def compile_and_eval(
@@ -156,7 +211,7 @@ def install() -> None:
         locs: Mapping[str, object] | None = None,
         filename: str = "",
     ) -> None:
-        if not filename.startswith(_GENERATED) or _VARIES in script:
+        if not _ATTRS_COVERED.match(filename) or _VARIES in script:
             original(script, globs, locs, filename)
             return
         eval(cache.code(script, filename), globs, locs)
@@ -164,24 +219,17 @@ def install() -> None:
     compile_and_eval._trimcp_cache = True  # type: ignore[attr-defined]
     _make._compile_and_eval = compile_and_eval
     atexit.register(cache.save)
+    _cover_cattrs(cache)
 
 
-def cover_cattrs() -> None:
-    """Route the compilation of cattrs' generated hooks through the cache too.
-
-    ``cattrs.gen`` compiles each structure/unstructure hook it generates from source, at
-    its first use (for ``initialize``, the first ~30 at every start). It calls the
-    built-in ``compile`` from its module namespace; a ``compile`` of that module's own
-    takes the generated scripts (file names ``"<cattrs generated ...>"``) through the
-    cache and passes everything else to the built-in. Called by :mod:`trimcp.serde`.
-    """
-    if _cache is None:
-        return
+def _cover_cattrs(cache: _Cache) -> None:
     import cattrs.gen
 
-    if getattr(getattr(cattrs.gen, "compile", None), "_trimcp_cache", False):
+    current = vars(cattrs.gen).get("compile", builtins.compile)
+    if current is not builtins.compile:
+        if not getattr(current, "_trimcp_cache", False):
+            _not_covered(f"cattrs.gen's compile {current!r}")
         return
-    cache = _cache
 
     def cached_compile(source: Any, filename: Any, mode: str, *args: Any, **kwargs: Any) -> Any:
         if (
@@ -190,7 +238,7 @@ def cover_cattrs() -> None:
             and not kwargs
             and isinstance(source, str)
             and isinstance(filename, str)
-            and filename.startswith("<cattrs generated ")
+            and _CATTRS_COVERED.match(filename)
         ):
             return cache.code(source, filename)
         return builtins.compile(source, filename, mode, *args, **kwargs)

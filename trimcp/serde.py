@@ -31,7 +31,6 @@ from cattrs.fns import identity
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 import trimcp.types as wire
-from trimcp import _attrs_cache
 
 __all__ = ["ShapeError", "converter", "structure", "unstructure", "wire_names"]
 
@@ -585,7 +584,6 @@ def _build() -> cattrs.Converter:
     return c
 
 
-_attrs_cache.cover_cattrs()  # the hooks below are generated code: cache their bytecode too
 converter: Final[cattrs.Converter] = _build()
 """The converter. Read-only: use it for hooks, never register new ones on it."""
 

@@ -5,6 +5,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from trimcp import _attrs_cache
+
+# A server starts here: cache the bytecode of trimcp's generated class methods before the
+# framework's modules make their classes (trimcp/_attrs_cache.py; nothing outside trimcp).
+_attrs_cache.install()
+
 #: public name -> (module, name there); loaded on first use, so that importing one
 #: module of the framework (or ``Server``) does not load every other one.
 _EXPORTS: dict[str, tuple[str, str]] = {
