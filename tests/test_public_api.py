@@ -87,6 +87,7 @@ def test_no_private_names_are_exported() -> None:
         "_groups",
         "_record",
         "_attrs_cache",
+        "_fastio",
         "_signals",
         "_version",
         "_EXPORTS",

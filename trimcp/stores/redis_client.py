@@ -18,7 +18,6 @@ raise :class:`RedisReplyError`.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from contextlib import suppress
 from urllib.parse import unquote, urlsplit
@@ -27,6 +26,7 @@ import attrs
 import hiredis
 import trio
 
+from trimcp._fastio import FastReceive, FastSend
 from trimcp._record import Record
 from trimcp.stores.base import StoreUnavailable
 
@@ -81,46 +81,36 @@ class RedisAddress(Record):
 class Connection:
     """One connection: a Trio stream and its hiredis reply reader."""
 
-    __slots__ = ("reader", "stream")
+    __slots__ = ("_in", "_out", "reader", "stream")
 
     def __init__(self, stream: trio.SocketStream) -> None:
         self.stream = stream
+        self._in = FastReceive(stream)
+        self._out = FastSend(stream)
         self.reader = hiredis.Reader()
         self.reader.setmaxbuf(0)  # hiredis compacts its buffer after each reply
 
     async def roundtrip(self, packed: bytes, replies: int) -> list[object]:
         """Send ``packed`` and read ``replies`` replies.
 
-        The syscalls are made directly and trio is asked only to wait when the socket
-        would block (trio's stream calls add two checkpoints each, a fifth of a call's
-        cost); the wait for the reply is the one schedule and cancel point. A closed
-        socket's ``fileno()`` is -1, so a call after a close fails instead of touching
-        another file.
+        On POSIX the syscalls are made directly and trio is asked only to wait when the
+        socket would block (trio's stream calls add two checkpoints each, a fifth of a
+        call's cost): see trimcp/_fastio.py for when this checkpoints.
         """
-        sock = self.stream.socket
-        try:
-            sent = os.write(sock.fileno(), packed)
-        except BlockingIOError:
-            sent = 0
-        if sent < len(packed):
-            await self.stream.send_all(packed[sent:])
+        await self._out.send_all(packed)
         reader = self.reader
         out: list[object] = []
         buffered = 0
         while len(out) < replies:
             reply = reader.gets()
             if reply is False:
-                try:
-                    data = os.read(sock.fileno(), 65536)
-                except BlockingIOError:
-                    await trio.lowlevel.wait_readable(sock)
-                    continue
+                data = await self._in.receive_some(65536)
                 if not data:
                     raise trio.BrokenResourceError("Redis closed the connection")
                 buffered += len(data)
                 if buffered > MAX_REPLY_BYTES:
                     raise trio.BrokenResourceError("a Redis reply exceeded the size bound")
-                reader.feed(data)
+                reader.feed(bytes(data))  # (no copy: it is bytes on POSIX)
                 continue
             out.append(reply)
             buffered = 0

@@ -28,7 +28,6 @@ Content-Length and Transfer-Encoding get 400; then the connection closes.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import unquote
@@ -37,6 +36,7 @@ import attrs
 import h11
 import trio
 
+from trimcp._fastio import FastReceive, FastSend
 from trimcp._record import Record
 from trimcp.transports.http_server import fasthead
 from trimcp.transports.http_server.app import McpHttpApp
@@ -122,11 +122,13 @@ class _Connection:
         self._eof = False
         self._broken = False  # a write failed or timed out: the stream is unusable
         self.client, self.server = _addresses(stream)
-        #: The socket under a SocketStream: read and written with direct syscalls, waiting
-        #: through trio only when the kernel would block (see :meth:`_receive`).
-        self._sock = stream.socket if type(stream) is trio.SocketStream else None
-        #: Whether this request cycle waited for the socket (a schedule point).
-        self._waited = True
+        #: The socket under a SocketStream is read and written with direct syscalls on
+        #: POSIX, waiting through trio only when the kernel would block: trio's
+        #: ``receive_some`` costs two checkpoints and a conflict check around each
+        #: ``recv``. Their checkpoint policy is also this connection's fairness: see
+        #: trimcp/_fastio.py.
+        self._in = FastReceive(stream)
+        self._out = FastSend(stream)
         #: The connection's own scope: the idle timer cancels it while it waits too long.
         self.scope = trio.CancelScope()
 
@@ -137,11 +139,11 @@ class _Connection:
         timeout = self.limits.read_timeout
         try:
             if timeout is None:
-                data = await self._receive()
+                data = await self._in.receive_some(_READ)
             else:
                 data = b""
                 with trio.move_on_after(timeout):
-                    data = await self._receive()
+                    data = await self._in.receive_some(_READ)
         except _PEER_GONE:
             data = b""
         conn = self.conn
@@ -162,26 +164,6 @@ class _Connection:
         conn = self.conn
         return len(self.buffer) if conn is None else len(conn.trailing_data[0])
 
-    async def _receive(self) -> bytes | bytearray:
-        """One read from the client (b"" at its end).
-
-        On a socket, trio's ``receive_some`` costs two checkpoints and a conflict check
-        around each ``recv``; here the syscall is made directly and trio is only asked to
-        wait when there is nothing to read. A closed socket's ``fileno()`` is -1, so a read
-        after a close fails (EBADF) instead of reading another file that reused the number.
-        """
-        sock = self._sock
-        if sock is None:
-            return await self.stream.receive_some(_READ)
-        while True:
-            try:
-                return os.read(sock.fileno(), _READ)
-            except BlockingIOError:
-                self._waited = True
-                await trio.lowlevel.wait_readable(sock)
-            except OSError:  # reset by the peer, or closed by us
-                return b""
-
     async def write(self, data: bytes) -> bool:
         """Send ``data``; False when the client is gone or did not take it in time.
 
@@ -190,30 +172,11 @@ class _Connection:
         """
         if self._broken:
             return False
-        sock = self._sock
-        if sock is not None:
-            # The common case: the kernel takes the whole response at once, with no
-            # waiting, so no deadline is needed.
-            try:
-                sent = os.write(sock.fileno(), data)
-            except BlockingIOError:
-                sent = 0
-            except OSError:
-                sent = -1
-            if sent == len(data):
-                return True
-            if sent > 0:
-                data = data[sent:]
-            elif sent < 0:
-                self._broken = self._eof = True
-                await self.stream.aclose()
-                return False
-        with trio.CancelScope(deadline=trio.current_time() + self.limits.send_timeout):
-            try:
-                await self.stream.send_all(data)
-                return True
-            except _PEER_GONE:
-                pass
+        try:
+            await self._out.send_all(data, timeout=self.limits.send_timeout)
+            return True
+        except (*_PEER_GONE, trio.TooSlowError):
+            pass
         self._broken = self._eof = True
         await self.stream.aclose()
         return False
@@ -228,11 +191,8 @@ class _Connection:
         try:
             with self.scope:
                 while not self.state.terminating:
-                    if not self._waited:
-                        # Requests kept arriving with no wait for the socket: let the
-                        # other connections run (a schedule point per request at least).
-                        await trio.lowlevel.checkpoint()
-                    self._waited = False
+                    # (no checkpoint of its own: reading and writing through trimcp._fastio
+                    # takes a schedule point at least every few calls)
                     request = await self._next_request()
                     if request is None:
                         return

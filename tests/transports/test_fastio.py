@@ -1,0 +1,120 @@
+"""trimcp/_fastio.py: direct syscalls on a stream's socket or pipe, with one checkpoint
+policy (a cancel point per call, a schedule point when waiting and every FAIR_EVERY-th
+call otherwise), and the plain Trio path where they are not used (off POSIX): the stdio
+transport and the lean HTTP server work end to end on that path too."""
+
+from __future__ import annotations
+
+import os
+from types import SimpleNamespace
+
+import pytest
+import trio
+
+import trimcp._fastio as fastio
+from tests.http_server import test_real_socket
+from tests.transports.test_ndjson_pipes import pipe_pair
+from trimcp._fastio import FAIR_EVERY, FastReceive, FastSend
+from trimcp.transports.base import Outgoing
+
+
+def pipe() -> tuple[trio.lowlevel.FdStream, trio.lowlevel.FdStream]:
+    read_fd, write_fd = os.pipe()
+    return trio.lowlevel.FdStream(read_fd), trio.lowlevel.FdStream(write_fd)
+
+
+async def test_a_cancelled_call_reads_or_writes_nothing() -> None:
+    reader, writer = pipe()
+    fast_in, fast_out = FastReceive(reader), FastSend(writer)
+    assert fast_in.direct
+    assert fast_out.direct
+    await fast_out.send_all(b"there")
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        with pytest.raises(trio.Cancelled):
+            await fast_in.receive_some(100)
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        with pytest.raises(trio.Cancelled):
+            await fast_out.send_all(b"not sent")
+    assert await fast_in.receive_some(100) == b"there"
+    await reader.aclose()
+    await writer.aclose()
+
+
+async def test_calls_that_never_wait_still_let_other_tasks_run() -> None:
+    reader, writer = pipe()
+    fast_in = FastReceive(reader)
+    await FastSend(writer).send_all(b"x" * FAIR_EVERY)
+    ran = trio.Event()
+
+    async def other_task() -> None:
+        ran.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(other_task)  # runs at this task's next schedule point
+        for _ in range(FAIR_EVERY - 1):
+            assert await fast_in.receive_some(1) == b"x"  # there: no schedule point
+        assert not ran.is_set()
+        assert await fast_in.receive_some(1) == b"x"
+        assert ran.is_set()
+    await reader.aclose()
+    await writer.aclose()
+
+
+async def test_a_read_that_waits_is_a_schedule_point() -> None:
+    reader, writer = pipe()
+    fast_in = FastReceive(reader)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(FastSend(writer).send_all, b"late")
+        assert await fast_in.receive_some(100) == b"late"  # waited for the writer task
+    await reader.aclose()
+    await writer.aclose()
+
+
+async def test_closed_here_raises_closed_and_gone_there_raises_broken() -> None:
+    reader, writer = pipe()
+    fast_in, fast_out = FastReceive(reader), FastSend(writer)
+    await reader.aclose()
+    with pytest.raises(trio.ClosedResourceError):
+        await fast_in.receive_some(100)
+    with pytest.raises(trio.BrokenResourceError):
+        await fast_out.send_all(b"nobody reads")
+    with pytest.raises(trio.BrokenResourceError):
+        fast_out.send_now(b"nobody reads")
+    await writer.aclose()
+
+
+@pytest.fixture
+def not_posix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on Windows: no direct syscalls, and a direct one would fail the test."""
+    monkeypatch.setattr(fastio, "POSIX", False)
+    monkeypatch.setattr(fastio, "os", SimpleNamespace())  # no os.read, no os.write
+
+
+@pytest.mark.usefixtures("not_posix")
+async def test_off_posix_stdio_uses_the_streams_own_methods() -> None:
+    a, b = pipe_pair()
+    assert not a._in.direct
+    assert not a._out.direct
+    await a.send([Outgoing(b'{"n":1}'), Outgoing(b'{"n":2}')])
+    assert not a.send_now(Outgoing(b'{"n":3}'))  # never at once: the ordinary path
+    await a.send([Outgoing(b'{"n":3}')])
+    assert [await b.receive() for _ in range(3)] == [b'{"n":1}', b'{"n":2}', b'{"n":3}']
+    await b.send([Outgoing(b'{"back":true}')])
+    assert await a.receive() == b'{"back":true}'
+    await a.aclose()
+    with pytest.raises(trio.EndOfChannel):
+        await b.receive()
+    await b.aclose()
+
+
+@pytest.mark.usefixtures("not_posix")
+async def test_off_posix_the_lean_http_server_serves_a_session() -> None:
+    # initialize, initialized, three calls on one keep-alive connection, DELETE
+    await test_real_socket.test_serve_http_on_port_zero_answers_a_session("lean")
+
+
+@pytest.mark.usefixtures("not_posix")
+async def test_off_posix_the_lean_http_server_answers_pipelined_requests() -> None:
+    await test_real_socket.test_lean_pipelined_requests_are_answered_in_order()
