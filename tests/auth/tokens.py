@@ -37,7 +37,11 @@ class SigningKey:
         )
         return pem
 
-    def mint(self, *, headers: Mapping[str, Any] | None = None, **claims: Any) -> str:
+    def mint(
+        self, *, headers: Mapping[str, Any] | None = None, alg: str | None = None, **claims: Any
+    ) -> str:
+        """A signed token; claims or headers given as None are left out (``kid=None``: a
+        token naming no key). ``alg`` signs with another algorithm of the same key type."""
         now = int(time.time())
         body: dict[str, Any] = {
             "iss": ISSUER,
@@ -51,9 +55,8 @@ class SigningKey:
         body.update(claims)
         for name in [k for k, v in body.items() if v is None]:
             del body[name]
-        return jwt.encode(
-            body, self.private, algorithm=self.alg, headers={"kid": self.kid, **(headers or {})}
-        )
+        header = {k: v for k, v in {"kid": self.kid, **(headers or {})}.items() if v is not None}
+        return jwt.encode(body, self.private, algorithm=alg or self.alg, headers=header)
 
 
 class KeySet:
