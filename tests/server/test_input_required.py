@@ -14,6 +14,7 @@ from trimcp.protocol import modern
 from trimcp.protocol.jsonrpc import Request
 from trimcp.server.input_required import InputOptions
 from trimcp.server.request_state import (
+    MAX_TOKEN,
     InvalidRequestState,
     RequestStateKeyring,
     derive_key,
@@ -177,6 +178,64 @@ async def test_state_replayed_on_another_tool_or_method_runs_nothing() -> None:
     ran.clear()
     other_tool = await call(app, {"name": "auto_keys", "requestState": first["requestState"]})
     assert other_tool["error"]["code"] == -32602
+    assert ran == []
+
+
+async def test_state_of_a_tool_is_refused_by_the_prompt_of_the_same_name() -> None:
+    # Same name, same arguments, same principal: only the method tells them apart.
+    app, ran = make_server()
+
+    @app.prompt(name="greet")
+    def greet_prompt(who: str = "") -> str:
+        ran.append(f"prompt {who}")
+        return f"Say hello to {who}"
+
+    first = await first_round(app, {"who": "ann"}, principal="alice")
+    ran.clear()
+    replay = await call(
+        app,
+        {
+            "name": "greet",
+            "arguments": {"who": "ann"},
+            "requestState": first["requestState"],
+            "inputResponses": {"name": accept("Ann")},
+        },
+        method="prompts/get",
+        principal="alice",
+    )
+    assert replay["error"]["code"] == -32602
+    assert "issued for another request" in replay["error"]["message"]
+    assert ran == []
+    plain = await call(app, {"name": "greet", "arguments": {"who": "ann"}}, method="prompts/get")
+    assert plain["result"]["messages"][0]["content"]["text"] == "Say hello to ann"
+
+
+async def test_state_of_a_resource_is_refused_by_a_prompt_named_by_its_uri() -> None:
+    app, ran = make_server()
+
+    @app.resource("secret://vault")
+    async def vault(ctx: Context) -> str:
+        answer = await ctx.elicit("Passphrase hint?", FORM, key="hint")
+        return f"opened with {answer.data['name'] if answer.data else '?'}"
+
+    @app.prompt(name="secret://vault")
+    def vault_prompt() -> str:
+        ran.append("prompt")
+        return "the vault prompt"
+
+    first = (await call(app, {"uri": "secret://vault"}, method="resources/read"))["result"]
+    assert first["resultType"] == "input_required"
+    replay = await call(
+        app,
+        {
+            "name": "secret://vault",
+            "requestState": first["requestState"],
+            "inputResponses": {"hint": accept("moon")},
+        },
+        method="prompts/get",
+    )
+    assert replay["error"]["code"] == -32602
+    assert "issued for another request" in replay["error"]["message"]
     assert ran == []
 
 
@@ -521,6 +580,14 @@ def test_states_are_encrypted_not_just_signed() -> None:
     keyring = RequestStateKeyring()
     token = keyring.seal(b'{"secret answer": "swordfish"}', b"b")
     assert "swordfish" not in token
+
+
+def test_an_oversized_state_is_refused_unread() -> None:
+    keyring = RequestStateKeyring()
+    token = keyring.seal(b"{}", b"b")
+    huge = token + "A" * (MAX_TOKEN - len(token) + 1)
+    with pytest.raises(InvalidRequestState, match="requestState is too long"):
+        keyring.open(huge, b"b")
 
 
 async def test_resources_read_may_ask_too() -> None:
