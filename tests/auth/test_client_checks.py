@@ -1,11 +1,14 @@
 """Client-side refusals: a redirect back that is not ours (state, iss, host), a PKCE
 mismatch the authorization server catches, unsafe metadata URLs (SSRF), metadata for
-another resource; and the token stores."""
+another resource, a server without PKCE S256, a token that is not a bearer token, a page
+that is not http(s); and the token stores."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
@@ -14,7 +17,7 @@ import trio
 from tests.auth.conftest import OidcProvider
 from tests.auth.test_oidc_client import ScriptedUser, call_whoami
 from tests.auth.test_oidc_server import whoami_server
-from tests.http_client.fakeserver import App, Reply, Request, fake_server
+from tests.http_client.fakeserver import App, FakeServer, Reply, Request, fake_server
 from trimcp.auth import (
     AuthorizationFailed,
     FileTokenStore,
@@ -27,9 +30,11 @@ from trimcp.auth import (
 )
 from trimcp.auth.client import check_callback
 from trimcp.auth.discovery import (
+    Challenge,
     Discovery,
     as_metadata_urls,
     discover,
+    fetch_resource_metadata,
     fetch_server_metadata,
     parse_challenge,
     prm_urls,
@@ -339,3 +344,102 @@ async def test_pkce_mismatch_fails_cleanly(oidc_provider: OidcProvider, free_por
             with pytest.raises(McpError, match="invalid_grant"):
                 await call_whoami(resource, auth)
             nursery.cancel_scope.cancel()
+
+
+# --- discovery, PKCE, token type, what the user is sent to ---------------------------------
+
+
+@asynccontextmanager
+async def metadata_server(documents: dict[str, Any]) -> AsyncIterator[FakeServer]:
+    """Serves ``documents`` by path (404 for any other), on a loopback port."""
+
+    async def app(request: Request, reply: Reply) -> None:
+        document = documents.get(request.target)
+        if document is None:
+            await reply.status(404)
+        else:
+            await reply.json(document)
+
+    with trio.fail_after(WAIT):
+        async with fake_server(app) as server:
+            yield server
+
+
+async def test_resource_metadata_for_another_resource_is_refused() -> None:
+    documents: dict[str, Any] = {}
+    async with metadata_server(documents) as server:
+        mcp = f"http://127.0.0.1:{server.port}/mcp"
+        fetcher = Fetcher(timeout=WAIT)
+        try:
+            documents["/.well-known/oauth-protected-resource/mcp"] = {"resource": mcp}
+            assert await fetch_resource_metadata(fetcher, mcp, Challenge()) == {"resource": mcp}
+            for other in ("http://127.0.0.1:1/mcp", f"http://127.0.0.1:{server.port}/other"):
+                documents["/.well-known/oauth-protected-resource/mcp"] = {"resource": other}
+                with pytest.raises(AuthorizationFailed, match="refusing to send credentials"):
+                    await fetch_resource_metadata(fetcher, mcp, Challenge())
+        finally:
+            await fetcher.aclose()
+
+
+class Recorded:
+    """An interaction that records where the user would be sent, and stops there."""
+
+    redirect_uri = REDIRECT
+
+    def __init__(self) -> None:
+        self.visited: list[str] = []
+
+    async def authorize(self, url: str) -> str:
+        self.visited.append(url)
+        raise AuthorizationFailed("stopped by the test")
+
+
+@pytest.mark.parametrize("methods", [["plain"], []])
+async def test_no_s256_no_authorization(methods: list[str]) -> None:
+    found = Discovery(
+        resource=FOUND.resource,
+        issuer=FOUND.issuer,
+        metadata={
+            "issuer": FOUND.issuer,
+            "authorization_endpoint": "https://as.example.com/authorize",
+            "token_endpoint": "https://as.example.com/token",
+            "code_challenge_methods_supported": methods,
+        },
+    )
+    user = Recorded()
+    client = OAuthClient()
+    fetcher = client.fetcher(FOUND.resource)
+    try:
+        with pytest.raises(AuthorizationFailed, match="does not support PKCE with S256"):
+            await client.authorization_code(
+                fetcher, found, ClientRegistration(client_id="c"), None, user
+            )
+    finally:
+        await fetcher.aclose()
+    assert user.visited == []
+
+
+@pytest.mark.parametrize("token_type", ["mac", "DPoP", 7])
+def test_a_token_that_is_not_a_bearer_token_is_refused(token_type: object) -> None:
+    with pytest.raises(ValueError, match="need Bearer"):
+        TokenSet.from_response({"access_token": "t", "token_type": token_type})
+    assert TokenSet.from_response({"access_token": "t", "token_type": "bearer"}).access_token
+
+
+@pytest.mark.parametrize(
+    "url", ["javascript:alert(1)", "file:///etc/passwd", "data:text/html,hi", "ftp://as/x"]
+)
+async def test_the_user_is_only_sent_to_http_pages(url: str) -> None:
+    with pytest.raises(AuthorizationFailed, match="not an http\\(s\\) URL"):
+        await FollowRedirects(REDIRECT).authorize(url)
+
+
+async def test_a_redirect_to_another_scheme_is_not_followed() -> None:
+    async def app(request: Request, reply: Reply) -> None:
+        await reply.status(302, headers={"location": "file:///etc/passwd"})
+
+    with trio.fail_after(WAIT):
+        async with fake_server(app) as server:
+            with pytest.raises(AuthorizationFailed, match="not an http\\(s\\) URL"):
+                await FollowRedirects(REDIRECT).authorize(f"http://127.0.0.1:{server.port}/a")
+            assert len(server.requests) == 1
