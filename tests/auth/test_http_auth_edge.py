@@ -109,6 +109,26 @@ async def test_a_token_in_the_query_string_is_not_read(autojump_clock: trio.abc.
         assert calls.seen == []
 
 
+@pytest.mark.parametrize("kid", ['x", error="insufficient_scope', "k\u00f6", "a\\b"])
+async def test_a_refusal_cannot_inject_challenge_parameters(
+    autojump_clock: trio.abc.Clock, kid: str
+) -> None:
+    # The reason names the token's kid, which the caller chose: it is quoted so that it
+    # stays inside error_description (no quote, backslash or non-ASCII gets through).
+    async with protected() as (client, calls, _):
+        reply = await client.post(
+            tool_call(1, "whoami"), extra=bearer(KEY.mint(headers={"kid": kid}))
+        )
+        assert reply.status == 401
+        params = challenge(reply)
+        assert params["error"] == "invalid_token"
+        assert set(params) == {"error", "error_description", "scope", "resource_metadata"}
+        description = params["error_description"]
+        assert description.startswith("no signing key with kid ")
+        assert not set(description) & {'"', "\\", "\u00f6"}
+        assert calls.seen == []
+
+
 # --- per-target scopes ---------------------------------------------------------------------
 
 
