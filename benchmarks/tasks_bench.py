@@ -32,6 +32,7 @@ import attrs
 import trio
 
 import trimcp
+import trimcp.lowlevel
 from trimcp.client import Client
 from trimcp.client.task_receiver import CLIENT_TASK_OPTIONS, TaskReceiver
 from trimcp.protocol.lifecycle import Role
@@ -153,7 +154,7 @@ async def client_run_tasks(count: int, work: float, poll: float) -> dict[str, An
     options = attrs.evolve(CLIENT_TASK_OPTIONS, max_running=count)
     client = Client(sampling_handler=model, mode="legacy")
     client.task_receiver = TaskReceiver(options, max_kept=count)
-    asker = trimcp.LowLevelServer(Implementation(name="asker", version="1"))
+    asker = trimcp.lowlevel.LowLevelServer(Implementation(name="asker", version="1"))
     ask = CreateMessageRequestParams(
         messages=[SamplingMessage(role="user", content=TextContent(text="hi"))],
         max_tokens=5,

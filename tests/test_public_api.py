@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 
 import trimcp
+import trimcp.lowlevel
 
 EXPECTED = {
     "AuthInfo": "trimcp.auth",
@@ -24,7 +25,6 @@ EXPECTED = {
     "Server": "trimcp.server",
     "Context": "trimcp.server",
     "ToolError": "trimcp.server",
-    "LowLevelServer": "trimcp.server.lowlevel",
     "ErrorMaskingMiddleware": "trimcp.server.middleware",
     "LoggingMiddleware": "trimcp.server.middleware",
     "RateLimitMiddleware": "trimcp.server.middleware",
@@ -40,18 +40,59 @@ EXPECTED = {
     "TaskStore": "trimcp.server.tasks",
     "MemoryTaskStore": "trimcp.server.tasks",
     "TaskContext": "trimcp.server.tasks",
-    "Session": "trimcp.session",
     "SessionOptions": "trimcp.session",
-    "RequestContext": "trimcp.session",
-    "open_session": "trimcp.session",
-    "serve_session": "trimcp.session",
     "serve_stdio": "trimcp.transports.stdio",
     "serve_websocket": "trimcp.transports.websocket",
-    "memory_transport_pair": "trimcp.transports.memory",
     "MemoryStore": "trimcp.stores",
     "RedisStore": "trimcp.stores",
     "StoreUnavailable": "trimcp.stores",
 }
+
+
+#: The low-level tier (trimcp.lowlevel): the engine, the connection, the method table.
+LOWLEVEL = {
+    "Session": "trimcp.session",
+    "SessionOptions": "trimcp.session",
+    "SessionHandler": "trimcp.session",
+    "RequestContext": "trimcp.session",
+    "open_session": "trimcp.session",
+    "serve_session": "trimcp.session",
+    "Transport": "trimcp.transports.base",
+    "Connection": "trimcp.protocol.connection",
+    "Role": "trimcp.protocol.lifecycle",
+    "Negotiated": "trimcp.protocol.negotiated",
+    "admit_request": "trimcp.protocol.admission",
+    "Method": "trimcp.protocol.methods",
+    "METHODS": "trimcp.protocol.methods",
+    "lookup": "trimcp.protocol.methods",
+    "CALL_TOOL": "trimcp.protocol.methods",
+    "LIST_TOOLS": "trimcp.protocol.methods",
+    "LowLevelServer": "trimcp.server.lowlevel",
+    "memory_transport_pair": "trimcp.transports.memory",
+    "open_http_client_transport": "trimcp.transports.http_client",
+    "open_websocket_client_transport": "trimcp.transports.websocket",
+}
+
+
+def test_the_low_level_tier() -> None:
+    import trimcp.lowlevel
+
+    for name, home in LOWLEVEL.items():
+        assert getattr(trimcp.lowlevel, name) is getattr(importlib.import_module(home), name), name
+    # Every method of the table has its typed constant there.
+    constants = {
+        v.name for v in vars(trimcp.lowlevel).values() if isinstance(v, trimcp.lowlevel.Method)
+    }
+    assert constants == set(trimcp.lowlevel.METHODS)
+    assert set(LOWLEVEL) <= set(trimcp.lowlevel.__all__)
+
+
+def test_the_friendly_tier_leaves_the_engine_to_lowlevel() -> None:
+    for name in ("Session", "RequestContext", "open_session", "Role", "LowLevelServer"):
+        assert name not in trimcp.__all__, name
+        # Earlier spellings still resolve, to the same objects.
+        assert getattr(trimcp, name) is getattr(trimcp.lowlevel, name), name
+    assert len(trimcp.__all__) <= 50
 
 
 def test_public_names_come_from_their_home_modules() -> None:
@@ -91,5 +132,7 @@ def test_no_private_names_are_exported() -> None:
         "_signals",
         "_version",
         "_EXPORTS",
+        "_LOWLEVEL",
+        "_validators",
     }
     assert not [n for n in public if n.startswith("_") and n not in modules]

@@ -1,7 +1,10 @@
 """trimcp: a Trio-native framework for the Model Context Protocol.
 
-The public API lives here (and in ``trimcp.testing``, and ``trimcp.types`` for the wire
-types); every other module is an implementation detail whose names say what it holds.
+The public API lives here, the friendly tier (servers, clients, connecting and serving,
+errors, middleware, authorization, stores), and in ``trimcp.lowlevel`` (the session engine,
+the sans-IO connection, the typed method table, raw serving), ``trimcp.testing`` and
+``trimcp.types`` (the wire types); every other module is an implementation detail whose
+names say what it holds.
 
 Names are imported lazily on first use, so that ``import trimcp.protocol`` (the sans-IO
 core) does not drag in Trio and the transports.
@@ -32,8 +35,6 @@ _EXPORTS: dict[str, str] = {
     "RemoteProtocolError": "trimcp.errors",
     "RequestTimeout": "trimcp.errors",
     "SessionClosed": "trimcp.errors",
-    "Role": "trimcp.protocol.lifecycle",
-    "Negotiated": "trimcp.protocol.negotiated",
     "LATEST_VERSION": "trimcp.protocol.versions",
     "SUPPORTED_VERSIONS": "trimcp.protocol.versions",
     "Audio": "trimcp.server",
@@ -43,7 +44,6 @@ _EXPORTS: dict[str, str] = {
     "PromptMessage": "trimcp.server",
     "Server": "trimcp.server",
     "ToolError": "trimcp.server",
-    "LowLevelServer": "trimcp.server.lowlevel",
     "ErrorMaskingMiddleware": "trimcp.server.middleware",
     "LoggingMiddleware": "trimcp.server.middleware",
     "RateLimitMiddleware": "trimcp.server.middleware",
@@ -59,17 +59,10 @@ _EXPORTS: dict[str, str] = {
     "TaskBudget": "trimcp.server.tasks",
     "TaskOptions": "trimcp.server.tasks",
     "TaskStore": "trimcp.server.tasks",
-    "RequestContext": "trimcp.session",
-    "Session": "trimcp.session",
     "SessionOptions": "trimcp.session",
-    "open_session": "trimcp.session",
-    "serve_session": "trimcp.session",
-    "memory_transport_pair": "trimcp.transports.memory",
     "serve_stdio": "trimcp.transports.stdio",
     "serve_http": "trimcp.transports.http_server",
     "create_asgi_app": "trimcp.transports.http_server",
-    "open_http_client_transport": "trimcp.transports.http_client",
-    "open_websocket_client_transport": "trimcp.transports.websocket",
     "serve_websocket": "trimcp.transports.websocket",
     "MemoryStore": "trimcp.stores",
     "RedisStore": "trimcp.stores",
@@ -93,8 +86,6 @@ if TYPE_CHECKING:
     from trimcp.errors import RemoteProtocolError as RemoteProtocolError
     from trimcp.errors import RequestTimeout as RequestTimeout
     from trimcp.errors import SessionClosed as SessionClosed
-    from trimcp.protocol.lifecycle import Role as Role
-    from trimcp.protocol.negotiated import Negotiated as Negotiated
     from trimcp.protocol.versions import LATEST_VERSION as LATEST_VERSION
     from trimcp.protocol.versions import SUPPORTED_VERSIONS as SUPPORTED_VERSIONS
     from trimcp.server import Audio as Audio
@@ -107,7 +98,6 @@ if TYPE_CHECKING:
     from trimcp.server.input_required import InputOptions as InputOptions
     from trimcp.server.lifespan import LifespanFailed as LifespanFailed
     from trimcp.server.lifespan import LifespanNotRunning as LifespanNotRunning
-    from trimcp.server.lowlevel import LowLevelServer as LowLevelServer
     from trimcp.server.middleware import ErrorMaskingMiddleware as ErrorMaskingMiddleware
     from trimcp.server.middleware import LoggingMiddleware as LoggingMiddleware
     from trimcp.server.middleware import RateLimitMiddleware as RateLimitMiddleware
@@ -120,31 +110,40 @@ if TYPE_CHECKING:
     from trimcp.server.tasks import TaskContext as TaskContext
     from trimcp.server.tasks import TaskOptions as TaskOptions
     from trimcp.server.tasks import TaskStore as TaskStore
-    from trimcp.session import RequestContext as RequestContext
-    from trimcp.session import Session as Session
     from trimcp.session import SessionOptions as SessionOptions
-    from trimcp.session import open_session as open_session
-    from trimcp.session import serve_session as serve_session
     from trimcp.stores import MemoryStore as MemoryStore
     from trimcp.stores import RedisStore as RedisStore
     from trimcp.stores import StoreUnavailable as StoreUnavailable
-    from trimcp.transports.http_client import (
-        open_http_client_transport as open_http_client_transport,
-    )
     from trimcp.transports.http_server import create_asgi_app as create_asgi_app
     from trimcp.transports.http_server import serve_http as serve_http
-    from trimcp.transports.memory import memory_transport_pair as memory_transport_pair
     from trimcp.transports.stdio import serve_stdio as serve_stdio
-    from trimcp.transports.websocket import (
-        open_websocket_client_transport as open_websocket_client_transport,
-    )
     from trimcp.transports.websocket import serve_websocket as serve_websocket
+
+
+#: Names of the low-level tier that earlier releases exported here too: still found
+#: (from ``trimcp.lowlevel``), but no longer part of the friendly API (not in ``__all__``).
+_LOWLEVEL: frozenset[str] = frozenset(
+    {
+        "LowLevelServer",
+        "Negotiated",
+        "RequestContext",
+        "Role",
+        "Session",
+        "memory_transport_pair",
+        "open_http_client_transport",
+        "open_session",
+        "open_websocket_client_transport",
+        "serve_session",
+    }
+)
 
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'trimcp' has no attribute {name!r}")
+        if name not in _LOWLEVEL:
+            raise AttributeError(f"module 'trimcp' has no attribute {name!r}")
+        module = "trimcp.lowlevel"
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # later lookups skip this function
     return value

@@ -15,6 +15,7 @@ import trio.lowlevel
 import trio.testing
 
 import trimcp
+import trimcp.lowlevel
 from tests.server.helpers import call_tool, connect, text_of
 from trimcp._groups import unwrap_single_exception
 from trimcp.server import Context, Server
@@ -100,7 +101,7 @@ async def test_lifespan_not_running_is_a_clear_tool_error(autojump_clock: Any) -
     client_end, server_end = memory_transport_pair()
     async with trio.open_nursery() as nursery:
         # The engine's serve_session does not know about lifespans: nothing entered it.
-        await nursery.start(functools.partial(trimcp.serve_session, server_end, app))
+        await nursery.start(functools.partial(trimcp.lowlevel.serve_session, server_end, app))
         async with trimcp.connect_transport(client_end) as client:
             result = await client.call_tool("pool")
         nursery.cancel_scope.cancel()

@@ -27,6 +27,7 @@ from typing import Any, TypeVar, Unpack, overload
 
 import trio
 
+from trimcp._validators import DEFAULT
 from trimcp._version import __version__
 from trimcp.client.agreement import Agreement
 from trimcp.client.cache import DEFAULT_CACHE_ENTRIES, ResponseCache, cache_key
@@ -131,7 +132,6 @@ logger = logging.getLogger("trimcp.client")
 T = TypeVar("T")
 P = TypeVar("P")
 R = TypeVar("R")
-_DEFAULT: Any = object()
 
 #: Pages a listing iterator fetches before it gives up (a server may loop its cursors).
 DEFAULT_MAX_PAGES = 100
@@ -363,7 +363,7 @@ class Client(Agreement):
         method: Method[Any, Any] | str,
         params: Any,
         *,
-        timeout: float | None = _DEFAULT,
+        timeout: float | None = DEFAULT,
         target: str | None = None,
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
@@ -376,7 +376,7 @@ class Client(Agreement):
         else:
             typed = None
         kwargs: dict[str, Any] = {}
-        if timeout is not _DEFAULT:
+        if timeout is not DEFAULT:
             kwargs["timeout"] = timeout
         key = None
         if self._era is Era.MODERN:
@@ -405,7 +405,7 @@ class Client(Agreement):
                 }
                 result = await self._chain(call)
         except RequestTimeout as exc:
-            raise timed_out(exc, method, target, default=timeout is _DEFAULT) from None
+            raise timed_out(exc, method, target, default=timeout is DEFAULT) from None
         if key is not None:
             self.cache.put(key, result, trio.current_time())
         return result if typed is None else expect_result(typed, result)
@@ -425,7 +425,7 @@ class Client(Agreement):
         params: Any,
         *,
         target: str | None,
-        timeout: float | None = _DEFAULT,
+        timeout: float | None = DEFAULT,
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
     ) -> Any:
@@ -470,7 +470,7 @@ class Client(Agreement):
 
         return both
 
-    async def ping(self, *, timeout: float | None = _DEFAULT) -> None:
+    async def ping(self, *, timeout: float | None = DEFAULT) -> None:
         """Check the server answers: ``ping`` (2025), or ``server/discover`` in 2026-07-28,
         which has no ``ping``. Raises :class:`RequestTimeout` when no answer comes within
         ``timeout`` (default ``SessionOptions.request_timeout``). Cancellation: see the
@@ -523,7 +523,7 @@ class Client(Agreement):
         name: str,
         arguments: Mapping[str, Any] | None = None,
         *,
-        timeout: float | None = _DEFAULT,
+        timeout: float | None = DEFAULT,
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
         meta: Mapping[str, Any] | None = None,
@@ -586,7 +586,7 @@ class Client(Agreement):
         arguments: Mapping[str, Any] | None = None,
         *,
         ttl: float | None = None,
-        timeout: float | None = _DEFAULT,
+        timeout: float | None = DEFAULT,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
     ) -> TaskHandle:
@@ -729,7 +729,7 @@ class Client(Agreement):
         return self._paginate("resources/templates/list", fetch, max_pages)
 
     async def read_resource(
-        self, uri: str, *, timeout: float | None = _DEFAULT
+        self, uri: str, *, timeout: float | None = DEFAULT
     ) -> ReadResourceResult:
         """Read one resource. Cancellation: see the module docstring."""
         check_str("read_resource", "uri", uri)
@@ -779,7 +779,7 @@ class Client(Agreement):
         name: str,
         arguments: Mapping[str, str] | None = None,
         *,
-        timeout: float | None = _DEFAULT,
+        timeout: float | None = DEFAULT,
     ) -> GetPromptResult:
         """Render a prompt with ``arguments``. Cancellation: see the module docstring."""
         check_str("get_prompt", "name", name)
@@ -848,7 +848,7 @@ class Client(Agreement):
         value: str,
         *,
         context_arguments: Mapping[str, str] | None = None,
-        timeout: float | None = _DEFAULT,
+        timeout: float | None = DEFAULT,
     ) -> CompleteResult:
         """Ask for completions of ``argument_name`` (partial ``value``) of a prompt or a
         resource template (``ref``); ``context_arguments`` are values already chosen.

@@ -13,8 +13,7 @@ import attrs
 from trimcp._record import Record
 from trimcp.errors import McpError, RemoteProtocolError
 from trimcp.protocol.jsonrpc import RequestId
-
-ProgressToken = int | str
+from trimcp.types.common import ProgressToken as ProgressToken
 
 
 @attrs.frozen(kw_only=True, repr=False, eq=False)

@@ -25,6 +25,7 @@ from trimcp.errors import (
     McpError,
     RemoteProtocolError,
 )
+from trimcp.types.common import RequestId as RequestId
 
 try:  # the fast path; the stdlib stays the reference for everything orjson refuses
     from orjson import dumps as _orjson_dumps_impl
@@ -36,7 +37,6 @@ except ImportError:  # pragma: no cover - orjson is a declared dependency
     _orjson_dumps = None
     _orjson_loads = None
 
-RequestId = int | str
 
 JSONRPC_VERSION: Final = "2.0"
 

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 from trimcp import serde
+from trimcp._validators import DEFAULT
 from trimcp.auth.principal import AuthInfo
 from trimcp.errors import INVALID_PARAMS, LocalProtocolError, RemoteProtocolError
 from trimcp.protocol import modern
@@ -60,7 +61,6 @@ if TYPE_CHECKING:
     )
 
 T = TypeVar("T")
-_DEFAULT: Any = object()
 
 IncludeContext = Literal["none", "thisServer", "allServers"]
 
@@ -256,7 +256,7 @@ class Context:
         tools: Sequence[Tool | str] | None = None,
         tool_choice: ToolChoice | Literal["auto", "required", "none"] | None = None,
         metadata: Mapping[str, Any] | None = None,
-        timeout: float | None = _DEFAULT,
+        timeout: float | None = DEFAULT,
         key: str | None = None,
     ) -> CreateMessageResult:
         """Ask the client's LLM for a message (``sampling/createMessage``).
@@ -324,7 +324,7 @@ class Context:
         message: str,
         schema: Any,
         *,
-        timeout: float | None = _DEFAULT,
+        timeout: float | None = DEFAULT,
         key: str | None = None,
     ) -> ElicitationOutcome[Any]:
         """Ask the user to fill in a form (``elicitation/create``, form mode).
@@ -378,7 +378,7 @@ class Context:
         url: str,
         elicitation_id: str,
         *,
-        timeout: float | None = _DEFAULT,
+        timeout: float | None = DEFAULT,
         key: str | None = None,
     ) -> ElicitationOutcome[None]:
         """Ask the user to visit ``url`` (``elicitation/create``, URL mode; 2025-11-25).
@@ -418,7 +418,7 @@ class Context:
         )
 
     async def list_roots(
-        self, *, timeout: float | None = _DEFAULT, key: str | None = None
+        self, *, timeout: float | None = DEFAULT, key: str | None = None
     ) -> list[Root]:
         """The client's roots (``roots/list``).
 
@@ -454,7 +454,7 @@ class Context:
             # 2026-07-28: the answer comes with the client's retry (input_required).
             wire = serde.unstructure(params) if params is not None else None
             return await ask(method, wire, result_type, key)
-        if timeout is _DEFAULT:
+        if timeout is DEFAULT:
             return await self._request.send_request(method, params)
         return await self._request.send_request(method, params, timeout=timeout)
 

@@ -37,6 +37,7 @@ import trio
 
 from trimcp import serde
 from trimcp._record import Record
+from trimcp._validators import positive
 from trimcp.auth.principal import principal_key
 from trimcp.errors import INVALID_PARAMS, INVALID_REQUEST, LocalProtocolError, RemoteProtocolError
 from trimcp.protocol.jsonrpc import dump_json
@@ -53,11 +54,6 @@ _SHORT = {
 }
 
 
-def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
-    if not value > 0:
-        raise ValueError(f"{attribute.name} must be > 0, got {value!r}")
-
-
 @attrs.frozen(kw_only=True, repr=False, eq=False)
 class InputOptions(Record):
     """How a server asks for input in 2026-07-28.
@@ -70,10 +66,10 @@ class InputOptions(Record):
     """
 
     keyring: RequestStateKeyring = attrs.field(factory=RequestStateKeyring)
-    state_ttl: float = attrs.field(default=600.0, validator=_positive)
-    max_rounds: int = attrs.field(default=8, validator=_positive)
-    max_questions: int = attrs.field(default=16, validator=_positive)
-    max_state_bytes: int = attrs.field(default=128 * 1024, validator=_positive)
+    state_ttl: float = attrs.field(default=600.0, validator=positive)
+    max_rounds: int = attrs.field(default=8, validator=positive)
+    max_questions: int = attrs.field(default=16, validator=positive)
+    max_state_bytes: int = attrs.field(default=128 * 1024, validator=positive)
     clock: Callable[[], float] = time.time
 
 

@@ -25,6 +25,7 @@ import attrs
 
 from trimcp import serde
 from trimcp._record import Record
+from trimcp._validators import positive
 from trimcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, McpError
 from trimcp.protocol import modern
 from trimcp.protocol.versions import STATELESS_VERSIONS
@@ -61,11 +62,6 @@ class CacheHint(Record):
     scope: Literal["public", "private"] = "public"
 
 
-def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
-    if not value > 0:
-        raise ValueError(f"{attribute.name} must be > 0, got {value!r}")
-
-
 @attrs.frozen(kw_only=True, repr=False, eq=False)
 class StatelessOptions(Record):
     """How a server serves 2026-07-28 requests.
@@ -83,9 +79,9 @@ class StatelessOptions(Record):
     list_cache: CacheHint = CacheHint(0, "public")
     read_cache: CacheHint = CacheHint(0, "private")
     discover_cache: CacheHint = CacheHint(0, "public")
-    listen_max_streams: int = attrs.field(default=1000, validator=_positive)
-    listen_max_streams_per_principal: int = attrs.field(default=100, validator=_positive)
-    listen_idle_timeout: float = attrs.field(default=3600.0, validator=_positive)
+    listen_max_streams: int = attrs.field(default=1000, validator=positive)
+    listen_max_streams_per_principal: int = attrs.field(default=100, validator=positive)
+    listen_idle_timeout: float = attrs.field(default=3600.0, validator=positive)
     listen_keepalive: float | None = 15.0
 
 

@@ -3,23 +3,11 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import attrs
 
 from trimcp._record import Record
-
-
-def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
-    if not value > 0:
-        raise ValueError(f"{attribute.name} must be > 0, got {value!r}")
-
-
-def _optional_positive(
-    instance: object, attribute: attrs.Attribute[Any], value: float | None
-) -> None:
-    if value is not None and not value > 0:
-        raise ValueError(f"{attribute.name} must be > 0 or None, got {value!r}")
+from trimcp._validators import optional_positive, positive
 
 
 @attrs.frozen(kw_only=True, repr=False, eq=False)
@@ -46,18 +34,18 @@ class SessionOptions(Record):
       ``keepalive_misses`` unanswered pings in a row the session closes.
     """
 
-    request_timeout: float = attrs.field(default=60.0, validator=_positive)
-    max_request_timeout: float = attrs.field(default=600.0, validator=_positive)
-    cancel_notify_timeout: float = attrs.field(default=1.0, validator=_positive)
-    max_in_flight: int = attrs.field(default=128, validator=_positive)
-    handler_timeout: float | None = attrs.field(default=None, validator=_optional_positive)
-    outbox_size: int = attrs.field(default=256, validator=_positive)
-    notification_backlog: int = attrs.field(default=256, validator=_positive)
-    shutdown_grace: float = attrs.field(default=5.0, validator=_positive)
-    flush_timeout: float = attrs.field(default=2.0, validator=_positive)
-    close_timeout: float = attrs.field(default=2.0, validator=_positive)
-    keepalive_interval: float | None = attrs.field(default=None, validator=_optional_positive)
-    keepalive_misses: int = attrs.field(default=3, validator=_positive)
+    request_timeout: float = attrs.field(default=60.0, validator=positive)
+    max_request_timeout: float = attrs.field(default=600.0, validator=positive)
+    cancel_notify_timeout: float = attrs.field(default=1.0, validator=positive)
+    max_in_flight: int = attrs.field(default=128, validator=positive)
+    handler_timeout: float | None = attrs.field(default=None, validator=optional_positive)
+    outbox_size: int = attrs.field(default=256, validator=positive)
+    notification_backlog: int = attrs.field(default=256, validator=positive)
+    shutdown_grace: float = attrs.field(default=5.0, validator=positive)
+    flush_timeout: float = attrs.field(default=2.0, validator=positive)
+    close_timeout: float = attrs.field(default=2.0, validator=positive)
+    keepalive_interval: float | None = attrs.field(default=None, validator=optional_positive)
+    keepalive_misses: int = attrs.field(default=3, validator=positive)
 
     @property
     def close_bound(self) -> float:

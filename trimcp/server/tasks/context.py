@@ -21,16 +21,14 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from trimcp import serde
+from trimcp._validators import DEFAULT
 from trimcp.errors import LocalProtocolError, McpError
-from trimcp.server.context import _DEFAULT as _CONTEXT_DEFAULT
 from trimcp.server.context import Context
 from trimcp.session.context import RequestContext
 from trimcp.types import RELATED_TASK_META_KEY, LoggingLevel
 
 if TYPE_CHECKING:
     from trimcp.tasks.manager import TaskOptions, _TaskHandle
-
-_DEFAULT: Any = object()
 
 
 class TaskRequestContext(RequestContext):
@@ -114,14 +112,14 @@ class TaskRequestContext(RequestContext):
         method: str,
         params: Any = None,
         *,
-        timeout: float | None = _DEFAULT,
+        timeout: float | None = DEFAULT,
         on_progress: Any = None,
         reset_timeout_on_progress: bool = False,
     ) -> Any:
         """Ask the client on behalf of the task: the task is ``input_required`` until the
         answer arrives (``tasks/result`` or ``tasks/update``). ``timeout`` defaults to
         ``TaskOptions.input_timeout`` (None: until the task's TTL)."""
-        wait = self._input_timeout if timeout is _DEFAULT else timeout
+        wait = self._input_timeout if timeout is DEFAULT else timeout
         return await self._handle.ask(method, params, wait)
 
 
@@ -157,7 +155,7 @@ class TaskContext(Context):
         # Both eras: the question waits in the task (tasks/result or tasks/get+update),
         # never the 2026 input_required retry of the request that created it.
         request = self.request_context
-        if timeout is _CONTEXT_DEFAULT:
+        if timeout is DEFAULT:
             value = await request.send_request(method, params)
         else:
             value = await request.send_request(method, params, timeout=timeout)

@@ -9,6 +9,7 @@ from typing import Any, Final
 import attrs
 
 from trimcp._record import Record
+from trimcp._validators import positive
 
 #: Default limit on one message (a JSON body or one SSE event).
 DEFAULT_MAX_MESSAGE_BYTES: Final = 4 * 1024 * 1024
@@ -27,11 +28,6 @@ RESERVED_HEADERS: Final = frozenset(
         "last-event-id",
     }
 )
-
-
-def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
-    if isinstance(value, bool) or not value > 0:
-        raise ValueError(f"{attribute.name} must be > 0, got {value!r}")
 
 
 def _headers(
@@ -75,18 +71,18 @@ class HttpClientOptions(Record):
     """
 
     headers: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_headers)
-    timeout: float = attrs.field(default=30.0, validator=_positive)
-    sse_read_timeout: float = attrs.field(default=300.0, validator=_positive)
-    max_message_bytes: int = attrs.field(default=DEFAULT_MAX_MESSAGE_BYTES, validator=_positive)
+    timeout: float = attrs.field(default=30.0, validator=positive)
+    sse_read_timeout: float = attrs.field(default=300.0, validator=positive)
+    max_message_bytes: int = attrs.field(default=DEFAULT_MAX_MESSAGE_BYTES, validator=positive)
     ssl_context: ssl.SSLContext | None = None
-    max_connections: int = attrs.field(default=8, validator=_positive)
+    max_connections: int = attrs.field(default=8, validator=positive)
     legacy_fallback: bool = True
     reinitialize: bool = True
-    delete_timeout: float = attrs.field(default=5.0, validator=_positive)
-    reconnect_delay: float = attrs.field(default=1.0, validator=_positive)
-    max_reconnect_delay: float = attrs.field(default=30.0, validator=_positive)
-    max_reconnect_attempts: int = attrs.field(default=3, validator=_positive)
-    inbox_size: int = attrs.field(default=64, validator=_positive)
+    delete_timeout: float = attrs.field(default=5.0, validator=positive)
+    reconnect_delay: float = attrs.field(default=1.0, validator=positive)
+    max_reconnect_delay: float = attrs.field(default=30.0, validator=positive)
+    max_reconnect_attempts: int = attrs.field(default=3, validator=positive)
+    inbox_size: int = attrs.field(default=64, validator=positive)
     #: OAuth (a :class:`trimcp.auth.OAuthClient`): tokens obtained on 401, refreshed, and
     #: stepped up on 403 ``insufficient_scope`` (see docs/authorization.md).
     auth: Any = None

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from trimcp._record import Record
+from trimcp._validators import optional_positive, positive
 from trimcp.session import SessionOptions
 from trimcp.transports.http_server.event_store import EventStore, InMemoryEventStore
 
@@ -29,18 +30,6 @@ LOCALHOST_NAMES: tuple[str, ...] = ("localhost", "127.0.0.1", "[::1]")
 #: e.g. a user id), or None for an anonymous request. It may raise ``HttpRejection``
 #: (e.g. 401 with ``WWW-Authenticate``) to refuse the request.
 Authenticate = Callable[[dict[str, Any]], Awaitable[Hashable | None]]
-
-
-def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
-    if not value > 0:
-        raise ValueError(f"{attribute.name} must be > 0, got {value!r}")
-
-
-def _optional_positive(
-    instance: object, attribute: attrs.Attribute[Any], value: float | None
-) -> None:
-    if value is not None:
-        _positive(instance, attribute, value)
 
 
 def _path(instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
@@ -113,20 +102,20 @@ class HttpServerConfig(Record):
     allowed_origins: tuple[str, ...] | None = attrs.field(default=None, converter=_names)
     authenticate: Authenticate | None = None
     auth: ProtectedResource | None = None
-    max_body_bytes: int = attrs.field(default=4 * 1024 * 1024, validator=_positive)
-    body_timeout: float = attrs.field(default=30.0, validator=_positive)
-    max_sessions: int = attrs.field(default=1000, validator=_positive)
-    idle_timeout: float = attrs.field(default=30 * 60.0, validator=_positive)
-    inbound_queue: int = attrs.field(default=32, validator=_positive)
-    enqueue_timeout: float = attrs.field(default=30.0, validator=_positive)
-    stream_max_bytes: int = attrs.field(default=1024 * 1024, validator=_positive)
-    stream_max_messages: int = attrs.field(default=1024, validator=_positive)
-    backlog_size: int = attrs.field(default=64, validator=_positive)
+    max_body_bytes: int = attrs.field(default=4 * 1024 * 1024, validator=positive)
+    body_timeout: float = attrs.field(default=30.0, validator=positive)
+    max_sessions: int = attrs.field(default=1000, validator=positive)
+    idle_timeout: float = attrs.field(default=30 * 60.0, validator=positive)
+    inbound_queue: int = attrs.field(default=32, validator=positive)
+    enqueue_timeout: float = attrs.field(default=30.0, validator=positive)
+    stream_max_bytes: int = attrs.field(default=1024 * 1024, validator=positive)
+    stream_max_messages: int = attrs.field(default=1024, validator=positive)
+    backlog_size: int = attrs.field(default=64, validator=positive)
     event_store_factory: Callable[[str], EventStore] | None = default_event_store
-    retry_ms: int = attrs.field(default=1000, validator=_positive)
+    retry_ms: int = attrs.field(default=1000, validator=positive)
     stateless: bool = False
     json_response: bool = False
-    rest_after: float | None = attrs.field(default=0.02, validator=_optional_positive)
+    rest_after: float | None = attrs.field(default=0.02, validator=optional_positive)
     session_options: SessionOptions = attrs.field(factory=SessionOptions)
     shutdown_timeout: float | None = None
     store: Store | None = None
