@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, get_args
 
 from trimcp.errors import INTERNAL_ERROR, McpError
-from trimcp.stores.base import StoreUnavailable
+from trimcp.stores.base import StoreUnavailable, log_unavailable
 from trimcp.stores.bus import Bus, BusMessage, MemoryBus, ReplicaOutlet
 from trimcp.types import LoggingLevel, ResourceUpdatedNotificationParams
 
@@ -159,7 +159,8 @@ class ReplicaLink:
             try:
                 flags = await self.bus.subscribed([sid for _, sid in shared], uri)
             except StoreUnavailable as error:
-                logger.warning("resource update of %s: subscriptions unknown: %s", uri, error)
+                message = "resource update of %s: subscriptions unknown"
+                log_unavailable(logger, logging.WARNING, error, message, uri)
                 flags = [self._sessions.state(s).subscribed(uri) for s, _ in shared]
             local.extend(s for (s, _), flag in zip(shared, flags, strict=True) if flag)
         return local
@@ -178,7 +179,8 @@ class ReplicaLink:
         try:
             level = await self.bus.load_session_value(shared_id, "log-level")
         except StoreUnavailable as error:
-            logger.warning("log level of session %s… unknown here: %s", shared_id[:8], error)
+            message = "log level of session %s… unknown here"
+            log_unavailable(logger, logging.WARNING, error, message, shared_id[:8])
             return
         state = self._sessions.state(session)
         if level in _LEVELS and state.log_level is None:

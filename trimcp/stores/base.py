@@ -8,6 +8,7 @@ it in Redis so replicas behind a load balancer share it.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import trio
@@ -23,8 +24,22 @@ class StoreUnavailable(Exception):
     """The shared store could not be reached, or did not answer in time.
 
     The message names the store's address and the cause; the caller's operation did not
-    happen (or its outcome is unknown, for a write cut mid-way).
+    happen (or its outcome is unknown, for a write cut mid-way). ``reported``: the store
+    has already logged this outage (once, as it began), so a caller says what it cost only
+    at debug level (:func:`log_unavailable`): an outage is one line, not one per call.
     """
+
+    def __init__(self, message: str, *, reported: bool = False) -> None:
+        super().__init__(message)
+        self.reported = reported
+
+
+def log_unavailable(
+    logger: logging.Logger, level: int, error: StoreUnavailable, message: str, *args: object
+) -> None:
+    """Log what an outage cost (``message % args``, then ``": "`` and the error) at
+    ``level``, or at debug level when the store already reported the outage."""
+    logger.log(logging.DEBUG if error.reported else level, message + ": %s", *args, error)
 
 
 class Store(Protocol):
@@ -36,6 +51,11 @@ class Store(Protocol):
 
     @property
     def shared(self) -> bool: ...
+
+    def problem(self) -> str | None:
+        """Why the store cannot serve, naming it, as last seen (None: it served the last
+        call). Answers from memory, never by asking the store: ``/healthz`` reads it."""
+        ...
 
     @property
     def bus(self) -> Bus:
@@ -104,6 +124,9 @@ class MemoryStore:
     @property
     def shared(self) -> bool:
         return False
+
+    def problem(self) -> str | None:
+        return None  # this process's memory
 
     def event_store(self, session_id: str) -> EventStore:
         from trimcp.transports.http_server.event_store import InMemoryEventStore

@@ -96,6 +96,13 @@ class RedisStore:
     def shared(self) -> bool:
         return True
 
+    def problem(self) -> str | None:
+        """Why this store cannot serve, as the last call found (None: it answered). While
+        :meth:`run` runs, a call is made every ``HEARTBEAT_EVERY`` seconds, so this is at
+        most that plus ``timeout`` seconds out of date."""
+        cause = self.client.outage
+        return None if cause is None else f"the store at {self.address} is unavailable ({cause})"
+
     def key(self, *parts: str) -> str:
         """A key in this store's namespace."""
         return self.prefix + ":".join(parts)

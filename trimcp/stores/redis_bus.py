@@ -270,8 +270,9 @@ class RedisBus:
                         else:
                             self._dispatch(reply)
                 if failing:
-                    logger.warning("the bus is connected to %s again", self.client.address)
+                    logger.debug("the bus is connected to %s again", self.client.address)
                 failing = False
+                self.client.mark_up()  # (one line for the store, if this ends an outage)
                 backoff = self.backoff_min
                 self.connected.set()
                 if ever_connected:  # what others published meanwhile is lost: say so
@@ -279,13 +280,16 @@ class RedisBus:
                 ever_connected = True
                 await self._listen(connection)
             except _DROPPED as error:
+                cause = str(error) or type(error).__name__
+                # One line for the store's outage (the client logs it), not one per part.
+                self.client.mark_down(f"the bus's connection: {cause}")
                 if not failing:
                     failing = True
-                    logger.error(
+                    logger.debug(
                         "the bus lost its connection to %s (%s): events of other replicas "
                         "are missed until it is back; retrying with backoff up to %gs",
                         self.client.address,
-                        error or type(error).__name__,
+                        cause,
                         self.backoff_max,
                     )
             finally:

@@ -149,7 +149,12 @@ class RedisClient:
         self._slots = trio.Semaphore(max_connections)
         self._idle: list[Connection] = []
         self._closed = False
-        self._failing = False
+        #: The cause of the outage under way (None: the store answered the last call).
+        self._outage: str | None = None
+        #: Outages begun so far: a call that started before the current one began proves
+        #: nothing about recovery (its success may predate the failure).
+        self._outages = 0
+        self._down_since = 0.0
 
     async def execute(self, *args: Arg) -> object:
         """Run one command and return its reply.
@@ -173,6 +178,7 @@ class RedisClient:
         if self._closed:
             raise StoreUnavailable(f"the store client for {self.address} is closed")
         packed = b"".join([_pack(command) for command in commands])
+        outages = self._outages
         try:
             with trio.fail_after(self.timeout):
                 try:
@@ -195,10 +201,40 @@ class RedisClient:
             raise self._unavailable(str(error) or type(error).__name__) from error
         except hiredis.ProtocolError as error:
             raise self._unavailable(f"unreadable reply: {error}") from error
-        if self._failing:
-            self._failing = False
-            logger.warning("the store at %s answers again", self.address)
+        if self._outage is not None and outages == self._outages:
+            self.mark_up()
         return replies
+
+    @property
+    def outage(self) -> str | None:
+        """What the store's last failure was, while nothing has answered since (None: it
+        answered). Read from memory: asking it makes no call."""
+        return self._outage
+
+    def mark_down(self, cause: str) -> None:
+        """The store failed (``cause`` in words): logs one line when an outage begins,
+        none while it lasts."""
+        if self._outage is None:
+            self._outages += 1
+            self._down_since = trio.current_time()
+            logger.error(
+                "the store at %s is unavailable (%s): sessions, events and notifications "
+                "are not shared, and calls that need the store fail, until it answers "
+                "(/healthz answers 503 meanwhile)",
+                self.address,
+                cause,
+            )
+        self._outage = cause
+
+    def mark_up(self) -> None:
+        """The store answered: logs one line when this ends an outage."""
+        if self._outage is not None:
+            self._outage = None
+            logger.warning(
+                "the store at %s answers again (unavailable for %.1f s)",
+                self.address,
+                trio.current_time() - self._down_since,
+            )
 
     async def aclose(self) -> None:
         """Close every pooled connection; later calls raise :class:`StoreUnavailable`."""
@@ -216,12 +252,11 @@ class RedisClient:
     # --- internals ------------------------------------------------------------------------
 
     def _unavailable(self, cause: str) -> StoreUnavailable:
-        if not self._failing:
-            self._failing = True
-            logger.error("the store at %s is unavailable: %s", self.address, cause)
+        self.mark_down(cause)
         return StoreUnavailable(
             f"the shared store at {self.address} is unavailable ({cause}): check that "
-            "Redis runs and is reachable from this server; calls recover once it answers"
+            "Redis runs and is reachable from this server; calls recover once it answers",
+            reported=True,
         )
 
     async def _connect(self) -> Connection:

@@ -39,7 +39,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from trimcp.errors import INTERNAL_ERROR, McpError
 from trimcp.protocol.jsonrpc import RequestId, encode_error, parse_json
-from trimcp.stores.base import StoreUnavailable
+from trimcp.stores.base import StoreUnavailable, log_unavailable
 from trimcp.stores.redis_client import RedisClient, reply_error
 from trimcp.transports.http_server.transport import STANDALONE_STREAM
 
@@ -142,7 +142,8 @@ class RedisEventStore:
                 ]
             )
         except StoreUnavailable as error:
-            logger.error("event not stored (the stream goes on, unresumable here): %s", error)
+            why = "event not stored (the stream goes on, unresumable here)"
+            log_unavailable(logger, logging.ERROR, error, why)
             return self._unstored_id(name)
         entry_id = replies[0]
         if reply_error(entry_id) or not isinstance(entry_id, bytes):

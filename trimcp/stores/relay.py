@@ -40,7 +40,7 @@ import trio
 from trimcp._groups import open_nursery_unwrapped
 from trimcp.errors import SessionClosed
 from trimcp.protocol.jsonrpc import ErrorResponse, Message, Notification, Response
-from trimcp.stores.base import SharesTasks, StoreUnavailable
+from trimcp.stores.base import SharesTasks, StoreUnavailable, log_unavailable
 from trimcp.stores.bus import TAG_SHIFT, BusMessage, tag_of_request_id
 from trimcp.transports.base import Decoded
 
@@ -120,7 +120,9 @@ class ReplicaRelay:
         try:
             await self.bus.set_stream_holder(session_id, HOLDER_TTL)
         except StoreUnavailable as error:
-            logger.warning("GET stream of %s… not claimed: %s", session_id[:8], error)
+            log_unavailable(
+                logger, logging.WARNING, error, "GET stream of %s… not claimed", session_id[:8]
+            )
 
     def forwarder(self, session_id: str) -> Callable[[bytes], Awaitable[bool]]:
         """The transport's ``forward`` hook for one shared session."""

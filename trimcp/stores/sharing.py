@@ -28,7 +28,7 @@ from trimcp.auth.principal import principal_key
 from trimcp.protocol.jsonrpc import dump_json, parse_json
 from trimcp.protocol.lifecycle import State
 from trimcp.session import Session
-from trimcp.stores.base import Store, StoreUnavailable
+from trimcp.stores.base import Store, StoreUnavailable, log_unavailable
 
 if TYPE_CHECKING:
     from trimcp.transports.http_server.asgi import Send
@@ -144,7 +144,8 @@ class SharedSessions:
         try:
             await self.store.save_session(entry.session_id, record, self.ttl)
         except StoreUnavailable as error:
-            logger.warning("session %s… not shared: %s", entry.session_id[:8], error)
+            sid = entry.session_id[:8]
+            log_unavailable(logger, logging.WARNING, error, "session %s… not shared", sid)
             return
         entry.shared_record = record
 
@@ -170,11 +171,8 @@ class SharedSessions:
         try:
             await self.store.drop_session(entry.session_id, self.ttl)
         except StoreUnavailable as error:
-            logger.warning(
-                "session %s… ended here, but its shared record stays until it expires: %s",
-                entry.session_id[:8],
-                error,
-            )
+            message = "session %s… ended here, but its shared record stays until it expires"
+            log_unavailable(logger, logging.WARNING, error, message, entry.session_id[:8])
 
 
 def _parse(record: bytes, principal: Hashable | None, kind: str) -> dict[str, Any] | None:

@@ -232,12 +232,20 @@ class McpHttpApp:
 
     async def _health(self, send: Send) -> None:
         # Before the Host gate: balancers and orchestrators probe by address. 503 while
-        # stopping, so a balancer takes this replica out before its sessions close.
+        # stopping, so a balancer takes this replica out before its sessions close, and
+        # while the store is unavailable (as its last call found: no call per probe).
         manager = self.manager
-        status = 200 if manager.running else 503
-        body = dump_json(
-            {"status": "ok" if status == 200 else "stopping", "sessions": len(manager)}
-        )
+        store = self.config.store
+        problem = store.problem() if store is not None else None
+        answer: dict[str, object]
+        if not manager.running:
+            answer = {"status": "stopping"}
+        elif problem is not None:
+            answer = {"status": "store unavailable", "store": problem}
+        else:
+            answer = {"status": "ok"}
+        status = 200 if answer["status"] == "ok" else 503
+        body = dump_json({**answer, "sessions": len(manager)})
         await respond(
             send, status, body, [(b"cache-control", b"no-store")], content_type=b"application/json"
         )
