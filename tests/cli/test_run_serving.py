@@ -296,3 +296,31 @@ def test_trimcps_warnings_are_prefixed_when_logging_is_not_configured() -> None:
         timeout=RUN_TIMEOUT,
     )
     assert completed.stderr == "trimcp: 2 sessions did not close\n"
+
+
+@pytest.mark.parametrize("how", ["trimcp run", "app.run"])
+def test_log_level_info_logs_one_prefixed_line_per_request(tmp_path: Path, how: str) -> None:
+    if how == "app.run":
+        script = _write(tmp_path, "logs.py", TOOL + "app.run('http', port=0, log_level='info')\n")
+        server = _spawn([sys.executable, script])
+    else:
+        script = _write(tmp_path, "logs.py", TOOL)
+        argv = ["run", script, "--transport", "http", "--port", "0", "--log-level", "info"]
+        server = _spawn([sys.executable, "-m", "trimcp", *argv])
+    url = _url(server)
+    # A 2025-11-25 session: its id is what ties a request's line to the session.
+    called = cli("call", "hello", "--url", url, "--mode", "2025-11-25")
+    assert (called.returncode, called.stdout) == (0, "hi\n"), called.stderr
+    server.send_signal(signal.SIGTERM)
+    lines = _finish(server).splitlines()
+    assert all(line.startswith("trimcp: ") for line in lines), lines
+    calls = [line for line in lines if "trimcp.requests: tools/call" in line]
+    assert len(calls) == 1, lines
+    # Method, name, outcome, duration, and the HTTP session (its first 8 characters).
+    found = re.search(
+        r" INFO trimcp\.requests: tools/call hello ok \d+\.\d ms session=(\S{8})$", calls[0]
+    )
+    assert found, calls
+    session = found.group(1)
+    assert any("trimcp.requests: initialize ok" in line for line in lines), lines
+    assert all(f"session={session}" in line for line in lines if "trimcp.requests:" in line)

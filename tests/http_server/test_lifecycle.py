@@ -13,6 +13,7 @@ from tests.http_server.helpers import (
     tool_call,
 )
 from trimcp.transports.http_server import HttpServerConfig
+from trimcp.transports.http_server.manager import unclosed
 
 
 async def test_initialize_creates_a_session_with_a_random_visible_id(
@@ -187,3 +188,9 @@ async def test_shutdown_closes_every_session_and_ends_streams(
         assert app.manager.alive == 0
         for exchange in [*gets, slow]:
             await exchange.wait_finished()
+
+
+def test_the_shutdown_warning_counts_sessions_in_words() -> None:
+    # Before: "1 sessions did not close within the shutdown bound".
+    assert unclosed(1, 10) == "1 session did not close within the shutdown bound (10 s): cancelled"
+    assert unclosed(3, 2.5).startswith("3 sessions did not close within the shutdown bound (2.5 s)")

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
+from collections.abc import Hashable
 from functools import partial
 from typing import Any
 
@@ -17,7 +19,8 @@ from tests.auth.tokens import ISSUER, RESOURCE, KeySet, SigningKey
 from tests.http_server.test_modern_http import headers_for, meta
 from tests.http_server.test_real_socket import RawHttp
 from tests.server.helpers import call_tool, connect, text_of
-from trimcp.auth import JwtVerifier, ProtectedResource
+from trimcp.auth import JwtVerifier, ProtectedResource, principal_key
+from trimcp.client import connect_http
 from trimcp.errors import INTERNAL_ERROR, McpError
 from trimcp.server import Context, Server
 from trimcp.server.middleware import (
@@ -29,6 +32,7 @@ from trimcp.server.middleware import (
     RateLimitMiddleware,
     TimingMiddleware,
 )
+from trimcp.server.serving import add_access_log
 from trimcp.session import SessionOptions
 from trimcp.transports.http_server import HttpServerConfig, serve_http
 from trimcp.types import CallToolResult, TextContent
@@ -173,6 +177,43 @@ async def test_timing_and_logging(autojump_clock: Any, caplog: pytest.LogCapture
     assert add.getMessage().startswith("tools/call add ok ")
     crash = next(r for r in records if r.mcp["name"] == "crash")  # type: ignore[attr-defined]
     assert crash.levelno == logging.WARNING
+
+
+async def test_the_log_line_names_the_http_session_and_the_principal(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def by_header(scope: dict[str, Any]) -> Hashable | None:
+        headers: dict[bytes, bytes] = dict(scope["headers"])
+        return headers[b"authorization"].decode().removeprefix("Bearer ")
+
+    app = make_app(middleware=[LoggingMiddleware()])
+    config = HttpServerConfig(authenticate=by_header)
+    with trio.fail_after(30), caplog.at_level(logging.INFO, logger="trimcp.requests"):
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(partial(serve_http, app, port=0, config=config))
+            async with connect_http(
+                f"http://127.0.0.1:{port}/mcp",
+                headers={"Authorization": "Bearer alice"},
+                mode="2025-11-25",
+            ) as client:
+                await client.call_tool("add", {"a": 1, "b": 2})
+            nursery.cancel_scope.cancel()
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("tools/call")]
+    found = re.fullmatch(r"tools/call add ok \d+\.\d ms session=(\S{8}) principal=(\S+)", line)
+    assert found, line
+    assert found.group(2) == principal_key("alice")
+
+
+def test_info_and_debug_add_one_access_log_around_the_other_middleware() -> None:
+    limit = RateLimitMiddleware(2)
+    app = make_app(middleware=[limit])
+    add_access_log(app, "warning")
+    assert list(app.middleware) == [limit]
+    add_access_log(app, "info")
+    add_access_log(app, "debug")  # (run twice: still one)
+    outer, inner = app.middleware
+    assert isinstance(outer, LoggingMiddleware)  # outermost: it logs a refused call too
+    assert inner is limit
 
 
 async def test_rate_limit_per_caller(autojump_clock: Any) -> None:

@@ -240,15 +240,16 @@ class Server:
 
     # --- middleware ---------------------------------------------------------------------
 
-    def add_middleware(self, middleware: Middleware) -> None:
-        """Add ``middleware`` inside those added before (the first added is outermost).
+    def add_middleware(self, middleware: Middleware, *, outermost: bool = False) -> None:
+        """Add ``middleware`` inside those added before (the first added is outermost), or
+        around all of them with ``outermost=True`` (an access log sees every refusal).
 
         ``async def (call, call_next) -> result``; see :mod:`trimcp.server.middleware`.
         Takes effect for requests that arrive after the call.
         """
         if not callable(middleware):
             raise TypeError(f"middleware must be callable, got {type(middleware).__name__}")
-        self._middleware.append(middleware)
+        self._middleware.insert(0 if outermost else len(self._middleware), middleware)
         self._chain = build_chain(self._middleware, self._after_middleware)
 
     @property

@@ -122,6 +122,16 @@ class Call:
         return getattr(self.request, "principal", None)
 
     @property
+    def session_id(self) -> str | None:
+        """The HTTP session's ``Mcp-Session-Id`` (None: stdio, WebSocket, a stateless
+        request). Treat it as a secret in logs: :class:`LoggingMiddleware` logs a prefix."""
+        session = self.session
+        if session is None:
+            return None
+        session_id = getattr(session.transport, "session_id", None)
+        return session_id if isinstance(session_id, str) else None
+
+    @property
     def cancel_scope(self) -> trio.CancelScope | None:
         """The request's cancel scope (None for a notification)."""
         return self.request.cancel_scope if self.request is not None else None
@@ -209,10 +219,15 @@ class TimingMiddleware:
 class LoggingMiddleware:
     """One structured log record per call, on logger ``logger`` (default ``trimcp.requests``).
 
-    The record's message reads ``tools/call add ok 1.2 ms``; its ``mcp`` attribute (via
-    ``extra``) holds the fields for JSON log formatters: ``method``, ``kind``, ``id``,
-    ``name``, ``outcome``, ``duration_ms``, ``error_code``, ``client`` and, with
-    ``include_params``, ``params``. Errors log at WARNING, the rest at ``level``.
+    The record's message reads ``tools/call add ok 1.2 ms session=3fa9c1d2
+    principal=p:5e0f...``: the first 8 characters of the HTTP session id (the whole id
+    would let a reader of the logs use the session), and the caller's
+    :func:`~trimcp.auth.principal_key` when the transport authenticated one. Its ``mcp``
+    attribute (via ``extra``) holds the fields for JSON log formatters: ``method``,
+    ``kind``, ``id``, ``name``, ``outcome``, ``duration_ms``, ``error_code``, ``client``,
+    ``session``, ``principal`` and, with ``include_params``, ``params``. Errors log at
+    WARNING, the rest at ``level``. ``trimcp run --log-level info`` (or ``debug``) and
+    ``app.run(log_level="info")`` add one, outermost, unless the server has one already.
     """
 
     def __init__(
@@ -244,8 +259,13 @@ class LoggingMiddleware:
         level = logging.WARNING if outcome == "error" else self.level
         if not self.logger.isEnabledFor(level):
             return
+        from trimcp.auth.principal import principal_key  # (only when logging)
+
         negotiated = call.request.negotiated if call.request is not None else None
         info = negotiated.client_info if negotiated is not None else None
+        session_id = call.session_id
+        session = session_id[:8] if session_id is not None else None
+        principal = principal_key(call.principal)
         fields: dict[str, Any] = {
             "method": call.method,
             "kind": call.kind,
@@ -255,18 +275,26 @@ class LoggingMiddleware:
             "duration_ms": round(seconds * 1000, 3),
             "error_code": error.code if isinstance(error, McpError) else None,
             "client": info.name if info is not None else None,
+            "session": session,
+            "principal": principal,
         }
         if self.include_params:
             from trimcp import serde
 
             fields["params"] = serde.unstructure(call.params)
+        who = "".join(
+            f" {key}={value}"
+            for key, value in (("session", session), ("principal", principal))
+            if value is not None
+        )
+        name = call.name
         self.logger.log(
             level,
-            "%s %s %s %.1f ms",
-            call.method,
-            call.name or "",
+            "%s %s %.1f ms%s",
+            call.method if name is None else f"{call.method} {name}",
             outcome,
             seconds * 1000,
+            who,
             extra={"mcp": fields},
         )
 

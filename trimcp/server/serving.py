@@ -415,8 +415,9 @@ async def _serve_websocket(
 
 
 def configure_logging(level: str | None) -> None:
-    """Python logging on stderr at ``level`` (stdout may carry the protocol). Without a
-    level, trimcp's own warnings still show, prefixed like every line trimcp prints
+    """Python logging on stderr at ``level`` (stdout may carry the protocol), every line
+    prefixed like every other line trimcp prints (``trimcp: <time> INFO <logger>: ...``).
+    Without a level, trimcp's own warnings still show, prefixed the same way
     (``trimcp: ...``), unless the application configured logging itself."""
     if level is None:
         logger = logging.getLogger("trimcp")
@@ -429,8 +430,23 @@ def configure_logging(level: str | None) -> None:
     logging.basicConfig(
         level=level.upper(),
         stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        format="trimcp: %(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+
+
+def add_access_log(server: Any, level: str | None) -> None:
+    """At log level info or debug, one line per request: a
+    :class:`~trimcp.server.middleware.LoggingMiddleware` around every other middleware
+    of a :class:`~trimcp.Server` that has none yet."""
+    if level not in ("info", "debug"):
+        return
+    from trimcp.server.app import Server
+    from trimcp.server.middleware import LoggingMiddleware
+
+    if isinstance(server, Server) and not any(
+        isinstance(layer, LoggingMiddleware) for layer in server.middleware
+    ):
+        server.add_middleware(LoggingMiddleware(), outermost=True)
 
 
 def leaf_exception(exc: BaseException) -> BaseException:
@@ -461,6 +477,7 @@ def run_blocking(
     from trimcp._signals import run_until_interrupted
 
     configure_logging(settings.log_level)
+    add_access_log(server, settings.log_level)
     stop = trio.Event()
     started = False
 

@@ -449,6 +449,7 @@ class McpHttpApp:
                 backlog_size=config.backlog_size,
                 retry_ms=config.retry_ms,
             )
+            transport.session_id = session_id
             if relay is not None:
                 transport.shared_session_id = session_id
                 transport.forward = relay.forwarder(session_id)

@@ -153,7 +153,7 @@ class SessionManager:
         with trio.move_on_after(self.config.shutdown_bound):
             await self._all_done.wait()
         if self.alive:
-            logger.warning("%d sessions did not close within the shutdown bound", self.alive)
+            logger.warning("%s", unclosed(self.alive, self.config.shutdown_bound))
         if self._nursery is not None:
             self._nursery.cancel_scope.cancel()
 
@@ -353,3 +353,9 @@ class SessionManager:
                 logger.info("closing session %s…: idle for %gs", entry.session_id[:8], idle)
                 self.end(entry, f"idle for {idle:g}s")
             await trio.sleep_until(wake_at)
+
+
+def unclosed(count: int, bound: float) -> str:
+    """The warning for sessions still open when the shutdown bound is over."""
+    sessions = "1 session" if count == 1 else f"{count} sessions"
+    return f"{sessions} did not close within the shutdown bound ({bound:g} s): cancelled"

@@ -81,6 +81,7 @@ class HttpSessionTransport:
         "dropped",
         "forward",
         "retry_ms",
+        "session_id",
         "shared_session_id",
         "standalone",
     )
@@ -115,6 +116,9 @@ class HttpSessionTransport:
         self._lock_: trio.Lock | None = None
         self.closed = False
         self._closed_event: trio.Event | None = None
+        #: The session's ``Mcp-Session-Id`` (None: a stateless request's transport), for
+        #: logs (see :attr:`trimcp.server.middleware.Call.session_id`).
+        self.session_id: str | None = None
         #: The session's id when replicas share it (see :mod:`trimcp.server.replicas`).
         self.shared_session_id: str | None = None
         #: With replicas: hands a message for the GET stream to the replica holding it,
