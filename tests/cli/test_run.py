@@ -34,7 +34,7 @@ def test_the_stdio_startup_line_goes_to_stderr() -> None:
     ("target", "message"),
     [
         ("tests/cli/no_such_file.py", "trimcp: no such file: "),
-        ("tests/cli/support.py", "trimcp: no trimcp.Server or LowLevelServer found in "),
+        ("tests/cli/support.py", "trimcp: no trimcp.Server, LowLevelServer or ProxyServer found"),
         (f"{APP}:nothing", "the module has no attribute 'nothing'"),
         (f"{APP}:today", "is a RegisteredResource, not a trimcp.Server"),
         ("no_such_module_trimcp:app", "trimcp: no module named 'no_such_module_trimcp'"),
@@ -103,3 +103,25 @@ def test_a_print_while_importing_the_target_does_not_corrupt_stdio(tmp_path: Pat
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == "pong\n"
     assert "[server] hello from import" in completed.stderr
+
+
+def test_a_bad_target_hint_names_the_file_given() -> None:
+    completed = cli("run", "tests/cli/support.py")
+    assert "tests/cli/support.py:NAME" in completed.stderr
+    assert "path/to/server.py" not in completed.stderr  # was a placeholder path
+
+
+@pytest.mark.parametrize("ending", ["", "proxy.run()\n"])
+def test_run_finds_a_proxy_server(tmp_path: Path, ending: str) -> None:
+    # Fails before: "no trimcp.Server or LowLevelServer found" (and with a bare
+    # proxy.run() the import itself started serving).
+    proxy = tmp_path / "proxy.py"
+    proxy.write_text(
+        "import sys\n"
+        "from trimcp.proxy import ProxyServer\n"
+        f"proxy = ProxyServer.for_command([sys.executable, '-m', 'trimcp', 'run', {APP!r}])\n"
+        + ending
+    )
+    argv = ["--", sys.executable, "-m", "trimcp", "run", str(proxy)]
+    completed = cli("call", "greet", "name=Ann", "excited=true", *argv)
+    assert (completed.returncode, completed.stdout) == (0, "Hello, Ann!\n"), completed.stderr

@@ -141,7 +141,8 @@ def find_server(module: ModuleType, target: Target, run_calls: Sequence[RunCall]
     """The server ``target`` names in ``module``.
 
     With ``:attr``: that object (a plain function is called once, as a factory). Without:
-    the one ``trimcp.Server`` defined at module level (else the one ``LowLevelServer``).
+    the one ``trimcp.Server`` defined at module level (else the one ``LowLevelServer``,
+    else the one ``ProxyServer``).
     Several are an error naming them all, unless exactly one of them called ``run()``
     while the module was imported (``run_calls``), or one mounts all the others.
     """
@@ -156,11 +157,15 @@ def find_server(module: ModuleType, target: Target, run_calls: Sequence[RunCall]
             obj = obj()
         if not is_handler(obj):
             raise CliError(
-                f"{target.display} is a {type(obj).__name__}, not a trimcp.Server or "
-                "LowLevelServer (or a factory returning one)"
+                f"{target.display} is a {type(obj).__name__}, not a trimcp.Server, "
+                "LowLevelServer or ProxyServer (or a factory returning one)"
             )
         return obj
-    for kind in (Server, LowLevelServer):
+    kinds: list[type] = [Server, LowLevelServer]
+    proxy = sys.modules.get("trimcp.proxy.server")  # imported if the module made a proxy
+    if proxy is not None:
+        kinds.append(proxy.ProxyServer)
+    for kind in kinds:
         found: dict[int, tuple[str, Any]] = {}
         for name, value in vars(module).items():
             if isinstance(value, kind) and id(value) not in found:
@@ -170,8 +175,9 @@ def find_server(module: ModuleType, target: Target, run_calls: Sequence[RunCall]
         if found:
             return _choose(list(found.values()), target, run_calls)
     raise CliError(
-        f"no trimcp.Server or LowLevelServer found in {target.display}",
-        hint="name it explicitly: trimcp run path/to/server.py:app",
+        f"no trimcp.Server, LowLevelServer or ProxyServer found in {target.display}",
+        hint=f"name it explicitly: trimcp run {target.display}:NAME (the variable that holds "
+        "it, or a function that returns one)",
     )
 
 

@@ -163,9 +163,12 @@ class ProxyServer:
         return Implementation(name="trimcp-proxy", version="1", title=self.label)
 
     def run(self, transport: str | None = None, **settings: Any) -> None:
-        """Serve the proxy until stopped, as :meth:`trimcp.Server.run` does."""
+        """Serve the proxy until stopped, as :meth:`trimcp.Server.run` does (under
+        ``trimcp run`` it does not serve: its arguments become the command's defaults)."""
         from trimcp.server import serving
 
+        if serving.capture_run(self, {"transport": transport, **settings}):
+            return
         try:
             values = serving.ServeSettings.from_env(transport=transport, **settings)
         except serving.SettingsError as exc:
