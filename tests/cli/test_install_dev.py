@@ -50,6 +50,50 @@ def test_install_refuses_a_broken_file_and_leaves_it_alone(tmp_path: Path) -> No
     assert config.read_text() == "{not json"
 
 
+def test_install_keeps_earlier_env_values_when_it_replaces_an_entry(tmp_path: Path) -> None:
+    # Fails before: the second install dropped KEY (the entry was replaced whole).
+    config = tmp_path / "mcp.json"
+    first = cli("install", "cursor", APP, "--config", str(config), "--env", "KEY=v", "--env", "A=1")
+    assert first.returncode == 0, first.stderr
+    again = cli("install", "cursor", APP, "--config", str(config), "--env", "A=2")
+    assert again.returncode == 0, again.stderr
+    entry = json.loads(config.read_text())["mcpServers"]["app_server"]
+    assert entry["env"] == {"KEY": "v", "A": "2"}
+
+
+def test_install_refuses_a_server_that_does_not_load(tmp_path: Path) -> None:
+    # Fails before: the entry was written, and the host would fail at every start.
+    broken = tmp_path / "broken.py"
+    broken.write_text("import no_such_module_for_trimcp_install\n")
+    config = tmp_path / "mcp.json"
+    done = cli("install", "cursor", str(broken), "--config", str(config))
+    assert done.returncode == 1
+    first, hint = done.stderr.splitlines()
+    assert first.startswith("trimcp: the server does not load, so nothing was installed: ")
+    assert "no_such_module_for_trimcp_install" in first
+    assert hint == f"trimcp: see for yourself: trimcp run {broken} --check"
+    assert not config.exists()
+
+
+def test_install_checks_with_the_entrys_environment(tmp_path: Path) -> None:
+    needs = tmp_path / "needs_key.py"
+    needs.write_text(
+        "import os\n"
+        "from trimcp import Server\n"
+        "KEY = os.environ['NEEDED_KEY']\n"
+        "app = Server('needs-key')\n"
+    )
+    config = tmp_path / "mcp.json"
+    refused = cli("install", "cursor", str(needs), "--config", str(config))
+    assert refused.returncode == 1
+    assert "NEEDED_KEY" in refused.stderr
+    done = cli("install", "cursor", str(needs), "--config", str(config), "--env", "NEEDED_KEY=x")
+    assert done.returncode == 0, done.stderr
+    # A later install without --env keeps (and checks with) the value given before.
+    again = cli("install", "cursor", str(needs), "--config", str(config))
+    assert again.returncode == 0, again.stderr
+
+
 def test_default_config_paths() -> None:
     assert config_path("claude").name == "claude_desktop_config.json"
     assert config_path("cursor").parts[-2:] == (".cursor", "mcp.json")

@@ -3,8 +3,11 @@
 The entry is the one ``trimcp config`` prints (this interpreter running ``-m trimcp run``
 on the absolute target). The file is read, the entry added or replaced under its name
 (other servers and settings kept), the previous file copied to ``<file>.bak`` first, and
-the new one written atomically (a temporary file renamed over it). Nothing of the
-server's code is imported.
+the new one written atomically (a temporary file renamed over it). Before anything is
+written, the entry's own command checks that the server loads (``trimcp run --check`` in
+a child process, with the entry's environment): a host would otherwise show a server
+that fails at every start. Replacing an entry keeps the ``env`` values it had, unless
+``--env`` gives new ones for the same names.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -20,7 +24,10 @@ from typing import Any
 
 from trimcp.cli.arguments import parse_pairs
 from trimcp.cli.errors import EXIT_OK, CliError
-from trimcp.cli.hosts import snippet
+from trimcp.cli.hosts import launch_args, snippet
+
+#: Bound of the child process that checks the server loads.
+CHECK_TIMEOUT = 60.0
 
 
 def config_path(host: str, *, project: bool = False) -> Path:
@@ -49,7 +56,41 @@ def merged(existing: Any, entry: dict[str, Any], path: Path) -> tuple[dict[str, 
     if not isinstance(current, dict):
         raise CliError(f"{path}: {section!r} is not a JSON object; fix it, then try again")
     replaced = name in current
+    before = current.get(name)
+    kept = before.get("env") if isinstance(before, dict) else None
+    if isinstance(kept, dict) and kept:  # values given before stay unless given anew
+        server = {**server, "env": {**kept, **server.get("env", {})}}
     return {**existing, section: {**current, name: server}}, name, replaced
+
+
+def check_loads(target: str, env: dict[str, str]) -> None:
+    """Run the entry's command with ``--check`` (import the target, find its server, do
+    not serve) in a child process with ``env``; CliError with its lines if it fails.
+    Bounded by ``CHECK_TIMEOUT``."""
+    args, _ = launch_args(target)
+    command = [sys.executable, *args, "--check"]
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=CHECK_TIMEOUT,
+            env={**os.environ, **env},
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise CliError(
+            f"importing {target} took over {CHECK_TIMEOUT:g} s: nothing installed",
+            hint="does the module do work at import time (a network call, input())?",
+        ) from None
+    if done.returncode != 0:
+        lines = [line.removeprefix("trimcp: ") for line in done.stderr.strip().splitlines()]
+        why = "; ".join(lines[-3:]) or f"exit status {done.returncode}"
+        raise CliError(
+            f"the server does not load, so nothing was installed: {why}",
+            hint=f"see for yourself: trimcp run {args[-1]} --check",
+        )
 
 
 def install(
@@ -58,20 +99,22 @@ def install(
     """Write the entry into ``path``; returns (server name, replaced?, backup or None)."""
     entry = snippet(host, target, name=name, env=env)
     existing: Any = {}
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if text.strip():
+        try:
+            existing = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CliError(
+                f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}): nothing changed",
+                hint="fix the file by hand, or move it away and run again",
+            ) from None
+    result, server_name, replaced = merged(existing, entry, path)
+    [section] = entry
+    check_loads(target, result[section][server_name].get("env", {}))
     backup: Path | None = None
     if path.exists():
-        text = path.read_text(encoding="utf-8")
-        if text.strip():
-            try:
-                existing = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise CliError(
-                    f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}): nothing changed",
-                    hint="fix the file by hand, or move it away and run again",
-                ) from None
         backup = path.with_name(path.name + ".bak")
         shutil.copy2(path, backup)
-    result, server_name, replaced = merged(existing, entry, path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name, dir=path.parent)
     try:

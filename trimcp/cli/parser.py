@@ -183,6 +183,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "-v", "--verbose", action="store_true", help="show every message on the wire (stdio)"
     )
+    run.add_argument(
+        "--check",
+        action="store_true",
+        help="import the target and find its server, then exit without serving (0: it loads)",
+    )
 
     dev = sub.add_parser(
         "dev",

@@ -78,6 +78,9 @@ def run_server(args: argparse.Namespace) -> int:
         if call.server is server:
             run_arguments = call.arguments
     settings = settings_from(args, run_arguments)
+    if getattr(args, "check", False):
+        _say(f"{label_of(server)} loads from {args.target}")
+        return 0
     host = settings.host
     if settings.transport != "stdio" and not is_loopback_host(host):
         if not settings.allowed_hosts:
