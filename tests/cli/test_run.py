@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.support import APP, PEER, cli, read_line, spawn, stop
+from trimcp.server.serving import is_loopback_host
 
 
 def test_run_finds_a_low_level_server_too() -> None:
@@ -125,3 +126,32 @@ def test_run_finds_a_proxy_server(tmp_path: Path, ending: str) -> None:
     argv = ["--", sys.executable, "-m", "trimcp", "run", str(proxy)]
     completed = cli("call", "greet", "name=Ann", "excited=true", *argv)
     assert (completed.returncode, completed.stdout) == (0, "Hello, Ann!\n"), completed.stderr
+
+
+@pytest.mark.parametrize(("transport", "scheme"), [("http", "http"), ("ws", "ws")])
+def test_any_loopback_address_is_loopback(transport: str, scheme: str) -> None:
+    # Fails before: "--host 127.0.0.2 is not a loopback address".
+    server = spawn("run", APP, "--transport", transport, "--host", "127.0.0.2", "--port", "0")
+    try:
+        line = read_line(server.stderr)
+        found = re.search(rf"at ({scheme}://127\.0\.0\.2:\d+/mcp) \(Ctrl-C to stop\)", line)
+        assert found, line
+        # Clients send Host: 127.0.0.2, which the server answers without --allow-host.
+        called = cli("call", "greet", "name=Ann", "--url", found.group(1))
+        assert (called.returncode, called.stdout) == (0, "Hello, Ann.\n"), called.stderr
+        server.send_signal(signal.SIGTERM)
+        assert stop(server) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        for stream in (server.stdout, server.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def test_loopback_hosts() -> None:
+    for host in ("localhost", "127.0.0.1", "127.0.0.2", "127.255.0.9", "::1", "[::1]"):
+        assert is_loopback_host(host), host
+    for host in ("0.0.0.0", "10.0.0.1", "::", "example.com", "128.0.0.1"):
+        assert not is_loopback_host(host), host

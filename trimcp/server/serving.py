@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import ipaddress
 import logging
 import os
 import signal
@@ -213,7 +214,25 @@ def _from_text(variable: str, field: str, text: str) -> Any:
 
 
 def is_loopback_host(host: str) -> bool:
-    return host.strip("[]") in ("127.0.0.1", "localhost", "::1")
+    """Whether binding to ``host`` keeps the server on this machine: ``localhost``, any
+    address of 127.0.0.0/8, or ``::1``."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def default_hosts(host: str, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``Host`` names a server bound to ``host`` answers without allowed hosts given:
+    the loopback ``names``, and ``host`` itself when it is another loopback address
+    (``--host 127.0.0.2``: clients then send ``Host: 127.0.0.2``)."""
+    bare = host.strip("[]")
+    form = f"[{bare}]" if ":" in bare else bare
+    if form in names or not is_loopback_host(host):
+        return names
+    return (*names, form)
 
 
 def keyring_to_share(server: Any) -> RequestStateKeyring | None:
@@ -345,6 +364,7 @@ async def _serve_http(
     warning: str | None = None,
 ) -> None:
     from trimcp.transports.http_server import HttpServerConfig, serve_http
+    from trimcp.transports.http_server.config import LOCALHOST_NAMES
 
     fields: dict[str, Any] = {
         "path": settings.path,
@@ -353,6 +373,8 @@ async def _serve_http(
     }
     if settings.allowed_hosts:
         fields["allowed_hosts"] = settings.allowed_hosts
+    elif default_hosts(settings.host, LOCALHOST_NAMES) != LOCALHOST_NAMES:
+        fields["allowed_hosts"] = default_hosts(settings.host, LOCALHOST_NAMES)
     if settings.allowed_origins:
         fields["allowed_origins"] = settings.allowed_origins
     if options is not None:
@@ -394,7 +416,7 @@ async def _serve_websocket(
             "clients use to reach this server (--allow-host / TRIMCP_ALLOWED_HOSTS; '*' "
             "accepts any)"
         )
-    allowed = frozenset(settings.allowed_hosts) if settings.allowed_hosts else LOCAL_HOSTS
+    allowed = frozenset(settings.allowed_hosts or default_hosts(settings.host, LOCAL_HOSTS))
     async with trio.open_nursery() as nursery:
         bound: int = await nursery.start(
             functools.partial(
