@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import trio
 from trimcp.client import connect_stdio
 from trimcp.errors import SessionClosed
 from trimcp.transports.stdio import STDERR_TAIL_LINES
+from trimcp.types import TextContent
 
 PEER = Path(__file__).resolve().parents[1] / "peers" / "trimcp_stdio_server.py"
 #: Real subprocesses: real time, bounded.
@@ -56,3 +58,31 @@ async def test_a_normal_close_raises_nothing() -> None:
     with trio.fail_after(BOUND):
         async with connect_stdio([sys.executable, str(peer)], on_stderr=lambda line: None) as c:
             await c.ping()
+
+
+async def test_a_line_printed_to_stdout_is_shown_and_skipped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Fails before: only "rejected a message from the peer: Parse error: Expecting value:
+    # line 1 column 1 (char 0)", not the line, and a Parse error sent to the server.
+    server = tmp_path / "noisy_server.py"
+    server.write_text(
+        "print('hello from import')\n"
+        "print()\n"
+        "from trimcp import Server\n"
+        "app = Server('noisy')\n"
+        "@app.tool()\n"
+        "def ping_tool() -> str:\n"
+        "    return 'pong'\n"
+        "app.run()\n"
+    )
+    with trio.fail_after(BOUND), caplog.at_level(logging.WARNING, logger="trimcp"):
+        async with connect_stdio([sys.executable, str(server)], on_stderr=lambda line: None) as c:
+            result = await c.call_tool("ping_tool")
+    assert [block.text for block in result.content if isinstance(block, TextContent)] == ["pong"]
+    warnings = [r.getMessage() for r in caplog.records]
+    assert warnings == [
+        "the server wrote a line that is not JSON-RPC to stdout (skipped): 'hello from "
+        "import'; stdout is reserved for the protocol: print to stderr "
+        "(print(..., file=sys.stderr)) or use logging"
+    ]

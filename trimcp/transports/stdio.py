@@ -99,6 +99,31 @@ class ChildProcessTransport(NdjsonTransport):
         assert process.stdout is not None
         super().__init__(process.stdout, process.stdin, max_message_bytes=max_message_bytes)
         self.process = process
+        #: Lines of the child's stdout skipped as not JSON-RPC (see :meth:`receive`).
+        self.skipped = 0
+
+    async def receive(self) -> bytes:
+        """The next line that can be a JSON-RPC message (it starts with ``{`` or ``[``).
+
+        Other lines are skipped, each logged as a warning that shows it: a server that
+        prints to stdout (typically while its module is imported, before it serves) would
+        otherwise get only "Parse error: Expecting value" back. Blank lines are skipped
+        silently. Cancellation: as :meth:`NdjsonTransport.receive`.
+        """
+        while True:
+            line = await super().receive()
+            start = line.lstrip()[:1]
+            if start == b"{" or start == b"[":
+                return line
+            if start:
+                self.skipped += 1
+                text = line.decode("utf-8", "replace").rstrip()
+                logger.warning(
+                    "the server wrote a line that is not JSON-RPC to stdout (skipped): %r; "
+                    "stdout is reserved for the protocol: print to stderr "
+                    "(print(..., file=sys.stderr)) or use logging",
+                    text if len(text) <= 200 else text[:200] + "...",
+                )
 
     async def aclose(self) -> None:
         """Close the child's stdin (it sees end of input); its stdout stays open."""
