@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from tests.cli.support import APP, cli, read_line, stop
+from trimcp.cli.dev import pinned_port
 from trimcp.cli.install import config_path
 
 
@@ -126,7 +127,8 @@ def test_dev_restarts_the_server_when_a_file_changes(tmp_path: Path) -> None:
         url = next_url()
         assert cli("call", "one", "--url", url).stdout == "1\n"
         app.write_text(app.read_text() + "@app.tool()\ndef two() -> str:\n    return '2'\n")
-        url = next_url()
+        # --port 0: a port picked once, kept across restarts (before: a new one each time).
+        assert next_url() == url
         called = cli("call", "two", "--url", url)
         assert called.stdout == "2\n", called.stderr
         process.send_signal(signal.SIGINT)
@@ -138,3 +140,12 @@ def test_dev_restarts_the_server_when_a_file_changes(tmp_path: Path) -> None:
         for stream in (process.stdout, process.stderr):
             if stream is not None:
                 stream.close()
+
+
+def test_dev_pins_port_zero_once_in_either_spelling() -> None:
+    for given in (["--port", "0"], ["--port=0"], ["--host", "127.0.0.1", "--port=0"]):
+        pinned = pinned_port(["--transport", "http", *given])
+        port = int(pinned[pinned.index("--port") + 1])
+        assert port > 0, pinned
+    assert pinned_port(["--port", "8123"]) == ["--port", "8123"]
+    assert pinned_port([]) == []

@@ -7,7 +7,8 @@ seconds the ``*.py`` files under the target's directory are checked (modificatio
 no extra dependency); on a change the child is stopped (SIGTERM, then SIGKILL after
 ``STOP_TIMEOUT``) and started again, its startup line naming the new address. Ctrl-C or
 SIGTERM stops the child and ``trimcp dev`` (exit 0). A child that exits by itself (an
-error in the code) is started again at the next change.
+error in the code) is started again at the next change. ``--port 0`` picks a free port
+once, here, and every restart listens on it: a client keeps its URL.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import functools
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -54,6 +56,36 @@ def snapshot(root: Path) -> dict[Path, float]:
                 if len(found) >= MAX_FILES:
                     return found
     return found
+
+
+def pinned_port(run_args: list[str]) -> list[str]:
+    """``run_args`` with ``--port 0`` replaced by a port free now (on ``--host``, default
+    127.0.0.1), so that every restart listens on the same one. Another process could take
+    it between two restarts: then that start fails and says so, as any busy port does."""
+    args = list(run_args)
+    host = "127.0.0.1"
+    for index, arg in enumerate(args):
+        if arg == "--host" and index + 1 < len(args):
+            host = args[index + 1]
+        elif arg.startswith("--host="):
+            host = arg.split("=", 1)[1]
+    for index, arg in enumerate(args):
+        if arg == "--port" and index + 1 < len(args) and args[index + 1] == "0":
+            value = index + 1
+        elif arg == "--port=0":
+            args[index : index + 1] = ["--port", "0"]
+            value = index + 1
+        else:
+            continue
+        try:
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            with socket.socket(family) as probe:
+                probe.bind((host.strip("[]"), 0))
+                args[value] = str(probe.getsockname()[1])
+        except OSError:
+            pass  # the child says what is wrong with the host
+        break
+    return args
 
 
 async def _stop(process: trio.Process) -> None:
@@ -101,7 +133,7 @@ def run_dev(args: argparse.Namespace) -> int:
     run_args: list[str] = list(args.run_args)
     if not any(a == "--transport" or a.startswith("--transport=") for a in run_args):
         run_args = ["--transport", "http", *run_args]
-    argv = [sys.executable, "-m", "trimcp", "run", args.target, *run_args]
+    argv = [sys.executable, "-m", "trimcp", "run", args.target, *pinned_port(run_args)]
     root = target.file.parent
     _say(f"watching {root} for changes (Ctrl-C to stop)")
 
