@@ -97,8 +97,16 @@ async def test_workers_share_a_port_reload_and_stop(supervisor: Supervisor) -> N
     first = await pids_serving(url)
     assert len(first) == 2  # both workers answer on the one port
 
+    mark = len(supervisor.seen)
     supervisor.process.send_signal(signal.SIGHUP)
     await trio.to_thread.run_sync(supervisor.wait_for, "reloaded")
+    # The new workers have new numbers (before: 1 and 2 again, like the ones stopping).
+    started = {
+        line.split("]", 1)[0] + "]"
+        for line in supervisor.seen[mark:]
+        if line.startswith("[worker ") and "serving" in line
+    }
+    assert started == {"[worker 3]", "[worker 4]"}, supervisor.seen
     second = await pids_serving(url)
     assert len(second) == 2
     assert not second & first  # the old workers stopped, new ones serve

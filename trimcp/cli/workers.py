@@ -111,7 +111,9 @@ class Supervisor:
         self.quick_deaths = 0
         self.failed: str | None = None
         self.stopping = False
-        self._generation = 0
+        #: Numbers given so far: a reload's workers get new ones (a restarted worker keeps
+        #: its own), so the [worker N] prefix never names two processes of one run.
+        self._numbered = 0
 
     async def run(self, nursery: trio.Nursery, *, task_status: trio.TaskStatus[None]) -> None:
         """Start the first set of workers; reports started once all of them listen."""
@@ -119,7 +121,8 @@ class Supervisor:
         task_status.started()
 
     async def _start_set(self, nursery: trio.Nursery) -> list[_Worker]:
-        new = [await self._spawn(nursery, i + 1) for i in range(self.count)]
+        first, self._numbered = self._numbered + 1, self._numbered + self.count
+        new = [await self._spawn(nursery, number) for number in range(first, self._numbered + 1)]
         with trio.move_on_after(START_BOUND) as waiting:
             for worker in new:
                 await worker.listening.wait()
