@@ -3,6 +3,8 @@
 - Fenced blocks marked ```python in docs/*.md are complete programs: each runs in a fresh
   interpreter and must exit 0. (Fragments that are not meant to run use ```py.)
 - Every script in examples/docs/ runs the same way.
+- The README's ```python blocks too: the first (the server) is saved as weather.py, and
+  the others run next to it.
 """
 
 from __future__ import annotations
@@ -26,14 +28,14 @@ def doc_blocks() -> list[tuple[str, str]]:
     return blocks
 
 
-def run(code: str) -> subprocess.CompletedProcess[str]:
+def run(code: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         stdin=subprocess.DEVNULL,  # a script that serves stdio must see EOF, not a terminal
         text=True,
         timeout=120,
-        cwd=ROOT,
+        cwd=cwd,
         check=False,
     )
 
@@ -50,3 +52,14 @@ def test_doc_block_runs(where: str, code: str) -> None:
 def test_example_script_runs(script: Path) -> None:
     completed = run(script.read_text())
     assert completed.returncode == 0, f"{script}:\n{completed.stdout}\n{completed.stderr}"
+
+
+def test_readme_examples_run(tmp_path: Path) -> None:
+    server, *clients = [m.group(1) for m in BLOCK.finditer((ROOT / "README.md").read_text())]
+    assert clients, "the README's examples are ```python blocks"
+    (tmp_path / "weather.py").write_text(server)
+    assert run(server, tmp_path).returncode == 0  # serves stdio until its stdin ends
+    for code in clients:
+        completed = run(code, tmp_path)
+        assert completed.returncode == 0, f"README:\n{completed.stdout}\n{completed.stderr}"
+        assert completed.stdout == "{'result': [20.0, 21.0, 22.0]}\n"
