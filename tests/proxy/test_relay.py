@@ -398,3 +398,18 @@ async def test_a_task_the_backend_does_not_run_is_refused_by_the_proxy(
         answer = await client.receive()
         assert answer["id"] == 1
         assert "tasks.requests.tools.call" in answer["error"]["message"]
+
+
+async def test_a_stray_task_on_a_request_that_never_runs_as_a_task_passes_as_it_came(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # TypeScript SDK v1 sends ``task: {}`` on tasks/get; the spec augments only tools/call,
+    # sampling and elicitation, so the proxy has nothing to judge: the backend answers.
+    async with proxied(backend_caps=TASK_CAPS) as (client, backend):
+        params = {"taskId": "t1", "task": {}}
+        await client.request(1, "tasks/get", params)
+        request = await backend.receive()
+        assert (request["method"], request["params"]) == ("tasks/get", params)
+        error = {"code": -32602, "message": "Failed to retrieve task: Task not found"}
+        await backend.send({"jsonrpc": "2.0", "id": request["id"], "error": error})
+        assert await client.receive() == {"jsonrpc": "2.0", "id": 1, "error": error}

@@ -89,6 +89,10 @@ INPUT_REQUIRED_METHODS: frozenset[str] = frozenset({"tools/call", "prompts/get",
 #: (the oldest is forgotten beyond this: a requester that never learns its tasks' ends).
 MAX_FOLLOWED_TASKS = 1000
 _TASK_METHODS: Final = frozenset({"tasks/get", "tasks/result", "tasks/cancel"})
+#: The requests 2025-11-25 lets run as a task (their params type has ``task``). A ``task``
+#: on any other request (TypeScript SDK v1 sends ``task: {}`` on ``tasks/get``) asks for
+#: nothing: the request goes as it came and the peer answers it plainly.
+_AUGMENTABLE: Final = frozenset({"tools/call", "sampling/createMessage", "elicitation/create"})
 #: The ``resultType`` values the core protocol defines (absent means ``complete``).
 _RESULT_TYPES = (None, "complete", "input_required", tasks_ext.RESULT_TYPE_TASK)
 
@@ -536,7 +540,8 @@ class Connection:
         answer's result is reported as decoded JSON, never structured (for relaying). Raises
         :class:`LocalProtocolError` when the lifecycle, the negotiated version or the
         peer's capabilities do not allow the request (a task-augmented one, params with
-        ``task``, needs the peer's ``tasks.requests.<method>`` capability too).
+        ``task`` on a request that may run as a task, needs the peer's
+        ``tasks.requests.<method>`` capability too).
         """
         if not request_allowed(OUTBOUND_REQUESTS, self.role, self.state, method):
             raise LocalProtocolError(self._local_state_refusal(method))
@@ -544,7 +549,7 @@ class Connection:
         if spec is not None:
             self._check_outbound(spec, "request")
         raw = _wire(params)
-        task = isinstance(raw, dict) and raw.get("task") is not None
+        task = method in _AUGMENTABLE and isinstance(raw, dict) and raw.get("task") is not None
         if task:
             self._check_task_augmented(method)
         request_id = self._next_id
