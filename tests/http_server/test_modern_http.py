@@ -439,6 +439,34 @@ async def test_listen_streams_acknowledge_then_tag_changes() -> None:
         }
 
 
+async def test_json_response_mode_still_serves_listen_as_a_stream() -> None:
+    # A listen stream has no answer to wait for: JSON-response mode (which turns answers
+    # into one JSON body) serves it as an event stream, as it must, and the calls around
+    # it still answer in one JSON body.
+    async with serving(HttpServerConfig(json_response=True)) as (app, client, _):
+        server = app._lifespan_of
+        assert isinstance(server, Server)
+        called = await post(client, "tools/call", {"name": "progress", "arguments": {}})
+        assert called.headers["content-type"].startswith("application/json")
+        assert called.json()["result"]["content"][0]["text"] == "done"
+        exchange = await post(
+            client,
+            "subscriptions/listen",
+            {"notifications": {"toolsListChanged": True}},
+            request_id=4,
+            wait=False,
+        )
+        ack = await exchange.next_message()
+        assert exchange.status == 200
+        assert exchange.headers["content-type"] == "text/event-stream"
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        server.add_tool(lambda: "new", name="fresh")
+        changed = await exchange.next_message()
+        assert changed["method"] == "notifications/tools/list_changed"
+        await app.shutdown()
+        assert (await exchange.next_message())["id"] == 4
+
+
 async def test_a_listen_request_with_no_kinds_is_refused() -> None:
     async with serving() as (_, client, _):
         reply = await post(client, "subscriptions/listen", {"notifications": {}})

@@ -18,9 +18,10 @@ envelope). Per POST, in the task that received it:
 4. The answer is sent as one JSON body with the status the spec gives for its error code,
    unless the handler sent notifications first (progress, log messages, a listen
    stream's acknowledgement): then the response is an SSE stream that starts with the
-   first of them and ends with the answer. A ``subscriptions/listen`` stream sends its
-   head and acknowledgement at once, keeps quiet streams alive with comments, and ends
-   with its result when the server shuts down.
+   first of them and ends with the answer (with ``json_response``: always one JSON body,
+   those notifications dropped). A ``subscriptions/listen`` stream, in either mode, sends
+   its head and acknowledgement at once, keeps quiet streams alive with comments, and
+   ends with its result when the server shuts down.
 
 Nothing is kept per request once it is answered. Every write is bounded in time
 (``body_timeout``): a client that stops reading ends its own request.
@@ -251,13 +252,15 @@ class ModernEndpoint:
             await _error(send, refused.http_status, refused.encode())
             return
         accept = headers.get(b"accept")
+        listen = request.method == "subscriptions/listen"
+        # JSON-response mode turns answers into one JSON body; a listen stream has no
+        # answer to wait for (its notifications are the point), so it streams anyway.
         response = _Response(
             send,
-            stream_ok=not config.json_response and accepts(accept, "text/event-stream"),
+            stream_ok=(listen or not config.json_response) and accepts(accept, "text/event-stream"),
             write_timeout=config.body_timeout,
             bounded=bounded_send,
         )
-        listen = request.method == "subscriptions/listen"
         if listen and not response.stream_ok:
             error = RemoteProtocolError(
                 INVALID_REQUEST,
