@@ -1,6 +1,8 @@
 """Interop: the official SDK's client (PyPI ``mcp`` 2.x) in ``mode="auto"`` negotiates
 2026-07-28 with ``examples/everything_server.py`` over stdio and over Streamable HTTP, and
 every feature works in that era (tests/peers/sdk_modern_client.py prints the report).
+The same holds through trimcp's proxy (``tests/peers/proxy_peer.py``, over stdio and over
+Streamable HTTP, in front of the server over stdio): the client sees what it sees direct.
 
 One peer run per transport; each test checks one feature in the SDK's own view of it."""
 
@@ -20,6 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PEER = ROOT / "tests" / "peers" / "sdk_modern_client.py"
+PROXY = ROOT / "tests" / "peers" / "proxy_peer.py"
 SERVER = ROOT / "examples" / "everything_server.py"
 TIMEOUT = 150
 
@@ -40,16 +43,25 @@ def run_peer(*args: str) -> dict[str, Any]:
     return report
 
 
-@pytest.fixture(scope="module", params=["stdio", "http"])
+@pytest.fixture(scope="module", params=["stdio", "http", "proxy-stdio", "proxy-http"])
 def report(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
-    if request.param == "stdio":
-        found = run_peer("--", sys.executable, str(SERVER))
+    server = [sys.executable, str(SERVER)]
+    proxied = request.param.startswith("proxy-")
+    transport = request.param.removeprefix("proxy-")
+    if transport == "stdio":
+        in_front = [sys.executable, str(PROXY), "--"] if proxied else []
+        found = run_peer("--", *in_front, *server)
         found["transport"] = "stdio"
         yield found
         return
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    command = (
+        [sys.executable, str(PROXY), "--http", "--", *server]
+        if proxied
+        else [*server, "--transport", "http", "--port", "0"]
+    )
     process = subprocess.Popen(
-        [sys.executable, str(SERVER), "--transport", "http", "--port", "0"],
+        command,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

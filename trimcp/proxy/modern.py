@@ -19,9 +19,24 @@ speaks:
   results marked "do not cache" (``ttlMs`` 0). The shared session declares no client
   capabilities (a backend cannot ask a stateless client anything through it).
 
-In both cases the backend's notifications on the shared connection (log messages, list
-changes) have no one client to go to and are dropped; progress does come back, under
-each request's own token, and cancelling a request cancels the backend's.
+What the backend sends about a request reaches that request's client as it came, before
+its answer (a request's answer waits until what the backend sent before it was passed
+on):
+
+- progress, under the request's own token;
+- a ``subscriptions/listen`` stream's acknowledgement and changes: they name the stream by
+  the backend's request id (``_meta`` subscription id), which the proxy maps back to the
+  client's;
+- log messages the request opted in to (a ``logLevel`` in its envelope). Nothing in a log
+  message names its request, so requests that opted in take turns: one at a time is in
+  flight on the shared connection (the others wait for their turn; requests that did not
+  opt in go on meanwhile, and get no log messages from the backend), and every
+  notification that names no listen stream goes to it. One connection keeps the backend
+  one server, as its direct clients see it (a stdio backend is one process per
+  connection). Pass no log level where requests must not wait for each other.
+
+The rest (a session-era backend's list changes in the shared session) has no one client
+to go to and is dropped. Cancelling a request cancels the backend's.
 """
 
 from __future__ import annotations
@@ -39,6 +54,7 @@ from trimcp.client.negotiate import Connected, connect
 from trimcp.client.stateless import Era, plan_for
 from trimcp.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, LocalProtocolError, McpError
 from trimcp.protocol import modern
+from trimcp.protocol.jsonrpc import RequestId
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import LATEST_VERSION
 from trimcp.session import RequestContext, Session, SessionHandler
@@ -82,28 +98,90 @@ _ENVELOPE_KEYS = frozenset(
 )
 
 
-class _Detached:
-    """The handler of the shared backend session: there is no one client to talk back to."""
+class _Router:
+    """The handler of one backend connection of the 2026 side: each notification goes to
+    the client request it belongs to (module docs); requests have no one client to go to.
+
+    It is a :class:`~trimcp.session.hooks.RequestRelay` that relays nothing: the engine
+    asks :meth:`relay_target` from its reader, once per notification and before queueing
+    it for :meth:`handle_notification`, so counting there tells an answer how many
+    notifications came before it, and :meth:`caught_up` waits until they were passed on.
+    """
+
+    def __init__(self) -> None:
+        #: The backend's request id -> the client's request it carries.
+        self.requests: dict[RequestId, RequestContext] = {}
+        #: The request whose turn it is (module docs): it gets what names no stream.
+        self.speaking: RequestContext | None = None
+        self.seen = 0
+        self.delivered = 0
+        self.closed = False
+        self._moved = trio.Event()
+
+    def relays(self, method: str) -> bool:
+        return method.startswith("notifications/")
+
+    def relay_target(self, session: Session) -> Session | None:
+        self.seen += 1
+        return None  # raw params to handle_notification, in the engine's order
 
     async def handle_request(self, ctx: RequestContext) -> Any:
         raise McpError(
             METHOD_NOT_FOUND,
-            f"{ctx.method} cannot reach the proxy's client: 2026-07-28 clients share one "
-            "backend connection, which declares no client capabilities",
+            f"{ctx.method} cannot reach the proxy's client: a 2026-07-28 client is asked "
+            "through input_required results, never by a request",
         )
 
     async def handle_notification(self, session: Session, method: str, params: Any) -> None:
-        logger.debug("%s from the shared backend connection dropped (no one client)", method)
+        try:
+            target, params = self._route(params)
+            if target is None:
+                logger.debug("%s from the backend dropped: no request of a client names it", method)
+                return
+            try:
+                await target.send_notification(method, params)
+            except Exception as exc:  # the client's stream went away: its request ends
+                logger.debug("%s not passed on: %r", method, exc)
+        finally:
+            if self.relays(method):
+                self.delivered += 1
+                self._wake()
+
+    def _route(self, params: Any) -> tuple[RequestContext | None, Any]:
+        meta = params.get("_meta") if type(params) is dict else None
+        subscription = meta.get(modern.META_SUBSCRIPTION_ID) if type(meta) is dict else None
+        if subscription is None:
+            return self.speaking, params
+        ctx = self.requests.get(subscription) if type(subscription) in (int, str) else None
+        if ctx is None:
+            return None, params
+        assert type(meta) is dict
+        return ctx, {**params, "_meta": {**meta, modern.META_SUBSCRIPTION_ID: ctx.request_id}}
+
+    def _wake(self) -> None:
+        self._moved.set()
+        self._moved = trio.Event()
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake()
+
+    async def caught_up(self, count: int) -> None:
+        """Wait until the first ``count`` notifications were passed on (or the
+        connection closed). Cancellation: the caller stops waiting."""
+        while self.delivered < count and not self.closed:
+            await self._moved.wait()
 
 
 class _Shared:
     """One attempt at the shared connection: set once ``ready`` (usable or failed)."""
 
-    __slots__ = ("connected", "error", "ready", "scope", "session")
+    __slots__ = ("connected", "error", "ready", "router", "scope", "session")
 
     def __init__(self) -> None:
         self.ready = trio.Event()
         self.scope = trio.CancelScope()
+        self.router = _Router()
         self.session: Session | None = None
         self.connected: Connected | None = None
         self.error: BaseException | None = None
@@ -131,6 +209,8 @@ class SharedBackend:
         self.era: Era | None = None
         self._nursery: trio.Nursery | None = None
         self._shared: _Shared | None = None
+        #: Held by the request that opted in to log messages and is in flight.
+        self._turn = trio.Lock()
 
     @asynccontextmanager
     async def open(self) -> AsyncIterator[None]:
@@ -165,6 +245,12 @@ class SharedBackend:
         """The shared connection, opened (or reopened) on demand. Raises
         :class:`McpError` (``-32603``) naming the backend when it cannot be reached within
         ``timeout``. Cancellation: the caller stops waiting; connecting goes on."""
+        shared = await self._shared_connection()
+        assert shared.session is not None
+        assert shared.connected is not None
+        return shared.session, shared.connected
+
+    async def _shared_connection(self) -> _Shared:
         shared = self._shared
         if shared is None or (shared.ready.is_set() and not shared.usable):
             nursery = self._nursery
@@ -181,9 +267,7 @@ class SharedBackend:
         if not shared.usable:
             reason = shared.error or "no answer in time"
             raise McpError(INTERNAL_ERROR, f"Cannot reach {self.label}: {reason}")
-        assert shared.session is not None
-        assert shared.connected is not None
-        return shared.session, shared.connected
+        return shared
 
     async def learn_era(self) -> Era:
         """The era the backend speaks (connecting once to find out). A session-era backend's
@@ -202,7 +286,7 @@ class SharedBackend:
         client_info = Implementation(name="trimcp-proxy", version="1")
         try:
             with shared.scope:
-                async with self._open_session(_Detached()) as session:
+                async with self._open_session(shared.router) as session:
                     with trio.fail_after(self.timeout):
                         connected = await connect(
                             session, plan, client_info, ClientCapabilities(), DISCOVER_TIMEOUT
@@ -215,6 +299,7 @@ class SharedBackend:
             shared.error = exc
             logger.warning("cannot reach %s: %s", self.label, exc)
         finally:
+            shared.router.close()
             shared.ready.set()
 
     async def discover(self, versions: tuple[str, ...]) -> DiscoverResult:
@@ -235,10 +320,33 @@ class SharedBackend:
         )
 
     async def forward(self, ctx: RequestContext) -> Any:
-        """Answer one 2026 request through the shared connection. Raises the backend's
-        error; :class:`McpError` ``-32601`` for a method the backend's protocol version
-        does not have. Cancellation: the backend's request is cancelled too."""
-        session, connected = await self.connection()
+        """Answer one 2026 request through the shared connection; one that opted in to log
+        messages waits for its turn (module docs). Raises the backend's error;
+        :class:`McpError` ``-32601`` for a method the backend's protocol version does not
+        have. Cancellation: the backend's request is cancelled too."""
+        shared = await self._shared_connection()
+        assert shared.connected is not None
+        raw = ctx.params if ctx.params is None or type(ctx.params) is dict else None
+        params = without_progress_token(raw if raw is not None else serde.unstructure(ctx.params))
+        if shared.connected.era is Era.LEGACY:
+            params = without_envelope(params)
+        elif ctx.method != "subscriptions/listen" and _wants_logs(params):
+            # A listen stream's messages name it; a log message names no request.
+            async with self._turn:
+                shared = await self._shared_connection()  # it may have gone meanwhile
+                shared.router.speaking = ctx
+                try:
+                    return await self._send(shared, ctx, params)
+                finally:
+                    shared.router.speaking = None
+        return await self._send(shared, ctx, params)
+
+    async def _send(self, connection: _Shared, ctx: RequestContext, params: Any) -> Any:
+        """Send one request on ``connection``; its answer once everything the backend
+        sent before it has been passed on to the client."""
+        session, connected, router = connection.session, connection.connected, connection.router
+        assert session is not None
+        assert connected is not None
         report = ctx.report_progress if ctx.progress_token is not None else None
 
         async def progress(value: float, total: float | None, message: str | None) -> None:
@@ -246,20 +354,37 @@ class SharedBackend:
             with suppress(LocalProtocolError):  # a backend going backwards
                 await report(value, total, message)
 
-        raw = ctx.params if ctx.params is None or type(ctx.params) is dict else None
-        params = without_progress_token(raw if raw is not None else serde.unstructure(ctx.params))
-        if connected.era is Era.LEGACY:
-            params = without_envelope(params)
+        sent: list[RequestId] = []
+
+        def register(request_id: RequestId) -> None:
+            sent.append(request_id)
+            router.requests[request_id] = ctx
+
         try:
-            result = await session.send_request(
-                ctx.method,
-                params,
-                timeout=None,
-                on_progress=progress if report is not None else None,
-            )
-        except LocalProtocolError as exc:
-            raise McpError(METHOD_NOT_FOUND, f"{self.label}: {exc.message}") from None
+            try:
+                result = await session.send_request(
+                    ctx.method,
+                    params,
+                    timeout=None,
+                    on_progress=progress if report is not None else None,
+                    on_sent=register,
+                )
+            except LocalProtocolError as exc:
+                raise McpError(METHOD_NOT_FOUND, f"{self.label}: {exc.message}") from None
+            except McpError:
+                await router.caught_up(router.seen)
+                raise
+            await router.caught_up(router.seen)
+        finally:
+            for request_id in sent:
+                router.requests.pop(request_id, None)
         return with_cache_hint(ctx.method, result)
+
+
+def _wants_logs(params: Any) -> bool:
+    """Whether a 2026 request's envelope opts in to log messages."""
+    meta = params.get("_meta") if type(params) is dict else None
+    return type(meta) is dict and type(meta.get(modern.META_LOG_LEVEL)) is str
 
 
 def without_envelope(params: Any) -> Any:
