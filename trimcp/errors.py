@@ -79,6 +79,18 @@ class McpError(Exception):
         return f"{type(self).__name__}(code={self.code}, message={self.message!r})"
 
 
+#: The key in ``data`` of an error a client's transport made up because authorization
+#: failed (logging in failed, or the server kept refusing the token): the server was
+#: reached and refused, so connecting ends with it (another era would log in again).
+AUTHORIZATION_FAILED: Final = "authorizationFailed"
+
+
+def authorization_failed(error: McpError) -> bool:
+    """Whether ``error`` says the client's authorization failed (:data:`AUTHORIZATION_FAILED`)."""
+    data = error.data
+    return type(data) is dict and data.get(AUTHORIZATION_FAILED) is True
+
+
 class LocalProtocolError(McpError):
     """We (the local side) tried to do something the protocol forbids.
 

@@ -372,3 +372,49 @@ async def test_cancelled_call_sends_cancel_and_frees_its_connection(autojump_clo
         assert cancel.json()["params"]["requestId"] == server.of("tools/call")[0].json()["id"]
         # With one connection slot, this only goes through if the cancelled POST let go.
         await session.send_request("tools/list")
+
+
+class Refusing:
+    """An ``auth`` whose every login fails (as after a detected issuer mix-up), or whose
+    every token is refused again (``grant``: the login succeeds, the server says 401)."""
+
+    def __init__(self, *, grant: bool = False) -> None:
+        self.grant = grant
+        self.logins = 0
+
+    def session(self, url: str, spawn: Any) -> Refusing:
+        return self
+
+    async def authorization(self) -> str | None:
+        return f"Bearer t{self.logins}" if self.logins else None
+
+    async def challenge(self, status: int, challenge: str | None, used: str | None) -> None:
+        from trimcp.auth import AuthorizationFailed
+
+        self.logins += 1
+        if not self.grant:
+            raise AuthorizationFailed("the authorization server's issuer is not the one asked")
+
+
+async def always_401(request: Request, reply: Reply) -> None:
+    await reply.status(401, b"", {"www-authenticate": 'Bearer resource_metadata="x"'})
+
+
+@pytest.mark.parametrize("grant", [False, True])
+async def test_an_authorization_failure_on_discover_ends_connecting_without_a_fallback(
+    autojump_clock: Any, grant: bool
+) -> None:
+    # mode auto: server/discover first. Its authorization failing is the answer: trying
+    # initialize instead would run the whole authorization again (a second registration).
+    from trimcp.client import connect_http
+
+    auth = Refusing(grant=grant)
+    async with fake_server(always_401) as server:
+        with pytest.raises(McpError) as caught:
+            async with connect_http(server.url, auth=auth):
+                pass  # pragma: no cover
+        assert [r.rpc_method for r in server.requests] == ["server/discover"] * len(server.requests)
+    assert "authorization failed" in caught.value.message
+    assert caught.value.data["httpStatus"] == 401
+    # One login when it fails; when every token is refused, a bounded number of rounds.
+    assert auth.logins == (4 if grant else 1)

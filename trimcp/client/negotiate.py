@@ -8,7 +8,8 @@
 - Any other error, or no answer in time: a 2025 (or older) server; send ``initialize``
   (codes say little here: the TypeScript SDK answers ``-32000`` "Server not initialized";
   a server that cannot be reached fails ``initialize`` the same way). Only a session
-  that closed is raised as it is.
+  that closed, and an authorization that failed (the server was reached and refused us;
+  ``initialize`` would run the whole authorization again), are raised as they are.
 
 The decision is made once per client; nothing is re-probed later.
 """
@@ -30,7 +31,13 @@ from trimcp.client.stateless import (
     request_meta,
     supported_of,
 )
-from trimcp.errors import LocalProtocolError, McpError, RequestTimeout, SessionClosed
+from trimcp.errors import (
+    LocalProtocolError,
+    McpError,
+    RequestTimeout,
+    SessionClosed,
+    authorization_failed,
+)
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import STATELESS_VERSIONS, SUPPORTED_VERSIONS, V2025_11_25
 from trimcp.session import Session
@@ -143,7 +150,8 @@ def _after_error(
             f"mode={tried!r}: no answer to server/discover; a 2025 server that ignores it "
             "needs mode='auto' or 'legacy'"
         ) from exc
-    if isinstance(exc, SessionClosed):
+    if isinstance(exc, SessionClosed) or authorization_failed(exc):
+        # The server was reached and refused us: another era would authorize again.
         raise exc
     supported = supported_of(exc)
     if supported is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trimcp.errors import CONNECTION_CLOSED, INTERNAL_ERROR, McpError
+from trimcp.errors import AUTHORIZATION_FAILED, CONNECTION_CLOSED, INTERNAL_ERROR, McpError
 
 
 class HttpClientError(McpError):
@@ -39,6 +39,16 @@ class HttpStatusError(McpError):
             message = f"{message}: {detail}"
         super().__init__(INTERNAL_ERROR, message, data)
         self.status = status
+
+
+class AuthorizationRefused(HttpStatusError):
+    """The server refused the request (401/403) and authorization could not fix it:
+    logging in failed, or the server kept refusing the tokens it gave. ``data`` also
+    holds :data:`~trimcp.errors.AUTHORIZATION_FAILED` (true), so connecting ends with it."""
+
+    def __init__(self, status: int, url: str, body: str = "", detail: str = "") -> None:
+        super().__init__(status, url, body, f"authorization failed: {detail}")
+        self.data[AUTHORIZATION_FAILED] = True
 
 
 class SessionExpired(HttpClientError):

@@ -29,6 +29,7 @@ from trimcp.protocol.jsonrpc import RequestId
 from trimcp.transports.http_client.answers import EXCERPT, AnswerReader, Sink, StreamEnd
 from trimcp.transports.http_client.errors import (
     HTTP_ERRORS,
+    AuthorizationRefused,
     HttpClientError,
     HttpStatusError,
     SessionExpired,
@@ -213,7 +214,21 @@ class StreamableHttpClient:
                 end = await self._post_request(data, info, pending)
             except _Reauthorize as again:
                 rounds += 1
-                if rounds <= MAX_AUTH_ROUNDS and await self._reauthorize(again, pending):
+                if rounds > MAX_AUTH_ROUNDS:
+                    # Answered, not left to time out (a caller in auto mode would take
+                    # the silence for an older server and log in all over again).
+                    await self._answers.fail(
+                        pending,
+                        AuthorizationRefused(
+                            again.status,
+                            self._endpoint.url,
+                            again.body.decode("utf-8", "replace"),
+                            f"still refused after {MAX_AUTH_ROUNDS} rounds of authorization; "
+                            "check the scopes and the account the server expects",
+                        ),
+                    )
+                    return
+                if await self._reauthorize(again, pending):
                     attempt -= 1
                     continue
                 return
@@ -345,11 +360,11 @@ class StreamableHttpClient:
             logger.warning("authorization failed: %s", exc)
             await self._answers.fail(
                 pending,
-                HttpStatusError(
+                AuthorizationRefused(
                     again.status,
                     self._endpoint.url,
                     again.body.decode("utf-8", "replace"),
-                    f"authorization failed: {exc}",
+                    str(exc),
                 ),
             )
             return False
