@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
 
-from tests.cli.support import PEER_ARGV, cli, cli_json
+from tests.cli.support import PEER_ARGV, ROOT, cli, cli_json
 
 
 def test_ping_json_names_the_version_and_the_era() -> None:
@@ -36,3 +37,15 @@ def test_an_unknown_mode_is_a_usage_error() -> None:
     completed = cli("ping", "--mode", "2020-01-01", *PEER_ARGV)
     assert completed.returncode == 2
     assert "mode '2020-01-01' is not one of" in completed.stderr
+
+
+def test_call_in_auto_mode_shows_the_servers_log_lines_unless_quiet() -> None:
+    # 2026: log messages come only when a request asks for them (its logLevel).
+    server = ["--", sys.executable, str(ROOT / "examples" / "everything_server.py")]
+    completed = cli("call", "test_tool_with_logging", *server)
+    assert completed.returncode == 0, completed.stderr
+    assert "[server info] Tool execution started" in completed.stderr
+    assert "Tool with logging executed successfully" in completed.stdout
+    quiet = cli("call", "--quiet", "test_tool_with_logging", *server)
+    assert quiet.returncode == 0, quiet.stderr
+    assert "[server" not in quiet.stderr

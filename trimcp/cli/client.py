@@ -233,6 +233,8 @@ async def open_client(args: argparse.Namespace, stderr: ServerStderr) -> AsyncIt
             options=session_options(args.timeout),
             client_info=Implementation(name="trimcp-cli", version=_version()),
             on_log_message=on_log,
+            # 2026 servers send log messages only to requests that ask for them.
+            log_level=None if quiet else "debug",
             mode=args.mode,
         ) as client:
             if args.verbose:
