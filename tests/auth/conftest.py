@@ -1,5 +1,5 @@
 """Fixtures of the authorization tests: a real authorization server (oidc-provider on
-127.0.0.1, installed by ``tests/auth/oidc/setup.sh``) and a free port for a protected
+127.0.0.1, installed by ``examples/oidc/setup.sh``) and a free port for a protected
 trimcp server.
 
 ``oidc_provider`` (session): the provider process; skipped when npm is missing, except
@@ -21,8 +21,9 @@ import attrs
 import pytest
 
 HERE = Path(__file__).resolve().parent
-SETUP = HERE / "oidc" / "setup.sh"
-PROVIDER = HERE / "oidc" / "provider.mjs"
+OIDC = HERE.parent.parent / "examples" / "oidc"
+SETUP = OIDC / "setup.sh"
+PROVIDER = OIDC / "provider.mjs"
 SETUP_TIMEOUT = 600.0
 START_TIMEOUT = 20.0
 
@@ -51,7 +52,7 @@ def oidc_provider() -> Iterator[OidcProvider]:
         ["bash", str(SETUP), "--quiet"], capture_output=True, text=True, timeout=SETUP_TIMEOUT
     )
     if setup.returncode != 0:
-        pytest.fail(f"tests/auth/oidc/setup.sh failed:\n{setup.stderr[-2000:]}")
+        pytest.fail(f"examples/oidc/setup.sh failed:\n{setup.stderr[-2000:]}")
     values = dict(line.split("=", 1) for line in setup.stdout.splitlines() if "=" in line)
     env = {**os.environ, "OIDC_MODULES": values["OIDC_MODULES"], "ACCESS_TTL": "300"}
     process = subprocess.Popen(

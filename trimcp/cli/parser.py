@@ -181,6 +181,28 @@ def build_parser() -> argparse.ArgumentParser:
         "TRIMCP_ALLOWED_ORIGINS)",
     )
     run.add_argument(
+        "--auth-issuer",
+        default=None,
+        metavar="URL",
+        help="http: require OAuth access tokens (JWT) from this authorization server, for a "
+        "server that declares no auth= itself (env TRIMCP_AUTH_ISSUER)",
+    )
+    run.add_argument(
+        "--auth-resource",
+        default=None,
+        metavar="URL",
+        help="http: this server's URL as clients reach it, the tokens' audience (default on "
+        "loopback: the URL served; env TRIMCP_AUTH_RESOURCE)",
+    )
+    run.add_argument(
+        "--auth-scope",
+        action="append",
+        default=None,
+        metavar="SCOPE",
+        help="http: a scope every request's token must grant (repeatable; env "
+        "TRIMCP_AUTH_SCOPES, space- or comma-separated)",
+    )
+    run.add_argument(
         "-v", "--verbose", action="store_true", help="show every message on the wire (stdio)"
     )
     run.add_argument(

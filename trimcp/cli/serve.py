@@ -25,6 +25,7 @@ from trimcp.server.serving import (
     is_loopback_host,
     keyring_to_share,
     label_of,
+    protection,
     run_blocking,
 )
 
@@ -41,6 +42,9 @@ FLAGS = {
     "allow_origin": "allowed_origins",
     "store": "store",
     "reuse_port": "reuse_port",
+    "auth_issuer": "auth_issuer",
+    "auth_resource": "auth_resource",
+    "auth_scope": "auth_scopes",
 }
 
 
@@ -95,6 +99,11 @@ def run_server(args: argparse.Namespace) -> int:
         raise UsageError("--store and --workers apply to the http transport only")
     if args.workers > 1:
         from trimcp.cli.workers import run_workers
+
+        try:  # refused here once, rather than by every worker
+            protection(server, settings)
+        except SettingsError as exc:
+            raise CliError(str(exc), hint=exc.hint) from None
 
         return run_workers(
             args.target,

@@ -85,6 +85,13 @@ def worker_argv(target: str, settings: ServeSettings, port: int) -> list[str]:
         argv += ["--allow-origin", origin]
     if settings.store is not None:
         argv += ["--store", settings.store]
+    # Each worker builds its own verifier: a process of its own, it imports the file anew.
+    if settings.auth_issuer is not None:
+        argv += ["--auth-issuer", settings.auth_issuer]
+    if settings.auth_resource is not None:
+        argv += ["--auth-resource", settings.auth_resource]
+    for scope in settings.auth_scopes:
+        argv += ["--auth-scope", scope]
     return argv
 
 

@@ -81,6 +81,7 @@ from trimcp.types import (
 if TYPE_CHECKING:
     # completion types are imported where used (a server that never completes, a stdio
     # server starting, never loads them)
+    from trimcp.auth.resource import ProtectedResource
     from trimcp.types import CompleteResult, PromptReference, ResourceTemplateReference
 
 P = ParamSpec("P")
@@ -120,6 +121,10 @@ class Server:
     server answers both eras, each request in its own. ``task_options``, ``task_store``,
     ``task_owner``: limits of tools called as tasks, where their records live (in memory
     by default) and who owns them (see :mod:`trimcp.server.tasks` and ``docs/tasks.md``).
+    ``auth``: the server's OAuth protection (a :class:`~trimcp.auth.ProtectedResource`),
+    applied wherever it is served over HTTP (``run``, ``trimcp run`` with any flags,
+    ``serve_http``, ``create_asgi_app``); the WebSocket transport refuses such a server,
+    and stdio serves the local client that started it (see docs/authorization.md).
     """
 
     def __init__(
@@ -145,9 +150,19 @@ class Server:
         task_store: TaskStore | None = None,
         task_owner: task_methods.OwnerFunction | None = None,
         middleware: Sequence[Middleware] = (),
+        auth: ProtectedResource | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be at least 1 (or None for one page)")
+        if auth is not None:
+            from trimcp.auth.resource import ProtectedResource  # only protected servers pay
+
+            if not isinstance(auth, ProtectedResource):
+                raise TypeError(
+                    f"auth= takes a trimcp.ProtectedResource, got {type(auth).__name__}"
+                )
+        #: The server's OAuth protection (see the class docstring); None: open.
+        self.auth = auth
         self.info = Implementation(
             name=name,
             version=version,

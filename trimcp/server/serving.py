@@ -54,6 +54,9 @@ ENV: Final = {
     "TRIMCP_ALLOWED_HOSTS": "allowed_hosts",
     "TRIMCP_ALLOWED_ORIGINS": "allowed_origins",
     "TRIMCP_STORE": "store",
+    "TRIMCP_AUTH_ISSUER": "auth_issuer",
+    "TRIMCP_AUTH_RESOURCE": "auth_resource",
+    "TRIMCP_AUTH_SCOPES": "auth_scopes",
 }
 #: The secret sealing 2026-07-28 ``requestState`` (see
 #: :meth:`RequestStateKeyring.from_secret`), and the one it replaced, which still opens
@@ -138,6 +141,13 @@ def _store(instance: object, attribute: object, value: str | None) -> None:
         raise SettingsError(f"unknown store {value!r}: use memory:// or redis://HOST:PORT/DB")
 
 
+def _scopes(value: Any) -> tuple[str, ...]:
+    # Scopes are space-separated in OAuth; commas are accepted too (like the other lists).
+    if isinstance(value, str):
+        return tuple(value.replace(",", " ").split())
+    return tuple(part for item in value for part in _scopes(item))
+
+
 def _names(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         return tuple(part.strip() for part in value.split(",") if part.strip())
@@ -157,6 +167,10 @@ class ServeSettings(Record):
     ``store``: HTTP sessions and events, ``memory://`` (None: the default) or
     ``redis://HOST:PORT/DB`` (shared by replicas). ``reuse_port``: bind with
     ``SO_REUSEPORT`` (a worker of ``trimcp run --workers N``).
+    ``auth_issuer`` / ``auth_resource`` / ``auth_scopes``: protect a server that declares
+    no authorization itself with JWT access tokens from that issuer (its discovery
+    document names the keys), for that resource URL (default: the loopback URL served),
+    requiring those scopes (see :func:`protection`).
     """
 
     transport: str = attrs.field(default="stdio", converter=_transport)
@@ -170,6 +184,9 @@ class ServeSettings(Record):
     allowed_origins: tuple[str, ...] = attrs.field(default=(), converter=_names)
     store: str | None = attrs.field(default=None, validator=_store)
     reuse_port: bool = False
+    auth_issuer: str | None = None
+    auth_resource: str | None = None
+    auth_scopes: tuple[str, ...] = attrs.field(default=(), converter=_scopes)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ServeSettings:
@@ -288,6 +305,92 @@ def use_state_secret(
     )
 
 
+_AUTH_SETTINGS: Final = "--auth-issuer/--auth-resource/--auth-scope (TRIMCP_AUTH_*)"
+
+
+def protection(server: Any, settings: ServeSettings) -> Any:
+    """The OAuth protection (a :class:`~trimcp.auth.ProtectedResource`) serving ``server``
+    over HTTP applies: the one it declares (``Server(auth=...)``), else one made from the
+    ``auth_*`` settings (JWT access tokens of ``auth_issuer``), else None: open.
+
+    Raises :class:`SettingsError` when both the server and the settings name one (which
+    would win is a guess), for auth settings without an issuer, for a resource that
+    cannot be derived, or (ImportError) when the ``auth`` extra is missing."""
+    from trimcp.auth.declared import declared_auth
+
+    declared = declared_auth(server)
+    wanted = settings.auth_issuer or settings.auth_resource or settings.auth_scopes
+    if declared is not None:
+        if wanted:
+            raise SettingsError(
+                f"{label_of(server)} declares its authorization in code (Server(auth=...)); "
+                f"the auth settings {_AUTH_SETTINGS} are for a server that declares none",
+                hint="set issuer, resource and scopes in the server file, or drop its auth=",
+            )
+        return declared
+    if not wanted:
+        return None
+    issuer = settings.auth_issuer
+    if not issuer:
+        raise SettingsError(
+            "--auth-resource and --auth-scope need --auth-issuer (TRIMCP_AUTH_ISSUER): the "
+            "URL of the authorization server whose tokens this server accepts"
+        )
+    resource = settings.auth_resource
+    if not resource:
+        served = settings.transport == "http" and is_loopback_host(settings.host)
+        if not served or settings.bound_port == 0:
+            raise SettingsError(
+                "--auth-issuer needs --auth-resource (TRIMCP_AUTH_RESOURCE): this server's "
+                "URL as clients reach it, which tokens must name as their audience",
+                hint="e.g. --auth-resource https://mcp.example.com/mcp (on loopback with a "
+                "fixed --port it defaults to the URL served)",
+            )
+        resource = url_of("http", settings.host, settings.bound_port, settings.path)
+    from trimcp.auth.resource import ProtectedResource
+    from trimcp.auth.verifiers import JwtVerifier
+
+    try:
+        return ProtectedResource(
+            resource=resource,
+            authorization_servers=[issuer],
+            verifier=JwtVerifier(issuer=issuer),
+            required_scopes=settings.auth_scopes,
+        )
+    except ValueError as exc:
+        raise SettingsError(f"auth settings: {exc}") from None
+
+
+def describe_protection(auth: Any) -> str:
+    """One line saying how a protected server is protected, for the startup lines."""
+    issuers = ", ".join(auth.authorization_servers)
+    scopes = " ".join(sorted(auth.required_scopes)) or "none"
+    return (
+        f"authorization: OAuth access tokens from {issuers} for {auth.resource} "
+        f"(scopes required: {scopes}); anonymous requests get 401"
+    )
+
+
+def _resource_mismatch(auth: Any, settings: ServeSettings, port: int) -> str | None:
+    """A warning when the protected resource names another endpoint than the one served
+    on loopback: tokens would be issued for a URL clients do not call."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(auth.resource)
+    if parts.path != settings.path:
+        return (
+            f"warning: the protected resource is {auth.resource} but this server serves "
+            f"the path {settings.path}: clients check that these agree and refuse to log in"
+        )
+    default = 443 if parts.scheme == "https" else 80
+    if is_loopback_host(parts.hostname or "") and (parts.port or default) != port:
+        return (
+            f"warning: the protected resource is {auth.resource} but this server listens on "
+            f"port {port}: clients check that these agree and refuse to log in"
+        )
+    return None
+
+
 def url_of(scheme: str, host: str, port: int, path: str) -> str:
     netloc = f"[{host.strip('[]')}]:{port}" if ":" in host else f"{host}:{port}"
     return f"{scheme}://{netloc}{path}"
@@ -325,26 +428,46 @@ async def serve(
     The server's lifespan is entered once first, so a failing lifespan stops here, before
     anything is bound (:class:`LifespanFailed`). ``announce`` gets the startup line naming
     the URL actually bound. ``options``: the engine's :class:`SessionOptions` per session.
-    Cancellation: every session closes with the engine's bounded close sequence.
+    Authorization (see :func:`protection`) applies over HTTP; the websocket transport
+    refuses a protected server (:class:`SettingsError`); stdio serves it to the local
+    client that started it, and says so. Cancellation: every session closes with the
+    engine's bounded close sequence.
     """
     warning = use_state_secret(server, settings)  # before anything runs: a bad secret stops
+    auth = protection(server, settings)
+    if auth is not None and settings.transport == "websocket":
+        raise SettingsError(
+            f"{label_of(server)} is protected by OAuth, which the websocket transport "
+            "cannot apply: it would be served open",
+            hint="serve it with --transport http (transport='http')",
+        )
     async with open_handler_lifespan(server):
         if settings.transport == "stdio":
-            await _serve_stdio(server, announce, wrap_stdio, options)
+            await _serve_stdio(server, announce, wrap_stdio, options, auth)
         elif settings.transport == "http":
-            await _serve_http(server, settings, announce, stop, options, warning)
+            await _serve_http(server, settings, announce, stop, options, warning, auth)
         else:
             await _serve_websocket(server, settings, announce, options)
 
 
 async def _serve_stdio(
-    server: Any, announce: Callable[[str], None], wrap: Wrap | None, options: Any
+    server: Any,
+    announce: Callable[[str], None],
+    wrap: Wrap | None,
+    options: Any,
+    auth: Any = None,
 ) -> None:
     from trimcp.protocol.lifecycle import Role
     from trimcp.session import serve_session
     from trimcp.transports.stdio import open_stdio_server_transport
 
     announce(f"serving {label_of(server)} over stdio")
+    if auth is not None:
+        # The MCP spec: stdio servers take credentials from their environment, not OAuth.
+        announce(
+            "authorization applies over HTTP only: over stdio the client that started this "
+            "process is trusted, and ctx.auth is None"
+        )
     async with open_stdio_server_transport() as transport:
         wire = wrap(transport) if wrap is not None else transport
         # A trimcp.Server serves either era on stdio (the first request decides).
@@ -362,6 +485,7 @@ async def _serve_http(
     stop: trio.Event | None,
     options: Any,
     warning: str | None = None,
+    auth: Any = None,
 ) -> None:
     from trimcp.transports.http_server import HttpServerConfig, serve_http
     from trimcp.transports.http_server.config import LOCALHOST_NAMES
@@ -379,6 +503,8 @@ async def _serve_http(
         fields["allowed_origins"] = settings.allowed_origins
     if options is not None:
         fields["session_options"] = options
+    if auth is not None:
+        fields["auth"] = auth
     config = HttpServerConfig(**fields)
     trigger = stop.wait if stop is not None else None
     async with trio.open_nursery() as nursery:
@@ -397,11 +523,21 @@ async def _serve_http(
             )
         except ValueError as exc:  # e.g. a public address without allowed hosts
             raise SettingsError(str(exc)) from None
-        announce(
-            f"serving {label_of(server)} at "
-            f"{url_of('http', settings.host, bound, config.path)} (Ctrl-C to stop)"
-        )
-        if warning is not None:  # after the startup line, which tools read first
+        url = url_of("http", settings.host, bound, config.path)
+        announce(f"serving {label_of(server)} at {url} (Ctrl-C to stop)")
+        # The lines below come after the startup line, which tools read first.
+        if auth is not None:
+            announce(describe_protection(auth))
+            mismatch = _resource_mismatch(auth, settings, bound)
+            if mismatch is not None:
+                announce(mismatch)
+        elif not is_loopback_host(settings.host):
+            announce(
+                f"warning: NO AUTHORIZATION: anyone who can reach {url} may call every tool "
+                "of this server; protect it with Server(auth=...) or --auth-issuer "
+                "(docs/authorization.md)"
+            )
+        if warning is not None:
             announce(warning)
 
 

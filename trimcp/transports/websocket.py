@@ -19,6 +19,7 @@ import trio
 import trio_websocket
 
 from trimcp._groups import unwrap_single_exception
+from trimcp.auth.declared import declared_auth
 from trimcp.protocol.lifecycle import Role
 from trimcp.session import SessionHandler, SessionOptions, open_session
 from trimcp.session.lifespan import open_handler_lifespan
@@ -162,10 +163,17 @@ async def serve_websocket(
     ``max_sessions`` at once, and a session idle for ``idle_timeout`` seconds (no message
     either way, nothing under way) is closed. Cancellation: stops accepting; every open
     session closes with the engine's bounded close sequence. A shared handler's lifespan
-    (``trimcp.Server(lifespan=...)``) is entered once before listening.
+    (``trimcp.Server(lifespan=...)``) is entered once before listening. A server that
+    declares its authorization (``trimcp.Server(auth=...)``) is refused (ValueError):
+    WebSocket carries no OAuth here, and serving it open would drop that protection.
     """
     if max_sessions < 1 or not idle_timeout > 0:
         raise ValueError("max_sessions must be >= 1 and idle_timeout > 0")
+    if declared_auth(handler) is not None:
+        raise ValueError(
+            "this server declares its authorization (Server(auth=...)), which the WebSocket "
+            "transport cannot apply: serve it over HTTP"
+        )
     open_sessions = 0
 
     def session_handler() -> SessionHandler:

@@ -62,7 +62,7 @@ from trimcp.transports.http_server.asgi import (
     session_gone,
     wait_for_disconnect,
 )
-from trimcp.transports.http_server.config import HttpServerConfig
+from trimcp.transports.http_server.config import HttpServerConfig, with_declared_auth
 from trimcp.transports.http_server.manager import SessionEntry, SessionManager
 from trimcp.transports.http_server.modern import ModernEndpoint
 from trimcp.transports.http_server.security import (
@@ -679,8 +679,12 @@ def create_asgi_app(
     the lean engine by default); to mount it yourself, run it under hypercorn's trio
     worker, whose ASGI lifespan starts and stops its session manager (see
     :class:`McpHttpApp`).
+
+    A handler that declares its authorization (``trimcp.Server(auth=...)``) is served
+    protected with it, whatever ``config`` says (ValueError if ``config`` gives another).
     """
-    return McpHttpApp(handler_factory(handler), config or HttpServerConfig(), lifespan_of=handler)
+    config = with_declared_auth(handler, config or HttpServerConfig())
+    return McpHttpApp(handler_factory(handler), config, lifespan_of=handler)
 
 
 def _requested_version(requests: list[Request]) -> str | None:

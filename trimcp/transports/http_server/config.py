@@ -13,6 +13,7 @@ import attrs
 
 from trimcp._record import Record
 from trimcp._validators import optional_positive, positive
+from trimcp.auth.declared import declared_auth
 from trimcp.session import SessionOptions
 from trimcp.transports.http_server.event_store import EventStore, InMemoryEventStore
 
@@ -139,3 +140,20 @@ class HttpServerConfig(Record):
         if self.shutdown_timeout is not None:
             return self.shutdown_timeout
         return self.session_options.close_bound + 1.0
+
+
+def with_declared_auth(handler: object, config: HttpServerConfig) -> HttpServerConfig:
+    """``config`` protected as ``handler`` declares: a server that declares its
+    authorization is never served open because a config left ``auth`` out. Raises
+    ValueError when ``config`` names another protection (``auth=`` of its own or an
+    ``authenticate=`` hook): two answers to "who may call" would be a guess."""
+    declared = declared_auth(handler)
+    if declared is None or config.auth is declared:
+        return config
+    if config.auth is not None or config.authenticate is not None:
+        given = "auth=" if config.auth is not None else "authenticate="
+        raise ValueError(
+            f"the server declares its authorization (Server(auth=...)) and the HTTP config "
+            f"gives {given} too: keep one (the server's applies wherever it is served)"
+        )
+    return attrs.evolve(config, auth=declared)

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Install oidc-provider (an OpenID Certified authorization server for Node), pinned exactly
 # with every transitive dependency, cached under $REPO/.cache/oidc-provider/ (git-ignored).
-# The authorization tests run it on 127.0.0.1 (tests/auth/oidc/provider.mjs). Idempotent.
+# examples/oidc/provider.mjs runs it on 127.0.0.1: the authorization server of the loopback
+# recipe in docs/authorization.md and of the authorization tests. Idempotent.
 #
-#   tests/auth/oidc/setup.sh           # install if needed; print the paths on stdout
-#   tests/auth/oidc/setup.sh --quiet   # same, without progress lines on stderr
-#   tests/auth/oidc/setup.sh --relock  # re-resolve and rewrite tests/auth/oidc/package-lock.json
+#   examples/oidc/setup.sh           # install if needed; print the paths on stdout
+#   examples/oidc/setup.sh --quiet   # same, without progress lines on stderr
+#   examples/oidc/setup.sh --relock  # re-resolve and rewrite examples/oidc/package-lock.json
 #
 # stdout carries only shell assignments (OIDC_NODE=..., OIDC_MODULES=...).
 # Node: oidc-provider 9 supports Node 22 LTS and later (it warns on 20); the node on PATH is
@@ -16,7 +17,7 @@ PKG=oidc-provider
 VERSION=9.13.3
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO=$(cd "$HERE/../../.." && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
 CACHE=${TRIMCP_OIDC_CACHE:-$REPO/.cache/oidc-provider}
 PREFIX=$CACHE/oidc-provider-$VERSION
 PKG_DIR=$PREFIX/node_modules/$PKG

@@ -1,15 +1,21 @@
-// oidc-provider on 127.0.0.1 as the authorization server of the authorization tests.
+// oidc-provider on 127.0.0.1: the authorization server of the loopback recipe in
+// docs/authorization.md (for examples/oauth_server.py) and of the authorization tests.
 //
-//   node provider.mjs            # listens on a free port; prints one JSON line:
+//   eval "$(examples/oidc/setup.sh)"   # installs oidc-provider once; sets OIDC_NODE, OIDC_MODULES
+//   PORT=3000 OIDC_MODULES=$OIDC_MODULES $OIDC_NODE examples/oidc/provider.mjs
+//                                # listens on PORT (default: a free one); prints one JSON line:
 //                                # {"issuer": "http://127.0.0.1:PORT", "port": PORT}
 //
+// Scopes: "notes" and "notes:write" (examples/oauth_server.py), "mcp" and "files:write"
+// (the tests), "offline_access" (refresh tokens).
 // Resource indicators (RFC 8707) are on: a resource whose path ends in "/opaque" gets
 // opaque access tokens (for introspection), any other resource gets JWT access tokens
 // (RFC 9068) with "aud" = the resource. Access tokens live ACCESS_TTL seconds (env, default
 // 300). Clients: "machine" (client_credentials, secret "machine-secret"), "rs" (introspection,
 // secret "rs-secret"), and dynamic registration is open. The login step is scripted: the
 // interaction page is a form; POST /interaction/:uid/login with login=<name> signs that
-// user in; the consent step that follows grants what was asked.
+// user in; the consent step that follows grants what was asked. For development only: any
+// name logs in, without a password.
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -20,10 +26,12 @@ const { default: Provider } = await import(
   pathToFileURL(join(modules, 'oidc-provider', 'lib', 'index.js')).href);
 
 const ACCESS_TTL = Number(process.env.ACCESS_TTL || 300);
-const SCOPES = ['mcp', 'files:write', 'offline_access'];
+const SCOPES = ['mcp', 'files:write', 'notes', 'notes:write', 'offline_access'];
+// What a token for a resource (an MCP server) may grant.
+const RESOURCE_SCOPES = 'mcp files:write notes notes:write';
 
 const server = createServer();
-await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+await new Promise((resolve) => server.listen(Number(process.env.PORT || 0), '127.0.0.1', resolve));
 const { port } = server.address();
 const issuer = `http://127.0.0.1:${port}`;
 
@@ -48,7 +56,7 @@ const configuration = {
       defaultResource: async (ctx, client, oneOf) => oneOf,
       useGrantedResource: async () => true,
       getResourceServerInfo: async (ctx, resource) => ({
-        scope: 'mcp files:write',
+        scope: RESOURCE_SCOPES,
         audience: resource,
         accessTokenTTL: ACCESS_TTL,
         accessTokenFormat: new URL(resource).pathname.endsWith('/opaque') ? 'opaque' : 'jwt',
