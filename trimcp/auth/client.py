@@ -335,7 +335,10 @@ def check_callback(callback: str, redirect_uri: str, state: str, found: Discover
     error = one("error")
     if error is not None:
         description = one("error_description") or ""
-        raise AuthorizationFailed(f"authorization refused: {error} {description}".strip())
+        reason = f"{error} ({description})" if description else error
+        raise AuthorizationFailed(
+            f"the authorization server {found.issuer} refused the login: {reason}"
+        )
     code = one("code")
     if not code:
         raise AuthorizationFailed("the authorization answer holds no code")
@@ -357,6 +360,8 @@ class AuthSession:
         self._flight: trio.Event | None = None
         self._error: AuthError | None = None
         self._step_ups = 0
+        #: The scopes the last login asked for (to tell a refusal from a scope to add).
+        self._asked: frozenset[str] = frozenset()
         #: Logins and refreshes done (for tests and statistics).
         self.logins = 0
         self.refreshes = 0
@@ -448,6 +453,15 @@ class AuthSession:
             found = self._found = await discover(fetcher, self.server_url, challenge)
         stored = self._stored
         if kind == "step-up":
+            missing = not_granted(challenge, self._asked, stored)
+            if missing:  # asked for already and refused: another login would be the same
+                given = stored.tokens.scope if stored and stored.tokens else None
+                raise AuthorizationFailed(
+                    f"the authorization server {found.issuer} did not grant the scope "
+                    f"{' '.join(missing)} that {self.server_url} requires (asked for at the "
+                    f"login; granted: {given or 'none'}): it must allow that scope for this "
+                    "user and client (ask its administrator), or the MCP server require less"
+                )
             self._step_ups += 1
             if self._step_ups > client.max_step_ups:
                 raise AuthorizationFailed(
@@ -477,8 +491,22 @@ class AuthSession:
             wanted = (scope or "").split()
             scope = " ".join(dict.fromkeys([*granted, *wanted])) or None
         self._stored = await client.obtain(fetcher, found, scope, stored)
+        self._asked = frozenset((scope or "").split())
         self.logins += 1
         await client.store.save(self.server_url, self._stored)
+
+
+def not_granted(
+    challenge: Challenge, asked: frozenset[str], stored: StoredAuth | None
+) -> list[str]:
+    """The scopes a ``403 insufficient_scope`` names that the last login asked for and the
+    authorization server did not grant, by the ``scope`` its token answer reported (none
+    when it reported nothing: then a step-up may still help)."""
+    granted = stored.tokens.scope if stored is not None and stored.tokens is not None else None
+    if granted is None:
+        return []
+    have = set(granted.split())
+    return [s for s in (challenge.scope or "").split() if s in asked and s not in have]
 
 
 Obtain = Callable[[Fetcher, Discovery, str | None, StoredAuth | None], Awaitable[StoredAuth]]

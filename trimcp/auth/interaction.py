@@ -14,13 +14,14 @@ Only ``http``/``https`` URLs are ever opened, and never through a shell.
 
 from __future__ import annotations
 
+import html
 import logging
 import socket
 import sys
 import webbrowser
 from collections.abc import Callable
 from typing import Protocol
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import parse_qs, urljoin, urlsplit
 
 import h11
 import trio
@@ -205,6 +206,22 @@ _PAGE = (
 )
 
 
+def _page(target: str) -> bytes:
+    """What the browser shows for the redirect back: an error the authorization server
+    sent is shown as a refusal, never as "Authorized"."""
+    query = parse_qs(urlsplit(target).query)
+    errors = query.get("error")
+    if not errors:
+        return _PAGE
+    error = errors[0]
+    description = (query.get("error_description") or [""])[0]
+    reason = html.escape(f"{error}: {description}" if description else error)[:500]
+    return (
+        "<!doctype html><title>Not authorized</title><p>The authorization server refused: "
+        f"{reason}</p><p>Return to the application: it says what to do next.</p>"
+    ).encode()
+
+
 async def _read_callback(stream: trio.SocketStream, path: str) -> str | None:
     """Read one request; answer it; the request target if it is the callback."""
     conn = h11.Connection(h11.SERVER, max_incomplete_event_size=16384)
@@ -220,7 +237,7 @@ async def _read_callback(stream: trio.SocketStream, path: str) -> str | None:
             if isinstance(event, h11.Request):
                 target = event.target.decode("latin-1")
                 ok = urlsplit(target).path == path
-                body = _PAGE if ok else b"not found"
+                body = _page(target) if ok else b"not found"
                 response = h11.Response(
                     status_code=200 if ok else 404,
                     headers=[

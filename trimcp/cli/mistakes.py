@@ -74,10 +74,18 @@ def url_hint(url: str, exc: BaseException, *, auth: bool, token: bool = False) -
     scheme = parts.scheme.lower()
     if status == 401:
         if auth:
-            return "the server refused the login; run again to log in anew"
+            return (
+                "the login gave no token this server accepts: the line above says which "
+                "side refused and why; fix that, then run again"
+            )
         if token:
             return "the server refused the Authorization header's token: check it, or use --auth"
         return "the server asks for authorization: add --auth (or --header 'Authorization: ...')"
+    if status == 403 and auth:
+        return (
+            "logged in, but without a scope this server requires: the line above names it "
+            "and the side that refused it"
+        )
     if status == 404 and parts.path.rstrip("/") != "/mcp":
         with_path = urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/mcp"))
         return f"MCP servers usually answer at /mcp: try --url {with_path}"

@@ -153,6 +153,10 @@ def _after_error(
     if isinstance(exc, SessionClosed) or authorization_failed(exc):
         # The server was reached and refused us: another era would authorize again.
         raise exc
+    if _refused_authorization(exc):
+        # The HTTP gate refused (401/403, after any login the transport could do): every
+        # request meets the same gate, so falling back would only log in once more.
+        raise exc
     supported = supported_of(exc)
     if supported is not None:
         chosen = choose_version(ours, supported)
@@ -175,6 +179,11 @@ def _after_error(
         ) from exc
     logger.info("server/discover failed (%s); assuming a 2025 (session) server", exc.message)
     raise _Legacy(plan.legacy_version) from None
+
+
+def _refused_authorization(exc: McpError) -> bool:
+    data = exc.data if isinstance(exc.data, dict) else {}
+    return data.get("httpStatus") in (401, 403)
 
 
 def _fall_back_or_raise(plan: ModePlan, supported: list[str], ours: tuple[str, ...]) -> None:
