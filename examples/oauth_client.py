@@ -30,7 +30,7 @@ async def main(url: str) -> None:
         tools = [tool.name async for tool in client.iter_tools()]
         print("tools you may call:", tools)
         result = await client.call_tool("add_note", {"text": "hello"})
-        print(result.content)
+        print(*(getattr(block, "text", block) for block in result.content))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@
 - Every script in examples/docs/ runs the same way.
 - The README's ```python blocks too: the first (the server) is saved as weather.py, and
   the others run next to it.
+- The shell recipe of docs/authorization.md ("A working login on loopback") needs an
+  authorization server: tests/auth/test_loopback_recipe.py runs it, block by block.
 """
 
 from __future__ import annotations
