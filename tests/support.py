@@ -12,7 +12,7 @@ import trio
 from trimcp.protocol.lifecycle import Role
 from trimcp.server.lowlevel import LowLevelServer
 from trimcp.session import Session, SessionOptions, open_session
-from trimcp.transports.base import Outgoing
+from trimcp.session.transport import Outgoing
 from trimcp.transports.memory import MemoryTransport, memory_transport_pair
 from trimcp.types import (
     ClientCapabilities,

@@ -51,7 +51,7 @@ _EXPORTS: dict[str, str] = {
     "CacheHint": "trimcp.server.stateless",
     "StatelessOptions": "trimcp.server.stateless",
     "InputOptions": "trimcp.server.input_required",
-    "RequestStateKeyring": "trimcp.server.request_state",
+    "RequestStateKeyring": "trimcp.stores.request_state",
     "LifespanFailed": "trimcp.server.lifespan",
     "LifespanNotRunning": "trimcp.server.lifespan",
     "MemoryTaskStore": "trimcp.server.tasks",
@@ -102,7 +102,6 @@ if TYPE_CHECKING:
     from trimcp.server.middleware import LoggingMiddleware as LoggingMiddleware
     from trimcp.server.middleware import RateLimitMiddleware as RateLimitMiddleware
     from trimcp.server.middleware import TimingMiddleware as TimingMiddleware
-    from trimcp.server.request_state import RequestStateKeyring as RequestStateKeyring
     from trimcp.server.stateless import CacheHint as CacheHint
     from trimcp.server.stateless import StatelessOptions as StatelessOptions
     from trimcp.server.tasks import MemoryTaskStore as MemoryTaskStore
@@ -114,6 +113,7 @@ if TYPE_CHECKING:
     from trimcp.stores import MemoryStore as MemoryStore
     from trimcp.stores import RedisStore as RedisStore
     from trimcp.stores import StoreUnavailable as StoreUnavailable
+    from trimcp.stores.request_state import RequestStateKeyring as RequestStateKeyring
     from trimcp.transports.http_server import create_asgi_app as create_asgi_app
     from trimcp.transports.http_server import serve_http as serve_http
     from trimcp.transports.stdio import serve_stdio as serve_stdio

@@ -70,7 +70,7 @@ from trimcp.session import SessionHandler as SessionHandler
 from trimcp.session import SessionOptions as SessionOptions
 from trimcp.session import open_session as open_session
 from trimcp.session import serve_session as serve_session
-from trimcp.transports.base import Transport as Transport
+from trimcp.session.transport import Transport as Transport
 from trimcp.transports.http_client import (
     open_http_client_transport as open_http_client_transport,
 )

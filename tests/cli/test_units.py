@@ -16,7 +16,7 @@ from trimcp.cli.loader import find_server, import_target, parse_target
 from trimcp.cli.output import format_progress, format_tools
 from trimcp.cli.parser import parse
 from trimcp.cli.wiretap import WireTap, describe
-from trimcp.transports.base import Outgoing
+from trimcp.session.transport import Outgoing
 from trimcp.transports.memory import memory_transport_pair
 from trimcp.types import Tool
 

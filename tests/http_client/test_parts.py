@@ -9,16 +9,16 @@ import pytest
 import trio
 
 from tests.http_client.fakeserver import Reply, Request, fake_server
+from trimcp.http.client import BodyTooLarge, ConnectionPool
+from trimcp.http.errors import HttpClientError
+from trimcp.http.url import parse_url
 from trimcp.transports.http_client import HttpClientOptions
-from trimcp.transports.http_client.errors import HttpClientError
-from trimcp.transports.http_client.http11 import BodyTooLarge, ConnectionPool
 from trimcp.transports.http_client.messages import (
     describe_outgoing,
     protocol_version_of,
     split_inbound,
     with_id,
 )
-from trimcp.transports.http_client.url import parse_url
 
 
 def test_parse_url() -> None:

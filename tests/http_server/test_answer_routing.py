@@ -19,7 +19,7 @@ from trimcp.protocol import connection as connection_module
 from trimcp.protocol.connection import DEFAULT_MAX_BATCH
 from trimcp.protocol.lifecycle import Role
 from trimcp.session import open_session
-from trimcp.transports.base import Decoded
+from trimcp.session.transport import Decoded
 from trimcp.transports.http_server import HttpServerConfig
 from trimcp.transports.http_server import asgi as asgi_module
 from trimcp.transports.http_server.transport import HttpSessionTransport

@@ -16,13 +16,13 @@ from tests.http_server.helpers import (
     running_app,
     tool_call,
 )
-from trimcp.transports.http_server import HttpRejection, HttpServerConfig
-from trimcp.transports.http_server.security import (
+from trimcp.http.security import (
     accepts,
     host_allowed,
     origin_allowed,
     split_host,
 )
+from trimcp.transports.http_server import HttpRejection, HttpServerConfig
 
 LOCAL = ("localhost", "127.0.0.1", "[::1]")
 

@@ -24,7 +24,7 @@ from tests.support import NullClient, init_params, make_server
 from trimcp.errors import McpError
 from trimcp.protocol.lifecycle import Role
 from trimcp.session import RequestContext, open_session
-from trimcp.transports.base import Outgoing
+from trimcp.session.transport import Outgoing
 from trimcp.transports.memory import MemoryTransport, memory_transport_pair
 from trimcp.types import (
     CallToolResult,

@@ -23,7 +23,7 @@ from trimcp.protocol.jsonrpc import Request
 from trimcp.proxy import ProxyServer
 from trimcp.session import serve_session
 from trimcp.session.stateless import prepare, run_request
-from trimcp.transports.base import Transport
+from trimcp.session.transport import Transport
 from trimcp.transports.http_server import serve_http
 from trimcp.transports.memory import memory_transport_pair
 from trimcp.types import TextContent

@@ -17,7 +17,7 @@ import trio
 
 from trimcp.proxy import ProxyServer
 from trimcp.session import SessionOptions, serve_session
-from trimcp.transports.base import Outgoing, Transport
+from trimcp.session.transport import Outgoing, Transport
 from trimcp.transports.memory import MemoryTransport, memory_transport_pair
 
 Message = dict[str, Any]

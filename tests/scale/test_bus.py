@@ -10,11 +10,11 @@ import pytest
 import trio
 
 from tests.scale.peers import RedisServer
-from trimcp.server.request_state import InvalidRequestState, RequestStateKeyring
 from trimcp.stores import MemoryStore, RedisStore
 from trimcp.stores.bus import TAG_SHIFT, Bus, BusMessage, MemoryBus, tag_of_request_id
 from trimcp.stores.keyring import keep_keyring_shared, load_shared_keyring
 from trimcp.stores.redis_bus import RedisBus
+from trimcp.stores.request_state import InvalidRequestState, RequestStateKeyring
 
 #: Every wait on a real Redis is bounded by this (a hang fails the test, never blocks it).
 WAIT = 10.0

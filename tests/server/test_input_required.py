@@ -13,14 +13,14 @@ from trimcp import Context, Server
 from trimcp.protocol import modern
 from trimcp.protocol.jsonrpc import Request
 from trimcp.server.input_required import InputOptions
-from trimcp.server.request_state import (
+from trimcp.server.stateless import StatelessOptions
+from trimcp.session.stateless import RequestRefused, prepare, run_request
+from trimcp.stores.request_state import (
     MAX_TOKEN,
     InvalidRequestState,
     RequestStateKeyring,
     derive_key,
 )
-from trimcp.server.stateless import StatelessOptions
-from trimcp.session.stateless import RequestRefused, prepare, run_request
 
 CAPS: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
 FORM = {"type": "object", "properties": {"name": {"type": "string"}}}

@@ -12,7 +12,7 @@ import trio.testing
 
 from trimcp import Context, Server
 from trimcp.protocol import modern
-from trimcp.transports.base import Outgoing
+from trimcp.session.transport import Outgoing
 from trimcp.transports.memory import MemoryTransport, memory_transport_pair
 
 V = "2026-07-28"

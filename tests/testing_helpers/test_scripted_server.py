@@ -10,8 +10,8 @@ import trio
 
 from trimcp import McpError
 from trimcp.errors import INVALID_PARAMS
+from trimcp.session.transport import Outgoing
 from trimcp.testing import ScriptedServer, ScriptError
-from trimcp.transports.base import Outgoing
 from trimcp.types import CallToolResult, ListToolsResult, Root, TextContent, Tool
 
 

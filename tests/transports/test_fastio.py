@@ -15,7 +15,7 @@ import trimcp._fastio as fastio
 from tests.http_server import test_real_socket
 from tests.transports.test_ndjson_pipes import pipe_pair
 from trimcp._fastio import FAIR_EVERY, FastReceive, FastSend
-from trimcp.transports.base import Outgoing
+from trimcp.session.transport import Outgoing
 
 
 def pipe() -> tuple[trio.lowlevel.FdStream, trio.lowlevel.FdStream]:

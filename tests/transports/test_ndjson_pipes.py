@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from trimcp.transports.base import Outgoing
+from trimcp.session.transport import Outgoing
 from trimcp.transports.ndjson import NdjsonTransport
 
 

@@ -20,9 +20,9 @@ import trio
 
 from trimcp._record import Record
 from trimcp.auth.errors import AuthError, UnsafeUrl
-from trimcp.transports.http_client.errors import HttpClientError
-from trimcp.transports.http_client.http11 import ConnectionPool
-from trimcp.transports.http_client.url import Endpoint, parse_url
+from trimcp.http.client import ConnectionPool
+from trimcp.http.errors import HttpClientError
+from trimcp.http.url import Endpoint, parse_url
 
 #: Default bound on a metadata document, key set or token answer.
 MAX_DOCUMENT_BYTES = 256 * 1024

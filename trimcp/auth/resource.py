@@ -30,9 +30,9 @@ from trimcp.auth.errors import InvalidToken
 from trimcp.auth.principal import AuthInfo
 from trimcp.auth.verifiers import CallableVerifier, TokenVerifier, VerifyFunction
 from trimcp.errors import INVALID_PARAMS
+from trimcp.http.errors import HttpRejection
 from trimcp.protocol.jsonrpc import Request, dump_json
 from trimcp.protocol.uris import AmbiguousUri, canonical_uri
-from trimcp.transports.http_server.asgi import HttpRejection
 
 logger = logging.getLogger("trimcp.auth")
 

@@ -32,7 +32,7 @@ from trimcp.client.stateless import plan_for
 from trimcp.errors import LocalProtocolError, McpError, SessionClosed
 from trimcp.protocol.versions import LATEST_VERSION
 from trimcp.session import ProgressCallback, SessionOptions
-from trimcp.transports.base import Transport
+from trimcp.session.transport import Transport
 from trimcp.transports.stdio import ShutdownTimeouts, open_stdio_client_transport
 from trimcp.types import (
     CallToolResult,

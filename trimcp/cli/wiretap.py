@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from trimcp.protocol.jsonrpc import dump_json
-from trimcp.transports.base import Decoded, Outgoing, Transport
+from trimcp.session.transport import Decoded, Outgoing, Transport
 
 #: Characters of one message shown; the rest is summarised so a huge result stays readable.
 MAX_SHOWN = 4000

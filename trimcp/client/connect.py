@@ -24,7 +24,7 @@ from trimcp.protocol.framing import DEFAULT_MAX_LINE_BYTES
 from trimcp.protocol.lifecycle import Role
 from trimcp.session import SessionHandler, SessionOptions, open_session, serve_session
 from trimcp.session.lifespan import open_handler_lifespan
-from trimcp.transports.base import Transport
+from trimcp.session.transport import Transport
 from trimcp.transports.memory import memory_transport_pair
 from trimcp.transports.stdio import ShutdownTimeouts, open_stdio_client_transport
 

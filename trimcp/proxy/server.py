@@ -35,7 +35,7 @@ from trimcp.session import (
     serve_session,
 )
 from trimcp.session.relay import without_progress_token
-from trimcp.transports.base import Decoded, MessageTooLarge, Outgoing, Transport
+from trimcp.session.transport import Decoded, MessageTooLarge, Outgoing, Transport
 from trimcp.types import (
     ClientCapabilities,
     Implementation,

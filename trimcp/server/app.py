@@ -43,7 +43,6 @@ from trimcp.server.mount import Mount, prefixed_uri
 from trimcp.server.prompts import RegisteredPrompt
 from trimcp.server.registry import Registry
 from trimcp.server.replicas import ReplicaLink
-from trimcp.server.request_state import RequestStateKeyring
 from trimcp.server.resolve import Resolved, canonical, check_scopes, resolve
 from trimcp.server.resources import RegisteredResource, RegisteredTemplate, not_found
 from trimcp.server.sessions import SessionTable
@@ -51,10 +50,11 @@ from trimcp.server.stateless import CacheHint, StatelessOptions, StatelessServin
 from trimcp.server.tasks import methods as task_methods
 from trimcp.server.tools import AUTO, RegisteredTool, TaskStart, TaskSupport, icon_list
 from trimcp.session import RequestContext, Session, SessionOptions, open_session
+from trimcp.session.transport import Transport
 from trimcp.stores.bus import Bus
+from trimcp.stores.request_state import RequestStateKeyring
 from trimcp.tasks.manager import TaskManager, TaskOptions
 from trimcp.tasks.store import TaskStore
-from trimcp.transports.base import Transport
 from trimcp.types import (
     Annotations,
     EmptyResult,

@@ -10,7 +10,7 @@ attempt and a sealed ``requestState``. The client retries the same request with
 each question returns its answer. Questions asked concurrently (from tasks of one
 nursery) travel in one round.
 
-What the state holds (sealed, see :mod:`trimcp.server.request_state`): its expiry, the
+What the state holds (sealed, see :mod:`trimcp.stores.request_state`): its expiry, the
 round number, a digest of every question asked so far under its key, and the answers
 already used. It is bound to the method, the tool/prompt/resource, a digest of the
 arguments and the principal, so it opens only on a retry of the same request.
@@ -41,8 +41,8 @@ from trimcp._validators import positive
 from trimcp.auth.principal import principal_key
 from trimcp.errors import INVALID_PARAMS, INVALID_REQUEST, LocalProtocolError, RemoteProtocolError
 from trimcp.protocol.jsonrpc import dump_json
-from trimcp.server.request_state import InvalidRequestState, RequestStateKeyring
 from trimcp.session.context import RequestContext
+from trimcp.stores.request_state import InvalidRequestState, RequestStateKeyring
 from trimcp.types import InputRequiredResult
 
 T = TypeVar("T")

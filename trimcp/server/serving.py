@@ -30,8 +30,8 @@ import trio
 from trimcp._groups import raise_alone, single_exception
 from trimcp._record import Record
 from trimcp.server.lifespan import LifespanFailed
-from trimcp.server.request_state import RequestStateKeyring, derive_key
 from trimcp.session.lifespan import open_handler_lifespan
+from trimcp.stores.request_state import RequestStateKeyring, derive_key
 
 #: Transport names, and the spellings accepted for them.
 TRANSPORTS: Final = ("stdio", "http", "websocket")

@@ -65,7 +65,7 @@ from trimcp.session.hooks import (
 from trimcp.session.options import SessionOptions
 from trimcp.session.outbound import ProgressCallback, TaskProgress, Waiter
 from trimcp.session.relay import Relayed, without_progress_token
-from trimcp.transports.base import MessageTooLarge, Outgoing, Transport
+from trimcp.session.transport import MessageTooLarge, Outgoing, Transport
 
 logger = logging.getLogger("trimcp.session")
 

@@ -13,7 +13,7 @@ import trio
 
 if TYPE_CHECKING:
     from trimcp.session.engine import Session
-    from trimcp.transports.base import Outgoing
+    from trimcp.session.transport import Outgoing
 
 
 @runtime_checkable

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import math
+from typing import Final
 
 import attrs
 
 from trimcp._record import Record
 from trimcp._validators import optional_positive, positive
+
+#: Defaults of the servers that hold many sessions (Streamable HTTP, WebSocket): at most
+#: this many sessions at once, and a session with no traffic for this long is closed.
+DEFAULT_MAX_SESSIONS: Final = 1000
+DEFAULT_IDLE_TIMEOUT: Final = 30 * 60.0
 
 
 @attrs.frozen(kw_only=True, repr=False, eq=False)

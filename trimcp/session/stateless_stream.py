@@ -40,7 +40,7 @@ from trimcp.session.context import RequestContext
 from trimcp.session.engine import Session, serve_session
 from trimcp.session.options import SessionOptions
 from trimcp.session.stateless import RequestRefused, StatelessHandler, prepare, run_request
-from trimcp.transports.base import Decoded, MessageTooLarge, Outgoing, Transport
+from trimcp.session.transport import Decoded, MessageTooLarge, Outgoing, Transport
 
 logger = logging.getLogger("trimcp.session")
 

@@ -16,8 +16,8 @@ import trio
 from trimcp.stores.bus import Bus, MemoryBus
 
 if TYPE_CHECKING:  # the HTTP server imports this module: no cycle at run time
-    from trimcp.server.request_state import RequestStateKeyring
-    from trimcp.transports.http_server.event_store import EventStore
+    from trimcp.stores.events import EventStore
+    from trimcp.stores.request_state import RequestStateKeyring
 
 
 class StoreUnavailable(Exception):
@@ -129,7 +129,7 @@ class MemoryStore:
         return None  # this process's memory
 
     def event_store(self, session_id: str) -> EventStore:
-        from trimcp.transports.http_server.event_store import InMemoryEventStore
+        from trimcp.stores.events import InMemoryEventStore
 
         return InMemoryEventStore(max_events=self.max_events, max_bytes=self.max_bytes)
 

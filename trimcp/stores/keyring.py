@@ -24,9 +24,9 @@ from contextlib import suppress
 
 import trio
 
-from trimcp.server.request_state import RequestStateKeyring
 from trimcp.stores.base import Store, StoreUnavailable
 from trimcp.stores.redis_client import RedisClient, RedisReplyError
+from trimcp.stores.request_state import RequestStateKeyring
 
 logger = logging.getLogger("trimcp.stores.keyring")
 

@@ -12,11 +12,11 @@ import trio
 from trimcp.stores.base import StoreUnavailable
 
 if TYPE_CHECKING:
-    from trimcp.server.request_state import RequestStateKeyring
+    from trimcp.stores.events import EventStore
     from trimcp.stores.redis_bus import RedisBus
     from trimcp.stores.redis_client import RedisAddress, RedisClient
+    from trimcp.stores.request_state import RequestStateKeyring
     from trimcp.tasks.store import TaskBudget
-    from trimcp.transports.http_server.event_store import EventStore
 
 logger = logging.getLogger("trimcp.stores.redis")
 

@@ -40,8 +40,8 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from trimcp.errors import INTERNAL_ERROR, McpError
 from trimcp.protocol.jsonrpc import RequestId, encode_error, parse_json
 from trimcp.stores.base import StoreUnavailable, log_unavailable
+from trimcp.stores.events import STANDALONE_STREAM
 from trimcp.stores.redis_client import RedisClient, reply_error
-from trimcp.transports.http_server.transport import STANDALONE_STREAM
 
 logger = logging.getLogger("trimcp.stores.events")
 

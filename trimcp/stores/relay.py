@@ -40,9 +40,9 @@ import trio
 from trimcp._groups import open_nursery_unwrapped
 from trimcp.errors import SessionClosed
 from trimcp.protocol.jsonrpc import ErrorResponse, Message, Notification, Response
+from trimcp.session.transport import Decoded
 from trimcp.stores.base import SharesTasks, StoreUnavailable, log_unavailable
 from trimcp.stores.bus import TAG_SHIFT, BusMessage, tag_of_request_id
-from trimcp.transports.base import Decoded
 
 if TYPE_CHECKING:
     from trimcp.session import Session

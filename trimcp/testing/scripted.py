@@ -30,7 +30,7 @@ from trimcp.protocol.jsonrpc import dump_json
 from trimcp.protocol.versions import LATEST_VERSION, STATELESS_VERSIONS, SUPPORTED_VERSIONS
 from trimcp.serde import unstructure
 from trimcp.session import SessionOptions
-from trimcp.transports.base import Outgoing, Transport
+from trimcp.session.transport import Outgoing, Transport
 from trimcp.transports.memory import MemoryTransport, memory_transport_pair
 
 Message = dict[str, Any]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import trio
 
-from trimcp.transports.base import Outgoing
+from trimcp.session.transport import Outgoing
 
 
 class MemoryTransport:

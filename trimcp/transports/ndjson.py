@@ -12,7 +12,7 @@ import trio
 
 from trimcp._fastio import FastReceive, FastSend
 from trimcp.protocol.framing import DEFAULT_MAX_LINE_BYTES, EOF, NEED_DATA, LineFramer, LineTooLong
-from trimcp.transports.base import MessageTooLarge, Outgoing
+from trimcp.session.transport import MessageTooLarge, Outgoing
 
 #: Bytes asked for per read: large enough that one read holds many pipelined messages.
 READ_SIZE = 65536

@@ -28,7 +28,7 @@ from trimcp._record import Record
 from trimcp.errors import SessionClosed
 from trimcp.protocol.framing import DEFAULT_MAX_LINE_BYTES
 from trimcp.session import Session, SessionHandler, SessionOptions, serve_session
-from trimcp.transports.base import Transport
+from trimcp.session.transport import Transport
 from trimcp.transports.ndjson import NdjsonTransport
 
 logger = logging.getLogger("trimcp.stdio")

@@ -20,12 +20,12 @@ import trio_websocket
 
 from trimcp._groups import unwrap_single_exception
 from trimcp.auth.declared import declared_auth
+from trimcp.http.security import LOCALHOST_NAMES, host_allowed, origin_allowed
 from trimcp.protocol.lifecycle import Role
 from trimcp.session import SessionHandler, SessionOptions, open_session
 from trimcp.session.lifespan import open_handler_lifespan
-from trimcp.transports.base import Outgoing, Transport
-from trimcp.transports.http_server.config import LOCALHOST_NAMES, HttpServerConfig
-from trimcp.transports.http_server.security import host_allowed, origin_allowed
+from trimcp.session.options import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS
+from trimcp.session.transport import Outgoing, Transport
 
 logger = logging.getLogger("trimcp.websocket")
 
@@ -33,7 +33,6 @@ SUBPROTOCOL = "mcp"
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 #: Host names a loopback server accepts by default (any port): the HTTP server's list.
 LOCAL_HOSTS: tuple[str, ...] = LOCALHOST_NAMES
-_HTTP_DEFAULTS = HttpServerConfig()
 
 
 class WebSocketTransport:
@@ -78,7 +77,7 @@ def handshake_allowed(
 ) -> bool:
     """The HTTP transport's rules: a good ``Host``, and an ``Origin`` (when present) that
     is in ``allowed_origins``, or, when that is None, whose host is an allowed host. Shared
-    with the HTTP server (:func:`~trimcp.transports.http_server.security.origin_allowed`),
+    with the HTTP server (:func:`~trimcp.http.security.origin_allowed`),
     not a twin of it."""
     hosts = tuple(allowed_hosts)
     if not host_allowed(host, hosts):
@@ -143,8 +142,8 @@ async def serve_websocket(
     allowed_origins: Collection[str] | None = None,
     options: SessionOptions | None = None,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-    max_sessions: int = _HTTP_DEFAULTS.max_sessions,
-    idle_timeout: float = _HTTP_DEFAULTS.idle_timeout,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     connect_timeout: float = 10.0,
     disconnect_timeout: float = 5.0,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
@@ -159,7 +158,7 @@ async def serve_websocket(
     browser's ``Origin`` must be in ``allowed_origins`` (entries like
     ``https://app.example.com``, ``http://localhost:*`` for any port, ``*`` for any), or,
     when that is None, name an allowed host, as over HTTP. The
-    limits are the HTTP server's (:class:`HttpServerConfig` defaults): at most
+    limits are the HTTP server's (HTTP server's defaults): at most
     ``max_sessions`` at once, and a session idle for ``idle_timeout`` seconds (no message
     either way, nothing under way) is closed. Cancellation: stops accepting; every open
     session closes with the engine's bounded close sequence. A shared handler's lifespan

@@ -37,7 +37,7 @@ import pytest
 import trio
 
 from trimcp.client import Client, ClientKwargs, connect_http, connect_stdio, connect_transport
-from trimcp.transports.base import Decoded, Outgoing, Transport
+from trimcp.session.transport import Decoded, Outgoing, Transport
 from trimcp.transports.http_client import open_http_client_transport
 from trimcp.transports.stdio import ShutdownTimeouts, open_stdio_client_transport
 

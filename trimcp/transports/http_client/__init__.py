@@ -3,9 +3,9 @@
 h11 over Trio streams; see ``docs/transports-http-client.md``.
 """
 
-from trimcp.transports.http_client.errors import HttpClientError as HttpClientError
-from trimcp.transports.http_client.errors import HttpStatusError as HttpStatusError
-from trimcp.transports.http_client.errors import SessionExpired as SessionExpired
+from trimcp.http.errors import HttpClientError as HttpClientError
+from trimcp.http.errors import HttpStatusError as HttpStatusError
+from trimcp.http.errors import SessionExpired as SessionExpired
 from trimcp.transports.http_client.options import HttpClientOptions as HttpClientOptions
 from trimcp.transports.http_client.transport import HttpClientTransport as HttpClientTransport
 from trimcp.transports.http_client.transport import (

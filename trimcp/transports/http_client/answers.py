@@ -17,16 +17,16 @@ import trio
 
 from trimcp._record import Record
 from trimcp.errors import McpError
+from trimcp.http.client import Response
+from trimcp.http.errors import HttpClientError, HttpStatusError
+from trimcp.http.url import Endpoint
 from trimcp.protocol.jsonrpc import RequestId
 from trimcp.protocol.sse import EventTooLarge
-from trimcp.transports.base import MessageTooLarge
-from trimcp.transports.http_client.errors import HttpClientError, HttpStatusError
-from trimcp.transports.http_client.http11 import Response
+from trimcp.session.transport import MessageTooLarge
 from trimcp.transports.http_client.inbox import Inbox
 from trimcp.transports.http_client.messages import Inbound, error_reply, split_inbound, with_id
 from trimcp.transports.http_client.options import HttpClientOptions
 from trimcp.transports.http_client.sse_reader import SseReader
-from trimcp.transports.http_client.url import Endpoint
 
 logger = logging.getLogger("trimcp.http_client")
 

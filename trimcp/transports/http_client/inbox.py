@@ -12,7 +12,7 @@ import logging
 
 import trio
 
-from trimcp.transports.base import MessageTooLarge
+from trimcp.session.transport import MessageTooLarge
 
 logger = logging.getLogger("trimcp.http_client")
 

@@ -14,15 +14,15 @@ import logging
 
 import trio
 
+from trimcp.http.client import ConnectionPool
+from trimcp.http.errors import HTTP_ERRORS, HttpClientError, HttpStatusError
+from trimcp.http.url import Endpoint
 from trimcp.protocol.sse import EventTooLarge
-from trimcp.transports.base import MessageTooLarge
-from trimcp.transports.http_client.errors import HTTP_ERRORS, HttpClientError, HttpStatusError
-from trimcp.transports.http_client.http11 import ConnectionPool
+from trimcp.session.transport import MessageTooLarge
 from trimcp.transports.http_client.inbox import Inbox
 from trimcp.transports.http_client.messages import describe_outgoing, error_reply, split_inbound
 from trimcp.transports.http_client.options import HttpClientOptions
 from trimcp.transports.http_client.sse_reader import SseReader
-from trimcp.transports.http_client.url import Endpoint
 
 logger = logging.getLogger("trimcp.http_client")
 

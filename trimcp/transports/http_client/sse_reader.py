@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from trimcp.http.client import Response
 from trimcp.protocol.framing import EOF, NEED_DATA
 from trimcp.protocol.sse import EventTooLarge, SSEDecoder, SSEEvent
-from trimcp.transports.http_client.http11 import Response
 
 
 class SseReader:

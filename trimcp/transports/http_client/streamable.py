@@ -25,16 +25,17 @@ import logging
 import trio
 
 from trimcp.errors import INTERNAL_ERROR, McpError
-from trimcp.protocol.jsonrpc import RequestId
-from trimcp.transports.http_client.answers import EXCERPT, AnswerReader, Sink, StreamEnd
-from trimcp.transports.http_client.errors import (
+from trimcp.http.client import ConnectionPool, Response
+from trimcp.http.errors import (
     HTTP_ERRORS,
     AuthorizationRefused,
     HttpClientError,
     HttpStatusError,
     SessionExpired,
 )
-from trimcp.transports.http_client.http11 import ConnectionPool, Response
+from trimcp.http.url import Endpoint
+from trimcp.protocol.jsonrpc import RequestId
+from trimcp.transports.http_client.answers import EXCERPT, AnswerReader, Sink, StreamEnd
 from trimcp.transports.http_client.inbox import Inbox
 from trimcp.transports.http_client.legacy import LegacySseClient
 from trimcp.transports.http_client.messages import (
@@ -49,7 +50,6 @@ from trimcp.transports.http_client.options import HttpClientOptions
 from trimcp.transports.http_client.sse_reader import SseReader
 from trimcp.transports.http_client.stateless import StatelessRequests
 from trimcp.transports.http_client.tasks import TaskSet
-from trimcp.transports.http_client.url import Endpoint
 
 #: Statuses a balancer or proxy answers when no server could take the request just now.
 _GATEWAY_ERRORS = frozenset((502, 503, 504))

@@ -1,4 +1,4 @@
-"""The HTTP client transports as trimcp :class:`~trimcp.transports.base.Transport` objects.
+"""The HTTP client transports as trimcp :class:`~trimcp.session.transport.Transport` objects.
 
 ``open_http_client_transport`` speaks Streamable HTTP (falling back to the 2024-11-05
 HTTP+SSE transport for servers that refuse the initialize POST);
@@ -16,14 +16,14 @@ from typing import Any, Literal
 import trio
 
 from trimcp._groups import open_nursery_unwrapped
-from trimcp.transports.base import Outgoing
-from trimcp.transports.http_client.http11 import ConnectionPool
+from trimcp.http.client import ConnectionPool
+from trimcp.http.url import Endpoint, parse_url
+from trimcp.session.transport import Outgoing
 from trimcp.transports.http_client.inbox import Inbox
 from trimcp.transports.http_client.legacy import LegacySseClient
 from trimcp.transports.http_client.options import DEFAULT_MAX_MESSAGE_BYTES, HttpClientOptions
 from trimcp.transports.http_client.streamable import StreamableHttpClient
 from trimcp.transports.http_client.tasks import TaskSet
-from trimcp.transports.http_client.url import Endpoint, parse_url
 
 
 class HttpClientTransport:

@@ -6,14 +6,14 @@ the like); the ASGI app mounts in any hypercorn setup.
 See docs/transports-http.md for the behaviour, the limits and how to mount the app.
 """
 
+from trimcp.stores.events import EventStore as EventStore
+from trimcp.stores.events import InMemoryEventStore as InMemoryEventStore
 from trimcp.transports.http_server.app import McpHttpApp as McpHttpApp
 from trimcp.transports.http_server.app import create_asgi_app as create_asgi_app
 from trimcp.transports.http_server.asgi import HttpRejection as HttpRejection
 from trimcp.transports.http_server.config import LOCALHOST_NAMES as LOCALHOST_NAMES
 from trimcp.transports.http_server.config import Authenticate as Authenticate
 from trimcp.transports.http_server.config import HttpServerConfig as HttpServerConfig
-from trimcp.transports.http_server.event_store import EventStore as EventStore
-from trimcp.transports.http_server.event_store import InMemoryEventStore as InMemoryEventStore
 from trimcp.transports.http_server.serve import hypercorn_config as hypercorn_config
 from trimcp.transports.http_server.serve import serve_http as serve_http
 from trimcp.transports.http_server.transport import (

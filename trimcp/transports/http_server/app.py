@@ -17,6 +17,12 @@ import trio
 
 from trimcp.auth.principal import AuthInfo
 from trimcp.errors import CONNECTION_CLOSED, SessionClosed
+from trimcp.http.security import (
+    accepts,
+    host_allowed,
+    is_json_content_type,
+    origin_allowed,
+)
 from trimcp.protocol.jsonrpc import (
     Message,
     Notification,
@@ -37,9 +43,9 @@ from trimcp.protocol.versions import (
 from trimcp.session import Session, SessionHandler, open_session
 from trimcp.session.lifespan import open_handler_lifespan
 from trimcp.session.stateless import StatelessHandler
+from trimcp.session.transport import Decoded
 from trimcp.stores.relay import ReplicaRelay
 from trimcp.stores.sharing import SharedSessions
-from trimcp.transports.base import Decoded
 from trimcp.transports.http_server import legacy
 from trimcp.transports.http_server import modern as modern_http
 from trimcp.transports.http_server.asgi import (
@@ -65,12 +71,6 @@ from trimcp.transports.http_server.asgi import (
 from trimcp.transports.http_server.config import HttpServerConfig, with_declared_auth
 from trimcp.transports.http_server.manager import SessionEntry, SessionManager
 from trimcp.transports.http_server.modern import ModernEndpoint
-from trimcp.transports.http_server.security import (
-    accepts,
-    host_allowed,
-    is_json_content_type,
-    origin_allowed,
-)
 from trimcp.transports.http_server.streams import (
     OutStream,
     Sink,

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple, TypeVar
 import trio
 
 from trimcp.errors import CONNECTION_CLOSED, INVALID_REQUEST, McpError
+from trimcp.http.errors import HttpRejection as HttpRejection
 from trimcp.protocol import jsonrpc
 from trimcp.protocol.connection import DEFAULT_MAX_BATCH
 from trimcp.protocol.jsonrpc import (
@@ -63,31 +64,6 @@ BOUNDED_SEND = "trimcp.bounded_send"
 BODY_BUFFERED = "trimcp.body_buffered"
 
 _T = TypeVar("_T")
-
-
-class HttpRejection(Exception):
-    """Answer the HTTP request with ``status`` and a JSON-RPC error body, then stop.
-
-    ``code`` is the JSON-RPC code in the body (``-32600`` unless given). Hooks such as
-    ``authenticate`` may raise it, e.g. ``HttpRejection(401, "...", headers=[(b"www-authenticate",
-    b"Bearer")])``.
-    """
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        *,
-        code: int = INVALID_REQUEST,
-        headers: Iterable[tuple[bytes, bytes]] = (),
-        request_id: int | str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.code = code
-        self.headers = list(headers)
-        self.request_id = request_id
 
 
 class RequestHeaders:

@@ -14,8 +14,10 @@ import attrs
 from trimcp._record import Record
 from trimcp._validators import optional_positive, positive
 from trimcp.auth.declared import declared_auth
+from trimcp.http.security import LOCALHOST_NAMES as LOCALHOST_NAMES
 from trimcp.session import SessionOptions
-from trimcp.transports.http_server.event_store import EventStore, InMemoryEventStore
+from trimcp.session.options import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS
+from trimcp.stores.events import EventStore, InMemoryEventStore
 
 if TYPE_CHECKING:
     from trimcp.stores.base import Store
@@ -25,7 +27,6 @@ if TYPE_CHECKING:
 
 #: Host names a server accepts by default (with any port): it is meant to be bound to
 #: loopback, and any other name in ``Host`` is a DNS-rebinding attempt.
-LOCALHOST_NAMES: tuple[str, ...] = ("localhost", "127.0.0.1", "[::1]")
 
 #: ``authenticate(scope)`` returns the principal a request acts for (any hashable value,
 #: e.g. a user id), or None for an anonymous request. It may raise ``HttpRejection``
@@ -105,8 +106,8 @@ class HttpServerConfig(Record):
     auth: ProtectedResource | None = None
     max_body_bytes: int = attrs.field(default=4 * 1024 * 1024, validator=positive)
     body_timeout: float = attrs.field(default=30.0, validator=positive)
-    max_sessions: int = attrs.field(default=1000, validator=positive)
-    idle_timeout: float = attrs.field(default=30 * 60.0, validator=positive)
+    max_sessions: int = attrs.field(default=DEFAULT_MAX_SESSIONS, validator=positive)
+    idle_timeout: float = attrs.field(default=DEFAULT_IDLE_TIMEOUT, validator=positive)
     inbound_queue: int = attrs.field(default=32, validator=positive)
     enqueue_timeout: float = attrs.field(default=30.0, validator=positive)
     stream_max_bytes: int = attrs.field(default=1024 * 1024, validator=positive)

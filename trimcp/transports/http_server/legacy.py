@@ -17,8 +17,9 @@ from urllib.parse import parse_qs
 
 import trio
 
+from trimcp.http.security import accepts, is_json_content_type
 from trimcp.protocol.jsonrpc import Request
-from trimcp.transports.base import Decoded, Outgoing
+from trimcp.session.transport import Decoded, Outgoing
 from trimcp.transports.http_server.asgi import (
     SSE_HEADERS,
     HttpRejection,
@@ -32,7 +33,6 @@ from trimcp.transports.http_server.asgi import (
     respond,
     session_gone,
 )
-from trimcp.transports.http_server.security import accepts, is_json_content_type
 from trimcp.transports.http_server.streams import Sink, pump_until_disconnect, sse_message
 from trimcp.transports.http_server.tracecontext import adopt_trace_headers
 

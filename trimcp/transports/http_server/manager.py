@@ -26,7 +26,7 @@ from trimcp.errors import SessionClosed
 from trimcp.protocol.lifecycle import Role
 from trimcp.session import Session, SessionHandler
 from trimcp.session.engine import resting_session
-from trimcp.transports.base import Transport
+from trimcp.session.transport import Transport
 from trimcp.transports.http_server.asgi import HttpRejection
 from trimcp.transports.http_server.config import HttpServerConfig
 from trimcp.transports.http_server.transport import HttpSessionTransport, current_transport

@@ -40,6 +40,7 @@ import trio
 from trimcp import serde
 from trimcp.auth.principal import principal_key
 from trimcp.errors import INTERNAL_ERROR, INVALID_REQUEST, RemoteProtocolError
+from trimcp.http.security import accepts
 from trimcp.protocol import modern
 from trimcp.protocol.jsonrpc import Notification, Request, RequestId, dump_json, encode_error
 from trimcp.protocol.jsonrpc import notification_object as _notification
@@ -62,7 +63,6 @@ from trimcp.transports.http_server.asgi import (
 )
 from trimcp.transports.http_server.config import HttpServerConfig
 from trimcp.transports.http_server.manager import SessionManager
-from trimcp.transports.http_server.security import accepts
 from trimcp.transports.http_server.slow import SlowRequests
 from trimcp.transports.http_server.streams import sse_message
 

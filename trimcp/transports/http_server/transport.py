@@ -1,6 +1,6 @@
 """The transport of one Streamable HTTP session: POST bodies in, messages routed to streams.
 
-The session engine sees an ordinary :class:`~trimcp.transports.base.Transport`. Inbound,
+The session engine sees an ordinary :class:`~trimcp.session.transport.Transport`. Inbound,
 each POST body is one message (or batch) put on a bounded channel. Outbound, :meth:`send`
 routes every message to exactly one stream and never waits for a client:
 
@@ -12,7 +12,7 @@ routes every message to exactly one stream and never waits for a client:
   (logged).
 
 A POST stream ends once every request on it is answered (or cancelled by the client).
-Routing reads only the engine's :class:`~trimcp.transports.base.Outgoing` record, never the
+Routing reads only the engine's :class:`~trimcp.session.transport.Outgoing` record, never the
 bytes, so any id (non-ASCII, escaped) routes alike.
 """
 
@@ -28,9 +28,9 @@ import trio
 
 from trimcp.protocol.jsonrpc import RequestId
 from trimcp.session import RequestContext
-from trimcp.transports.base import Decoded, Outgoing
+from trimcp.session.transport import Decoded, Outgoing
+from trimcp.stores.events import STANDALONE_STREAM, EventStore, NamesPostStreams
 from trimcp.transports.http_server.asgi import feed_bounded
-from trimcp.transports.http_server.event_store import EventStore, NamesPostStreams
 from trimcp.transports.http_server.streams import (
     OutStream,
     Sink,
@@ -41,7 +41,6 @@ from trimcp.transports.http_server.streams import (
 
 logger = logging.getLogger("trimcp.http")
 
-STANDALONE_STREAM = "0"
 
 #: The transport of the session whose tasks are running (set by the task that runs the
 #: session, inherited by every task the engine starts for it).

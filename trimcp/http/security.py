@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import Final
+
+#: The Host names a server bound to loopback accepts by default.
+LOCALHOST_NAMES: Final[tuple[str, ...]] = ("localhost", "127.0.0.1", "[::1]")
 
 WILDCARD = "*"
 

@@ -1,4 +1,7 @@
-"""Errors of the HTTP client transports, each with the JSON-RPC code a caller sees.
+"""The HTTP errors of both sides.
+
+A server refuses a request with :class:`HttpRejection` (a status and a JSON-RPC error body).
+The client's errors each carry the JSON-RPC code a caller sees.
 
 The transports cannot raise into the session engine's waiters, so a request that fails at
 the HTTP level is answered locally: the transport turns one of these errors into a
@@ -8,9 +11,16 @@ as :class:`~trimcp.errors.McpError` with this code, message and data.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from trimcp.errors import AUTHORIZATION_FAILED, CONNECTION_CLOSED, INTERNAL_ERROR, McpError
+from trimcp.errors import (
+    AUTHORIZATION_FAILED,
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    McpError,
+)
 
 
 class HttpClientError(McpError):
@@ -57,3 +67,28 @@ class SessionExpired(HttpClientError):
 
 #: Everything the HTTP layer raises for a failed exchange.
 HTTP_ERRORS = (HttpClientError, HttpStatusError)
+
+
+class HttpRejection(Exception):
+    """Answer the HTTP request with ``status`` and a JSON-RPC error body, then stop.
+
+    ``code`` is the JSON-RPC code in the body (``-32600`` unless given). Hooks such as
+    ``authenticate`` may raise it, e.g. ``HttpRejection(401, "...", headers=[(b"www-authenticate",
+    b"Bearer")])``.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: int = INVALID_REQUEST,
+        headers: Iterable[tuple[bytes, bytes]] = (),
+        request_id: int | str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.headers = list(headers)
+        self.request_id = request_id

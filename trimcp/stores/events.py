@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 from trimcp.protocol.jsonrpc import RequestId
+
+#: The stream id of a session's standalone (GET) stream in every event store; POST streams
+#: get other ids.
+STANDALONE_STREAM: Final = "0"
 
 logger = logging.getLogger("trimcp.http.events")
 

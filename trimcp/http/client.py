@@ -18,8 +18,8 @@ from typing import Final
 import h11
 import trio
 
-from trimcp.transports.http_client.errors import HttpClientError
-from trimcp.transports.http_client.url import Endpoint
+from trimcp.http.errors import HttpClientError
+from trimcp.http.url import Endpoint
 
 logger = logging.getLogger("trimcp.http_client")
 
