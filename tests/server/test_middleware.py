@@ -21,7 +21,7 @@ from tests.http_server.test_real_socket import RawHttp
 from tests.server.helpers import call_tool, connect, text_of
 from trimcp.auth import JwtVerifier, ProtectedResource, principal_key
 from trimcp.client import connect_http
-from trimcp.errors import INTERNAL_ERROR, McpError
+from trimcp.errors import INTERNAL_ERROR, REQUEST_TIMEOUT, McpError
 from trimcp.server import Context, Server
 from trimcp.server.middleware import (
     RATE_LIMITED,
@@ -146,8 +146,10 @@ async def test_middleware_observes_the_handler_timeout(autojump_clock: Any) -> N
 
     app = make_app(middleware=[observer])
     async with connect(app, server_options=SessionOptions(handler_timeout=5)) as (client, _):
-        with pytest.raises(McpError):
-            await call_tool(client, "slow")
+        with pytest.raises(McpError, match="exceeded the handler timeout") as info:
+            # The client waits as long as it takes: only the server's timeout can end it.
+            await client.send_request("tools/call", {"name": "slow"}, timeout=None)
+    assert info.value.code == REQUEST_TIMEOUT
     assert events == ["tools/call"]
 
 

@@ -138,6 +138,8 @@ async def test_handler_timeout_answers_with_request_timeout(autojump_clock: Any)
         client,
         _server,
     ):
-        with pytest.raises(McpError) as info:
-            await client.send_request("work", timeout=50)
+        with pytest.raises(McpError, match="work exceeded the handler timeout") as info:
+            # No client timeout: only the server's handler timeout can end the call.
+            await client.send_request("work", timeout=None)
         assert info.value.code == REQUEST_TIMEOUT
+        assert server.seen["cancelled_at"] == 2  # virtual time: the handler timeout

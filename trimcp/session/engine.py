@@ -64,6 +64,7 @@ from trimcp.session.hooks import (
 )
 from trimcp.session.options import SessionOptions
 from trimcp.session.outbound import ProgressCallback, TaskProgress, Waiter
+from trimcp.session.outcome import run_handler
 from trimcp.session.relay import Relayed, without_progress_token
 from trimcp.session.transport import MessageTooLarge, Outgoing, Transport
 
@@ -915,63 +916,24 @@ class Session:
 
     # --- handler tasks --------------------------------------------------------------------
 
-    @trio.lowlevel.enable_ki_protection
+    @trio.lowlevel.enable_ki_protection  # the reply too: see trimcp.session.outcome
     async def _run_handler(self, ctx: RequestContext) -> None:
         request_id = ctx.request_id
-        scope = ctx.cancel_scope
-        reply: bytes | None = None
         try:
-            error: McpError | None = None
-            result: Any = None
-            if scope.cancel_called and ctx.cancelled_by_peer:
-                # Cancelled before the task got to run: don't run the handler at all.
-                self.connection.forget_inbound(request_id)
-                return
-            try:
-                with scope:
-                    result = await self._handler.handle_request(ctx)
-            except LocalProtocolError:
-                # Our own misuse of the protocol is a bug here, not an answer for the peer.
-                logger.exception(
-                    "handler for %s (id %r) misused the protocol", ctx.method, request_id
-                )
-                error = McpError(INTERNAL_ERROR, "Internal error")
-            except McpError as exc:
-                error = exc
-            except Exception:
-                logger.exception("handler for %s (id %r) failed", ctx.method, request_id)
-                error = McpError(INTERNAL_ERROR, "Internal error")
-            except BaseException as exc:
-                if _is_cancellation(exc):
-                    raise
-                # SystemExit, KeyboardInterrupt, GeneratorExit... raised by handler code
-                # (argparse on the caller's arguments raises SystemExit): they answer this
-                # call, never end the session or the process. A real Ctrl-C does not land
-                # here: handler tasks are KI-protected, so Trio delivers it to the main task.
-                logger.error(
-                    "handler for %s (id %r) raised %s; answered as an internal error",
-                    ctx.method,
-                    request_id,
-                    type(exc).__name__,
-                    exc_info=exc,
-                )
-                error = McpError(INTERNAL_ERROR, "Internal error")
-            if ctx.cancelled_by_peer or (scope.cancel_called and self.closing):
-                # Cancelled: the spec says no response. (Also when it returned anyway.)
-                self.connection.forget_inbound(request_id)
-            elif scope.cancelled_caught and error is None:
-                reply = self.connection.send_error(
-                    request_id, RequestTimeout(f"{ctx.method} exceeded the handler timeout")
-                )
-            elif error is not None:
-                reply = self.connection.send_error(request_id, error)
-            else:
-                reply = self._encode_result(ctx, result)
+            outcome = await run_handler(self._handler.handle_request, ctx)
         finally:
             del self._contexts[request_id]
             if not self._contexts and not self._relayed:
                 self._run.handlers_idle.set()
             self._run.reader_wakeup.set()
+        reply: bytes | None = None
+        if outcome.silent or (ctx.cancel_scope.cancel_called and self.closing):
+            # Cancelled: the spec says no response. (Also when it returned anyway.)
+            self.connection.forget_inbound(request_id)
+        elif outcome.error is not None:
+            reply = self.connection.send_error(request_id, outcome.error)
+        else:
+            reply = self._encode_result(ctx, outcome.result)
         batch = self._batch_of.pop(request_id, None)
         if reply is not None:
             await self._reply(request_id, reply, batch)
@@ -1252,15 +1214,6 @@ class Session:
         # Reader, writer, notifier and keepalive go now; handler stragglers are cancelled
         # by open_session when its body is done.
         self._run.services.cancel()
-
-
-def _is_cancellation(exc: BaseException) -> bool:
-    """Whether ``exc`` is Trio's cancellation (or a group of nothing else): it must propagate."""
-    if isinstance(exc, trio.Cancelled):
-        return True
-    if isinstance(exc, BaseExceptionGroup):
-        return exc.split(trio.Cancelled)[1] is None
-    return False
 
 
 @asynccontextmanager

@@ -37,10 +37,8 @@ from trimcp._record import Record
 from trimcp.errors import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
-    LocalProtocolError,
     McpError,
     RemoteProtocolError,
-    RequestTimeout,
 )
 from trimcp.protocol import modern
 from trimcp.protocol.admission import admit_request
@@ -54,6 +52,7 @@ from trimcp.protocol.jsonrpc import (
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.session.context import Outlet, RequestContext
 from trimcp.session.engine import SessionHandler
+from trimcp.session.outcome import run_handler
 from trimcp.types import InputRequiredResult
 
 logger = logging.getLogger("trimcp.session")
@@ -212,9 +211,9 @@ async def run_request(
     :class:`RequestContext` before the handler runs (stdio keeps it to apply
     ``notifications/cancelled``). ``scope``: the request's cancel scope, when the
     transport wants to hold it (made here otherwise); a transport that cancels it for a
-    client that left must not send the answer. A handler's :class:`McpError` is the
-    answer; any other exception is logged and answered ``-32603``. Cancellation: see the
-    module docstring.
+    client that left must not send the answer. How the handler ended maps to the answer
+    through :func:`trimcp.session.outcome.run_handler`, as in the session era.
+    Cancellation: see the module docstring.
     """
     if scope is None:
         # The deadline given at creation: setting it afterwards costs trio a second
@@ -238,26 +237,10 @@ async def run_request(
     )
     if on_start is not None:
         on_start(ctx)
-    answer = Answer(request_id=prepared.request_id)
-    try:
-        with scope:
-            answer.result = await handler.handle_request(ctx)
-    except LocalProtocolError:
-        logger.exception(
-            "handler for %s (id %r) misused the protocol", prepared.method, prepared.request_id
-        )
-        answer.error = McpError(INTERNAL_ERROR, "Internal error")
-    except McpError as exc:
-        answer.error = exc
-    except (Exception, SystemExit):
-        logger.exception("handler for %s (id %r) failed", prepared.method, prepared.request_id)
-        answer.error = McpError(INTERNAL_ERROR, "Internal error")
-    if ctx.cancelled_by_peer:
-        answer.cancelled = True
-        answer.result = answer.error = None
-    elif scope.cancelled_caught and answer.error is None and answer.result is None:
-        answer.error = RequestTimeout(f"{prepared.method} exceeded the handler timeout")
-    return answer
+    outcome = await run_handler(handler.handle_request, ctx)
+    if outcome.silent:
+        return Answer(request_id=prepared.request_id, cancelled=True)
+    return Answer(request_id=prepared.request_id, result=outcome.result, error=outcome.error)
 
 
 def method_not_found(request_id: RequestId, method: str) -> RequestRefused:
