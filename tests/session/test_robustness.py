@@ -182,6 +182,24 @@ async def test_batches_work_in_2025_03_26(autojump_clock: Any) -> None:
         assert reply["result"] == {}
 
 
+async def test_a_batch_request_cancelled_before_it_ran_still_lets_the_batch_go_out(
+    autojump_clock: Any,
+) -> None:
+    # The cancel arrives in the same batch, so the handler never runs; the batch's other
+    # replies must still be sent (the cancelled request's place is simply left out).
+    async with raw_client(echo_server(), version="2025-03-26") as (peer, _session):
+        await peer.send(
+            [
+                {"jsonrpc": "2.0", "id": 1, "method": "echo", "params": {"n": 1}},
+                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+                {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+            ]
+        )
+        with trio.fail_after(5):
+            replies = await peer.receive()
+        assert replies == [{"jsonrpc": "2.0", "id": 2, "result": {}}]
+
+
 async def test_initialize_in_a_batch_is_refused(autojump_clock: Any) -> None:
     async with raw_client(echo_server(), version="2025-03-26") as (peer, _session):
         await peer.send([{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}])
