@@ -11,13 +11,13 @@ Tasks a session owns, all in its nursery (see docs/concurrency.md):
 - optionally the **keepalive** pinger.
 
 Callers of :meth:`Session.send_request` wait in their own task; nothing a session starts
-outlives it.
+outlives it. This module is the loop; the rest has its own: the handler outcome
+(:mod:`trimcp.session.outcome`), the writer (:mod:`trimcp.session.writer`), resting
+(:mod:`trimcp.session.resting`) and the proxy's relayed requests (:mod:`trimcp.session.relay`).
 """
 
 from __future__ import annotations
 
-import enum
-import functools
 import logging
 import math
 import secrets
@@ -33,7 +33,6 @@ from trimcp.errors import (
     INTERNAL_ERROR,
     LocalProtocolError,
     McpError,
-    RemoteProtocolError,
     RequestTimeout,
     SessionClosed,
 )
@@ -54,6 +53,7 @@ from trimcp.protocol.jsonrpc import RequestId, encode_batch, encode_error
 from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.methods import Method, P, R, expect_result
 from trimcp.protocol.negotiated import Negotiated
+from trimcp.session import relay, resting, writer
 from trimcp.session.context import RequestContext
 from trimcp.session.hooks import (
     ImmediateTransport,
@@ -65,15 +65,14 @@ from trimcp.session.hooks import (
 from trimcp.session.options import SessionOptions
 from trimcp.session.outbound import ProgressCallback, TaskProgress, Waiter
 from trimcp.session.outcome import run_handler
-from trimcp.session.relay import Relayed, without_progress_token
+from trimcp.session.relay import Relayed
+from trimcp.session.resting import AWAKE, RESTING, Run
 from trimcp.session.transport import MessageTooLarge, Outgoing, Transport
 
 logger = logging.getLogger("trimcp.session")
 
 _DEFAULT: Any = object()
 _PEER_GONE = (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError)
-#: Messages the writer takes from the outbox for one transport write.
-_WRITE_BATCH = 512
 
 
 class SessionHandler(Protocol):
@@ -101,76 +100,6 @@ class _Batch:
         self.replies: list[bytes] = []
         #: The requests the replies collected so far answer (the transport's routing).
         self.answered: list[RequestId] = []
-
-
-class _Phase(enum.IntEnum):
-    """A session's phases (AWAKE is 0, so ``if self._phase:`` means "not awake")."""
-
-    AWAKE = 0  # running its tasks
-    WINDING_DOWN = 1  # letting them end, to rest
-    RESTING = 2  # no tasks, only state
-
-
-_AWAKE, _WINDING_DOWN, _RESTING = _Phase.AWAKE, _Phase.WINDING_DOWN, _Phase.RESTING
-
-
-class _Run:
-    """What a session holds only while awake: its nursery, queues, signals, service scope.
-
-    A resting session drops it; waking makes a new one. ``carry`` hands over the queues of a
-    run that was winding down to rest when the session was woken again (they may hold
-    messages queued meanwhile).
-    """
-
-    __slots__ = (
-        "close_requested",
-        "handlers_idle",
-        "notes_recv",
-        "notes_send",
-        "nursery",
-        "outbox_recv",
-        "outbox_send",
-        "reader_wakeup",
-        "services",
-        "services_done",
-        "write_busy",
-        "write_free",
-        "writer_done",
-    )
-
-    def __init__(self, options: SessionOptions, carry: _Run | None = None) -> None:
-        self.nursery: trio.Nursery
-        if carry is None:
-            self.outbox_send, self.outbox_recv = trio.open_memory_channel[Outgoing](
-                options.outbox_size
-            )
-            self.notes_send, self.notes_recv = trio.open_memory_channel[tuple[str, Any]](
-                options.notification_backlog
-            )
-        else:
-            self.outbox_send, self.outbox_recv = carry.outbox_send, carry.outbox_recv
-            self.notes_send, self.notes_recv = carry.notes_send, carry.notes_recv
-        self.reader_wakeup = trio.Event()
-        self.handlers_idle = trio.Event()
-        self.handlers_idle.set()
-        self.close_requested = trio.Event()
-        self.writer_done = trio.Event()
-        # One writer at a time: the writer task, or a handler task writing its reply.
-        self.write_busy = False
-        self.write_free = trio.Event()
-        # Shielded: a cancel from outside the session (a deadline around the whole
-        # ``async with``) must not kill the writer and closer before the close sequence
-        # has run (sent our notifications/cancelled, flushed, closed the transport).
-        # The closer cancels this scope at its end; open_session does after close_bound.
-        self.services = trio.CancelScope(shield=True)
-        self.services_done = trio.Event()
-
-
-#: The run of every resting session: closed queues, so a send that forgot to wake first
-#: fails loudly instead of queueing where nobody reads.
-_RESTING_RUN = _Run(SessionOptions(outbox_size=1, notification_backlog=1))
-_RESTING_RUN.outbox_send.close()
-_RESTING_RUN.notes_send.close()
 
 
 class Session:
@@ -257,7 +186,7 @@ class Session:
         self.closing = False
         #: Why the session closed (for logs and errors), once it has.
         self.close_reason: str | None = None
-        self._phase = _AWAKE
+        self._phase = AWAKE
         self._wake_pending = False
         self._waker = waker
         transport_can_rest = transport.can_rest if isinstance(transport, RestingTransport) else None
@@ -272,7 +201,7 @@ class Session:
         ):
             rest_after = None
         self._rest_after = rest_after
-        self._run = _Run(options)
+        self._run = Run(options)
 
     # --- public API ---------------------------------------------------------------------
 
@@ -307,7 +236,7 @@ class Session:
         if not self._close_wanted:
             self.close_reason = reason
             self._close_wanted = True
-            if self._phase != _AWAKE:
+            if self._phase != AWAKE:
                 with suppress(SessionClosed):  # no owner to run it any more
                     self.wake()
             self._run.close_requested.set()
@@ -321,7 +250,7 @@ class Session:
     @property
     def resting(self) -> bool:
         """Whether the session is resting: no tasks, only its state (see :class:`Session`)."""
-        return self._phase == _RESTING
+        return self._phase == RESTING
 
     def wake(self) -> None:
         """Make a resting session run again; does nothing to an awake one.
@@ -330,18 +259,8 @@ class Session:
         themselves. Synchronous: the session's queues exist when it returns, and its owner
         has been asked (the ``waker``) to run :meth:`run_awake` in a task.
         """
-        phase = self._phase
-        if phase == _AWAKE:
-            return
-        if phase == _WINDING_DOWN:  # run_awake sees this once its tasks have ended
-            self._wake_pending = True
-            return
-        assert self._waker is not None, "only a session with a waker rests"
-        self._waker(self)  # first: it may refuse (raise), leaving the session resting
-        self._phase = _AWAKE
-        self._run = _Run(self.options)
-        if self._close_wanted:
-            self._run.close_requested.set()
+        if self._phase:
+            resting.wake(self)
 
     async def aclose(self) -> None:
         """Close the session and wait until it is closed.
@@ -527,12 +446,12 @@ class Session:
                         with trio.move_on_after(rest_after) as quiet:
                             data = await transport.receive()
                         if quiet.cancelled_caught:
-                            if self._begin_rest():
+                            if resting.begin_rest(self):
                                 return
                             continue
                 except MessageTooLarge as exc:
                     logger.warning("dropped an oversized message: %s", exc)
-                    await self._queue(Outgoing(encode_error(None, exc)))
+                    await writer.queue(self._run, Outgoing(encode_error(None, exc)))
                     continue
                 if isinstance(data, bytes):
                     event = self.connection.receive(data)
@@ -541,39 +460,6 @@ class Session:
                 await self._on_event(event)
         except _PEER_GONE:
             self.request_close("the peer closed the connection")
-
-    def _begin_rest(self) -> bool:
-        """If nothing at all is under way, start ending the tasks to rest (reader only).
-
-        Synchronous, so nothing can start between the checks and the decision. Nothing
-        under way: no handler, no request of ours awaiting an answer, no half-answered
-        batch, writer and notifier parked on empty queues, the transport holding no input,
-        and the handler's own session task (if any) at rest too.
-        """
-        run = self._run
-        if (
-            self._close_wanted
-            or self._contexts
-            or self._waiters
-            or self._relayed
-            or self._batch_of
-            or self._wake_pending
-            or run.write_busy
-        ):
-            return False
-        for channel in (run.outbox_send, run.notes_send):
-            stats = channel.statistics()
-            if stats.current_buffer_used or not stats.tasks_waiting_receive:
-                return False
-        transport_can_rest = self._transport_can_rest
-        if transport_can_rest is None or not transport_can_rest():
-            return False
-        handler = self._handler
-        if isinstance(handler, RestingHandler) and not handler.can_rest(self):
-            return False
-        self._phase = _WINDING_DOWN
-        run.services.cancel()
-        return True
 
     async def _wait_for_capacity(self) -> None:
         # Stop reading while the handlers are at the limit: the peer then blocks on its
@@ -596,85 +482,98 @@ class Session:
             await self._on_request(event, batch)
         elif kind is ResponseReceived:
             assert isinstance(event, ResponseReceived)
-            waiter = self._waiters.get(event.id)
-            if waiter is not None:
-                if isinstance(waiter, Relayed):
-                    del self._waiters[event.id]
-                    if waiter.token is not None and self.connection.follows_task(event.id):
-                        # A task: its progress goes on after the answer, to the origin.
-                        forward = functools.partial(waiter.origin._relay_task_progress, waiter)
-                        self._task_progress[event.id] = forward
-                        self._forget_ended_tasks()
-                    await waiter.origin._settle_relayed(waiter, event.result, None)
-                else:
-                    waiter.resolve(event.result)
-                    if waiter.follow is not None and self.connection.follows_task(event.id):
-                        self._task_progress[event.id] = waiter.follow
-                        self._forget_ended_tasks()
+            await self._on_response(event)
         elif kind is NotificationReceived:
             assert isinstance(event, NotificationReceived)
-            relay = self._relay
-            if relay is not None and relay.relays(event.method):
-                target = relay.relay_target(self)
-                if target is not None:
-                    # From the reader, so it keeps its place among the relayed requests.
-                    await self._relay_notification(target, event.method, event.params)
-                    return
-            await self._run.notes_send.send((event.method, event.params))
+            await self._on_notification(event)
         elif kind is CancelReceived:
             assert isinstance(event, CancelReceived)
-            ctx = self._contexts.get(event.request_id)
-            if ctx is not None:
-                ctx.cancelled_by_peer = True
-                ctx.cancel_scope.cancel()
-            else:
-                relayed = self._relayed.get(event.request_id)
-                if relayed is not None:
-                    await self._drop_relayed(relayed, "cancelled")
+            await self._on_cancel(event)
         elif kind is ProgressReceived:
             assert isinstance(event, ProgressReceived)
-            waiter = self._waiters.get(event.request_id)
-            if isinstance(waiter, Relayed):
-                await waiter.origin._relay_progress(
-                    waiter, event.progress, event.total, event.message
-                )
-            elif waiter is not None and waiter.follow is None:
-                waiter.add_progress(event.progress, event.total, event.message)
-            else:
-                if waiter is not None:
-                    waiter.extend_deadline()
-                follow = waiter.follow if waiter is not None else None
-                follow = follow or self._task_progress.get(event.request_id)
-                if follow is not None:
-                    update = TaskProgress(follow, event.progress, event.total, event.message)
-                    await self._run.notes_send.send(("notifications/progress", update))
+            await self._on_progress(event)
         elif kind is ErrorReceived:
             assert isinstance(event, ErrorReceived)
             await self._on_error(event)
         elif kind is MessageRejected:
             assert isinstance(event, MessageRejected)
-            logger.log(
-                logging.DEBUG if event.expected else logging.WARNING,
-                "rejected a message from the peer: %s",
-                event.error.message,
-            )
-            if event.reply is not None:
-                if batch is not None:
-                    batch.replies.append(event.reply)
-                    batch.answered.extend(event.answers)
-                else:
-                    # Say which requests the refusal settles (all of a batch refused
-                    # whole), so a transport waiting for their answers stops waiting.
-                    answers = event.answers
-                    await self._queue(
-                        Outgoing(event.reply, answers[0] if answers else None, answers)
-                    )
+            await self._on_rejected(event, batch)
         elif kind is BatchReceived:
             assert isinstance(event, BatchReceived)
             await self._on_batch(event)
         else:
             assert isinstance(event, MessageIgnored)
             logger.debug("ignored a message: %s", event.reason)
+
+    async def _on_response(self, event: ResponseReceived) -> None:
+        waiter = self._waiters.get(event.id)
+        if type(waiter) is Waiter:
+            waiter.resolve(event.result)
+            if waiter.follow is not None and self.connection.follows_task(event.id):
+                self._task_progress[event.id] = waiter.follow
+                self._forget_ended_tasks()
+        elif waiter is not None:
+            assert isinstance(waiter, Relayed)
+            await relay.answered(self, waiter, event)
+
+    async def _on_notification(self, event: NotificationReceived) -> None:
+        relay_target = self._relay_target(event.method)
+        if relay_target is not None:
+            # From the reader, so it keeps its place among the relayed requests.
+            await relay.notify(relay_target, event.method, event.params)
+        else:
+            await self._run.notes_send.send((event.method, event.params))
+
+    def _relay_target(self, method: str) -> Session | None:
+        """Where the peer's ``method`` goes when it is relayed now (None: handled here)."""
+        relayer = self._relay
+        if relayer is None or not relayer.relays(method):
+            return None
+        return relayer.relay_target(self)
+
+    async def _on_cancel(self, event: CancelReceived) -> None:
+        ctx = self._contexts.get(event.request_id)
+        if ctx is not None:
+            ctx.cancelled_by_peer = True
+            ctx.cancel_scope.cancel()
+            return
+        relayed = self._relayed.get(event.request_id)
+        if relayed is not None:
+            await relay.drop(relayed, "cancelled")
+
+    async def _on_progress(self, event: ProgressReceived) -> None:
+        waiter = self._waiters.get(event.request_id)
+        if isinstance(waiter, Relayed):
+            await relay.progress(waiter, event.progress, event.total, event.message)
+        elif waiter is not None and waiter.follow is None:
+            waiter.add_progress(event.progress, event.total, event.message)
+        else:
+            if waiter is not None:
+                waiter.extend_deadline()
+            follow = waiter.follow if waiter is not None else None
+            follow = follow or self._task_progress.get(event.request_id)
+            if follow is not None:
+                update = TaskProgress(follow, event.progress, event.total, event.message)
+                await self._run.notes_send.send(("notifications/progress", update))
+
+    async def _on_rejected(self, event: MessageRejected, batch: _Batch | None) -> None:
+        logger.log(
+            logging.DEBUG if event.expected else logging.WARNING,
+            "rejected a message from the peer: %s",
+            event.error.message,
+        )
+        if event.reply is None:
+            return
+        if batch is not None:
+            batch.replies.append(event.reply)
+            batch.answered.extend(event.answers)
+        else:
+            # Say which requests the refusal settles (all of a batch refused whole), so a
+            # transport waiting for their answers stops waiting.
+            answers = event.answers
+            await writer.queue(
+                self._run, Outgoing(event.reply, answers[0] if answers else None, answers)
+            )
 
     async def _on_error(self, event: ErrorReceived) -> None:
         if event.id is None:
@@ -686,11 +585,7 @@ class Session:
             return
         waiter = self._waiters.get(event.id)
         if isinstance(waiter, Relayed):
-            del self._waiters[event.id]
-            error = event.error
-            if type(error) is RemoteProtocolError:  # found by our core, not sent by the peer
-                error = McpError(error.code, f"The upstream answer is unusable: {error.message}")
-            await waiter.origin._settle_relayed(waiter, None, error)
+            await relay.failed(self, waiter, event.id, event.error)
         elif waiter is not None:
             waiter.fail(event.error)
 
@@ -716,16 +611,10 @@ class Session:
         if refusal is not None:
             await self._reply(request_id, self.connection.send_error(request_id, refusal), batch)
             return
-        relay = self._relay
-        if (
-            relay is not None
-            and batch is None
-            and event.method != "initialize"
-            and relay.relays(event.method)
-        ):
-            target = relay.relay_target(self)
-            if target is not None:
-                await self._start_relay(event, target)
+        if self._relay is not None and batch is None and event.method != "initialize":
+            relay_target = self._relay_target(event.method)
+            if relay_target is not None:
+                await relay.start(self, event, relay_target)
                 return
         scope = trio.CancelScope()
         if self.options.handler_timeout is not None:
@@ -747,172 +636,6 @@ class Session:
         if batch is not None:
             self._batch_of[request_id] = batch
         self._run.nursery.start_soon(self._run_handler, ctx)
-
-    # --- relayed requests (see trimcp.session.relay) ----------------------------------------
-
-    async def _start_relay(self, event: RequestReceived, target: Session) -> None:
-        """Origin side: send the peer's request on through ``target`` (in the reader task)."""
-        request_id = event.id
-        token = event.progress_token
-        relayed = Relayed(self, request_id, event.method, token)
-        self._relayed[request_id] = relayed
-        if self._run.handlers_idle.is_set():
-            self._run.handlers_idle = trio.Event()
-        params = event.params if token is None else without_progress_token(event.params)
-        try:
-            await target._relay_in(relayed, params)
-        except McpError as exc:  # not allowed there (LocalProtocolError), or SessionClosed
-            self._relayed.pop(request_id, None)
-            self._relay_ended()
-            error = (
-                exc
-                if isinstance(exc, LocalProtocolError)
-                else McpError(INTERNAL_ERROR, f"Cannot relay {event.method}: {exc.message}")
-            )
-            with suppress(LocalProtocolError):
-                await self._reply(request_id, self.connection.send_error(request_id, error), None)
-        except BaseException:  # cancelled while the target's outbox was full: not sent
-            self._relayed.pop(request_id, None)
-            self.connection.forget_inbound(request_id)
-            self._relay_ended()
-            raise
-
-    async def _relay_in(self, relayed: Relayed, params: Any) -> None:
-        """Target side: send a relayed request as ours; its answer goes to the origin.
-
-        Raises :class:`SessionClosed` or :class:`LocalProtocolError` (not sent), and
-        :class:`RequestTimeout` when our outbox stayed full for ``request_timeout``.
-        Cancellation: atomic (queued whole, or forgotten).
-        """
-        if self.closing:
-            raise SessionClosed(self.close_reason or "the session is closing")
-        if self._phase:
-            self.wake()
-        target_id, data = self.connection.send_request(
-            relayed.method, params, with_progress=relayed.token is not None, raw_result=True
-        )
-        relayed.target, relayed.target_id = self, target_id
-        self._waiters[target_id] = relayed
-        self._run.reader_wakeup.set()  # a reader paused at max_in_flight must read the answer
-        message = Outgoing(data)
-        if self._wrote_now(message):
-            return
-        try:
-            try:
-                self._run.outbox_send.send_nowait(message)
-                full = False
-            except trio.WouldBlock:
-                full = True
-            if full:
-                # The origin's reader waits here (backpressure), but not for ever: it
-                # must go on reading to see its own peer leave.
-                with trio.move_on_after(self.options.request_timeout) as waited:
-                    await self._run.outbox_send.send(message)
-                if waited.cancelled_caught:
-                    raise RequestTimeout(
-                        f"the peer read nothing for {self.options.request_timeout:g}s"
-                    )
-        except BaseException as exc:
-            self._waiters.pop(target_id, None)
-            self.connection.cancel_outbound(target_id)
-            if isinstance(exc, _PEER_GONE):
-                raise SessionClosed("the session is closed") from None
-            raise
-
-    def _wrote_now(self, message: Outgoing) -> bool:
-        """Write ``message`` at once when the transport can and nothing is queued before it
-        (saves the hop to the writer task; order kept as in :meth:`_write_reply_directly`)."""
-        send_now = self._send_now
-        if send_now is None or self._run.write_busy or self.closing:
-            return False
-        stats = self._run.outbox_send.statistics()
-        if stats.current_buffer_used or not stats.tasks_waiting_receive:
-            return False
-        return send_now(message)
-
-    async def _settle_relayed(self, relayed: Relayed, result: Any, error: McpError | None) -> None:
-        """Origin side: answer the peer's relayed request (from the target's reader)."""
-        request_id = relayed.origin_id
-        if self._relayed.get(request_id) is not relayed:
-            return  # cancelled, or this session closed, meanwhile
-        del self._relayed[request_id]
-        self._relay_ended()
-        try:
-            if error is None:
-                data = self.connection.send_result(request_id, result)
-            else:
-                data = self.connection.send_error(request_id, error)
-        except LocalProtocolError as exc:
-            logger.debug("relayed answer to %r dropped: %s", request_id, exc)
-            return
-        await self._reply(request_id, data, None)
-
-    async def _relay_progress(
-        self, relayed: Relayed, progress: float, total: float | None, message: str | None
-    ) -> None:
-        """Origin side: pass on the target's progress under the peer's token."""
-        if self._relayed.get(relayed.origin_id) is relayed:
-            await self._pass_progress(relayed, progress, total, message, relayed.origin_id)
-
-    async def _relay_task_progress(
-        self, relayed: Relayed, progress: float, total: float | None, message: str | None
-    ) -> None:
-        """Origin side: progress of the task a relayed request created, after its answer
-        (the peer's token lives until the task ends; the target's connection tracks it)."""
-        if not self.closing:
-            await self._pass_progress(relayed, progress, total, message, None)
-
-    async def _pass_progress(
-        self,
-        relayed: Relayed,
-        progress: float,
-        total: float | None,
-        message: str | None,
-        related: RequestId | None,
-    ) -> None:
-        """Send the peer a relayed progress update under its own token, if it goes forward
-        (progress must increase); a closed session or a refused notification drops it."""
-        last = relayed.last_progress
-        if relayed.token is None or (last is not None and not progress > last):
-            return
-        relayed.last_progress = progress
-        params: dict[str, Any] = {"progressToken": relayed.token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None:
-            params["message"] = message
-        with suppress(SessionClosed, LocalProtocolError):
-            await self.send_notification(
-                "notifications/progress", params, related_request_id=related
-            )
-
-    async def _drop_relayed(self, relayed: Relayed, reason: str) -> None:
-        """Origin side: the peer cancelled (or we close): forget it, cancel it at the target
-        (shielded, bounded by the target's ``cancel_notify_timeout``)."""
-        request_id = relayed.origin_id
-        if self._relayed.pop(request_id, None) is None:
-            return
-        self.connection.forget_inbound(request_id)
-        self._relay_ended()
-        target, target_id = relayed.target, relayed.target_id
-        if (
-            target is not None
-            and target_id is not None
-            and target._waiters.get(target_id) is relayed
-        ):
-            del target._waiters[target_id]
-            await target._cancel_outbound(target_id, None, reason)
-
-    async def _relay_notification(self, target: Session, method: str, params: Any) -> None:
-        try:
-            await target.send_notification(method, params)
-        except (SessionClosed, LocalProtocolError) as exc:
-            logger.debug("%s not relayed: %s", method, exc)
-
-    def _relay_ended(self) -> None:
-        if not self._contexts and not self._relayed:
-            self._run.handlers_idle.set()
-        self._run.reader_wakeup.set()
 
     # --- handler tasks --------------------------------------------------------------------
 
@@ -951,8 +674,8 @@ class Session:
     async def _reply(self, request_id: RequestId, data: bytes, batch: _Batch | None) -> None:
         if batch is None:
             message = Outgoing(data, request_id, (request_id,))
-            if not await self._write_reply_directly(message):
-                await self._queue(message)
+            if not await writer.reply_directly(self, message):
+                await writer.queue(self._run, message)
             return
         batch.pending.discard(request_id)
         batch.replies.append(data)
@@ -963,78 +686,9 @@ class Session:
         if not batch.pending and batch.replies:
             replies, batch.replies = batch.replies, []
             answered, batch.answered = tuple(batch.answered), []
-            await self._queue(Outgoing(encode_batch(replies), None, answered))
+            await writer.queue(self._run, Outgoing(encode_batch(replies), None, answered))
 
-    # --- the writer and the notifier ----------------------------------------------------------
-
-    async def _queue(self, message: Outgoing) -> None:
-        """Queue a message for the writer; drops it quietly once the peer is gone."""
-        try:
-            # No scheduler pass when there is room (the common case): only a full outbox
-            # makes us wait.
-            self._run.outbox_send.send_nowait(message)
-        except trio.WouldBlock:
-            try:
-                await self._run.outbox_send.send(message)
-            except _PEER_GONE:
-                logger.debug("dropped an outgoing message: the session is closed")
-        except _PEER_GONE:
-            logger.debug("dropped an outgoing message: the session is closed")
-
-    async def _write_loop(self) -> None:
-        receive = self._run.outbox_recv
-        try:
-            async for first in receive:
-                while self._run.write_busy:  # a direct reply is being written
-                    await self._run.write_free.wait()
-                self._run.write_busy = True
-                try:
-                    batch = [first]
-                    while len(batch) < _WRITE_BATCH:
-                        try:
-                            batch.append(receive.receive_nowait())
-                        except (trio.WouldBlock, trio.EndOfChannel):
-                            break
-                    await self._transport.send(batch)
-                finally:
-                    self._release_write()
-        except _PEER_GONE:
-            self.request_close("the peer stopped reading")
-        finally:
-            # Senders must not wait forever on a queue nobody drains any more (unless the
-            # session is only going to rest: the next run drains it).
-            if self._phase != _WINDING_DOWN:
-                receive.close()
-            self._run.writer_done.set()
-
-    def _release_write(self) -> None:
-        self._run.write_busy = False
-        self._run.write_free.set()
-        self._run.write_free = trio.Event()
-
-    async def _write_reply_directly(self, message: Outgoing) -> bool:
-        """Fast path for a final reply: write it from this task when nothing is queued.
-
-        Saves the hop to the writer task (a quarter of the scheduling work of a sequential
-        call). Only when the outbox is empty and no write is under way, so order is kept;
-        and only for replies, which are written outside the handler's cancel scope, so a
-        write is never cut in half by a handler being cancelled.
-        """
-        if self._run.write_busy or self.closing:
-            return False
-        stats = self._run.outbox_send.statistics()
-        # The writer must be parked in receive(): a message handed straight to a waiting
-        # writer leaves the buffer empty but is not written yet, and must go out first.
-        if stats.current_buffer_used or not stats.tasks_waiting_receive:
-            return False
-        self._run.write_busy = True
-        try:
-            await self._transport.send([message])
-        except _PEER_GONE:
-            self.request_close("the peer stopped reading")
-        finally:
-            self._release_write()
-        return True
+    # --- the notifier (the writer: trimcp.session.writer) -------------------------------------
 
     async def _notify_loop(self) -> None:
         async for method, params in self._run.notes_recv:
@@ -1073,13 +727,13 @@ class Session:
 
     # --- shutdown ---------------------------------------------------------------------------
 
-    async def _run_services(self, run: _Run, *, task_status: trio.TaskStatus[None]) -> None:
+    async def _run_services(self, run: Run, *, task_status: trio.TaskStatus[None]) -> None:
         try:
             with run.services:
                 async with trio.open_nursery() as services:
                     services.start_soon(self._close_when_asked)
                     services.start_soon(self._read_loop)
-                    services.start_soon(self._write_loop)
+                    services.start_soon(writer.write_loop, self)
                     services.start_soon(self._notify_loop)
                     if self.options.keepalive_interval is not None:
                         services.start_soon(self._keepalive_loop, self.options.keepalive_interval)
@@ -1116,58 +770,7 @@ class Session:
         started once the tasks run. Cancellation: the session closes with the bounded,
         shielded close sequence (a session just going to rest closes without tasks).
         """
-        while True:
-            async with open_nursery_unwrapped() as nursery:
-                await self._start(nursery)
-                task_status.started()
-                task_status = trio.TASK_STATUS_IGNORED
-                try:
-                    await self._run.services_done.wait()
-                finally:
-                    if self._phase == _WINDING_DOWN and not self._run.services_done.is_set():
-                        # Cancelled from outside while going to rest: nothing is under way.
-                        with trio.CancelScope(shield=True):
-                            await self._run.services_done.wait()
-                            await self._close_quietly("the server is shutting down")
-                    await self._stop(nursery)
-            if self._phase != _WINDING_DOWN:
-                return False  # closed
-            if not self._wake_pending:
-                self._rest()
-                return True
-            # Woken while the tasks were ending: run again, with the same queues.
-            self._wake_pending = False
-            self._phase = _AWAKE
-            self._run = _Run(self.options, carry=self._run)
-            if self._close_wanted:
-                self._run.close_requested.set()
-
-    def _rest(self) -> None:
-        self._phase = _RESTING
-        self._run = _RESTING_RUN
-        # Emptied dicts keep the tables they grew to: start from fresh ones.
-        self._contexts = {}
-        self._waiters = {}
-        self._relayed = {}
-        self._batch_of = {}
-        self.connection.compact()
-        closed_event = self._closed_event
-        if closed_event is not None and not closed_event.statistics().tasks_waiting:
-            self._closed_event = None  # a later waiter makes a new one
-        transport = self._transport
-        if isinstance(transport, RestingTransport):
-            transport.rest()
-
-    async def _close_quietly(self, reason: str) -> None:
-        """Close a session that has nothing under way and no tasks (bounded)."""
-        if not self._close_wanted:
-            self._close_wanted = True
-            self.close_reason = reason
-        self.closing = True
-        self._phase = _AWAKE
-        self.connection.close()
-        self._task_progress.clear()
-        await self._close_transport()
+        return await resting.run_awake(self, task_status)
 
     async def _close_transport(self) -> None:
         """The last step of every close: the transport (bounded), then closed."""
@@ -1189,23 +792,16 @@ class Session:
         for ctx in list(self._contexts.values()):
             ctx.cancel_scope.cancel()
         for relayed in list(self._relayed.values()):
-            await self._drop_relayed(relayed, "the session closed")
+            await relay.drop(relayed, "the session closed")
         with trio.move_on_after(options.cancel_notify_timeout):
             await self._run.handlers_idle.wait()
         self.connection.close()
         self._task_progress.clear()
         reason = self.close_reason or "session closed"
-        for request_id, waiter in list(self._waiters.items()):
-            if isinstance(waiter, Relayed):
-                del self._waiters[request_id]
-                error = McpError(
-                    INTERNAL_ERROR,
-                    f"The upstream session closed before answering {waiter.method} ({reason})",
-                )
-                with trio.move_on_after(options.cancel_notify_timeout):
-                    await waiter.origin._settle_relayed(waiter, None, error)
-            elif not waiter.done:
+        for waiter in list(self._waiters.values()):
+            if type(waiter) is Waiter and not waiter.done:
                 waiter.fail(SessionClosed(f"Session closed before an answer arrived ({reason})"))
+        await relay.close_target(self, reason)
         self._run.outbox_send.close()
         self._run.notes_send.close()
         with trio.move_on_after(options.flush_timeout):

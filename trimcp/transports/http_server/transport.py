@@ -112,7 +112,7 @@ class HttpSessionTransport:
         self.dropped = 0
         # Storing + writing an event, and replaying + attaching a resumed stream, must not
         # interleave, or a resumed client could miss an event or get one twice.
-        self._lock_: trio.Lock | None = None
+        self._lock_: trio.StrictFIFOLock | None = None
         self.closed = False
         self._closed_event: trio.Event | None = None
         #: The session's ``Mcp-Session-Id`` (None: a stateless request's transport), for
@@ -149,10 +149,10 @@ class HttpSessionTransport:
         return self._in_send, self._in_recv
 
     @property
-    def _lock(self) -> trio.Lock:
+    def _lock(self) -> trio.StrictFIFOLock:
         lock = self._lock_
         if lock is None:
-            lock = self._lock_ = trio.Lock()
+            lock = self._lock_ = trio.StrictFIFOLock()
         return lock
 
     async def receive(self) -> Inbound:
