@@ -1,10 +1,12 @@
 """What one call costs in Redis, counted by Redis itself (``INFO commandstats``).
 
 A ``trimcp run tests/scale/replica_app.py --store redis://...`` replica; trimcp's client
-in a 2025-11-25 session makes calls straight to it. Each call's answer is stored for
-resumability in one pipeline (``XADD`` + ``PEXPIRE``) and costs nothing else: the request
-ids that let another replica end the call if this one dies travel in the event ids, not
-in Redis commands of their own. Only the heartbeat (a ``SET`` a second) runs besides.
+in a 2025-11-25 session makes calls straight to it. Each call costs two round trips:
+the session's record is read before the call is answered (``GET`` + ``PEXPIRE``: a
+session ended on another replica is 404 here at once, and its expiry moves out), and its
+answer is stored for resumability (``XADD`` + ``PEXPIRE``). Nothing else: the request ids
+that let another replica end the call if this one dies travel in the event ids, not in
+Redis commands of their own. Only the heartbeat (a ``SET`` a second) runs besides.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ async def command_counts(client: RedisClient) -> dict[str, int]:
     }
 
 
-async def test_a_2025_call_costs_one_xadd_and_one_pexpire(
+async def test_a_2025_call_costs_a_session_check_and_an_xadd(
     replica: Replica, redis_server: RedisServer
 ) -> None:
     redis = RedisClient(redis_server.url)
@@ -58,8 +60,9 @@ async def test_a_2025_call_costs_one_xadd_and_one_pexpire(
         await redis.aclose()
     spent = {name: after.get(name, 0) - before.get(name, 0) for name in after}
     spent = {name: count for name, count in spent.items() if count}
-    assert spent.pop("xadd") == CALLS
-    assert spent.pop("pexpire") == CALLS
+    assert spent.pop("get") == CALLS  # the session's record
+    assert spent.pop("xadd") == CALLS  # the answer
+    assert spent.pop("pexpire") == 2 * CALLS  # one for each
     spent.pop("info", None)  # ours
     assert spent.pop("set", 0) <= seconds + 2  # the heartbeat, once a second
     assert spent == {}

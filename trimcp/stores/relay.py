@@ -207,9 +207,14 @@ class ReplicaRelay:
 
     async def _heard(self, message: BusMessage) -> None:
         kind = message.get("t")
-        if kind not in ("in", "cancel", "out", "claim"):
+        if kind not in ("in", "cancel", "out", "claim", "ended"):
             return
         session_id, value = message.get("s"), message.get("m")
+        if kind == "ended" and isinstance(session_id, str):
+            held = self.manager.held(session_id)
+            if held is not None:  # its GET stream, if open here, ends too
+                self.manager.end(held, "the client ended the session on another replica")
+            return
         if kind == "claim" and isinstance(session_id, str):
             tag = message.get("tag")
             if type(tag) is int:

@@ -5,12 +5,14 @@ lifecycle state and what ``initialize`` agreed on), saved to the store after eac
 that changed it, with the session's idle timeout as its expiry. A replica that gets a
 request for a session it does not hold loads that record and takes the session over as a
 resting session (it wakes on this request, here). Every request to a shared session also
-reads its record (one round trip, which pushes its expiry out; at most once a second per
-replica and session), so a session ended on one replica (DELETE) is gone on all within a
-second (its record becomes a marker that outlives every
-replica's copy); a session held here but missing from the store (Redis lost its data) is
-saved again. Requests under way stay with the replica running them;
-their answer streams are resumable anywhere through the shared event store.
+reads its record before it is answered (one round trip, ``GET`` + ``PEXPIRE``, which
+also pushes its expiry out), so a session ended on one replica (DELETE) is 404 on every
+replica from the moment the DELETE is answered: its record becomes a marker that outlives
+every replica's copy. The ending replica also tells the others on the bus, so the copies
+they hold (and the GET streams open there) end at once, not only on their next request.
+A session held here but missing from the store (Redis lost its data) is saved again.
+Requests under way stay with the replica running them; their answer streams are
+resumable anywhere through the shared event store.
 
 When the store is down: sessions this replica holds are served from memory (logged); a
 session it does not hold gets 503 naming the store, never a silent 404.
@@ -60,10 +62,6 @@ def session_record(entry: SessionEntry) -> bytes | None:
 class SharedSessions:
     """The session lookups of one HTTP app whose ``config.store`` is shared."""
 
-    #: How long a replica trusts its copy of a session before asking the store again
-    #: (a DELETE on another replica reaches it within this time).
-    recheck = 1.0
-
     def __init__(self, manager: SessionManager, store: Store, adopt: Adopt) -> None:
         self.manager = manager
         self.store = store
@@ -83,9 +81,8 @@ class SharedSessions:
         Cancellation: nothing is taken over.
         """
         entry = self.manager.get(session_id, principal, kind)
-        now = trio.current_time()
-        if entry is not None and now - entry.shared_checked < self.recheck:
-            return entry  # confirmed a moment ago: no round trip
+        # Asked on every request, even of a session held here: a copy trusted for any
+        # time would answer a session another replica ended meanwhile (the spec says 404).
         try:
             record = await self.store.load_session(session_id, self.ttl)
         except StoreUnavailable as error:
@@ -100,7 +97,6 @@ class SharedSessions:
                 self.manager.end(entry, "the session was ended on another replica")
             return None
         if entry is not None:
-            entry.shared_checked = now
             if record is None and entry.shared_record is not None:
                 # Held here, gone from the store (it lost its data, e.g. a restart
                 # without persistence): keep it shared.
@@ -121,7 +117,6 @@ class SharedSessions:
         try:
             entry = await self._adopt(principal, session_id, lambda s: _restore(s, state))
             entry.shared_record = record
-            entry.shared_checked = now
         finally:
             del self._adopting[session_id]
             done.set()
@@ -167,12 +162,16 @@ class SharedSessions:
         return send_after_save
 
     async def forget(self, entry: SessionEntry) -> None:
-        """The client ended the session: remove it from the store (bounded)."""
+        """The client ended the session: remove it from the store (bounded), and tell the
+        other replicas, which end their copies (see :meth:`ReplicaRelay._heard`)."""
         try:
             await self.store.drop_session(entry.session_id, self.ttl)
         except StoreUnavailable as error:
             message = "session %s… ended here, but its shared record stays until it expires"
             log_unavailable(logger, logging.WARNING, error, message, entry.session_id[:8])
+        # After the marker is stored: a replica that lets its copy go on hearing this
+        # must find the session ended should the client ask it again.
+        self.store.bus.publish_nowait({"t": "ended", "s": entry.session_id})
 
 
 def _parse(record: bytes, principal: Hashable | None, kind: str) -> dict[str, Any] | None:

@@ -59,7 +59,6 @@ class SessionEntry:
         "released",
         "session",
         "session_id",
-        "shared_checked",
         "shared_record",
         "transport",
     )
@@ -88,8 +87,6 @@ class SessionEntry:
         self.released = False
         #: The record last saved to (or read from) a shared store (trimcp.stores.sharing).
         self.shared_record: bytes | None = None
-        #: When the shared store last confirmed the session (Trio clock; -inf: never).
-        self.shared_checked = float("-inf")
 
     def touch(self) -> None:
         """Record activity now (the idle reaper looks at the least recent first)."""
