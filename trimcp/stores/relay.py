@@ -104,8 +104,15 @@ class ReplicaRelay:
             unsubscribe()
             if attach is not None:
                 attach(None)  # served no more: its changes concern this process only
-            # Task records stay in the shared store: tasks still in their shutdown grace
-            # record how they ended there, where the other replicas read it.
+            # Task records stay in the shared store, and the tasks running here end now,
+            # while it is open (it closes when serving ends, perhaps before the server's
+            # own shutdown, e.g. under `trimcp run`, which enters the lifespan around
+            # serving): each records how it ended ("cancelled") where the other replicas
+            # read it, instead of failing later on a closed store.
+            if attach_tasks is not None and isinstance(self.store, SharesTasks):
+                end_tasks = getattr(getattr(handler, "tasks", None), "end_tasks", None)
+                if end_tasks is not None:
+                    await end_tasks()
 
     # --- messages for a GET stream open on another replica --------------------------------
 

@@ -225,11 +225,33 @@ class TaskManager:
                 yield
             finally:
                 self._accepting = False
-                with trio.CancelScope(shield=True) as grace:
-                    grace.deadline = trio.current_time() + self.options.shutdown_grace
-                    await self._idle.wait()
+                await self._grace()
                 self.cancel_all()
                 self._nursery = None
+
+    async def end_tasks(self) -> None:
+        """End every task running in this process now, as a shutdown does: refuse new
+        tasks, wait up to ``options.shutdown_grace`` for running ones, cancel the rest and
+        wait until their ends are recorded in the store (bounded).
+
+        For whoever closes the store the tasks record into while the nursery's owner lives
+        on (the HTTP server closes its shared store before a lifespan entered around it
+        ends): their final status must reach the store while it is open. New tasks are
+        accepted again afterwards if the nursery is still open. Shielded: cancellation
+        does not cut it short.
+        """
+        was_accepting = self._accepting
+        self._accepting = False
+        await self._grace()
+        self.cancel_all()
+        with trio.CancelScope(shield=True), trio.move_on_after(STORE_TIMEOUT + 1.0):
+            await self._idle.wait()  # each task records its end, bounded by STORE_TIMEOUT
+        self._accepting = was_accepting and self._nursery is not None
+
+    async def _grace(self) -> None:
+        with trio.CancelScope(shield=True) as grace:
+            grace.deadline = trio.current_time() + self.options.shutdown_grace
+            await self._idle.wait()
 
     def cancel_all(self) -> None:
         """Cancel every task running in this process now (recorded ``cancelled``, "shut
