@@ -8,6 +8,11 @@ Run it::
 
     python examples/everything_server.py                          # stdio
     python examples/everything_server.py --transport http --port 8000 [--host 127.0.0.1]
+    python examples/everything_server.py --transport http --store redis://HOST:PORT/DB
+
+With ``--store redis://...`` replicas behind a load balancer share sessions, events,
+tasks and the dynamic tool and prompt (their toggles are kept in the store: see
+``SharedToggles``).
 
 Over HTTP it serves Streamable HTTP at ``http://HOST:PORT/mcp`` (``--port 0`` picks a free
 port) and prints that URL on stdout once it listens; SIGINT or SIGTERM stops it (every
@@ -24,7 +29,7 @@ import signal
 import sys
 import wave
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import attrs
 import trio
@@ -32,7 +37,9 @@ import trio
 from trimcp import Context, McpError, Server, ToolError, serve_http
 from trimcp.errors import INTERNAL_ERROR
 from trimcp.server import Audio, Image, PromptMessage, user_message
+from trimcp.server.middleware import Call, Next
 from trimcp.server.tasks import start_task
+from trimcp.stores import Store, store_from_url
 from trimcp.transports.http_server import close_request_stream
 from trimcp.types import (
     CallToolResult,
@@ -42,6 +49,9 @@ from trimcp.types import (
     TextContent,
     TextResourceContents,
 )
+
+if TYPE_CHECKING:
+    from trimcp.stores.redis import RedisStore
 
 #: A 1x1 PNG (one opaque red pixel).
 PNG_BYTES = base64.b64decode(
@@ -531,24 +541,72 @@ def _dynamic_prompt() -> str:
     return "dynamic"
 
 
+# The dynamic entries are registered once, hidden, and shown or hidden by the triggers.
+# Whether they show is kept in the store when the replicas share one (`--store redis://`):
+# a trigger run on one replica shows the entry on every replica, as one process would.
+# Each trigger increments a counter there (odd: shown); each replica reads the counters
+# before it lists or calls (one Redis round trip) and sets its entries to match quietly
+# (the replica that ran the trigger already told every replica's clients of the change).
+DYNAMIC_TOOL = app.add_tool(_dynamic_tool, name="test_dynamic_tool")
+DYNAMIC_TOOL.disable()
+DYNAMIC_PROMPT = app.add_prompt(_dynamic_prompt, name="test_dynamic_prompt")
+DYNAMIC_PROMPT.disable()
+_TOGGLES = {"tools": DYNAMIC_TOOL, "prompts": DYNAMIC_PROMPT}
+
+
+class SharedToggles:
+    """The dynamic entries' toggles in a Redis store the replicas share."""
+
+    def __init__(self, store: RedisStore) -> None:
+        self.store = store
+        self.keys = {kind: store.key("everything", "dynamic", kind) for kind in _TOGGLES}
+
+    async def flip(self, kind: str) -> bool:
+        """Flip ``kind``'s entry for every replica; whether it shows now."""
+        count = await self.store.client.execute("INCR", self.keys[kind])
+        return isinstance(count, int) and count % 2 == 1
+
+    async def sync(self) -> None:
+        """Show or hide this replica's entries as the store says, without notifying."""
+        counts = await self.store.client.execute("MGET", *self.keys.values())
+        assert isinstance(counts, list)
+        for handle, count in zip(_TOGGLES.values(), counts, strict=True):
+            handle.enabled = isinstance(count, bytes) and int(count) % 2 == 1
+
+
+#: Set while serving with a shared Redis store (see serve_http_until_signalled).
+_shared: SharedToggles | None = None
+
+
+async def _synced_entries(call: Call, call_next: Next) -> Any:
+    if _shared is not None and call.kind == "request" and call.method.split("/")[0] in _TOGGLES:
+        await _shared.sync()
+    return await call_next(call)
+
+
+app.add_middleware(_synced_entries)
+
+
+async def _toggle(kind: str) -> str:
+    handle = _TOGGLES[kind]
+    show = await _shared.flip(kind) if _shared is not None else not handle.enabled
+    if show:
+        handle.enable()  # notifies this replica's sessions, and the other replicas'
+    else:
+        handle.disable()
+    return "Mutation triggered"
+
+
 @app.tool()
-def test_trigger_tool_change() -> str:
+async def test_trigger_tool_change() -> str:
     """Add or remove test_dynamic_tool (a tools list change)."""
-    if app.get_tool("test_dynamic_tool") is None:
-        app.add_tool(_dynamic_tool, name="test_dynamic_tool")
-    else:
-        app.remove_tool("test_dynamic_tool")
-    return "Mutation triggered"
+    return await _toggle("tools")
 
 
 @app.tool()
-def test_trigger_prompt_change() -> str:
+async def test_trigger_prompt_change() -> str:
     """Add or remove test_dynamic_prompt (a prompts list change)."""
-    if "test_dynamic_prompt" in app.prompts:
-        app.remove_prompt("test_dynamic_prompt")
-    else:
-        app.add_prompt(_dynamic_prompt, name="test_dynamic_prompt")
-    return "Mutation triggered"
+    return await _toggle("prompts")
 
 
 @app.tool(
@@ -661,7 +719,27 @@ async def test_tool_with_task(ctx: Context) -> CallToolResult:
 
 
 async def serve_http_until_signalled(host: str, port: int, store: str | None = None) -> None:
-    """Serve over Streamable HTTP until SIGINT/SIGTERM; print the URL once listening."""
+    """Serve over Streamable HTTP until SIGINT/SIGTERM; print the URL once listening.
+
+    ``store``: a store URL (``redis://...``: the replicas behind a balancer share it, and
+    the dynamic entries' toggles with it)."""
+    global _shared
+    opened = store_from_url(store) if store is not None else None
+    if opened is not None and opened.shared:
+        from trimcp.stores.redis import RedisStore  # loaded only when asked for
+
+        assert isinstance(opened, RedisStore)
+        _shared = SharedToggles(opened)
+    try:
+        await _serve_until_signalled(host, port, opened)
+    finally:
+        _shared = None
+        if opened is not None:
+            with trio.CancelScope(shield=True):
+                await opened.aclose()
+
+
+async def _serve_until_signalled(host: str, port: int, store: Store | None) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
 
         async def stop() -> None:

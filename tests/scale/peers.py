@@ -170,8 +170,13 @@ class Nginx:
 REPLICA_APP = Path(__file__).with_name("replica_app.py")
 
 
+EVERYTHING_SERVER = ROOT / "examples" / "everything_server.py"
+
+
 class Replica:
-    """One ``trimcp run tests/scale/replica_app.py`` process on its own port."""
+    """One ``trimcp run tests/scale/replica_app.py`` process on its own port (``script``:
+    ``python APP --transport http ...``, an app with its own command line, such as
+    examples/everything_server.py)."""
 
     def __init__(
         self,
@@ -180,18 +185,18 @@ class Replica:
         port: int | None = None,
         app: Path = REPLICA_APP,
         env: Mapping[str, str] | None = None,
+        script: bool = False,
     ) -> None:
         self.port = free_port() if port is None else port
         self.store_url = store_url
         self.extra = extra
         self.app = app
         self.env = dict(env or {})
+        self.script = script
+        command = [str(app)] if script else ["-m", "trimcp", "run", str(app)]
         args = [
             sys.executable,
-            "-m",
-            "trimcp",
-            "run",
-            str(app),
+            *command,
             "--transport",
             "http",
             "--port",
@@ -222,7 +227,14 @@ class Replica:
 
     def respawn(self) -> Replica:
         """A fresh replica on this one's port (after it stopped)."""
-        return Replica(self.store_url, *self.extra, port=self.port, app=self.app, env=self.env)
+        return Replica(
+            self.store_url,
+            *self.extra,
+            port=self.port,
+            app=self.app,
+            env=self.env,
+            script=self.script,
+        )
 
     def stop(self) -> None:
         stop(self.process)
@@ -270,10 +282,13 @@ def open_cluster(
     app: Path = REPLICA_APP,
     marks: Path | None = None,
     marks_variable: str = "SCALE_MARKS",
+    script: bool = False,
+    extra: tuple[str, ...] = (),
 ) -> Iterator[Cluster]:
     """Start ``count`` replicas of ``app`` on ``redis`` and nginx in front of them (its
     files in ``workdir``; the apps' marks in ``marks``, by default ``workdir/marks``);
-    stop them all on the way out, whatever happened."""
+    stop them all on the way out, whatever happened. ``script``, ``extra``: as
+    :class:`Replica` takes them."""
     if marks is None:
         marks = workdir / "marks"
         marks.mkdir(exist_ok=True)
@@ -281,7 +296,9 @@ def open_cluster(
     replicas: list[Replica] = []
     nginx: Nginx | None = None
     try:
-        replicas = [Replica(redis.url, app=app, env=env) for _ in range(count)]
+        replicas = [
+            Replica(redis.url, *extra, app=app, env=env, script=script) for _ in range(count)
+        ]
         nginx = Nginx(nginx_binary, workdir, [r.port for r in replicas])
         yield Cluster(redis, replicas, nginx, marks)
     finally:
@@ -300,6 +317,8 @@ def cluster_fixture(
     app: Path = REPLICA_APP,
     marks_variable: str = "SCALE_MARKS",
     scope: Literal["module", "function"] = "module",
+    script: bool = False,
+    extra: tuple[str, ...] = (),
 ) -> Any:
     """A pytest fixture opening a :func:`open_cluster` for each module (or each test):
     ``cluster = cluster_fixture(app=BUS_APP, marks_variable="BUS_MARKS")``."""
@@ -318,6 +337,8 @@ def cluster_fixture(
             count=count,
             app=app,
             marks_variable=marks_variable,
+            script=script,
+            extra=extra,
         ) as opened:
             yield opened
 
