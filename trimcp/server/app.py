@@ -202,9 +202,12 @@ class Server:
             self._count_change,
             max_subscriptions=max_subscriptions,
             on_task_cancelled=self.tasks.stop_if_cancelled,
+            on_task_answered=self.tasks.answer,
         )
         # A tasks/cancel taken here for a task another replica runs: tell that replica.
         self.tasks.cancelled_elsewhere = self._replicas.task_cancelled
+        # Likewise the answers of a tasks/update.
+        self.tasks.answered_elsewhere = self._replicas.task_answered
         #: Tools whose input schema marks parameters with ``x-mcp-header`` (2026-07-28).
         self._header_params: dict[str, dict[str, tuple[str, ...]]] = {}
         self.task_owner: task_methods.OwnerFunction = task_owner or task_methods.default_owner

@@ -59,11 +59,13 @@ class ReplicaLink:
         *,
         max_subscriptions: int,
         on_task_cancelled: Callable[[str], Awaitable[None]],
+        on_task_answered: Callable[[str, str, object], bool] | None = None,
     ) -> None:
         self._sessions = sessions
         self._hub = hub
         self._on_list_changed = on_list_changed
         self._on_task_cancelled = on_task_cancelled
+        self._on_task_answered = on_task_answered
         self._max_subscriptions = max_subscriptions
         self.bus: Bus = MemoryBus()
         #: Shared sessions whose log level this replica has read from the store.
@@ -98,6 +100,11 @@ class ReplicaLink:
         recorded in the shared store): tell the replica running it (synchronous)."""
         self.bus.publish_nowait({"t": "task-cancel", "id": task_id})
 
+    def task_answered(self, task_id: str, responses: dict[str, object]) -> None:
+        """``tasks/update`` answered questions of task ``task_id``, which runs on another
+        replica: pass the answers to it (synchronous)."""
+        self.bus.publish_nowait({"t": "task-answer", "id": task_id, "r": responses})
+
     # --- heard from the bus ---------------------------------------------------------------
 
     async def _heard(self, message: BusMessage) -> None:
@@ -108,6 +115,14 @@ class ReplicaLink:
             await self._resource_updated(message["uri"])
         elif kind == "task-cancel" and isinstance(message.get("id"), str):
             await self._on_task_cancelled(message["id"])
+        elif (
+            kind == "task-answer"
+            and isinstance(message.get("id"), str)
+            and isinstance(message.get("r"), dict)
+            and self._on_task_answered is not None
+        ):
+            for key, response in message["r"].items():
+                self._on_task_answered(message["id"], key, response)  # not running here: no-op
         elif kind == "level" and message.get("l") in _LEVELS:
             for session, state in self._sessions.live():
                 if _shared_id(session) == message.get("s"):

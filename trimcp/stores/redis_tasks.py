@@ -62,6 +62,7 @@ def _encode(record: TaskRecord, replica: str) -> bytes:
             "expires": unix_expiry,
             "result": record.result,
             "error": record.error,
+            "inputs": record.input_requests,
             "runner": replica,
         },
         separators=(",", ":"),
@@ -86,6 +87,7 @@ def _decode(raw: bytes) -> tuple[TaskRecord, str]:
         expires_at=expires_at,
         result=data["result"],
         error=data["error"],
+        input_requests=data.get("inputs"),
     )
     return record, str(data["runner"])
 

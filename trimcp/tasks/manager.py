@@ -178,6 +178,9 @@ class TaskManager:
         #: runs on another replica of a shared store): the server tells the other
         #: replicas, whose :meth:`stop_if_cancelled` ends it. None: nobody to tell.
         self.cancelled_elsewhere: Callable[[str], None] | None = None
+        #: Called with a task id and ``tasks/update``'s answers taken here for a task
+        #: that runs on another replica: the server passes them on (None: nobody to tell).
+        self.answered_elsewhere: Callable[[str, dict[str, Any]], None] | None = None
 
     # --- lifetime -------------------------------------------------------------------
 
@@ -416,9 +419,15 @@ class TaskManager:
 
     async def _set_status(self, live: _Live, status: TaskStatus, message: str | None) -> None:
         record = live.record
-        if record.terminal or (record.status == status and record.status_message == message):
+        questions = _questions(live) if status == "input_required" else None
+        if record.terminal or (
+            record.status == status
+            and record.status_message == message
+            and record.input_requests == questions
+        ):
             return
         record.status, record.status_message = status, message
+        record.input_requests = questions
         record.updated_at = self.now()
         await self.store.save(record)
         await self._changed(live)
@@ -458,15 +467,42 @@ class TaskManager:
             # Withdrawn (cancelled, timed out): a tasks/result forwarding it stops too.
             item.resolve(error=McpError(INTERNAL_ERROR, f"the task no longer waits for {method}"))
             live.inputs.remove(item)
-            if not live.inputs.pending and not waited_cancelled(live):
+            if not waited_cancelled(live):
                 with trio.CancelScope(shield=True) as bound:
                     bound.deadline = trio.current_time() + STORE_TIMEOUT
-                    await self._set_status(live, "working", None)
+                    if live.inputs.pending:  # the questions left, where replicas read them
+                        await self._set_status(live, "input_required", live.record.status_message)
+                    else:
+                        await self._set_status(live, "working", None)
 
     def pending_inputs(self, task_id: str) -> Sequence[PendingInput]:
         """The questions task ``task_id`` waits on now (none when it runs elsewhere)."""
         live = self._live.get(task_id)
         return list(live.inputs.pending.values()) if live is not None else ()
+
+    async def answer_anywhere(self, task_id: str, responses: dict[str, Any]) -> None:
+        """Deliver ``tasks/update``'s answers: to the task if it runs here, else (a store
+        the replicas share) to the replica running it, through
+        :attr:`answered_elsewhere`; the stored questions lose the answered keys at once,
+        so a ``tasks/get`` on any replica shows only those still open. Raises
+        StoreUnavailable. Cancellation: some answers may have been delivered."""
+        if task_id in self._live or self.answered_elsewhere is None:
+            for key, response in responses.items():
+                # Unknown, answered or superseded keys are ignored, as the extension says.
+                self.answer(task_id, key, response)
+            return
+        record = await self.store.get(task_id)
+        if record is None or record.terminal or not record.input_requests:
+            return
+        left = {k: v for k, v in record.input_requests.items() if k not in responses}
+        if len(left) == len(record.input_requests):
+            return  # nothing it waits on
+        self.answered_elsewhere(task_id, responses)
+        record.input_requests = left or None
+        if not left:
+            record.status, record.status_message = "working", None
+        record.updated_at = self.now()
+        await self.store.save(record)
 
     def answer(self, task_id: str, key: str, response: Any) -> bool:
         """Deliver the wire-form answer to question ``key`` (``tasks/update``). Unknown or
@@ -646,3 +682,13 @@ def _first_text(result: dict[str, Any]) -> str | None:
                 if isinstance(text, str):
                     return text[:500]
     return None
+
+
+def _questions(live: _Live) -> dict[str, dict[str, Any]] | None:
+    """The questions ``live`` waits on, in wire form by key (None: none)."""
+    pending = {
+        item.key: {"method": item.method, "params": item.params}
+        for item in live.inputs.pending.values()
+        if not item.done
+    }
+    return pending or None

@@ -147,6 +147,10 @@ class TaskRecord:
     expires_at: float | None
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    #: The questions an ``input_required`` task waits on, by key, in wire form
+    #: (``{"method": ..., "params": ...}``), kept with the record so that every replica
+    #: sharing the store shows them (None: none).
+    input_requests: dict[str, dict[str, Any]] | None = None
 
     @property
     def terminal(self) -> bool:

@@ -21,9 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from trimcp.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, McpError
+from trimcp.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    McpError,
+)
 from trimcp.protocol import tasks_ext
 from trimcp.session.context import RequestContext
+from trimcp.stores.base import StoreUnavailable
 from trimcp.tasks.store import TaskRecord
 from trimcp.types import ServerCapabilities
 
@@ -98,11 +104,15 @@ def detailed_task(manager: TaskManager, record: TaskRecord) -> dict[str, Any]:
     elif record.status == "failed":
         task["error"] = record.error or {"code": -32603, "message": "Internal error"}
     elif record.status == "input_required":
-        task["inputRequests"] = {
-            item.key: {"method": item.method, "params": item.params}
-            for item in manager.pending_inputs(record.task_id)
-            if not item.done
-        }
+        here = manager.pending_inputs(record.task_id)
+        if here:
+            task["inputRequests"] = {
+                item.key: {"method": item.method, "params": item.params}
+                for item in here
+                if not item.done
+            }
+        else:  # running on another replica: the questions it stored
+            task["inputRequests"] = dict(record.input_requests or {})
     return task
 
 
@@ -140,9 +150,10 @@ async def tasks_update(server: Server, owner: str | None, ctx: RequestContext) -
             {"path": "inputResponses", "reason": "expected an object"},
         )
     await server.tasks.find(task_id, owner)
-    for key, response in responses.items():
-        # Unknown, answered or superseded keys are ignored, as the extension says.
-        server.tasks.answer(task_id, key, response)
+    try:
+        await server.tasks.answer_anywhere(task_id, responses)
+    except StoreUnavailable as error:
+        raise McpError(INTERNAL_ERROR, f"Could not pass the answers on: {error}") from None
     return {}
 
 
