@@ -20,9 +20,10 @@ from trimcp.client import Era, connect_http, connect_transport
 from trimcp.errors import McpError
 from trimcp.protocol import modern
 from trimcp.protocol.jsonrpc import Request
+from trimcp.protocol.stateless import prepare
 from trimcp.proxy import ProxyServer
 from trimcp.session import serve_session
-from trimcp.session.stateless import prepare, run_request
+from trimcp.session.stateless import run_request
 from trimcp.session.transport import Transport
 from trimcp.transports.http_server import serve_http
 from trimcp.transports.memory import memory_transport_pair

@@ -12,9 +12,10 @@ import pytest
 from trimcp import Context, Server
 from trimcp.protocol import modern
 from trimcp.protocol.jsonrpc import Request
+from trimcp.protocol.stateless import RequestRefused, prepare
 from trimcp.server.input_required import InputOptions
 from trimcp.server.stateless import StatelessOptions
-from trimcp.session.stateless import RequestRefused, prepare, run_request
+from trimcp.session.stateless import run_request
 from trimcp.stores.request_state import (
     MAX_TOKEN,
     InvalidRequestState,

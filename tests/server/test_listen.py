@@ -10,8 +10,9 @@ import trio.testing
 from trimcp import Server
 from trimcp.protocol import modern
 from trimcp.protocol.jsonrpc import Request
+from trimcp.protocol.stateless import prepare
 from trimcp.server.stateless import StatelessOptions
-from trimcp.session.stateless import Answer, prepare, run_request
+from trimcp.session.stateless import Answer, run_request
 
 
 class Outlet:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
+from trimcp._validators import DEFAULT
 from trimcp.errors import LocalProtocolError
 from trimcp.protocol.events import ProgressToken
 from trimcp.protocol.jsonrpc import RequestId
@@ -16,8 +17,6 @@ from trimcp.session.outbound import ProgressCallback
 if TYPE_CHECKING:
     from trimcp.protocol.modern import TraceContext
     from trimcp.session.engine import Session
-
-_DEFAULT: Any = object()
 
 
 class Outlet(Protocol):
@@ -159,7 +158,7 @@ class RequestContext:
         method: str,
         params: Any = None,
         *,
-        timeout: float | None = _DEFAULT,
+        timeout: float | None = DEFAULT,
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
     ) -> Any:
@@ -175,7 +174,7 @@ class RequestContext:
                 "ctx.sample and ctx.list_roots do this)"
             )
         kwargs: dict[str, Any] = {}
-        if timeout is not _DEFAULT:
+        if timeout is not DEFAULT:
             kwargs["timeout"] = timeout
         return await self.session.send_request(
             method,

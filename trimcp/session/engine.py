@@ -28,6 +28,7 @@ from typing import Any, Protocol
 import trio
 
 from trimcp._groups import open_nursery_unwrapped
+from trimcp._validators import DEFAULT
 from trimcp.errors import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
@@ -71,7 +72,6 @@ from trimcp.session.transport import MessageTooLarge, Outgoing, Transport
 
 logger = logging.getLogger("trimcp.session")
 
-_DEFAULT: Any = object()
 _PEER_GONE = (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError)
 
 
@@ -279,7 +279,7 @@ class Session:
         method: str,
         params: Any = None,
         *,
-        timeout: float | None = _DEFAULT,
+        timeout: float | None = DEFAULT,
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
         related_request_id: RequestId | None = None,
@@ -304,7 +304,7 @@ class Session:
             raise SessionClosed(f"Cannot send {method}: {self.close_reason or 'session closing'}")
         if self._phase:
             self.wake()
-        if timeout is _DEFAULT:
+        if timeout is DEFAULT:
             timeout = self.options.request_timeout
         elif timeout is None:
             timeout = math.inf
@@ -375,7 +375,7 @@ class Session:
         method: Method[P, R],
         params: P,
         *,
-        timeout: float | None = _DEFAULT,
+        timeout: float | None = DEFAULT,
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
     ) -> R:
@@ -425,7 +425,7 @@ class Session:
         await self.send_notification("notifications/initialized")
         return result
 
-    async def ping(self, *, timeout: float | None = _DEFAULT) -> None:
+    async def ping(self, *, timeout: float | None = DEFAULT) -> None:
         """Send ``ping`` and wait for the answer."""
         await self.send_request("ping", timeout=timeout)
 

@@ -36,10 +36,11 @@ from trimcp.protocol.jsonrpc import (
     notification_object,
     parse_json,
 )
+from trimcp.protocol.stateless import RequestRefused, prepare
 from trimcp.session.context import RequestContext
 from trimcp.session.engine import Session, serve_session
 from trimcp.session.options import SessionOptions
-from trimcp.session.stateless import RequestRefused, StatelessHandler, prepare, run_request
+from trimcp.session.stateless import StatelessHandler, run_request
 from trimcp.session.transport import Decoded, MessageTooLarge, Outgoing, Transport
 
 logger = logging.getLogger("trimcp.session")

@@ -44,13 +44,9 @@ from trimcp.http.security import accepts
 from trimcp.protocol import modern
 from trimcp.protocol.jsonrpc import Notification, Request, RequestId, dump_json, encode_error
 from trimcp.protocol.jsonrpc import notification_object as _notification
+from trimcp.protocol.stateless import RequestRefused, prepare
 from trimcp.protocol.versions import STATELESS_VERSIONS
-from trimcp.session.stateless import (
-    RequestRefused,
-    StatelessHandler,
-    prepare,
-    run_request,
-)
+from trimcp.session.stateless import StatelessHandler, run_request
 from trimcp.transports.http_server.asgi import (
     JSON_TYPE,
     SSE_HEADERS,

@@ -1,0 +1,120 @@
+"""Preparing one 2026-07-28 request, sans I/O: read its ``_meta``, agree, admit, type.
+
+A 2026 request carries its protocol version, client capabilities and client info. Before
+anything runs, :func:`prepare` reads that envelope into the request's own
+:class:`~trimcp.protocol.negotiated.Negotiated` (through the server's
+:class:`Negotiator`), admits the method and types its params with the one admission rule of
+both eras (:func:`~trimcp.protocol.admission.admit_request`), and returns a
+:class:`Prepared` request, or raises :class:`RequestRefused` carrying the error to answer
+with. Every transport (HTTP, stdio, the proxy) prepares through it; running the handler
+is the session layer's job (:mod:`trimcp.session.stateless`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+
+from trimcp import serde
+from trimcp._record import Record
+from trimcp.errors import McpError, RemoteProtocolError
+from trimcp.protocol import modern
+from trimcp.protocol.admission import admit_request
+from trimcp.protocol.jsonrpc import Request, RequestId, encode_error
+from trimcp.protocol.negotiated import Negotiated
+
+
+@runtime_checkable
+class Negotiator(Protocol):
+    """What a server offers 2026-07-28 requests: ``negotiate_request`` builds one request's
+    agreement from its ``_meta`` (raise :class:`RemoteProtocolError` to refuse it, e.g.
+    ``-32021``); ``advertised_versions`` are the versions an
+    ``UnsupportedProtocolVersionError`` names."""
+
+    @property
+    def advertised_versions(self) -> tuple[str, ...]: ...
+
+    def negotiate_request(self, meta: modern.RequestMeta) -> Negotiated: ...
+
+
+class RequestRefused(Exception):
+    """A 2026 request refused before its handler ran; ``error`` is the answer.
+
+    ``malformed``: the envelope itself was at fault (HTTP 400 whatever the code; see
+    :func:`~trimcp.protocol.modern.http_status`).
+    """
+
+    def __init__(self, request_id: RequestId, error: McpError, *, malformed: bool) -> None:
+        super().__init__(error.message)
+        self.request_id = request_id
+        self.error = error
+        self.malformed = malformed
+
+    def encode(self) -> bytes:
+        return encode_error(self.request_id, self.error)
+
+    @property
+    def http_status(self) -> int:
+        return modern.http_status(self.error.code, malformed=self.malformed)
+
+
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class Prepared(Record):
+    """A 2026 request that passed its checks, ready to run."""
+
+    request_id: RequestId
+    method: str
+    params: Any
+    progress_token: int | str | None
+    negotiated: Negotiated
+    trace: modern.TraceContext | None = None
+
+
+def prepare(handler: Negotiator, request: Request) -> Prepared:
+    """Check a 2026 request and build its :class:`Negotiated` (sans I/O).
+
+    Raises :class:`RequestRefused`: ``-32602`` for a missing or malformed ``_meta``
+    field, ``-32022`` for an unsupported version (both malformed), ``-32601`` for a
+    removed or unknown method, ``-32602`` for params that do not fit the method.
+    """
+    request_id = request.id
+    try:
+        meta = modern.read_request_meta(request.params, advertise=handler.advertised_versions)
+        negotiated = handler.negotiate_request(meta)
+    except RemoteProtocolError as exc:
+        raise RequestRefused(request_id, exc, malformed=True) from None
+    try:
+        params = admit_request(
+            request.method,
+            request.params,
+            peer="client",
+            version=negotiated.protocol_version,
+            capabilities=_wire_capabilities(negotiated.server_capabilities),
+        )
+    except RemoteProtocolError as exc:
+        raise RequestRefused(request_id, exc, malformed=False) from None
+    token = request.params.get("_meta", {}).get("progressToken") if request.params else None
+    return Prepared(
+        request_id=request_id,
+        method=request.method,
+        params=params,
+        progress_token=token if type(token) in (int, str) else None,
+        negotiated=negotiated,
+        trace=meta.trace,
+    )
+
+
+_last_capabilities: tuple[object, dict[str, Any]] | None = None
+
+
+def _wire_capabilities(capabilities: object) -> dict[str, Any]:
+    """The wire form of a server's capabilities, kept for the object seen last (a server
+    hands every request the same object until what it registers changes)."""
+    global _last_capabilities
+    last = _last_capabilities
+    if last is not None and last[0] is capabilities:
+        return last[1]
+    wire: dict[str, Any] = serde.unstructure(capabilities)
+    _last_capabilities = (capabilities, wire)
+    return wire
