@@ -69,14 +69,15 @@ def make_app(work: float, poll: float) -> trimcp.Server:
 async def concurrent_tasks(count: int, work: float, poll: float) -> dict[str, Any]:
     app = make_app(work, poll)
     polls = changes = 0
-    get_task = app._requests["tasks/get"]
+    get_task = app.methods.get("tasks/get")
+    assert get_task is not None
 
     def counted(ctx: Any) -> Any:
         nonlocal polls
         polls += 1
         return get_task(ctx)
 
-    app._requests["tasks/get"] = counted
+    app.methods.add_named("tasks/get", counted)
     async with (
         app.tasks.open(),
         open_test_client(app, max_buffered=4096, mode="legacy") as client,

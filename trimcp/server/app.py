@@ -30,14 +30,29 @@ from trimcp.auth.principal import AuthInfo
 from trimcp.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, McpError
 from trimcp.protocol import modern
 from trimcp.protocol.lifecycle import Role
+from trimcp.protocol.methods import (
+    CALL_TOOL,
+    COMPLETE,
+    GET_PROMPT,
+    LIST_PROMPTS,
+    LIST_RESOURCE_TEMPLATES,
+    LIST_RESOURCES,
+    LIST_TOOLS,
+    READ_RESOURCE,
+    SET_LOG_LEVEL,
+    SUBSCRIBE,
+    UNSUBSCRIBE,
+)
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.pagination import paginate
-from trimcp.protocol.versions import SUPPORTED_VERSIONS, negotiate_version
+from trimcp.protocol.versions import SUPPORTED_VERSIONS
 from trimcp.server.completion import Completions
 from trimcp.server.context import Context
+from trimcp.server.dispatch import MethodRegistry
 from trimcp.server.lifespan import Lifespan, LifespanRunner
 from trimcp.server.listen import ListenHub
 from trimcp.server.logging import DEFAULT_LOG_BUFFER, LogBuffer, StdlibBridge, check_level
+from trimcp.server.lowlevel import answer_initialize
 from trimcp.server.middleware import Call, Middleware, Next, build_chain
 from trimcp.server.mount import Mount, prefixed_uri
 from trimcp.server.prompts import RegisteredPrompt
@@ -82,14 +97,25 @@ if TYPE_CHECKING:
     # completion types are imported where used (a server that never completes, a stdio
     # server starting, never loads them)
     from trimcp.auth.resource import ProtectedResource
-    from trimcp.types import CompleteResult, PromptReference, ResourceTemplateReference
+    from trimcp.types import (
+        CallToolRequestParams,
+        CompleteRequestParams,
+        CompleteResult,
+        GetPromptRequestParams,
+        PaginatedRequestParams,
+        PromptReference,
+        ReadResourceRequestParams,
+        ResourceTemplateReference,
+        SetLevelRequestParams,
+        SubscribeRequestParams,
+        UnsubscribeRequestParams,
+    )
 
 P = ParamSpec("P")
 R = TypeVar("R")
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
-RequestHandler = Callable[[RequestContext], Any]
 NotificationHandler = Callable[[Session, Any], Any]
 
 
@@ -211,20 +237,23 @@ class Server:
         #: Tools whose input schema marks parameters with ``x-mcp-header`` (2026-07-28).
         self._header_params: dict[str, dict[str, tuple[str, ...]]] = {}
         self.task_owner: task_methods.OwnerFunction = task_owner or task_methods.default_owner
-        self._requests: dict[str, RequestHandler] = {
-            "tools/list": self._list_tools,
-            "tools/call": self._call_tool,
-            "resources/list": self._list_resources,
-            "resources/templates/list": self._list_templates,
-            "resources/read": self._read_resource,
-            "resources/subscribe": self._subscribe,
-            "resources/unsubscribe": self._unsubscribe,
-            "prompts/list": self._list_prompts,
-            "prompts/get": self._get_prompt,
-            "completion/complete": self._complete,
-            "logging/setLevel": self._set_level,
-            **task_methods.request_handlers(self),
-        }
+        #: The request handlers by method: the built-ins, typed by the method table, on
+        #: the same registry a LowLevelServer uses (trimcp.server.dispatch).
+        self.methods = MethodRegistry()
+        methods = self.methods
+        methods.add(LIST_TOOLS, self._list_tools)
+        methods.add(CALL_TOOL, self._call_tool)
+        methods.add(LIST_RESOURCES, self._list_resources)
+        methods.add(LIST_RESOURCE_TEMPLATES, self._list_templates)
+        methods.add(READ_RESOURCE, self._read_resource)
+        methods.add(SUBSCRIBE, self._subscribe)
+        methods.add(UNSUBSCRIBE, self._unsubscribe)
+        methods.add(LIST_PROMPTS, self._list_prompts)
+        methods.add(GET_PROMPT, self._get_prompt)
+        methods.add(COMPLETE, self._complete)
+        methods.add(SET_LOG_LEVEL, self._set_level)
+        for name, handler in task_methods.request_handlers(self).items():
+            methods.add_named(name, handler)  # 2025 tasks/* and the 2026 extension's
 
     def __repr__(self) -> str:
         return f"<Server {self.info.name!r} {self.info.version}>"
@@ -612,11 +641,8 @@ class Server:
         return any(task_methods.task_support(tool) != "forbidden" for tool in self.tools.enabled())
 
     def initialize_result(self, params: InitializeRequestParams) -> InitializeResult:
-        return InitializeResult(
-            protocol_version=negotiate_version(params.protocol_version, self.supported_versions),
-            capabilities=self.capabilities(),
-            server_info=self.info,
-            instructions=self.instructions,
+        return answer_initialize(
+            params, self.info, self.capabilities(), self.instructions, self.supported_versions
         )
 
     # --- SessionHandler -----------------------------------------------------------------
@@ -707,7 +733,7 @@ class Server:
     async def _answer(self, ctx: RequestContext) -> Any:
         session = ctx.session
         if session is None:
-            return await self._stateless.handle(ctx, self._requests.get(ctx.method))
+            return await self._stateless.handle(ctx, self.methods.get(ctx.method))
         if ctx.method == "initialize":
             self._sessions.state(session)
             return self.initialize_result(ctx.params)
@@ -721,7 +747,7 @@ class Server:
                 "on a session opened with initialize; send it without the session (no "
                 "Mcp-Session-Id), or without the 2026 _meta envelope",
             )
-        handler = self._requests.get(ctx.method)
+        handler = self.methods.get(ctx.method)
         if handler is None:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {ctx.method}")
         state = self._sessions.state(session)
@@ -754,43 +780,51 @@ class Server:
     ) -> tuple[list[Any], str | None]:
         return paginate(items, cursor, self.page_size, salt=f"{self._cursor_secret}{kind}", key=key)
 
-    async def _list_tools(self, ctx: RequestContext) -> ListToolsResult:
+    async def _list_tools(
+        self, ctx: RequestContext, params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
         version = ctx.negotiated.protocol_version if ctx.negotiated else None
         tools = [
             tool.definition(version)
             for tool in _visible(self.tools.enabled(), ctx, "tools/call", "name")
         ]
-        page, cursor = self._page(tools, ctx.params.cursor, "tools/list", _by_name)
+        page, cursor = self._page(tools, _cursor(params), "tools/list", _by_name)
         return ListToolsResult(tools=page, next_cursor=cursor)
 
-    async def _call_tool(self, ctx: RequestContext) -> Any:
-        name = ctx.params.name
+    async def _call_tool(self, ctx: RequestContext, params: CallToolRequestParams) -> Any:
+        name = params.name
         tool = self.tools.get(name)
         if tool is None:
             raise McpError(INVALID_PARAMS, f"Unknown tool: {name[:200]}", {"tool": name})
         if tool.task_start == "auto" and task_methods.runs_as_task(tool, ctx):
             return await task_methods.call_tool_as_task(self, tool, ctx)
-        result = await tool.run(ctx.params.arguments, Context(self, ctx))
+        result = await tool.run(params.arguments, Context(self, ctx))
         # task_start="explicit": the body asked start_task() for a task.
         return task_methods.unwrap_started(result)
 
-    async def _list_resources(self, ctx: RequestContext) -> ListResourcesResult:
+    async def _list_resources(
+        self, ctx: RequestContext, params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
         resources = [
             resource.definition()
             for resource in _visible(self.resources.enabled(), ctx, "resources/read", "uri")
         ]
-        page, cursor = self._page(resources, ctx.params.cursor, "resources/list", _by_uri)
+        page, cursor = self._page(resources, _cursor(params), "resources/list", _by_uri)
         return ListResourcesResult(resources=page, next_cursor=cursor)
 
-    async def _list_templates(self, ctx: RequestContext) -> ListResourceTemplatesResult:
+    async def _list_templates(
+        self, ctx: RequestContext, params: PaginatedRequestParams | None
+    ) -> ListResourceTemplatesResult:
         templates = [template.definition() for template in self.templates.enabled()]
         page, cursor = self._page(
-            templates, ctx.params.cursor, "resources/templates/list", _by_template
+            templates, _cursor(params), "resources/templates/list", _by_template
         )
         return ListResourceTemplatesResult(resource_templates=page, next_cursor=cursor)
 
-    async def _read_resource(self, ctx: RequestContext) -> ReadResourceResult:
-        resolved = self.admit_resource(ctx, "resources/read", ctx.params.uri)
+    async def _read_resource(
+        self, ctx: RequestContext, params: ReadResourceRequestParams
+    ) -> ReadResourceResult:
+        resolved = self.admit_resource(ctx, "resources/read", params.uri)
         contents = await _read_resolved(resolved, Context(self, ctx))
         return ReadResourceResult(contents=contents)
 
@@ -803,8 +837,8 @@ class Server:
             raise not_found(uri)
         return await _read_resolved(resolved, ctx)
 
-    async def _subscribe(self, ctx: RequestContext) -> EmptyResult:
-        uri = self.admit_resource(ctx, "resources/subscribe", ctx.params.uri).uri
+    async def _subscribe(self, ctx: RequestContext, params: SubscribeRequestParams) -> EmptyResult:
+        uri = self.admit_resource(ctx, "resources/subscribe", params.uri).uri
         state = self._sessions.state(_session(ctx))
         subscriptions = state.subscriptions
         if subscriptions is None:
@@ -818,44 +852,50 @@ class Server:
         subscriptions.add(uri)
         return EmptyResult()
 
-    async def _unsubscribe(self, ctx: RequestContext) -> EmptyResult:
-        uri = canonical(ctx.params.uri)
+    async def _unsubscribe(
+        self, ctx: RequestContext, params: UnsubscribeRequestParams
+    ) -> EmptyResult:
+        uri = canonical(params.uri)
         subscriptions = self._sessions.state(_session(ctx)).subscriptions
         if subscriptions is not None:
             subscriptions.discard(uri)
         await self._replicas.unsubscribe(_session(ctx), uri)
         return EmptyResult()
 
-    async def _list_prompts(self, ctx: RequestContext) -> ListPromptsResult:
+    async def _list_prompts(
+        self, ctx: RequestContext, params: PaginatedRequestParams | None
+    ) -> ListPromptsResult:
         prompts = [
             prompt.definition()
             for prompt in _visible(self.prompts.enabled(), ctx, "prompts/get", "name")
         ]
-        page, cursor = self._page(prompts, ctx.params.cursor, "prompts/list", _by_name)
+        page, cursor = self._page(prompts, _cursor(params), "prompts/list", _by_name)
         return ListPromptsResult(prompts=page, next_cursor=cursor)
 
-    async def _get_prompt(self, ctx: RequestContext) -> GetPromptResult:
-        name = ctx.params.name
+    async def _get_prompt(
+        self, ctx: RequestContext, params: GetPromptRequestParams
+    ) -> GetPromptResult:
+        name = params.name
         prompt = self.prompts.get(name)
         if prompt is None:
             raise McpError(INVALID_PARAMS, f"Unknown prompt: {name[:200]}", {"prompt": name})
-        return await prompt.get(ctx.params.arguments, Context(self, ctx))
+        return await prompt.get(params.arguments, Context(self, ctx))
 
-    async def _complete(self, ctx: RequestContext) -> CompleteResult:
+    async def _complete(self, ctx: RequestContext, params: CompleteRequestParams) -> CompleteResult:
         from trimcp.types import CompleteResult, PromptReference
 
-        ref = ctx.params.ref
+        ref = params.ref
         target: RegisteredPrompt | RegisteredTemplate | None
         if isinstance(ref, PromptReference):
             target = self.prompts.get(ref.name)
         else:
             target = self.templates.get(ref.uri)
-        completion = await self.completions.complete(ctx.params, target, Context(self, ctx))
+        completion = await self.completions.complete(params, target, Context(self, ctx))
         return CompleteResult(completion=completion)
 
-    async def _set_level(self, ctx: RequestContext) -> EmptyResult:
-        self._sessions.state(_session(ctx)).log_level = ctx.params.level
-        await self._replicas.set_level(_session(ctx), ctx.params.level)
+    async def _set_level(self, ctx: RequestContext, params: SetLevelRequestParams) -> EmptyResult:
+        self._sessions.state(_session(ctx)).log_level = params.level
+        await self._replicas.set_level(_session(ctx), params.level)
         return EmptyResult()
 
     def sampling_tools(self, tools: Sequence[Tool | str]) -> list[Tool]:
@@ -1027,6 +1067,10 @@ class Server:
         except serving.SettingsError as exc:
             raise SystemExit(f"trimcp: {exc}") from None
         serving.run_server(self, settings, options=options)
+
+
+def _cursor(params: PaginatedRequestParams | None) -> str | None:
+    return params.cursor if params is not None else None
 
 
 def _visible(items: Iterable[T], ctx: RequestContext, method: str, key: str) -> list[T]:

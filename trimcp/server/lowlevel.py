@@ -24,6 +24,7 @@ from trimcp.protocol import modern
 from trimcp.protocol.methods import Method
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import STATELESS_VERSIONS, SUPPORTED_VERSIONS, negotiate_version
+from trimcp.server.dispatch import MethodRegistry, P, R, TypedHandler
 from trimcp.session.context import RequestContext
 from trimcp.session.engine import Session
 from trimcp.types import (
@@ -34,15 +35,26 @@ from trimcp.types import (
     ServerCapabilities,
 )
 
-P = TypeVar("P")
-R = TypeVar("R")
-RequestHandlerFn = Callable[[RequestContext], Awaitable[Any]]
-#: A typed handler of ``Method[P, R]``: the request's context and its params, answering
-#: the method's result (a 2026 tool call, prompt or read may answer ``input_required``
-#: through ``ctx``'s helpers instead).
-TypedHandler = Callable[[RequestContext, P], Awaitable[R]]
 NotificationHandlerFn = Callable[[Session, Any], Awaitable[None]]
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+
+def answer_initialize(
+    params: InitializeRequestParams,
+    info: Implementation,
+    capabilities: ServerCapabilities,
+    instructions: str | None,
+    supported_versions: tuple[str, ...],
+) -> InitializeResult:
+    """A server's answer to ``initialize`` (the low-level server's and the framework's):
+    the version agreed on (the client's when we speak it, else our latest), our identity,
+    capabilities and instructions."""
+    return InitializeResult(
+        protocol_version=negotiate_version(params.protocol_version, supported_versions),
+        capabilities=capabilities,
+        server_info=info,
+        instructions=instructions,
+    )
 
 
 class LowLevelServer:
@@ -66,28 +78,22 @@ class LowLevelServer:
         self.capabilities = capabilities or ServerCapabilities()
         self.instructions = instructions
         self.supported_versions = supported_versions
-        self._requests: dict[str, RequestHandlerFn] = {}
+        #: The request handlers, by method (the framework registers on the same kind).
+        self.methods = MethodRegistry()
         self._notifications: dict[str, NotificationHandlerFn] = {}
 
     def on(self, method: Method[P, R]) -> Callable[[TypedHandler[P, R]], TypedHandler[P, R]]:
         """Decorator: answer ``method`` (a constant of :mod:`trimcp.protocol.methods`) with
         ``async def (ctx, params) -> result``, typed by the method. Cancellation: the
         handler runs in the request's cancel scope, like any handler."""
-
-        def register(fn: TypedHandler[P, R]) -> TypedHandler[P, R]:
-            async def handler(ctx: RequestContext) -> Any:
-                return await fn(ctx, ctx.params)
-
-            self._requests[method.name] = handler
-            return fn
-
-        return register
+        return self.methods.on(method)
 
     def request_handler(self, method: str) -> Callable[[F], F]:
-        """Decorator: answer ``method`` with the decorated ``async def (ctx) -> result``."""
+        """Decorator: answer ``method`` with the decorated ``async def (ctx) -> result``
+        (a custom or extension method; the table's methods are typed with :meth:`on`)."""
 
         def register(fn: F) -> F:
-            self._requests[method] = fn
+            self.methods.add_named(method, fn)
             return fn
 
         return register
@@ -103,11 +109,8 @@ class LowLevelServer:
 
     def initialize_result(self, params: InitializeRequestParams) -> InitializeResult:
         """Our answer to ``initialize``: the negotiated version, identity and capabilities."""
-        return InitializeResult(
-            protocol_version=negotiate_version(params.protocol_version, self.supported_versions),
-            capabilities=self.capabilities,
-            server_info=self.info,
-            instructions=self.instructions,
+        return answer_initialize(
+            params, self.info, self.capabilities, self.instructions, self.supported_versions
         )
 
     # --- 2026-07-28: stateless requests (ctx.session is None for them) ------------------
@@ -139,7 +142,7 @@ class LowLevelServer:
                 ttl_ms=0,
                 cache_scope="public",
             )
-        handler = self._requests.get(ctx.method)
+        handler = self.methods.get(ctx.method)
         if handler is None:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {ctx.method}")
         return await handler(ctx)
