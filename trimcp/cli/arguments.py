@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from trimcp._jsontypes import json_type
 from trimcp._record import Record
 from trimcp.cli.errors import UsageError
 
@@ -56,7 +57,7 @@ def parse_json_object(text: str, *, option: str) -> dict[str, Any]:
     except ValueError as exc:
         raise UsageError(f"{option} needs a JSON object: {exc}") from None
     if not isinstance(value, dict):
-        raise UsageError(f"{option} needs a JSON object, got {_json_type(value)}")
+        raise UsageError(f"{option} needs a JSON object, got {json_type(value)}")
     return value
 
 
@@ -120,21 +121,6 @@ def merge_arguments(
 # --- typing a word by its JSON Schema -------------------------------------------------------
 
 
-def _json_type(value: Any) -> str:
-    """The JSON Schema type name of a decoded JSON value."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
 def _resolve(ref: str, root: Mapping[str, Any]) -> Any:
     """A local ``#/...`` reference inside ``root``; ``None`` when it does not resolve."""
     if not ref.startswith("#/"):
@@ -177,7 +163,7 @@ def _types(schema: Any, root: Mapping[str, Any], depth: int) -> frozenset[str] |
         if "const" in schema:
             choices = [schema["const"]]
         if isinstance(choices, list) and choices:
-            found.update(_json_type(choice) for choice in choices)
+            found.update(json_type(choice) for choice in choices)
     if "number" in found:
         found.add("integer")  # every integer is a number
     return frozenset(found) or None
@@ -193,7 +179,7 @@ def _typed_value(text: str, types: frozenset[str] | None, *, key: str, tool: str
     except ValueError:
         pass
     else:
-        if _json_type(value) in types:
+        if json_type(value) in types:
             return value
     if "string" in types:
         return text

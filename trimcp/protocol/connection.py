@@ -594,7 +594,7 @@ class Connection:
             )
         self.negotiated = negotiated
         self._own_caps = serde.unstructure(negotiated.client_capabilities)
-        self._peer_caps = _capability_dict(negotiated.server_capabilities)
+        self._peer_caps = wire_capabilities(negotiated.server_capabilities)
         self._transition(Transition.ADOPTED_STATELESS)
 
     def _local_state_refusal(self, method: str) -> str:
@@ -822,7 +822,7 @@ class Connection:
         self.negotiated = Negotiated.from_handshake(params, result)
         self._init_params = None  # ``negotiated`` holds what is still needed of it
         client_caps = serde.unstructure(params.capabilities)
-        server_caps = _capability_dict(result.capabilities)
+        server_caps = wire_capabilities(result.capabilities)
         if self.role is Role.SERVER:
             self._own_caps, self._peer_caps = server_caps, client_caps
         else:
@@ -835,7 +835,10 @@ class Connection:
 _last_caps: tuple[object, dict[str, Any]] | None = None
 
 
-def _capability_dict(capabilities: object) -> dict[str, Any]:
+def wire_capabilities(capabilities: object) -> dict[str, Any]:
+    """The wire form of a capabilities object, kept for the object seen last (a server
+    hands every request the same object until what it registers changes; a session
+    structures its peer's once)."""
     global _last_caps
     last = _last_caps
     if last is not None and last[0] is capabilities:

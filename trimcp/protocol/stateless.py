@@ -16,11 +16,11 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from trimcp import serde
 from trimcp._record import Record
 from trimcp.errors import McpError, RemoteProtocolError
 from trimcp.protocol import modern
 from trimcp.protocol.admission import admit_request
+from trimcp.protocol.connection import wire_capabilities
 from trimcp.protocol.jsonrpc import Request, RequestId, encode_error
 from trimcp.protocol.negotiated import Negotiated
 
@@ -90,7 +90,7 @@ def prepare(handler: Negotiator, request: Request) -> Prepared:
             request.params,
             peer="client",
             version=negotiated.protocol_version,
-            capabilities=_wire_capabilities(negotiated.server_capabilities),
+            capabilities=wire_capabilities(negotiated.server_capabilities),
         )
     except RemoteProtocolError as exc:
         raise RequestRefused(request_id, exc, malformed=False) from None
@@ -103,18 +103,3 @@ def prepare(handler: Negotiator, request: Request) -> Prepared:
         negotiated=negotiated,
         trace=meta.trace,
     )
-
-
-_last_capabilities: tuple[object, dict[str, Any]] | None = None
-
-
-def _wire_capabilities(capabilities: object) -> dict[str, Any]:
-    """The wire form of a server's capabilities, kept for the object seen last (a server
-    hands every request the same object until what it registers changes)."""
-    global _last_capabilities
-    last = _last_capabilities
-    if last is not None and last[0] is capabilities:
-        return last[1]
-    wire: dict[str, Any] = serde.unstructure(capabilities)
-    _last_capabilities = (capabilities, wire)
-    return wire

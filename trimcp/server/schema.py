@@ -31,6 +31,7 @@ import typing
 from collections.abc import Mapping, Sequence, Set
 from typing import Any, Final, Literal, get_args, get_origin
 
+from trimcp._jsontypes import json_type
 from trimcp.server.convert import to_json
 from trimcp.server.docstrings import parse_docstring
 from trimcp.server.typeforms import (
@@ -71,20 +72,6 @@ _LENGTH_SUFFIXES: Final[dict[Any, tuple[str, ...]]] = {
     "boolean": (),
     "null": (),
 }
-
-
-def _json_kind(value: Any) -> str | None:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return None
 
 
 class SchemaBuilder:
@@ -188,8 +175,8 @@ class SchemaBuilder:
     @staticmethod
     def _enum_schema(cls: Any) -> dict[str, Any]:
         values = [member.value for member in cls]
-        kinds = {_json_kind(value) for value in values}
-        if None in kinds:
+        kinds = {json_type(value) for value in values}
+        if kinds & _NOT_SCALAR:
             raise TypeError(f"Enum values must be strings, numbers or booleans: {cls!r}")
         schema: dict[str, Any] = {"enum": values}
         if len(kinds) == 1:
@@ -200,13 +187,16 @@ class SchemaBuilder:
         return schema
 
 
+_NOT_SCALAR = frozenset({"array", "object"})
+
+
 def _array(items: dict[str, Any] | None) -> dict[str, Any]:
     return {"type": "array"} if items is None else {"type": "array", "items": items}
 
 
 def _literal(values: tuple[Any, ...]) -> dict[str, Any]:
-    kinds = {_json_kind(value) for value in values}
-    if None in kinds:
+    kinds = {json_type(value) for value in values}
+    if kinds & _NOT_SCALAR:
         raise TypeError(f"Literal values must be JSON scalars: {values!r}")
     schema: dict[str, Any] = {"enum": list(values)}
     if len(kinds) == 1:
