@@ -25,6 +25,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     (
         "_version",
         "_validators",
+        "_jsontypes",
         "_record",
         "_groups",
         "_signals",
