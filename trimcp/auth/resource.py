@@ -8,6 +8,8 @@ Give one to ``HttpServerConfig(auth=...)``. The HTTP app then:
 - verifies the bearer token of every request to the MCP endpoint before anything else is
   read (a missing or refused token: 401 with ``WWW-Authenticate: Bearer
   resource_metadata=..., scope=...`` and, for a refused one, ``error="invalid_token"``);
+- with ``dpop``, also accepts DPoP-bound tokens (``Authorization: DPoP``, RFC 9449) and
+  checks their proof (:mod:`trimcp.auth.dpop`); with ``require_dpop``, only those;
 - checks the token's audience is this resource (RFC 8707) and that it grants the
   server-wide ``required_scopes``, then, per request in the body, the scopes a tool,
   prompt or resource needs (403 ``insufficient_scope`` with the scopes to ask for: the
@@ -26,6 +28,7 @@ from urllib.parse import urlsplit
 
 import trio
 
+from trimcp.auth.dpop import DpopChecker, DpopError, ReplayCache
 from trimcp.auth.errors import InvalidToken
 from trimcp.auth.principal import AuthInfo
 from trimcp.auth.verifiers import CallableVerifier, TokenVerifier, VerifyFunction
@@ -114,6 +117,10 @@ class ProtectedResource:
     ``extra_audiences``: other ``aud`` values accepted (e.g. an old URL);
     ``verify_audience=False`` leaves the audience to the verifier (e.g. a custom one).
     ``resource_name`` / ``resource_documentation``: shown to users by clients.
+    ``dpop``: accept DPoP-bound tokens too (True, or a :class:`~trimcp.auth.dpop.
+    DpopChecker` to set the proof algorithms, age, server nonces or replay cache);
+    ``require_dpop``: accept nothing else (a Bearer token is refused). A token bound to a
+    key (``cnf.jkt``) is always refused as Bearer.
     """
 
     def __init__(
@@ -132,6 +139,8 @@ class ProtectedResource:
         verify_audience: bool = True,
         resource_name: str | None = None,
         resource_documentation: str | None = None,
+        dpop: bool | DpopChecker = False,
+        require_dpop: bool = False,
     ) -> None:
         if not authorization_servers:
             raise ValueError("name at least one authorization server (its issuer URL)")
@@ -170,7 +179,13 @@ class ProtectedResource:
         self.verify_audience = verify_audience
         self.resource_name = resource_name
         self.resource_documentation = resource_documentation
+        if dpop is True or (require_dpop and dpop is False):
+            dpop = DpopChecker()
+        #: The DPoP proof checks (None: Bearer tokens only).
+        self.dpop: DpopChecker | None = dpop if isinstance(dpop, DpopChecker) else None
+        self.require_dpop = require_dpop
         parts = urlsplit(self.resource)
+        self._origin = f"{parts.scheme}://{parts.netloc}"
         path = parts.path.rstrip("/")
         self.metadata_url = f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{path}"
         self.metadata_paths = frozenset({f"{WELL_KNOWN}{path}", WELL_KNOWN})
@@ -194,6 +209,9 @@ class ProtectedResource:
             document["resource_name"] = self.resource_name
         if self.resource_documentation is not None:
             document["resource_documentation"] = self.resource_documentation
+        if self.dpop is not None:  # RFC 9449 §5.1 / RFC 9728 §2
+            document["dpop_signing_alg_values_supported"] = list(self.dpop.algorithms)
+            document["dpop_bound_access_tokens_required"] = self.require_dpop
         return document
 
     @property
@@ -209,20 +227,32 @@ class ProtectedResource:
         *,
         error: str | None = None,
         scopes: Collection[str] | None = None,
+        scheme: str | None = None,
+        nonce: str | None = None,
     ) -> HttpRejection:
-        """An :class:`HttpRejection` carrying ``WWW-Authenticate: Bearer ...``."""
+        """An :class:`HttpRejection` carrying ``WWW-Authenticate: Bearer ...`` (and a
+        ``DPoP`` challenge where DPoP is accepted; the error goes in the challenge of
+        ``scheme``, the one the request used). ``nonce``: sent as ``DPoP-Nonce``."""
         params = []
-        if error is not None:
-            params.append(f"error={_quoted(error)}")
-            params.append(f"error_description={_quoted(message)}")
         wanted = self.required_scopes if scopes is None else scopes
         if wanted:
             params.append(f"scope={_quoted(' '.join(sorted(wanted)))}")
         params.append(f"resource_metadata={_quoted(self.metadata_url)}")
-        value = "Bearer " + ", ".join(params)
-        return HttpRejection(
-            status, message, headers=[(b"www-authenticate", value.encode("ascii"))]
-        )
+        errors = []
+        if error is not None:
+            errors = [f"error={_quoted(error)}", f"error_description={_quoted(message)}"]
+        challenges = []
+        if not self.require_dpop:
+            bearer = errors if scheme != "dpop" else []
+            challenges.append("Bearer " + ", ".join([*bearer, *params]))
+        if self.dpop is not None:
+            algs = f"algs={_quoted(' '.join(self.dpop.algorithms))}"
+            dpop = errors if scheme == "dpop" or self.require_dpop else []
+            challenges.append("DPoP " + ", ".join([*dpop, algs, *params]))
+        headers = [(b"www-authenticate", ", ".join(challenges).encode("ascii"))]
+        if nonce is not None:
+            headers.append((b"dpop-nonce", nonce.encode("ascii")))
+        return HttpRejection(status, message, headers=headers)
 
     # --- the gate -----------------------------------------------------------------------
 
@@ -231,31 +261,68 @@ class ProtectedResource:
         nursery. Cancellation: stops."""
         await self.verifier.run(task_status=task_status)
 
-    async def authenticate(self, scope: Mapping[str, Any]) -> AuthInfo:
-        """The principal of an ASGI request, or :class:`HttpRejection` (400/401/403)."""
-        values = [v for k, v in scope["headers"] if k.lower() == b"authorization"]
+    async def authenticate(
+        self, scope: Mapping[str, Any], *, replay: ReplayCache | None = None
+    ) -> AuthInfo:
+        """The principal of an ASGI request, or :class:`HttpRejection` (400/401/403).
+
+        ``replay``: where DPoP proofs already used are remembered (the HTTP app gives its
+        store's shared one; None: the checker's own)."""
+        values = []
+        proofs = []
+        for key, value in scope["headers"]:
+            name = key.lower()
+            if name == b"authorization":
+                values.append(value)
+            elif name == b"dpop":
+                proofs.append(value)
         if not values:
             raise self.challenge(401, "Authorization required: send a bearer token")
         if len(values) > 1:
             raise HttpRejection(400, "Repeated Authorization header")
         kind, _, token = values[0].decode("latin-1").strip().partition(" ")
         token = token.strip()
-        if kind.lower() != "bearer" or not token:
+        scheme = kind.lower()
+        if scheme not in ("bearer", "dpop") or not token:
             raise self.challenge(401, "Authorization required: send a bearer token")
+        if scheme == "dpop" and self.dpop is None:
+            raise self.challenge(
+                401, "this server does not accept DPoP tokens: send a Bearer token"
+            )
+        if scheme == "bearer" and self.require_dpop:
+            raise self.challenge(
+                401,
+                "this server accepts only DPoP-bound tokens: get one and send it with a proof",
+                error="invalid_token",
+            )
         if not _TOKEN68.fullmatch(token):
-            raise self.challenge(401, "the token is malformed", error="invalid_token")
+            raise self.challenge(
+                401, "the token is malformed", error="invalid_token", scheme=scheme
+            )
         try:
             info = await self.verifier.verify(token)
         except InvalidToken as exc:
             logger.info("refused a token: %s", exc)
-            raise self.challenge(401, str(exc), error="invalid_token") from None
+            raise self.challenge(401, str(exc), error="invalid_token", scheme=scheme) from None
+        jkt = _bound_key(info)
+        if scheme == "bearer" and jkt is not None:
+            raise self.challenge(
+                401,
+                "the token is bound to a DPoP key: send it with the DPoP scheme and a proof",
+                error="invalid_token",
+            )
+        if scheme == "dpop":
+            await self._check_proof(scope, proofs, token, jkt, replay)
         admitted = self._admitted.get(token)
         if admitted is not None and admitted[0] is info:
             return admitted[1]
         if self.verify_audience and not self.audiences.intersection(_canonical_all(info.audience)):
             logger.info("refused a token for audience %s", list(info.audience)[:4])
             raise self.challenge(
-                401, "the token was issued for another audience", error="invalid_token"
+                401,
+                "the token was issued for another audience",
+                error="invalid_token",
+                scheme=scheme,
             )
         if not info.has_scopes(self.required_scopes):
             raise self.challenge(
@@ -263,12 +330,51 @@ class ProtectedResource:
                 "the token lacks scopes this server requires",
                 error="insufficient_scope",
                 scopes=self.required_scopes | info.scopes,
+                scheme=scheme,
             )
         final = _with_rules(info, self)
         if len(self._admitted) >= 1024:
             self._admitted.clear()
         self._admitted[token] = (info, final)
         return final
+
+    async def _check_proof(
+        self,
+        scope: Mapping[str, Any],
+        proofs: list[bytes],
+        token: str,
+        jkt: str | None,
+        replay: ReplayCache | None,
+    ) -> None:
+        checker = self.dpop
+        assert checker is not None
+        if jkt is None:
+            raise self.challenge(
+                401, "the token is not bound to a DPoP key", error="invalid_token", scheme="dpop"
+            )
+        if len(proofs) != 1:
+            raise self.challenge(
+                401 if not proofs else 400,
+                "send exactly one DPoP proof header with a DPoP token",
+                error="invalid_dpop_proof",
+                scheme="dpop",
+            )
+        url = self._origin + scope["path"]
+        try:
+            await checker.check(
+                proofs[0].decode("latin-1"),
+                method=scope["method"],
+                url=url,
+                access_token=token,
+                jkt=jkt,
+                replay=replay,
+            )
+        except DpopError as exc:
+            logger.info("refused a DPoP proof: %s", exc)
+            nonce = checker.nonce() if exc.error == "use_dpop_nonce" else None
+            raise self.challenge(
+                401, str(exc), error=exc.error, scheme="dpop", nonce=nonce
+            ) from None
 
     def scopes_for(self, method: str, name: str) -> frozenset[str]:
         """Scopes a ``method`` request on ``name`` needs beyond ``required_scopes``.
@@ -339,6 +445,13 @@ def _canonical_all(values: Iterable[str]) -> set[str]:
         except ValueError:
             out.add(value)
     return out
+
+
+def _bound_key(info: AuthInfo) -> str | None:
+    """The thumbprint a token is bound to (``cnf.jkt``, RFC 9449 §6), if any."""
+    cnf = info.claims.get("cnf")
+    jkt = cnf.get("jkt") if isinstance(cnf, Mapping) else None
+    return jkt if isinstance(jkt, str) else None
 
 
 def _with_rules(info: AuthInfo, resource: ProtectedResource) -> AuthInfo:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from trimcp.stores.events import EventStore
     from trimcp.stores.redis_bus import RedisBus
     from trimcp.stores.redis_client import RedisAddress, RedisClient
+    from trimcp.stores.replay import RedisReplayCache
     from trimcp.stores.request_state import RequestStateKeyring
     from trimcp.tasks.store import TaskBudget
 
@@ -102,6 +103,12 @@ class RedisStore:
         most that plus ``timeout`` seconds out of date."""
         cause = self.client.outage
         return None if cause is None else f"the store at {self.address} is unavailable ({cause})"
+
+    def replay_cache(self) -> RedisReplayCache:
+        """The DPoP proofs every replica has accepted (see :mod:`trimcp.stores.replay`)."""
+        from trimcp.stores.replay import RedisReplayCache
+
+        return RedisReplayCache(self.client, self.key("dpop", ""))
 
     def key(self, *parts: str) -> str:
         """A key in this store's namespace."""

@@ -45,6 +45,7 @@ from trimcp.session.lifespan import open_handler_lifespan
 from trimcp.session.stateless import StatelessHandler
 from trimcp.session.transport import Decoded
 from trimcp.stores.relay import ReplicaRelay
+from trimcp.stores.replay import SharesReplayCache
 from trimcp.stores.sharing import SharedSessions
 from trimcp.transports.http_server import legacy
 from trimcp.transports.http_server import modern as modern_http
@@ -131,6 +132,8 @@ class McpHttpApp:
             else None
         )
         self._factory = factory
+        #: DPoP proofs already used, as every replica sees them (None: the checker's own).
+        self._replay = store.replay_cache() if isinstance(store, SharesReplayCache) else None
         # A shared handler with a lifespan (trimcp.Server): entered with the manager.
         self._lifespan_of = lifespan_of
         # A shared handler that serves 2026-07-28 requests too (trimcp.Server).
@@ -266,7 +269,7 @@ class McpHttpApp:
     async def _authenticate(self, scope: Scope) -> Hashable | None:
         auth = self.config.auth
         if auth is not None:
-            return await auth.authenticate(scope)
+            return await auth.authenticate(scope, replay=self._replay)
         hook = self.config.authenticate
         if hook is None:
             return None
