@@ -419,11 +419,14 @@ async def test_no_s256_no_authorization(methods: list[str]) -> None:
     assert user.visited == []
 
 
-@pytest.mark.parametrize("token_type", ["mac", "DPoP", 7])
+@pytest.mark.parametrize("token_type", ["mac", "PoP", 7])
 def test_a_token_that_is_not_a_bearer_token_is_refused(token_type: object) -> None:
-    with pytest.raises(ValueError, match="need Bearer"):
+    with pytest.raises(ValueError, match="need Bearer or DPoP"):
         TokenSet.from_response({"access_token": "t", "token_type": token_type})
     assert TokenSet.from_response({"access_token": "t", "token_type": "bearer"}).access_token
+    # DPoP-bound tokens are kept as such (token_request refuses one it did not ask for).
+    dpop = TokenSet.from_response({"access_token": "t", "token_type": "dpop"})
+    assert dpop.token_type == "DPoP"
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,7 @@ import attrs
 import trio
 
 from trimcp.auth.discovery import Challenge, Discovery, discover, parse_challenge
+from trimcp.auth.dpop import DpopKey, DpopProofs
 from trimcp.auth.errors import AuthError, AuthorizationFailed
 from trimcp.auth.fetch import Fetcher, FetchError, is_public_host
 from trimcp.auth.grants import PrivateKey, authenticate_client, token_request
@@ -61,6 +62,10 @@ class OAuthClient:
     metadata say which. ``allow_private_addresses``: metadata and endpoints may be on
     private/loopback addresses (allowed anyway when the MCP server itself is).
     ``timeout`` bounds each HTTP exchange; ``flow_timeout`` a whole login.
+    ``dpop``: ask for DPoP-bound tokens (RFC 9449; see docs/authorization.md): None (the
+    default) when the MCP server asks for DPoP (a ``DPoP`` challenge, or metadata saying
+    it requires bound tokens) and the authorization server supports it; True always;
+    False never. ``dpop_algorithm``: the key made for it (kept in ``store``).
     """
 
     def __init__(
@@ -81,8 +86,12 @@ class OAuthClient:
         timeout: float = 30.0,
         flow_timeout: float = 600.0,
         max_step_ups: int = 2,
+        dpop: bool | None = None,
+        dpop_algorithm: str = "ES256",
     ) -> None:
         self.interaction = interaction
+        self.dpop = dpop
+        self.dpop_algorithm = dpop_algorithm
         self.store: TokenStore = store if store is not None else MemoryTokenStore()
         self.client_id = client_id
         self.client_secret = client_secret
@@ -284,6 +293,15 @@ class OAuthClient:
         new = await token_request(fetcher, token_endpoint, form, headers, previous=tokens)
         return attrs.evolve(stored, tokens=new)
 
+    def wants_dpop(self, found: Discovery, challenge: Challenge) -> bool:
+        """Whether this flow's tokens are to be DPoP-bound (see ``dpop``)."""
+        if self.dpop is not None:
+            return self.dpop
+        resource = found.resource_metadata or {}
+        asked = challenge.dpop or resource.get("dpop_bound_access_tokens_required") is True
+        supported = found.metadata.get("dpop_signing_alg_values_supported")
+        return asked and isinstance(supported, list) and self.dpop_algorithm in supported
+
     def choose_scope(self, found: Discovery, challenge: Challenge) -> str | None:
         """The spec's order: the challenge's ``scope``, else the resource's
         ``scopes_supported``, else this client's ``scopes``, else none."""
@@ -362,6 +380,8 @@ class AuthSession:
         self._step_ups = 0
         #: The scopes the last login asked for (to tell a refusal from a scope to add).
         self._asked: frozenset[str] = frozenset()
+        #: The DPoP key's proofs, while the tokens are DPoP-bound (None: Bearer).
+        self.dpop: DpopProofs | None = None
         #: Logins and refreshes done (for tests and statistics).
         self.logins = 0
         self.refreshes = 0
@@ -379,6 +399,7 @@ class AuthSession:
             stored = await self.client.store.load(self.server_url)
             if stored is not None:
                 self._stored = stored
+                self._bind(stored)
         stored = self._stored
         if stored is None or stored.tokens is None:
             return None
@@ -388,16 +409,49 @@ class AuthSession:
             except AuthError as exc:
                 logger.info("refreshing an expired token failed: %s", exc)
         token = self.access_token
-        return f"Bearer {token}" if token is not None else None
+        if token is None:
+            return None
+        tokens = self._stored.tokens if self._stored is not None else None
+        if self.dpop is not None and tokens is not None and tokens.token_type == "DPoP":
+            return f"DPoP {token}"
+        return f"Bearer {token}"
 
-    async def challenge(self, status: int, www_authenticate: str | None, used: str | None) -> None:
+    def proof_headers(self, method: str, url: str, authorization: str | None) -> dict[str, str]:
+        """The ``DPoP`` header for a request carrying ``authorization`` (empty unless it
+        is a DPoP token): a fresh proof for ``method`` and ``url`` each call."""
+        if self.dpop is None or authorization is None or not authorization.startswith("DPoP "):
+            return {}
+        return self.dpop.headers(method, url, authorization[len("DPoP ") :])
+
+    def _bind(self, stored: StoredAuth) -> None:
+        """Load the stored DPoP key (a new or changed one only)."""
+        if stored.dpop_key is None:
+            self.dpop = None
+        elif self.dpop is None or self.dpop.key.pem != stored.dpop_key:
+            self.dpop = DpopProofs(DpopKey(stored.dpop_key, stored.dpop_algorithm))
+
+    async def challenge(
+        self,
+        status: int,
+        www_authenticate: str | None,
+        used: str | None,
+        dpop_nonce: str | None = None,
+    ) -> None:
         """A request got 401/403: make a better token, or raise :class:`AuthError`.
 
         ``used`` is the ``Authorization`` value the request carried (if another task
-        already replaced that token, nothing more is done). Cancellation: the caller
-        stops waiting; the flow goes on for the others.
+        already replaced that token, nothing more is done). ``dpop_nonce``: the
+        response's ``DPoP-Nonce``; a ``use_dpop_nonce`` refusal only needs it kept (the
+        request is sent again with a new proof). Cancellation: the caller stops waiting;
+        the flow goes on for the others.
         """
         challenge = parse_challenge(www_authenticate)
+        if status == 401 and challenge.error == "use_dpop_nonce" and self.dpop is not None:
+            if self.dpop.remember_nonce(self.server_url, dpop_nonce):
+                return
+            raise AuthorizationFailed(
+                "the server asks for a DPoP nonce but gave none it had not given already"
+            )
         if status == 403:
             if challenge.error != "insufficient_scope":
                 raise AuthorizationFailed(
@@ -407,7 +461,7 @@ class AuthSession:
         else:
             kind = "401"
         current = self.access_token
-        used_token = used[len("Bearer ") :] if used and used.startswith("Bearer ") else None
+        used_token = used.partition(" ")[2] if used and " " in used else None
         if current is not None and used_token != current and kind == "401":
             return  # another request already got a new token
         await self._run_once(kind, challenge, used_token)
@@ -452,6 +506,9 @@ class AuthSession:
         if found is None or challenge.resource_metadata is not None:
             found = self._found = await discover(fetcher, self.server_url, challenge)
         stored = self._stored
+        if client.wants_dpop(found, challenge) or (stored is not None and stored.dpop_key):
+            stored = self._stored = await self._with_key(stored)
+            fetcher.dpop = self.dpop
         if kind == "step-up":
             missing = not_granted(challenge, self._asked, stored)
             if missing:  # asked for already and refused: another login would be the same
@@ -490,10 +547,27 @@ class AuthSession:
             granted = (stored.tokens.scope or "").split()
             wanted = (scope or "").split()
             scope = " ".join(dict.fromkeys([*granted, *wanted])) or None
-        self._stored = await client.obtain(fetcher, found, scope, stored)
+        obtained = await client.obtain(fetcher, found, scope, stored)
+        if stored is not None and stored.dpop_key is not None:
+            obtained = attrs.evolve(
+                obtained, dpop_key=stored.dpop_key, dpop_algorithm=stored.dpop_algorithm
+            )
+        self._stored = obtained
         self._asked = frozenset((scope or "").split())
         self.logins += 1
         await client.store.save(self.server_url, self._stored)
+
+    async def _with_key(self, stored: StoredAuth | None) -> StoredAuth:
+        """``stored`` with a DPoP key (made and saved on first use): one per client and
+        protected resource, so tokens bound to it stay usable after a restart."""
+        if stored is None or stored.dpop_key is None:
+            key = await trio.to_thread.run_sync(DpopKey.generate, self.client.dpop_algorithm)
+            stored = attrs.evolve(
+                stored or StoredAuth(), dpop_key=key.pem, dpop_algorithm=key.algorithm
+            )
+            await self.client.store.save(self.server_url, stored)
+        self._bind(stored)
+        return stored
 
 
 def not_granted(

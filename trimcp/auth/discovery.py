@@ -29,9 +29,13 @@ _PARAM = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|
 
 @attrs.frozen(repr=False, eq=False)
 class Challenge(Record):
-    """A parsed ``WWW-Authenticate: Bearer`` header (empty when absent or another scheme)."""
+    """The parsed ``Bearer`` and ``DPoP`` challenges of a ``WWW-Authenticate`` header
+    (empty when absent or of another scheme): their parameters, the ``DPoP`` one's first
+    (it holds the error of a request made with a DPoP token); ``dpop``: whether the server
+    offered DPoP."""
 
     params: dict[str, str] = attrs.field(factory=dict)
+    dpop: bool = False
 
     @property
     def resource_metadata(self) -> str | None:
@@ -46,26 +50,36 @@ class Challenge(Record):
         return self.params.get("error")
 
 
+_SCHEME = re.compile(r"\s*,?\s*([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*)(?=\s|,|$)(?!\s*=)")
+
+
 def parse_challenge(value: str | None) -> Challenge:
-    """The parameters of the ``Bearer`` challenge in a ``WWW-Authenticate`` value."""
+    """The parameters of the ``Bearer`` and ``DPoP`` challenges in a ``WWW-Authenticate``
+    value (RFC 9110 §11.6.1: challenges separated by commas, each a scheme then
+    ``name=value`` parameters; a scheme name inside a quoted value is not one)."""
     if not value:
         return Challenge()
-    match = re.search(r"(?i)\bbearer\b", value)
-    if match is None:
-        return Challenge()
-    rest = value[match.end() :]
-    params: dict[str, str] = {}
+    by_scheme: dict[str, dict[str, str]] = {}
+    current: dict[str, str] | None = None
     position = 0
-    while position < len(rest):
-        found = _PARAM.match(rest, position)
-        if found is None or found.end() == position:
+    while position < len(value):
+        found = _PARAM.match(value, position)
+        if found is not None and found.end() > position:
+            if current is not None:
+                name = found.group(1).lower()
+                text = found.group(2)
+                text = re.sub(r"\\(.)", r"\1", text) if text is not None else found.group(3)
+                current.setdefault(name, text)
+            position = found.end()
+            continue
+        scheme = _SCHEME.match(value, position)
+        if scheme is None or scheme.end() == position:
             break
-        name = found.group(1).lower()
-        text = found.group(2)
-        text = re.sub(r"\\(.)", r"\1", text) if text is not None else found.group(3)
-        params.setdefault(name, text)
-        position = found.end()
-    return Challenge(params)
+        current = by_scheme.setdefault(scheme.group(1).lower(), {})
+        position = scheme.end()
+    params = {**by_scheme.get("bearer", {}), **by_scheme.get("dpop", {})}
+    params.pop("algs", None)
+    return Challenge(params, dpop="dpop" in by_scheme)
 
 
 def _origin(url: str) -> str:

@@ -179,6 +179,35 @@ class DpopKey:
         return jwt.encode(claims, self._private, algorithm=self.algorithm, headers=headers)
 
 
+class DpopProofs:
+    """One client's proofs to one set of servers: its :class:`DpopKey` and the last
+    nonce each server (by origin) gave (RFC 9449 §8, §9)."""
+
+    def __init__(self, key: DpopKey) -> None:
+        self.key = key
+        self._nonces: dict[str, str] = {}
+
+    def headers(self, method: str, url: str, access_token: str | None = None) -> dict[str, str]:
+        """The ``DPoP`` header for one request (a fresh proof each call)."""
+        nonce = self._nonces.get(_origin(url))
+        return {"dpop": self.key.proof(method, url, access_token=access_token, nonce=nonce)}
+
+    def remember_nonce(self, url: str, nonce: str | None) -> bool:
+        """Keep the ``DPoP-Nonce`` a response from ``url`` carried; True if it is new."""
+        if not nonce or len(nonce) > 1024 or not nonce.isascii():
+            return False
+        origin = _origin(url)
+        if self._nonces.get(origin) == nonce:
+            return False
+        self._nonces[origin] = nonce
+        return True
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
+
+
 # --- the server's side ----------------------------------------------------------------------
 
 

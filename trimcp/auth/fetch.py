@@ -19,6 +19,7 @@ import attrs
 import trio
 
 from trimcp._record import Record
+from trimcp.auth.dpop import DpopProofs
 from trimcp.auth.errors import AuthError, UnsafeUrl
 from trimcp.http.client import ConnectionPool
 from trimcp.http.errors import HttpClientError
@@ -188,6 +189,9 @@ class Fetcher:
         self.max_bytes = max_bytes
         self.allow_private = allow_private
         self._pool = ConnectionPool(ssl_context=ssl_context, connect_timeout=timeout, max_idle=4)
+        #: DPoP proofs for this flow's token requests (set by the OAuth client when its
+        #: tokens are to be DPoP-bound; None: plain Bearer requests).
+        self.dpop: DpopProofs | None = None
 
     async def aclose(self) -> None:
         await self._pool.aclose()

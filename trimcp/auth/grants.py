@@ -7,6 +7,7 @@ JWT assertion signed with the client's key by PyJWT).
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
 from collections.abc import Mapping
@@ -19,6 +20,8 @@ from trimcp.auth.errors import AuthorizationFailed
 from trimcp.auth.fetch import Fetcher, FetchError
 from trimcp.auth.introspection import basic_auth
 from trimcp.auth.tokens import ClientRegistration, TokenSet
+
+logger = logging.getLogger("trimcp.auth")
 
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
@@ -91,15 +94,29 @@ async def token_request(
     previous: TokenSet | None = None,
 ) -> TokenSet:
     """POST to the token endpoint; the new tokens, or :class:`AuthorizationFailed` with
-    the server's ``error`` and ``error_description``."""
-    try:
-        response = await fetcher.post_form(token_endpoint, form, headers)
-    except FetchError as exc:
-        raise AuthorizationFailed(f"the token request failed: {exc}") from None
-    try:
-        answer: Any = response.json()
-    except FetchError:
-        answer = None
+    the server's ``error`` and ``error_description``.
+
+    With ``fetcher.dpop`` the request carries a DPoP proof (RFC 9449 §5) and, when the
+    server answers ``use_dpop_nonce``, is sent once more with its nonce (§8)."""
+    dpop = fetcher.dpop
+    for attempt in (1, 2):
+        extra = dict(headers)
+        if dpop is not None:
+            extra.update(dpop.headers("POST", token_endpoint))
+        try:
+            response = await fetcher.post_form(token_endpoint, form, extra)
+        except FetchError as exc:
+            raise AuthorizationFailed(f"the token request failed: {exc}") from None
+        try:
+            answer: Any = response.json()
+        except FetchError:
+            answer = None
+        fresh = dpop is not None and dpop.remember_nonce(
+            token_endpoint, response.headers.get("dpop-nonce")
+        )
+        wants_nonce = isinstance(answer, dict) and answer.get("error") == "use_dpop_nonce"
+        if not (response.status == 400 and wants_nonce and fresh and attempt == 1):
+            break
     if response.status != 200 or not isinstance(answer, dict):
         error = answer.get("error") if isinstance(answer, dict) else None
         description = answer.get("error_description") if isinstance(answer, dict) else None
@@ -109,6 +126,16 @@ async def token_request(
             f"(HTTP {response.status}{': ' + detail[:300] if detail else ''})"
         )
     try:
-        return TokenSet.from_response(answer, previous)
+        tokens = TokenSet.from_response(answer, previous)
     except ValueError as exc:
         raise AuthorizationFailed(f"the token endpoint {token_endpoint}: {exc}") from None
+    if dpop is None and tokens.token_type == "DPoP":
+        raise AuthorizationFailed(
+            f"the token endpoint {token_endpoint} issued a DPoP-bound token to a request "
+            "without a DPoP proof: refused (it cannot be used)"
+        )
+    if dpop is not None and tokens.token_type != "DPoP":
+        # RFC 9449 §5: a server that does not support DPoP issues a Bearer token instead;
+        # it is used as one (the resource server decides whether that is enough).
+        logger.info("%s issued a Bearer token to a DPoP request", token_endpoint)
+    return tokens

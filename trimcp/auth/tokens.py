@@ -23,7 +23,8 @@ from trimcp._record import Record
 
 @attrs.frozen(kw_only=True, repr=False, eq=False)
 class TokenSet(Record):
-    """An access token and what came with it. ``expires_at``: seconds since the epoch."""
+    """An access token and what came with it. ``expires_at``: seconds since the epoch;
+    ``token_type``: ``Bearer``, or ``DPoP`` for a token bound to the client's DPoP key."""
 
     access_token: str = attrs.field(repr=False)
     token_type: str = "Bearer"
@@ -45,8 +46,10 @@ class TokenSet(Record):
         if not isinstance(token, str) or not token:
             raise ValueError("the token answer holds no access_token")
         token_type = value.get("token_type", "Bearer")
-        if not isinstance(token_type, str) or token_type.lower() not in ("bearer", "n_a"):
-            raise ValueError(f"unsupported token_type {str(token_type)[:40]!r} (need Bearer)")
+        if not isinstance(token_type, str) or token_type.lower() not in ("bearer", "n_a", "dpop"):
+            raise ValueError(
+                f"unsupported token_type {str(token_type)[:40]!r} (need Bearer or DPoP)"
+            )
         expires_in = value.get("expires_in")
         expires_at = None
         if isinstance(expires_in, int | float) and not isinstance(expires_in, bool):
@@ -57,6 +60,7 @@ class TokenSet(Record):
         scope = value.get("scope")
         return cls(
             access_token=token,
+            token_type="DPoP" if token_type.lower() == "dpop" else "Bearer",
             expires_at=expires_at,
             refresh_token=refresh,
             scope=scope if isinstance(scope, str) else None,
@@ -75,10 +79,13 @@ class ClientRegistration(Record):
 
 @attrs.frozen(kw_only=True, repr=False, eq=False)
 class StoredAuth(Record):
-    """What is stored per protected resource."""
+    """What is stored per protected resource: tokens, registration, and the client's
+    DPoP key (a PKCS#8 PEM and its algorithm) that its DPoP tokens are bound to."""
 
     tokens: TokenSet | None = None
     registration: ClientRegistration | None = None
+    dpop_key: str | None = attrs.field(default=None, repr=False)
+    dpop_algorithm: str = "ES256"
 
 
 class TokenStore(Protocol):
@@ -121,11 +128,14 @@ def _from_json(value: Any) -> StoredAuth | None:
     try:
         tokens = value.get("tokens")
         registration = value.get("registration")
+        dpop_key = value.get("dpop_key")
         return StoredAuth(
             tokens=TokenSet(**tokens) if isinstance(tokens, dict) else None,
             registration=ClientRegistration(**registration)
             if isinstance(registration, dict)
             else None,
+            dpop_key=dpop_key if isinstance(dpop_key, str) else None,
+            dpop_algorithm=str(value.get("dpop_algorithm") or "ES256"),
         )
     except TypeError:
         return None

@@ -68,12 +68,21 @@ class _Expired(Exception):
 class _Reauthorize(Exception):
     """Internal: the server answered 401/403; get a better token and send again."""
 
-    def __init__(self, status: int, challenge: str | None, used: str | None, body: bytes) -> None:
+    def __init__(
+        self,
+        status: int,
+        challenge: str | None,
+        used: str | None,
+        body: bytes,
+        nonce: str | None = None,
+    ) -> None:
         super().__init__(status)
         self.status = status
         self.challenge = challenge
         self.used = used
         self.body = body
+        #: The response's ``DPoP-Nonce`` (RFC 9449 §9).
+        self.nonce = nonce
 
 
 #: Rounds of "401/403, new token, send again" one request may take.
@@ -266,6 +275,7 @@ class StreamableHttpClient:
                         response.headers.get("www-authenticate"),
                         headers.get("authorization"),
                         body,
+                        response.headers.get("dpop-nonce"),
                     )
                 if status == 404 and session_id is not None:
                     raise _Expired
@@ -319,12 +329,13 @@ class StreamableHttpClient:
                     body = await response.read_excerpt(EXCERPT, options.timeout)
                     status = response.status
                     challenge = response.headers.get("www-authenticate")
+                    nonce = response.headers.get("dpop-nonce")
             except HttpClientError as exc:
                 logger.warning("could not send %s: %s", info.method or "a message", exc.message)
                 return
             if status in (401, 403) and self.auth is not None and not authorized:
                 authorized = True
-                again = _Reauthorize(status, challenge, headers.get("authorization"), body)
+                again = _Reauthorize(status, challenge, headers.get("authorization"), body, nonce)
                 if await self._reauthorize(again, set()):
                     continue
                 return
@@ -355,7 +366,7 @@ class StreamableHttpClient:
 
         assert self.auth is not None
         try:
-            await self.auth.challenge(again.status, again.challenge, again.used)
+            await self.auth.challenge(again.status, again.challenge, again.used, again.nonce)
         except AuthError as exc:
             logger.warning("authorization failed: %s", exc)
             await self._answers.fail(
@@ -371,10 +382,16 @@ class StreamableHttpClient:
         await self._update_authorization()
         return True
 
-    def _headers(self, accept: str, *, body: bool = False, session: bool = True) -> dict[str, str]:
+    def _headers(
+        self, accept: str, *, body: bool = False, session: bool = True, method: str = "POST"
+    ) -> dict[str, str]:
         headers = dict(self._options.headers)
         if self._authorization is not None:
             headers["authorization"] = self._authorization
+            if self.auth is not None:  # a DPoP token goes with a fresh proof each time
+                headers.update(
+                    self.auth.proof_headers(method, self._endpoint.url, self._authorization)
+                )
         headers["accept"] = accept
         if body:
             headers["content-type"] = "application/json"
@@ -425,7 +442,7 @@ class StreamableHttpClient:
         sink = self._sink_for(info)
         while pending:
             await trio.sleep(options.reconnect_wait(retry_ms, failures))
-            headers = self._headers(ACCEPT_SSE)
+            headers = self._headers(ACCEPT_SSE, method="GET")
             headers["last-event-id"] = last_event_id
             session_id = self.session_id
             result: StreamEnd | None = None
@@ -491,7 +508,7 @@ class StreamableHttpClient:
         authorized = False
         while True:
             await self._update_authorization()
-            headers = self._headers(ACCEPT_SSE)
+            headers = self._headers(ACCEPT_SSE, method="GET")
             if last_event_id is not None:
                 headers["last-event-id"] = last_event_id
             progressed = False
@@ -506,6 +523,7 @@ class StreamableHttpClient:
                             response.headers.get("www-authenticate"),
                             headers.get("authorization"),
                             b"",
+                            response.headers.get("dpop-nonce"),
                         )
                     elif response.status != 200 or response.content_type != "text/event-stream":
                         # 405: the server offers no stream. Anything else: it will not.
@@ -656,7 +674,7 @@ class StreamableHttpClient:
                 async with self._pool.request(
                     "DELETE",
                     self._endpoint,
-                    self._headers(ACCEPT_POST),
+                    self._headers(ACCEPT_POST, method="DELETE"),
                     head_timeout=options.delete_timeout,
                 ) as response:
                     await response.read_excerpt(EXCERPT, options.delete_timeout)
