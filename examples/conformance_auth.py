@@ -2,7 +2,8 @@
 
 Every ``auth/...`` scenario starts a protected mock server (and its authorization
 server); the client connects with an :class:`~trimcp.auth.OAuthClient` chosen from the
-scenario's name and ``MCP_CONFORMANCE_CONTEXT``, lists the tools and calls each one that
+scenario's name and ``MCP_CONFORMANCE_CONTEXT`` (DPoP where the server asks for it, as
+by default), lists the tools and calls each one that
 takes no arguments. The user's step is :class:`~trimcp.auth.interaction.FollowRedirects`
 (the mock authorization endpoint redirects straight back with a code).
 """
@@ -14,7 +15,7 @@ import os
 from typing import Any
 
 from trimcp.auth import OAuthClient
-from trimcp.auth.extensions import ClientCredentials, EnterpriseManaged
+from trimcp.auth.extensions import ClientCredentials, EnterpriseManaged, WorkloadIdentity
 from trimcp.auth.grants import PrivateKey
 from trimcp.auth.interaction import FollowRedirects
 from trimcp.client import Client
@@ -41,6 +42,8 @@ def scenario_auth(scenario: str) -> OAuthClient:
         "flow_timeout": 15.0,
         "client_name": "trimcp-conformance-client",
     }
+    if "valid_jwt" in data:  # workload identity: the platform's JWT is the grant
+        return WorkloadIdentity(token=data["valid_jwt"], client_id=data.get("client_id"), **common)
     if "idp_id_token" in data:
         return EnterpriseManaged(
             id_token=data["idp_id_token"],

@@ -446,6 +446,10 @@ AUTH_SCENARIOS_ALPHA = [
     ("auth/client-credentials-jwt", None),
     ("auth/client-credentials-basic", None),
     ("auth/enterprise-managed-authorization", None),
+    # The DPoP (SEP-1932) and workload identity (SEP-1933) extension scenarios.
+    ("auth/dpop", None),
+    ("auth/dpop-nonce", None),
+    ("auth/wif-jwt-bearer", None),
 ]
 #: Suite 0.2.0-alpha.12's authorization scenarios at --spec-version 2026-07-28.
 AUTH_SCENARIOS_2026 = [

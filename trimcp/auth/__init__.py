@@ -1,9 +1,11 @@
 """OAuth 2.1 authorization for MCP over HTTP: protect a server, log in from a client.
 
 Client side: :class:`OAuthClient` (``connect_http(url, auth=...)``), with
-:class:`ClientCredentials` and :class:`EnterpriseManaged` for the extensions.
+:class:`ClientCredentials`, :class:`EnterpriseManaged` and :class:`WorkloadIdentity` for the
+extensions; DPoP-bound tokens with ``OAuthClient(dpop=...)`` (:class:`DpopKey`).
 
-Server side: :class:`ProtectedResource` (give it to ``HttpServerConfig(auth=...)``) with a
+Server side: :class:`ProtectedResource` (give it to ``HttpServerConfig(auth=...)``; DPoP
+with ``dpop=`` / ``require_dpop=`` and a :class:`DpopChecker`) with a
 token verifier: :class:`JwtVerifier`, :class:`IntrospectionVerifier` or
 :class:`CallableVerifier`. Handlers see the caller as ``ctx.auth`` (:class:`AuthInfo`).
 
@@ -25,6 +27,10 @@ _EXPORTS: dict[str, str] = {
     "OAuthClient": "trimcp.auth.client",
     "ClientCredentials": "trimcp.auth.extensions",
     "EnterpriseManaged": "trimcp.auth.extensions",
+    "WorkloadIdentity": "trimcp.auth.extensions",
+    "DpopKey": "trimcp.auth.dpop",
+    "DpopChecker": "trimcp.auth.dpop",
+    "NonceSource": "trimcp.auth.dpop",
     "PrivateKey": "trimcp.auth.grants",
     "FollowRedirects": "trimcp.auth.interaction",
     "Interaction": "trimcp.auth.interaction",
@@ -49,12 +55,16 @@ _EXPORTS: dict[str, str] = {
 
 if TYPE_CHECKING:
     from trimcp.auth.client import OAuthClient as OAuthClient
+    from trimcp.auth.dpop import DpopChecker as DpopChecker
+    from trimcp.auth.dpop import DpopKey as DpopKey
+    from trimcp.auth.dpop import NonceSource as NonceSource
     from trimcp.auth.errors import AuthError as AuthError
     from trimcp.auth.errors import AuthorizationFailed as AuthorizationFailed
     from trimcp.auth.errors import InvalidToken as InvalidToken
     from trimcp.auth.errors import UnsafeUrl as UnsafeUrl
     from trimcp.auth.extensions import ClientCredentials as ClientCredentials
     from trimcp.auth.extensions import EnterpriseManaged as EnterpriseManaged
+    from trimcp.auth.extensions import WorkloadIdentity as WorkloadIdentity
     from trimcp.auth.grants import PrivateKey as PrivateKey
     from trimcp.auth.interaction import FollowRedirects as FollowRedirects
     from trimcp.auth.interaction import Interaction as Interaction
@@ -92,6 +102,8 @@ __all__ = [
     "AuthorizationFailed",
     "CallableVerifier",
     "ClientCredentials",
+    "DpopChecker",
+    "DpopKey",
     "EnterpriseManaged",
     "FileTokenStore",
     "FollowRedirects",
@@ -102,6 +114,7 @@ __all__ = [
     "JwtVerifier",
     "LoopbackBrowser",
     "MemoryTokenStore",
+    "NonceSource",
     "OAuthClient",
     "PrivateKey",
     "ProtectedResource",
@@ -109,5 +122,6 @@ __all__ = [
     "TokenStore",
     "TokenVerifier",
     "UnsafeUrl",
+    "WorkloadIdentity",
     "principal_key",
 ]
