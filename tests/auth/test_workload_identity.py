@@ -49,7 +49,7 @@ async def test_a_token_function_sync_or_async() -> None:
 async def test_an_expired_missing_or_malformed_token_is_refused_before_sending(
     tmp_path: Path,
 ) -> None:
-    with pytest.raises(AuthorizationFailed, match="expired .* rotates it"):
+    with pytest.raises(AuthorizationFailed, match=r"expired .* rotates it"):
         await WorkloadIdentity(token=workload_jwt("old", lifetime=-60)).workload_token()
     with pytest.raises(AuthorizationFailed, match="cannot read the workload token"):
         await WorkloadIdentity(token_file=tmp_path / "absent").workload_token()
@@ -86,7 +86,8 @@ async def test_the_grant_and_a_refusal_that_is_not_retried() -> None:
     token = workload_jwt("w")
     fetcher = Recorded(b'{"access_token": "at", "token_type": "Bearer"}')
     stored = await WorkloadIdentity(token=token, client_id="wl").obtain(fetcher, FOUND, "mcp", None)
-    assert stored.tokens is not None and stored.tokens.access_token == "at"
+    assert stored.tokens is not None
+    assert stored.tokens.access_token == "at"
     assert fetcher.forms == [
         {
             "grant_type": JWT_BEARER,
