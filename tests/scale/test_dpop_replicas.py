@@ -1,0 +1,105 @@
+"""A DPoP proof accepted by one replica is refused by every other: the replay cache is
+shared through the Redis store (``RedisStore.replay_cache``), not kept per process.
+
+Two replicas (``serve_http(store=RedisStore(...))`` in this process, each with its own
+``ProtectedResource``, verifier and store client, as two processes would have) on one real
+redis-server; the control runs the same two replicas without a shared store, where each
+remembers only its own proofs and the replay gets through. Real clock over loopback;
+every wait is bounded by ``fail_after``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+
+import trio
+
+from tests.auth.tokens import ISSUER, RESOURCE, KeySet, SigningKey
+from tests.scale.peers import RedisServer
+from tests.scale.test_principals import http
+from trimcp import Server
+from trimcp.auth import DpopKey, JwtVerifier, ProtectedResource
+from trimcp.stores import RedisStore
+from trimcp.transports.http_server import HttpServerConfig, serve_http
+
+BOUND = 40.0
+KEY = SigningKey("dpop-replicas")
+CLIENT = DpopKey.generate()
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "dpop-replicas", "version": "1"},
+    },
+}
+
+
+def config() -> HttpServerConfig:
+    verifier = JwtVerifier(
+        issuer=ISSUER, jwks_url="https://as.example.com/jwks", fetch=KeySet(KEY).fetch
+    )
+    resource = ProtectedResource(
+        resource=RESOURCE, authorization_servers=[ISSUER], verifier=verifier, require_dpop=True
+    )
+    return HttpServerConfig(auth=resource)
+
+
+@asynccontextmanager
+async def two_replicas(redis: RedisServer | None) -> AsyncIterator[list[str]]:
+    """The URLs of two replicas: on one Redis (under a prefix of their own), or, without
+    ``redis``, each on its own memory."""
+    prefix = f"dp{secrets.token_hex(4)}:"
+    stores = [RedisStore(redis.url, prefix=prefix) for _ in range(2)] if redis else []
+    try:
+        async with trio.open_nursery() as nursery:
+            urls = []
+            for index in range(2):
+                store = stores[index] if stores else None
+                port: int = await nursery.start(
+                    partial(serve_http, Server("dpop"), port=0, config=config(), store=store)
+                )
+                urls.append(f"http://127.0.0.1:{port}/mcp")
+            yield urls
+            nursery.cancel_scope.cancel()
+    finally:
+        with trio.CancelScope(shield=True):
+            for store in stores:
+                await store.aclose()
+
+
+async def replayed_status(redis: RedisServer | None) -> tuple[int, int, int]:
+    """(first use on A, the same proof on B, a fresh proof on B)."""
+    token = KEY.mint(cnf={"jkt": CLIENT.thumbprint})
+    # The proof names the resource's public URL (as behind a balancer), whichever
+    # replica receives it.
+    proof = CLIENT.proof("POST", RESOURCE, access_token=token)
+    headers = [("authorization", f"DPoP {token}"), ("dpop", proof)]
+    with trio.fail_after(BOUND):
+        async with two_replicas(redis) as (a, b):
+            first, _, _ = await http(a, "POST", INITIALIZE, headers)
+            again, names, _ = await http(b, "POST", INITIALIZE, headers)
+            if again == 401:
+                assert "already used" in names["www-authenticate"]
+            fresh = [
+                ("authorization", f"DPoP {token}"),
+                ("dpop", CLIENT.proof("POST", RESOURCE, access_token=token)),
+            ]
+            new, _, _ = await http(b, "POST", INITIALIZE, fresh)
+    return first, again, new
+
+
+async def test_a_proof_used_on_one_replica_is_refused_on_the_other(
+    redis_server: RedisServer,
+) -> None:
+    assert await replayed_status(redis_server) == (200, 401, 200)
+
+
+async def test_without_a_shared_store_each_replica_remembers_only_its_own() -> None:
+    # The control: what the shared cache prevents.
+    assert await replayed_status(None) == (200, 200, 200)
