@@ -15,7 +15,9 @@
 // secret "rs-secret"), and dynamic registration is open. The login step is scripted: the
 // interaction page is a form; POST /interaction/:uid/login with login=<name> signs that
 // user in; the consent step that follows grants what was asked. For development only: any
-// name logs in, without a password.
+// name logs in, without a password. DPoP (RFC 9449) is on, and every token request that
+// carries a proof must carry this server's nonce (it answers the first with
+// use_dpop_nonce): such requests get tokens bound to the proof's key (cnf.jkt).
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -51,6 +53,7 @@ const configuration = {
     clientCredentials: { enabled: true },
     introspection: { enabled: true, allowedPolicy: async () => true },
     revocation: { enabled: true },
+    dPoP: { enabled: true, nonceSecret: Buffer.alloc(32, 7), requireNonce: () => true },
     resourceIndicators: {
       enabled: true,
       defaultResource: async (ctx, client, oneOf) => oneOf,

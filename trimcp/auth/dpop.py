@@ -413,12 +413,6 @@ class DpopChecker:
                 f"the DPoP proof is stale or from the future (iat more than "
                 f"{self.max_age:g} s away): make a fresh one"
             )
-        if self.nonces is not None:
-            nonce = claims.get("nonce")
-            if not isinstance(nonce, str) or not self.nonces.valid(nonce):
-                raise DpopError(
-                    "this server requires a DPoP nonce: use the one given", "use_dpop_nonce"
-                )
         if access_token is not None:
             ath = claims.get("ath")
             if not isinstance(ath, str) or not hmac.compare_digest(
@@ -427,6 +421,12 @@ class DpopChecker:
                 raise DpopError("the DPoP proof's ath does not match the access token")
         if jkt is not None and not hmac.compare_digest(jkt, thumbprint):
             raise DpopError("the DPoP proof's key is not the key the token is bound to")
+        if self.nonces is not None:
+            nonce = claims.get("nonce")
+            if not isinstance(nonce, str) or not self.nonces.valid(nonce):
+                raise DpopError(
+                    "this server requires a DPoP nonce: use the one given", "use_dpop_nonce"
+                )
         # Last: only a proof that passed every other check uses up its jti.
         expires_at = float(iat) + self.max_age + 1
         cache = replay if replay is not None else self.replay
