@@ -87,9 +87,13 @@ async def test_proofs_and_the_nonce_a_server_gives() -> None:
     assert "nonce" not in first
     assert claims()["jti"] != first["jti"]  # fresh every time
     challenge = 'DPoP error="use_dpop_nonce"'
-    await session.challenge(401, challenge, authorization, dpop_nonce="n-1")
+    session.remember_dpop_nonce("n-1")
+    await session.challenge(401, challenge, authorization)
     assert claims()["nonce"] == "n-1"
     # The same nonce again (or none): the server will not be satisfied; say so.
+    session.remember_dpop_nonce("n-1")
     with pytest.raises(AuthorizationFailed, match="DPoP nonce"):
-        await session.challenge(401, challenge, authorization, dpop_nonce="n-1")
+        await session.challenge(401, challenge, authorization)
+    with pytest.raises(AuthorizationFailed, match="DPoP nonce"):
+        await session.challenge(401, challenge, authorization)
     assert session.proof_headers("POST", URL, "Bearer tok") == {}

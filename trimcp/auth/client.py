@@ -382,6 +382,7 @@ class AuthSession:
         self._asked: frozenset[str] = frozenset()
         #: The DPoP key's proofs, while the tokens are DPoP-bound (None: Bearer).
         self.dpop: DpopProofs | None = None
+        self._new_nonce = False
         #: Logins and refreshes done (for tests and statistics).
         self.logins = 0
         self.refreshes = 0
@@ -430,24 +431,25 @@ class AuthSession:
         elif self.dpop is None or self.dpop.key.pem != stored.dpop_key:
             self.dpop = DpopProofs(DpopKey(stored.dpop_key, stored.dpop_algorithm))
 
-    async def challenge(
-        self,
-        status: int,
-        www_authenticate: str | None,
-        used: str | None,
-        dpop_nonce: str | None = None,
-    ) -> None:
+    def remember_dpop_nonce(self, nonce: str) -> None:
+        """A response carried ``DPoP-Nonce``: proofs to this server use it from now on
+        (the transport calls this before :meth:`challenge`)."""
+        if self.dpop is not None:
+            self._new_nonce = self.dpop.remember_nonce(self.server_url, nonce)
+
+    async def challenge(self, status: int, www_authenticate: str | None, used: str | None) -> None:
         """A request got 401/403: make a better token, or raise :class:`AuthError`.
 
         ``used`` is the ``Authorization`` value the request carried (if another task
-        already replaced that token, nothing more is done). ``dpop_nonce``: the
-        response's ``DPoP-Nonce``; a ``use_dpop_nonce`` refusal only needs it kept (the
-        request is sent again with a new proof). Cancellation: the caller stops waiting;
-        the flow goes on for the others.
+        already replaced that token, nothing more is done). A ``use_dpop_nonce`` refusal
+        needs no new token, only the nonce the response carried (see
+        :meth:`remember_dpop_nonce`): the request is sent again with a new proof.
+        Cancellation: the caller stops waiting; the flow goes on for the others.
         """
         challenge = parse_challenge(www_authenticate)
+        new_nonce, self._new_nonce = self._new_nonce, False
         if status == 401 and challenge.error == "use_dpop_nonce" and self.dpop is not None:
-            if self.dpop.remember_nonce(self.server_url, dpop_nonce):
+            if new_nonce:
                 return
             raise AuthorizationFailed(
                 "the server asks for a DPoP nonce but gave none it had not given already"

@@ -366,7 +366,9 @@ class StreamableHttpClient:
 
         assert self.auth is not None
         try:
-            await self.auth.challenge(again.status, again.challenge, again.used, again.nonce)
+            if again.nonce is not None:
+                self.auth.remember_dpop_nonce(again.nonce)
+            await self.auth.challenge(again.status, again.challenge, again.used)
         except AuthError as exc:
             logger.warning("authorization failed: %s", exc)
             await self._answers.fail(
@@ -388,7 +390,8 @@ class StreamableHttpClient:
         headers = dict(self._options.headers)
         if self._authorization is not None:
             headers["authorization"] = self._authorization
-            if self.auth is not None:  # a DPoP token goes with a fresh proof each time
+            if self.auth is not None and self._authorization.startswith("DPoP "):
+                # A DPoP token goes with a fresh proof each time.
                 headers.update(
                     self.auth.proof_headers(method, self._endpoint.url, self._authorization)
                 )
