@@ -293,7 +293,7 @@ async def test_without_the_store_a_replica_seals_with_its_own_key(
 async def test_a_message_for_a_get_stream_goes_to_its_holder_or_stays(
     redis_server: RedisServer,
 ) -> None:
-    from trimcp.stores.relay import ReplicaRelay
+    from trimcp.transports.http_server.relay import ReplicaRelay
 
     async with replicas(redis_server.url, "b9:") as (a, b):
         relay = ReplicaRelay(None, a)  # type: ignore[arg-type]

@@ -215,7 +215,7 @@ class _BusOnlyStore:
 
 async def test_a_server_hears_the_store_bus_only_while_served(autojump_clock: Any) -> None:
     from trimcp.stores.bus import MemoryBus
-    from trimcp.stores.relay import ReplicaRelay
+    from trimcp.transports.http_server.relay import ReplicaRelay
 
     a, _, bus_a, _ = two_replicas()
     a.attach_bus(None)

@@ -44,9 +44,7 @@ from trimcp.session import Session, SessionHandler, open_session
 from trimcp.session.lifespan import open_handler_lifespan
 from trimcp.session.stateless import StatelessHandler
 from trimcp.session.transport import Decoded
-from trimcp.stores.relay import ReplicaRelay
 from trimcp.stores.replay import SharesReplayCache
-from trimcp.stores.sharing import SharedSessions
 from trimcp.transports.http_server import legacy
 from trimcp.transports.http_server import modern as modern_http
 from trimcp.transports.http_server.asgi import (
@@ -72,6 +70,8 @@ from trimcp.transports.http_server.asgi import (
 from trimcp.transports.http_server.config import HttpServerConfig, with_declared_auth
 from trimcp.transports.http_server.manager import SessionEntry, SessionManager
 from trimcp.transports.http_server.modern import ModernEndpoint
+from trimcp.transports.http_server.relay import ReplicaRelay
+from trimcp.transports.http_server.sharing import SharedSessions
 from trimcp.transports.http_server.streams import (
     OutStream,
     Sink,

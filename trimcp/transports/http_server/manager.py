@@ -85,7 +85,7 @@ class SessionEntry:
         self.closed = False
         #: The session's reservation was given back (it closed, or never started).
         self.released = False
-        #: The record last saved to (or read from) a shared store (trimcp.stores.sharing).
+        #: The record last saved to (or read from) a shared store (see .sharing).
         self.shared_record: bytes | None = None
 
     def touch(self) -> None:

@@ -121,7 +121,7 @@ class HttpSessionTransport:
         #: The session's id when replicas share it (see :mod:`trimcp.server.replicas`).
         self.shared_session_id: str | None = None
         #: With replicas: hands a message for the GET stream to the replica holding it,
-        #: when none is open here (True: handed over; see :mod:`trimcp.stores.relay`).
+        #: when none is open here (True: handed over; see .relay in this package).
         self.forward: Callable[[bytes], Awaitable[bool]] | None = None
         #: With replicas: the client's GET stream last attached here (it may be between
         #: reconnects); cleared when it attaches to another replica.

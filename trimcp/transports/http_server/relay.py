@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from trimcp.stores.base import Store
     from trimcp.transports.http_server.manager import SessionEntry, SessionManager
 
-logger = logging.getLogger("trimcp.stores.relay")
+logger = logging.getLogger("trimcp.transports.http_server.relay")
 
 _CANCELLED = "notifications/cancelled"
 #: How long a replica trusts what it learnt of where a session's GET stream is.

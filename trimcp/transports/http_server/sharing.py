@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from trimcp.transports.http_server.asgi import Send
     from trimcp.transports.http_server.manager import SessionEntry, SessionManager
 
-logger = logging.getLogger("trimcp.stores.sharing")
+logger = logging.getLogger("trimcp.transports.http_server.sharing")
 
 #: The record of a session the client ended (DELETE): replicas holding it end it too.
 ENDED = b""
