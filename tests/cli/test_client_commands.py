@@ -40,12 +40,20 @@ def test_call_parses_values_as_json_when_they_parse() -> None:
 
 
 def test_call_takes_the_arguments_as_one_json_object() -> None:
-    for words in (["--json", '{"a": 1, "b": 2}'], ["--args", '{"a": 1, "b": 2}']):
+    for words in (['{"a": 1, "b": 2}'], ["--args", '{"a": 1, "b": 2}']):
         completed = cli("call", "add", *words, *PEER_ARGV)
         assert (completed.returncode, completed.stdout) == (0, "3\n"), completed.stderr
     # --json before key=value words still means JSON output.
     result = cli_json("call", "total", "--json", "numbers=[1, 2, 3.5]", *APP_ARGV)
     assert result["structuredContent"] == {"result": 6.5}
+
+
+def test_json_before_the_tool_name_prints_the_wire_json_of_that_tool() -> None:
+    # `call --json TOOL` used to take TOOL as the value of --json.
+    result = cli_json("call", "--json", "add", "a=2", "b=3", *PEER_ARGV)
+    assert result["structuredContent"] == {"sum": 5}
+    result = cli_json("call", "add", "--json", '{"a": 1, "b": 2}', *PEER_ARGV)
+    assert result["structuredContent"] == {"sum": 3}
 
 
 def test_progress_goes_to_stderr_while_the_result_goes_to_stdout() -> None:

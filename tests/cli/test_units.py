@@ -50,9 +50,27 @@ def test_the_server_command_is_everything_after_the_first_double_dash() -> None:
     args = parse(["call", "t", "--json", "x=1", "y=2", "--", "srv"])
     assert (args.json, args.arguments, args.json_args) == (True, ["x=1", "y=2"], None)
     args = parse(["call", "t", "--json", '{"x": 1}', "--", "srv"])
-    assert (args.json, args.arguments, args.json_args) == (False, [], '{"x": 1}')
+    assert (args.json, args.arguments, args.json_args) == (True, ['{"x": 1}'], None)
     with pytest.raises(UsageError, match="takes no server command"):
         parse(["config", "claude", "s.py", "--", "srv"])
+
+
+def test_json_before_the_tool_name_keeps_the_tool_name() -> None:
+    # `--json` took the next word as its value: the tool name went into the arguments.
+    args = parse(["call", "--json", "add", "a=1", "--", "srv"])
+    assert (args.tool, args.arguments, args.json) == ("add", ["a=1"], True)
+    args = parse(["call", "--json", "add", '{"a": 1}', "b=2", "--", "srv"])
+    assert (args.tool, args.arguments, args.json) == ("add", ['{"a": 1}', "b=2"], True)
+    with pytest.raises(UsageError, match="the tool name comes first"):
+        parse(["call", '{"a": 1}', "add"])
+
+
+def test_a_json_object_word_may_come_anywhere_but_only_once() -> None:
+    assert merge_arguments(["b=2", '{"a": 1}'], None) == {"a": 1, "b": 2}
+    with pytest.raises(UsageError, match="one JSON object"):
+        merge_arguments(['{"a": 1}'], '{"b": 2}')
+    with pytest.raises(UsageError, match="one JSON object"):
+        merge_arguments(['{"a": 1}', '{"b": 2}'], None)
 
 
 def test_targets() -> None:

@@ -100,13 +100,16 @@ def read_arguments(
     """The arguments of one call, checked for shape (no server needed): the JSON object
     given to ``option`` (if any), then ``key=value`` words on top.
 
-    A single word that starts with ``{`` is read as the JSON object too."""
+    One word (anywhere among them) that starts with ``{`` is read as the JSON object too."""
     given: dict[str, Any] = {}
-    rest = list(words)
+    objects = [word for word in words if word.lstrip().startswith("{")]
+    if len(objects) + (json_text is not None) > 1:
+        raise UsageError(f"give the arguments as one JSON object (one {{...}} word or {option})")
     if json_text is not None:
         given.update(parse_json_object(json_text, option=option))
-    if rest and rest[0].lstrip().startswith("{"):
-        given.update(parse_json_object(rest.pop(0), option="the JSON argument"))
+    for text in objects:
+        given.update(parse_json_object(text, option="the JSON argument"))
+    rest = [word for word in words if not word.lstrip().startswith("{")]
     return Arguments(given=given, words=split_pairs(rest))
 
 

@@ -276,11 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     call.add_argument(
         "--json",
-        nargs="?",
-        const=True,
-        default=False,
-        metavar="'{...}'",
-        help="alone: print the wire JSON; with a JSON object: the arguments (like --args)",
+        action="store_true",
+        help="print the wire JSON (the arguments are key=value words, a '{...}' word or --args)",
     )
     call.add_argument(
         "--task",
@@ -347,16 +344,21 @@ def split_server_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return words, []
 
 
+def _argument_word(word: str) -> bool:
+    """Whether a word argparse left over is an argument of call or prompt: ``key=value``
+    or a JSON object (never an option)."""
+    return not word.startswith("-") and ("=" in word or word.lstrip().startswith("{"))
+
+
 def parse(argv: Sequence[str]) -> argparse.Namespace:
     """Parse the command line; raises :class:`UsageError` (exit 2) when it is wrong."""
     own, server_command = split_server_command(argv)
     args, extra = build_parser().parse_known_args(own)
     if extra:
         # argparse ends a positional list at the first option, so `call t --json a=1 b=2`
-        # leaves `b=2` over: the key=value words of call and prompt may come anywhere.
-        if getattr(args, "arguments", None) is None or any(
-            word.startswith("-") or "=" not in word for word in extra
-        ):
+        # leaves `b=2` over: the key=value words (and a JSON object) of call and prompt may
+        # come anywhere.
+        if getattr(args, "arguments", None) is None or not all(map(_argument_word, extra)):
             raise UsageError(
                 f"unrecognized arguments: {' '.join(extra)}", hint="see: trimcp --help"
             )
@@ -366,15 +368,9 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     args.server_command = server_command
     if server_command and args.command not in ("list", "call", "read", "prompt", "ping"):
         raise UsageError(f"'trimcp {args.command}' takes no server command after --")
-    if args.command == "call" and args.json not in (True, False):
-        # `--json '{...}'` gives the arguments; `--json key=value` means JSON output and
-        # argparse took the first argument as the option's value: give it back.
-        value: str = args.json
-        if value.lstrip().startswith("{"):
-            if args.json_args is not None:
-                raise UsageError("give the JSON arguments once (--args or --json)")
-            args.json_args, args.json = value, False
-        else:
-            args.arguments.insert(0, value)
-            args.json = True
+    if args.command == "call" and args.tool.lstrip().startswith("{"):
+        raise UsageError(
+            f"the tool name comes first, got {args.tool!r}",
+            hint="trimcp call TOOL '{...}' (or --args '{...}')",
+        )
     return args
