@@ -11,6 +11,7 @@ This module does no I/O and imports nothing outside the standard library.
 
 from __future__ import annotations
 
+import secrets
 from typing import Any, Final
 
 # Standard JSON-RPC 2.0 codes.
@@ -137,3 +138,40 @@ class UnexpectedResult(McpError):
 
     def __init__(self, message: str, data: Any = None) -> None:
         super().__init__(INTERNAL_ERROR, message, data)
+
+
+#: The key in ``data`` that marks an error this process made up itself (:class:`LocalError`).
+MADE_HERE: Final = "madeHere"
+#: Its value: random per process, so an error that a peer sends, or that a proxy relays
+#: from its own client, never passes for one made here.
+_HERE: Final = secrets.token_hex(8)
+
+
+class LocalError(McpError):
+    """An error this side made up in place of an answer from the peer: a connection that
+    failed, an HTTP status with no JSON-RPC answer in it, a limit of this client (too many
+    input rounds, a missing handler, a subscription never acknowledged).
+
+    Its wire form (:meth:`to_error_object`) adds :data:`MADE_HERE` to ``data``, so the
+    mark survives the trip a transport's errors take: a transport hands the errors it
+    makes up to the session as JSON-RPC error responses, which reach the caller as a plain
+    :class:`McpError`. :func:`made_here` tells either form from an error the peer sent.
+    """
+
+    def to_error_object(self) -> dict[str, Any]:
+        error = super().to_error_object()
+        data = error.get("data")
+        if data is None or type(data) is dict:
+            error["data"] = {**(data or {}), MADE_HERE: _HERE}
+        return error
+
+
+def made_here(error: McpError) -> bool:
+    """Whether this process made ``error`` up (a :class:`LocalError`, also after its trip
+    through the wire form, or the session's own :class:`LocalProtocolError`,
+    :class:`RequestTimeout` or :class:`SessionClosed`) rather than received it from the
+    peer."""
+    if isinstance(error, LocalError | LocalProtocolError | RequestTimeout | SessionClosed):
+        return True
+    data = error.data
+    return type(data) is dict and data.get(MADE_HERE) == _HERE

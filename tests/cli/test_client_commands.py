@@ -150,4 +150,6 @@ def test_a_missing_command_and_a_dead_server_exit_1() -> None:
     assert "is it an MCP server" not in dead.stderr  # it crashed: the question misleads
     refused = cli("ping", "--url", "http://127.0.0.1:1/mcp")
     assert refused.returncode == 1
-    assert refused.stderr.startswith("trimcp: cannot connect to http://127.0.0.1:1/mcp")
+    assert refused.stderr.startswith(
+        "trimcp: on the client side: cannot connect to http://127.0.0.1:1/mcp"
+    )

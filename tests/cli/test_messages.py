@@ -13,7 +13,14 @@ import pytest
 
 from tests.cli.support import APP, cli, read_line, spawn, stop
 from trimcp.cli import describe_error
-from trimcp.errors import LocalProtocolError, SessionClosed
+from trimcp.errors import (
+    CONNECTION_CLOSED,
+    MADE_HERE,
+    LocalProtocolError,
+    McpError,
+    SessionClosed,
+)
+from trimcp.testing import ScriptedServer
 
 
 @pytest.mark.parametrize("port", ["99999", "65536", "-1", "eighty"])
@@ -59,6 +66,45 @@ def test_a_local_refusal_is_not_reported_as_a_server_answer() -> None:
     assert code == 1
     assert line == "not sent: Cannot send resources/read: the server did not declare it"
     assert "-32" not in line
+
+
+async def test_errors_the_client_makes_up_are_named_as_the_clients() -> None:
+    # A missing handler and too many input rounds were printed as "the server answered
+    # error -32601/-32603": the client gave up, the server sent no such error.
+    server = ScriptedServer(protocol_version="2026-07-28", ordered=False)
+    sampling = {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 1}}
+    server.expect("tools/call").reply(
+        {"resultType": "input_required", "inputRequests": {"llm": sampling}}
+    )
+    for _ in range(2):
+        server.expect("resources/read").reply(
+            {"resultType": "input_required", "requestState": "again"}
+        )
+    async with server.open_client(max_input_rounds=1) as client:
+        with pytest.raises(McpError) as missing:
+            await client.call_tool("t")
+        with pytest.raises(McpError) as rounds:
+            await client.read_resource("file:///x")
+    lines = [describe_error(caught.value) for caught in (missing, rounds)]
+    assert lines == [
+        (f"on the client side: {missing.value.message}", 1),
+        (f"on the client side: {rounds.value.message}", 1),
+    ]
+    assert "no sampling handler registered" in missing.value.message
+    assert "still asked for input after 1 rounds" in rounds.value.message
+
+
+def test_errors_the_server_sent_are_named_as_the_servers() -> None:
+    # A -32000 the server sent was printed bare, as if this side had lost the connection.
+    closing = McpError(CONNECTION_CLOSED, "Session is closing")
+    # A proxy relays what its own client made up: another process's mark is not ours.
+    relayed = McpError(
+        CONNECTION_CLOSED,
+        "cannot connect to http://backend.example/mcp",
+        {MADE_HERE: "0123456789abcdef"},
+    )
+    for error in (closing, relayed):
+        assert describe_error(error) == (f"the server answered error -32000: {error.message}", 1)
 
 
 def test_a_tool_failure_shows_the_servers_last_stderr_lines(tmp_path: Path) -> None:

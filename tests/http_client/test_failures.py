@@ -10,7 +10,14 @@ import trio
 
 from tests.http_client.fakeserver import McpApp, Reply, Request, error, fake_server, result
 from tests.http_client.helpers import http_session
-from trimcp.errors import CONNECTION_CLOSED, INTERNAL_ERROR, McpError, SessionClosed
+from trimcp.errors import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    MADE_HERE,
+    McpError,
+    SessionClosed,
+    made_here,
+)
 from trimcp.session import SessionOptions
 from trimcp.transports.http_client import open_http_client_transport
 
@@ -141,7 +148,10 @@ async def test_500_fails_that_request_only(autojump_clock: Any) -> None:
                 )
             assert trio.current_time() == start  # promptly, no timeout involved
             assert caught.value.code == INTERNAL_ERROR
-            assert caught.value.data == {"httpStatus": 500, "body": "boom"}
+            # Made up here from the status: marked so through its trip as an error response.
+            assert made_here(caught.value)
+            expected = {"httpStatus": 500, "body": "boom", MADE_HERE: None}
+            assert {**caught.value.data, MADE_HERE: None} == expected
         assert outcome["good"].content[0].text == "{}"
 
 

@@ -11,7 +11,14 @@ import trio
 from tests.http_client.fakeserver import Reply, Request, fake_server, init_result
 from tests.http_client.helpers import http_session
 from tests.support import NullClient, init_params
-from trimcp.errors import CONNECTION_CLOSED, INTERNAL_ERROR, McpError, SessionClosed
+from trimcp.errors import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    MADE_HERE,
+    McpError,
+    SessionClosed,
+    made_here,
+)
 from trimcp.protocol.lifecycle import Role
 from trimcp.session import open_session
 from trimcp.transports.http_client import (
@@ -144,7 +151,8 @@ async def test_fallback_to_nothing_reports_both(autojump_clock: Any) -> None:
         with pytest.raises(McpError, match=r"HTTP 404 .* no HTTP\+SSE transport") as caught:
             await session.initialize(init_params())
         assert caught.value.code == CONNECTION_CLOSED
-        assert caught.value.data == {"httpStatus": 404}
+        assert made_here(caught.value)
+        assert {**caught.value.data, MADE_HERE: None} == {"httpStatus": 404, MADE_HERE: None}
         await trio.testing.wait_all_tasks_blocked()
         assert not session.closed  # nothing else went wrong; the caller decides
 

@@ -33,9 +33,15 @@ from trimcp.errors import (
     RemoteProtocolError,
     RequestTimeout,
     SessionClosed,
+    made_here,
 )
 
 __all__ = ["CliError", "UsageError", "main"]
+
+
+#: How a line names an error this client made up, against "the server answered ..."
+#: (after the "trimcp: " every line starts with).
+CLIENT_SIDE = "on the client side"
 
 
 def _say(line: str) -> None:
@@ -156,11 +162,10 @@ def describe_error(exc: BaseException) -> tuple[str, int]:
         # the server sent an answer, not this error.
         return f"the server's answer is invalid: {exc.message}", EXIT_FAILURE
     if isinstance(exc, McpError):
-        from trimcp.cli.mistakes import from_transport
-
-        if from_transport(exc):
-            # The transport failed (connect, TLS, HTTP status): no JSON-RPC error came back.
-            return exc.message, EXIT_FAILURE
+        if made_here(exc):
+            # Made up here (a failed connection, an HTTP status without a JSON-RPC answer,
+            # a limit of the client): the server sent no such error.
+            return f"{CLIENT_SIDE}: {exc.message}", EXIT_FAILURE
         return f"the server answered error {exc.code}: {exc.message}", EXIT_FAILURE
     if isinstance(exc, OSError):
         return f"{exc.strerror or exc}", EXIT_FAILURE

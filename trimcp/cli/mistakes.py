@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from trimcp.cli.errors import CliError
-from trimcp.errors import CONNECTION_CLOSED, McpError
+from trimcp.errors import McpError, made_here
 
 #: How close a known name must be to the one given to be suggested (difflib's ratio).
 _CUTOFF = 0.6
@@ -33,19 +33,10 @@ def unknown(kind: str, name: str, known: Sequence[str]) -> UnknownName:
     return UnknownName(f"the server has no {kind} {name!r}", hint=hint)
 
 
-def from_transport(exc: McpError) -> bool:
-    """Whether ``exc`` was made by this side's transport (an HTTP status, a lost
-    connection) rather than sent by the server as a JSON-RPC error. A transport error
-    reaches the caller as a plain :class:`McpError` too, so its data tells them apart."""
-    data = exc.data
-    if isinstance(data, dict) and "httpStatus" in data:
-        return True
-    return exc.code == CONNECTION_CLOSED or type(exc).__module__.startswith("trimcp.transports")
-
-
 def answered(exc: McpError) -> bool:
-    """Whether ``exc`` is an error response the server sent (not one raised on this side)."""
-    return type(exc) is McpError and not from_transport(exc)
+    """Whether ``exc`` is an error response the server sent (not one made up on this side:
+    see :func:`trimcp.errors.made_here`)."""
+    return type(exc) is McpError and not made_here(exc)
 
 
 def http_status(exc: BaseException) -> int | None:

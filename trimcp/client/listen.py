@@ -23,7 +23,7 @@ import trio
 from trimcp._groups import open_nursery_unwrapped
 from trimcp._record import Record
 from trimcp.client.stateless import META_SUBSCRIPTION_ID
-from trimcp.errors import CONNECTION_CLOSED, McpError
+from trimcp.errors import CONNECTION_CLOSED, LocalError, McpError
 from trimcp.types import (
     SubscriptionFilter,
     SubscriptionsAcknowledgedNotificationParams,
@@ -48,7 +48,7 @@ class ListenEvent(Record):
     params: Any
 
 
-class SubscriptionLost(McpError):
+class SubscriptionLost(LocalError):
     """The listen stream ended without the server's closing answer (a dropped connection,
     a server that went away). Code ``-32000``; listen again to resubscribe (and refetch
     what may have changed meanwhile: nothing is replayed)."""

@@ -18,7 +18,14 @@ import trio
 
 from trimcp import serde
 from trimcp.client.handlers import ClientHandlers
-from trimcp.errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, McpError
+from trimcp.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    LocalError,
+    McpError,
+    RemoteProtocolError,
+)
 from trimcp.protocol.methods import lookup
 from trimcp.session import RequestContext, Session
 from trimcp.types import InputRequiredResult
@@ -37,8 +44,9 @@ _CAPABILITY = {
 }
 
 
-class InputRoundsExceeded(McpError):
-    """The server kept answering ``InputRequiredResult`` past ``max_input_rounds``.
+class InputRoundsExceeded(LocalError):
+    """The server kept answering ``InputRequiredResult`` past ``max_input_rounds``: this
+    client gave up (a :class:`~trimcp.errors.LocalError`).
 
     Code ``-32603``; ``data`` holds the method, the target and the number of rounds.
     """
@@ -54,11 +62,26 @@ class InputRoundsExceeded(McpError):
         )
 
 
-class MalformedInputRequest(McpError):
-    """The server sent an ``InputRequiredResult`` this client cannot act on (``-32602``)."""
+class MalformedInputRequest(RemoteProtocolError):
+    """The server sent an ``InputRequiredResult`` this client cannot act on (``-32602``):
+    the server broke the protocol, so it is a :class:`~trimcp.errors.RemoteProtocolError`."""
 
     def __init__(self, message: str, key: str | None = None) -> None:
         super().__init__(INVALID_PARAMS, message, {"inputRequest": key} if key else None)
+
+
+class MissingInputHandler(LocalError):
+    """The server asked for an input (an elicitation, a sampled message, the roots) this
+    client registered no handler for. Code ``-32601``; ``data`` holds the method and the
+    input's key."""
+
+    def __init__(self, method: str, key: str) -> None:
+        super().__init__(
+            METHOD_NOT_FOUND,
+            f"The server asked for {method} (input {key!r}) but this client has no "
+            f"{_CAPABILITY[method]} handler registered",
+            {"method": method, "inputRequest": key},
+        )
 
 
 def check_input_required(result: InputRequiredResult) -> dict[str, Any]:
@@ -101,8 +124,8 @@ async def answer_input_requests(
     ``inputResponses`` object (wire form).
 
     Raises :class:`MalformedInputRequest` for params that do not fit the method, and
-    :class:`McpError` (``-32601``) naming the missing handler when the server asked for
-    something this client did not register. Cancellation: the running handler sees
+    :class:`MissingInputHandler` (``-32601``) when the server asked for something this
+    client did not register. Cancellation: the running handler sees
     ``trio.Cancelled``; nothing is sent.
     """
     responses: dict[str, Any] = {}
@@ -124,11 +147,7 @@ async def answer_input_requests(
             except McpError as exc:
                 if exc.code != METHOD_NOT_FOUND:
                     raise
-                raise McpError(
-                    METHOD_NOT_FOUND,
-                    f"The server asked for {method} (input {key!r}) but this client has no "
-                    f"{_CAPABILITY[method]} handler registered",
-                ) from None
+                raise MissingInputHandler(method, key) from None
         responses[key] = serde.unstructure(result)
     return responses
 

@@ -27,6 +27,7 @@ from trimcp.errors import (
     HEADER_MISMATCH,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
+    LocalError,
     McpError,
 )
 from trimcp.protocol.modern import (
@@ -138,8 +139,9 @@ def choose_version(ours: Sequence[str], theirs: Sequence[str]) -> str | None:
     return None
 
 
-class NoCommonVersion(McpError):
-    """The server speaks no protocol version this client does (code ``-32022``)."""
+class NoCommonVersion(LocalError):
+    """The server speaks no protocol version this client does (code ``-32022``): found
+    here, from the versions the server listed."""
 
     def __init__(self, server_versions: Sequence[str], client_versions: Sequence[str]) -> None:
         theirs = ", ".join(server_versions) or "(none listed)"

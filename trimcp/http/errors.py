@@ -1,7 +1,8 @@
 """The HTTP errors of both sides.
 
 A server refuses a request with :class:`HttpRejection` (a status and a JSON-RPC error body).
-The client's errors each carry the JSON-RPC code a caller sees.
+The client's errors each carry the JSON-RPC code a caller sees, and are
+:class:`~trimcp.errors.LocalError`: made up here, not sent by the server.
 
 The transports cannot raise into the session engine's waiters, so a request that fails at
 the HTTP level is answered locally: the transport turns one of these errors into a
@@ -19,21 +20,21 @@ from trimcp.errors import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
     INVALID_REQUEST,
-    McpError,
+    LocalError,
 )
 
 
-class HttpClientError(McpError):
+class HttpClientError(LocalError):
     """The exchange with the server failed below JSON-RPC: connect, TLS, timeout, framing.
 
     Code ``-32000`` (connection closed): no answer will come for the request.
     """
 
-    def __init__(self, message: str, data: Any = None) -> None:
+    def __init__(self, message: str, data: dict[str, Any] | None = None) -> None:
         super().__init__(CONNECTION_CLOSED, message, data)
 
 
-class HttpStatusError(McpError):
+class HttpStatusError(LocalError):
     """The server answered with an HTTP status that carries no JSON-RPC answer.
 
     Code ``-32603``; ``data`` holds ``{"httpStatus": status}`` plus the start of the body

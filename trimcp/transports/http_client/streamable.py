@@ -24,7 +24,7 @@ import logging
 
 import trio
 
-from trimcp.errors import INTERNAL_ERROR, McpError
+from trimcp.errors import INTERNAL_ERROR, LocalError, McpError
 from trimcp.http.client import ConnectionPool, Response
 from trimcp.http.errors import (
     HTTP_ERRORS,
@@ -200,7 +200,7 @@ class StreamableHttpClient:
             # Never leave a caller waiting because of a bug here.
             logger.exception("the HTTP transport failed on a request")
             await self._answers.fail(
-                pending, McpError(INTERNAL_ERROR, f"HTTP client transport failure: {exc}")
+                pending, LocalError(INTERNAL_ERROR, f"HTTP client transport failure: {exc}")
             )
         finally:
             for request_id in info.request_ids:
