@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from trimcp import McpError
-from trimcp.client import Client, Era, Subscription, SubscriptionLost
+from trimcp.client import Client, Era, ListenNotAcknowledged, Subscription, SubscriptionLost
 from trimcp.client.mrtr import InputRoundsExceeded, MalformedInputRequest
 from trimcp.client.stateless import (
     META_CLIENT_CAPABILITIES,
@@ -20,7 +20,12 @@ from trimcp.client.stateless import (
     META_PROTOCOL_VERSION,
     NoCommonVersion,
 )
-from trimcp.errors import INTERNAL_ERROR, UNSUPPORTED_PROTOCOL_VERSION, LocalProtocolError
+from trimcp.errors import (
+    INTERNAL_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    LocalProtocolError,
+    made_here,
+)
 from trimcp.session import RequestContext
 from trimcp.testing import ScriptedServer
 from trimcp.types import (
@@ -445,6 +450,27 @@ async def test_a_dropped_listen_stream_raises_subscription_lost(autojump_clock: 
         with pytest.raises(SubscriptionLost, match="stream dropped"):
             await read_all(sub)
     assert seen == ["notifications/tools/list_changed"]
+
+
+async def test_a_listen_never_acknowledged_names_the_wait_and_the_server(
+    autojump_clock: Any,
+) -> None:
+    # It raised a bare trio.TooSlowError, saying neither what was awaited nor from whom.
+    server = ScriptedServer(name="quiet-one", protocol_version=V2026)
+    hold = trio.Event()
+    server.expect("subscriptions/listen").hold(hold)
+    server.expect("notifications/cancelled", {"requestId": 2})
+    async with server.open_client() as client:
+        with pytest.raises(ListenNotAcknowledged) as caught:
+            async with client.listen(tools_list_changed=True, ack_timeout=5):
+                pass
+        await server.wait_done()  # the request was cancelled on the wire
+        hold.set()
+    message = caught.value.message
+    assert "The server 'quiet-one' did not acknowledge subscriptions/listen within 5s" in message
+    assert "pass a larger ack_timeout to listen()" in message
+    assert isinstance(caught.value, trio.TooSlowError)  # what it was: old handlers still work
+    assert made_here(caught.value)
 
 
 async def test_listen_refusals() -> None:

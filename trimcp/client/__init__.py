@@ -25,10 +25,12 @@ from trimcp.client.handlers import Progress as Progress
 from trimcp.client.handlers import RootsProvider as RootsProvider
 from trimcp.client.handlers import SamplingHandler as SamplingHandler
 from trimcp.client.listen import ListenEvent as ListenEvent
+from trimcp.client.listen import ListenNotAcknowledged as ListenNotAcknowledged
 from trimcp.client.listen import Subscription as Subscription
 from trimcp.client.listen import SubscriptionLost as SubscriptionLost
 from trimcp.client.mrtr import InputRoundsExceeded as InputRoundsExceeded
 from trimcp.client.mrtr import MalformedInputRequest as MalformedInputRequest
+from trimcp.client.mrtr import MissingInputHandler as MissingInputHandler
 from trimcp.client.pagination import PageIterator as PageIterator
 from trimcp.client.schema import SchemaUnsupported as SchemaUnsupported
 from trimcp.client.schema import SchemaViolation as SchemaViolation

@@ -808,7 +808,8 @@ class Client(Agreement):
         ``on_*_list_changed`` / ``on_resource_updated`` callback. 2026-07-28 only (raises
         :class:`LocalProtocolError` in a 2025 session: use those callbacks and
         :meth:`subscribe_resource` there). Raises the server's :class:`McpError` if it
-        refuses, ``trio.TooSlowError`` if it does not acknowledge within ``ack_timeout``.
+        refuses, :class:`~trimcp.client.listen.ListenNotAcknowledged` (a
+        ``trio.TooSlowError``) if it does not acknowledge within ``ack_timeout``.
         Cancellation: leaving the block ends the subscription on the wire (stdio:
         ``notifications/cancelled``; HTTP: the stream is closed).
         """
@@ -837,6 +838,7 @@ class Client(Agreement):
             wanted,
             max_buffered=max_buffered,
             ack_timeout=ack_timeout,
+            server=repr(self.server_info.name),
         )
 
     # Completion, logging, roots.

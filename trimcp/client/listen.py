@@ -23,7 +23,7 @@ import trio
 from trimcp._groups import open_nursery_unwrapped
 from trimcp._record import Record
 from trimcp.client.stateless import META_SUBSCRIPTION_ID
-from trimcp.errors import CONNECTION_CLOSED, LocalError, McpError
+from trimcp.errors import CONNECTION_CLOSED, REQUEST_TIMEOUT, LocalError, McpError
 from trimcp.types import (
     SubscriptionFilter,
     SubscriptionsAcknowledgedNotificationParams,
@@ -55,6 +55,23 @@ class SubscriptionLost(LocalError):
 
     def __init__(self, reason: str) -> None:
         super().__init__(CONNECTION_CLOSED, f"The subscription was lost: {reason}")
+
+
+class ListenNotAcknowledged(LocalError, trio.TooSlowError):
+    """The server sent no ``notifications/subscriptions/acknowledged`` for a
+    ``subscriptions/listen`` within ``ack_timeout``; the request was cancelled. Code
+    ``-32001``; also a ``trio.TooSlowError`` (what this wait raised before it had a name).
+    ``data`` holds the server and the seconds waited."""
+
+    def __init__(self, server: str, waited: float) -> None:
+        super().__init__(
+            REQUEST_TIMEOUT,
+            f"The server {server} did not acknowledge subscriptions/listen within "
+            f"{waited:g}s; the request was cancelled. A server that serves listen "
+            "acknowledges it at once: check that it supports 2026-07-28 subscriptions, or "
+            "pass a larger ack_timeout to listen() if it is only slow.",
+            {"server": server, "waited": waited},
+        )
 
 
 class Subscription:
@@ -181,6 +198,7 @@ async def open_subscription(
     *,
     max_buffered: int,
     ack_timeout: float,
+    server: str,
 ) -> AsyncIterator[Subscription]:
     """Send ``subscriptions/listen`` for ``wanted`` (through ``send``) and yield the open
     :class:`Subscription` once the server acknowledged it (within ``ack_timeout``).
@@ -188,7 +206,8 @@ async def open_subscription(
     Leaving the block cancels the request: on stdio that sends ``notifications/cancelled``,
     on Streamable HTTP it closes the stream. Raises the server's :class:`McpError` when it
     refuses, :class:`SubscriptionLost` when the stream ends before the acknowledgement,
-    ``trio.TooSlowError`` past ``ack_timeout``.
+    :class:`ListenNotAcknowledged` (naming ``server``) past ``ack_timeout``, after
+    cancelling the request.
     """
     subscription = Subscription(max_buffered)
 
@@ -209,11 +228,14 @@ async def open_subscription(
             router.starting = subscription
             nursery.start_soon(run)
             try:
-                with trio.fail_after(ack_timeout):
+                with trio.move_on_after(ack_timeout) as waiting:
                     await subscription.started.wait()
             finally:
                 if router.starting is subscription:
                     router.starting = None
+        if waiting.cancelled_caught:
+            nursery.cancel_scope.cancel()
+            raise ListenNotAcknowledged(server, ack_timeout)
         if subscription.id is None and subscription.failure is not None:
             nursery.cancel_scope.cancel()
             raise subscription.failure
