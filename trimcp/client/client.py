@@ -23,7 +23,7 @@ import logging
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, TypeVar, Unpack, overload
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
 
 import trio
 
@@ -126,6 +126,9 @@ from trimcp.types import (
     Tool,
     UnsubscribeRequestParams,
 )
+
+if TYPE_CHECKING:
+    from trimcp.client.apps import UiPage
 
 logger = logging.getLogger("trimcp.client")
 
@@ -736,6 +739,16 @@ class Client(Agreement):
         params = ReadResourceRequestParams(uri=uri)
         answer = await self._request_with_input(READ_RESOURCE, params, timeout=timeout, target=uri)
         return expect_result(READ_RESOURCE, answer)
+
+    async def ui_resource(self, tool: Tool | str) -> UiPage:
+        """The MCP Apps page of ``tool`` (a :class:`Tool`, a tool name or a ``ui://`` URI):
+        its HTML and security metadata, for a host to render (see
+        :mod:`trimcp.client.apps`). Raises ``LookupError`` for a tool without a page and
+        :class:`~trimcp.client.apps.UiResourceError` for a page served wrongly.
+        Cancellation: as :meth:`read_resource`."""
+        from trimcp.client.apps import read_page  # only hosts rendering apps load it
+
+        return await read_page(self, tool)
 
     async def subscribe_resource(self, uri: str) -> None:
         """Ask for ``notifications/resources/updated`` about ``uri`` (``on_resource_updated``).

@@ -22,13 +22,15 @@ import contextlib
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, overload
 
 import trio
 
 from trimcp.auth.principal import AuthInfo
 from trimcp.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, McpError
-from trimcp.protocol import modern
+from trimcp.protocol import apps_ext, modern
+from trimcp.protocol.apps_ext import Csp, Permission, ToolUi
 from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.methods import (
     CALL_TOOL,
@@ -324,6 +326,7 @@ class Server:
         input_schema: Mapping[str, Any] | None = None,
         run_sync_in_thread: bool = False,
         cache: CacheHint | None = None,
+        ui: ToolUi | str | None = None,
     ) -> Callable[[Callable[P, R]], RegisteredTool[P, R]]: ...
     def tool(self, name: Any = None, **options: Any) -> Any:
         """Register the decorated function as a tool (``@app.tool`` or ``@app.tool(...)``).
@@ -332,6 +335,8 @@ class Server:
         be disabled, enabled or removed. See :mod:`trimcp.server.tools` for schemas,
         validation, results and errors; raises ``TypeError``/``ValueError`` at
         registration for what cannot be a tool (bad name, unsupported types, duplicate).
+        ``ui``: the app page (``ui://...``) a host renders the tool's results with, or a
+        :class:`~trimcp.server.apps.ToolUi` (see :mod:`trimcp.server.apps`).
         """
         if callable(name):
             return self.add_tool(name)
@@ -457,6 +462,65 @@ class Server:
         if uri in self.templates:
             return self.templates.remove(uri)
         return self.resources.remove(uri)
+
+    def ui_resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        csp: Csp | Mapping[str, Iterable[str]] | None = None,
+        permissions: Iterable[Permission] = (),
+        domain: str | None = None,
+        prefers_border: bool | None = None,
+        meta: Mapping[str, Any] | None = None,
+        cache: CacheHint | None = None,
+    ) -> Callable[[Callable[..., Any]], RegisteredResource]:
+        """Register the decorated function (returning the page's HTML) as the app page
+        ``uri`` (``ui://...``), served as ``text/html;profile=mcp-app`` with ``csp``,
+        ``permissions``, ``domain`` and ``prefers_border`` in its ``_meta.ui``. The server
+        then declares the MCP Apps extension; see :mod:`trimcp.server.apps`.
+        """
+
+        def register(fn: Callable[..., Any]) -> RegisteredResource:
+            return self.add_ui_resource(
+                uri,
+                fn,
+                name=name,
+                title=title,
+                description=description,
+                csp=csp,
+                permissions=permissions,
+                domain=domain,
+                prefers_border=prefers_border,
+                meta=meta,
+                cache=cache,
+            )
+
+        return register
+
+    def add_ui_resource(
+        self,
+        uri: str,
+        page: str | Path | Callable[..., Any],
+        *,
+        csp: Csp | Mapping[str, Iterable[str]] | None = None,
+        permissions: Iterable[Permission] = (),
+        domain: str | None = None,
+        prefers_border: bool | None = None,
+        cache: CacheHint | None = None,
+        **options: Any,
+    ) -> RegisteredResource:
+        """Register the app page ``uri`` now: ``page`` is the HTML, a file holding it (read
+        on each read) or a function returning it; the rest as in :meth:`ui_resource`."""
+        from trimcp.server import apps  # only servers with app pages load it
+
+        ui = apps.resource_meta(csp, permissions, domain, prefers_border)
+        resource = apps.RegisteredUiResource(uri, apps.page_function(page), ui=ui, **options)
+        added = self.resources.add(resource.uri, resource)
+        self._hint("resources", resource.uri, cache)
+        return added
 
     # --- prompts ------------------------------------------------------------------------
 
@@ -635,7 +699,15 @@ class Server:
             completions={} if self.completions or has_resources or len(self.prompts) else None,
             logging={},
             tasks=task_methods.tasks_capability() if self._has_task_tools() else None,
+            extensions={apps_ext.EXTENSION_ID: {}} if self._has_apps() else None,
         )
+
+    def _has_apps(self) -> bool:
+        # A page registered, or a tool naming one: declare MCP Apps (both eras).
+        return any(
+            apps_ext.is_ui_uri(resource.uri) and resource.mime_type == apps_ext.MIME_TYPE
+            for resource in self.resources
+        ) or any(apps_ext.META_KEY in (tool.definition().meta or {}) for tool in self.tools)
 
     def _has_task_tools(self) -> bool:
         return any(task_methods.task_support(tool) != "forbidden" for tool in self.tools.enabled())

@@ -36,6 +36,7 @@ import trio
 from trimcp import serde
 from trimcp._groups import single_exception
 from trimcp.errors import INVALID_PARAMS, LocalProtocolError, McpError
+from trimcp.protocol.apps_ext import ToolUi, tool_meta
 from trimcp.protocol.versions import V2025_06_18, input_errors_are_tool_errors
 from trimcp.server.context import Context
 from trimcp.server.convert import ValidationError
@@ -95,8 +96,11 @@ class RegisteredTool(FunctionHandle[P, R]):
         output_schema: Mapping[str, Any] | None = AUTO,
         input_schema: Mapping[str, Any] | None = None,
         run_sync_in_thread: bool = False,
+        ui: ToolUi | str | None = None,
     ) -> None:
         info = inspect_function(fn, what="tool")
+        if ui is not None:
+            meta = tool_meta(ui, meta)
         if task_start not in ("auto", "explicit"):
             raise ValueError(f"task_start must be 'auto' or 'explicit', not {task_start!r}")
         #: "auto": a call that runs as a task runs the whole body in the task; "explicit":
