@@ -9,7 +9,7 @@ can never replay another session's events.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final, Protocol, runtime_checkable
 
 from trimcp.protocol.jsonrpc import RequestId
@@ -39,6 +39,20 @@ class EventStore(Protocol):
 
         None when the id is unknown (never issued, or from another session).
         """
+        ...
+
+
+@runtime_checkable
+class FollowsStreams(Protocol):
+    """An event store that can follow a stream written by another process (a replica's
+    answer stream, resumed on another replica): see
+    :meth:`~trimcp.stores.redis_events.RedisEventStore.follow`."""
+
+    async def follow(
+        self, event_id: str, deliver: Callable[[list[tuple[str, bytes]]], bool]
+    ) -> bool:
+        """Hand the stream's events after ``event_id`` to ``deliver`` as they are stored,
+        until it is complete (True); False: nothing to follow, or ``deliver`` said stop."""
         ...
 
 

@@ -304,6 +304,11 @@ def _pack(command: Command) -> bytes:
     return packed
 
 
+async def close_connection(connection: Connection) -> None:
+    """Close a connection :meth:`RedisClient.connect` opened (bounded, shielded, quiet)."""
+    await _close_quietly(connection)
+
+
 async def _close_quietly(connection: Connection) -> None:
     with (
         trio.CancelScope(shield=True),

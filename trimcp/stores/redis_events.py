@@ -37,11 +37,19 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
+import trio
+
 from trimcp.errors import INTERNAL_ERROR, McpError
 from trimcp.protocol.jsonrpc import RequestId, encode_error, parse_json
 from trimcp.stores.base import StoreUnavailable, log_unavailable
 from trimcp.stores.events import STANDALONE_STREAM
-from trimcp.stores.redis_client import RedisClient, reply_error
+from trimcp.stores.redis_client import (
+    RedisClient,
+    RedisReplyError,
+    close_connection,
+    pack,
+    reply_error,
+)
 
 logger = logging.getLogger("trimcp.stores.events")
 
@@ -52,6 +60,9 @@ _PRIMING = "0-0"
 #: after its replica died ends without an error for them, as before).
 MAX_NAMED_IDS = 200
 _INT_ID = re.compile(r"-?\d{1,40}")
+#: How long one wait for new events of a followed stream lasts (then its replica is
+#: asked after: one that died has its requests ended with an error).
+FOLLOW_BLOCK = 1.0
 
 
 def _entry_key(entry_id: str) -> tuple[int, int]:
@@ -220,6 +231,68 @@ class RedisEventStore:
             logger.info("stream %s of %s: its replica stopped, nothing left", name, self._key)
             return None
         return name, replay
+
+    async def follow(
+        self, event_id: str, deliver: Callable[[list[tuple[str, bytes]]], bool]
+    ) -> bool:
+        """Follow another replica's POST stream after ``event_id`` (the last event the
+        client has, or the last one :meth:`replay_after` gave it): hand each batch of its
+        events to ``deliver`` as they are stored, until every request the stream carries
+        is answered (True). Its replica stopping meanwhile ends its unanswered requests
+        with the errors :meth:`replay_after` writes (delivered too, then True).
+
+        False when there is nothing to follow (our own stream, the GET stream, a stream
+        named without its requests) or ``deliver`` returned False (the client went away).
+        Raises :class:`~trimcp.stores.StoreUnavailable`. One connection of its own while
+        it follows (an ``XREAD BLOCK`` of :data:`FOLLOW_BLOCK` seconds at a time: no
+        pooled connection is held). Cancellation: stops; the connection is closed.
+        """
+        name, _, cursor = event_id.rpartition("_")
+        owner, dot, local = name.partition(".")
+        request_ids = _named_ids(local.partition(".")[2]) if dot else None
+        if owner == self.replica or request_ids is None or not _ENTRY_ID.fullmatch(cursor):
+            return False
+        answered = await self._answered_until(name, cursor) if cursor != _PRIMING else set()
+        wanted = name.encode()
+        block_ms = int(FOLLOW_BLOCK * 1000)
+        client = self._client
+        try:
+            connection = await client.connect()
+        except (OSError, RedisReplyError) as error:
+            raise StoreUnavailable(f"cannot follow {name} in {client.address}: {error}") from None
+        try:
+            while not answered.issuperset(request_ids):
+                command = ("XREAD", "COUNT", self.max_events, "BLOCK", block_ms)
+                with trio.move_on_after(FOLLOW_BLOCK + client.timeout) as bound:
+                    try:
+                        (reply,) = await connection.roundtrip(
+                            pack((*command, "STREAMS", self._key, cursor)), 1
+                        )
+                    except (OSError, trio.BrokenResourceError) as error:
+                        raise StoreUnavailable(f"following {name}: {error}") from None
+                if bound.cancelled_caught:
+                    raise StoreUnavailable(f"following {name}: no answer from {client.address}")
+                if not isinstance(reply, list) or not reply:
+                    # Nothing new for a while: is its replica still running the requests?
+                    reason = await self._why_gone(owner)
+                    if reason is not None:
+                        cut = [rid for rid in request_ids if rid not in answered]
+                        # Stored (by us, or by a replica that got there first): read next.
+                        await self._end_cut_requests(name, owner, reason, cut)
+                    continue
+                events: list[tuple[str, bytes]] = []
+                for raw_id, fields in reply[0][1]:
+                    cursor = raw_id.decode("ascii")
+                    values = dict(zip(fields[::2], fields[1::2], strict=False))
+                    if values.get(b"s") == wanted and values.get(b"m"):
+                        events.append((f"{name}_{cursor}", values[b"m"]))
+                if events:
+                    answered |= _answered(data for _, data in events)
+                    if not deliver(events):
+                        return False
+            return True
+        finally:
+            await close_connection(connection)
 
     async def _why_gone(self, replica: str) -> str | None:
         if self._gone is not None:

@@ -10,7 +10,7 @@ Then the body is read within its size and time bounds, parsed, and handed to the
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, cast
 
 import trio
@@ -636,7 +636,7 @@ class McpHttpApp:
         sink = Sink(config.stream_max_bytes, config.stream_max_messages)
         try:
             last_event_id = headers.get(b"last-event-id")
-            resumed = False
+            resumed: Callable[[], Awaitable[None]] | bool = False
             if last_event_id is not None and transport.resumable:
                 resumed = await transport.resume(last_event_id, sink)
                 if not resumed:
@@ -650,7 +650,13 @@ class McpHttpApp:
                 await self.relay.claim_stream(entry)
             start_headers = [*SSE_HEADERS, (SESSION_HEADER, entry.session_id.encode("ascii"))]
             await send({"type": "http.response.start", "status": 200, "headers": start_headers})
-            await pump_until_disconnect(send, receive, sink)
+            if callable(resumed):  # a call running on another replica: follow its stream
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(resumed)
+                    await pump_until_disconnect(send, receive, sink)
+                    nursery.cancel_scope.cancel()
+            else:
+                await pump_until_disconnect(send, receive, sink)
         finally:
             sink.finish()
             transport.detach(sink)

@@ -22,6 +22,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
+from functools import partial
 from typing import Any
 
 import trio
@@ -29,7 +30,13 @@ import trio
 from trimcp.protocol.jsonrpc import RequestId
 from trimcp.session import RequestContext
 from trimcp.session.transport import Decoded, Outgoing
-from trimcp.stores.events import STANDALONE_STREAM, EventStore, NamesPostStreams
+from trimcp.stores.base import StoreUnavailable
+from trimcp.stores.events import (
+    STANDALONE_STREAM,
+    EventStore,
+    FollowsStreams,
+    NamesPostStreams,
+)
 from trimcp.transports.http_server.asgi import feed_bounded
 from trimcp.transports.http_server.streams import (
     OutStream,
@@ -315,11 +322,15 @@ class HttpSessionTransport:
             self._backlog = None
             self.standalone.attach(sink)
 
-    async def resume(self, last_event_id: str, sink: Sink) -> bool:
+    async def resume(self, last_event_id: str, sink: Sink) -> Callable[[], Awaitable[None]] | bool:
         """Replay the events after ``last_event_id`` into ``sink``, then attach it to the
         stream if that stream is still live (else the sink ends after the replay).
 
-        False when there is no store or the id is unknown.
+        False when there is no store or the id is unknown. A stream another process is
+        writing (a call running on another replica) is followed instead: returns the
+        function that follows it into ``sink`` (its events as they are stored, then the
+        answer; see :class:`FollowsStreams`), for the caller to run while it pumps the
+        sink; it ends the sink when done.
         """
         store = self._store
         if store is None:
@@ -339,11 +350,33 @@ class HttpSessionTransport:
                 stream: OutStream | None = self.standalone
             else:
                 stream = self._live.get(stream_id)
+            if stream is None and not self.closed and isinstance(store, FollowsStreams):
+                after = events[-1][0] if events else last_event_id
+                return partial(self._follow, store, after, sink)
             if stream is None or stream.finished or self.closed:
                 sink.finish()
             else:
                 stream.attach(sink)
             return True
+
+    async def _follow(self, store: FollowsStreams, after: str, sink: Sink) -> None:
+        """Follow another process's stream into ``sink``, then end it (with a ``retry``
+        field when the stream is not complete, so the client resumes again)."""
+
+        def deliver(events: list[tuple[str, bytes]]) -> bool:
+            if self.closed or sink.gone:
+                return False
+            return sink.put(b"".join([sse_message(data, _checked(eid)) for eid, data in events]))
+
+        complete = False
+        try:
+            complete = await store.follow(after, deliver)
+        except StoreUnavailable as error:
+            logger.warning("a resumed stream stopped following its replica: %s", error)
+        finally:
+            if not complete and not sink.finished:
+                sink.put(sse_retry(self.retry_ms))
+            sink.finish()
 
     def close_stream_of(self, request_id: RequestId) -> bool:
         """End the HTTP response carrying ``request_id`` now, keeping the stream alive.
