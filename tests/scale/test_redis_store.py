@@ -246,3 +246,47 @@ async def test_a_dead_replicas_unanswered_requests_end_with_one_error_each(
         assert [eid for eid, _ in again[1]] == [progress, events[0][0], events[1][0]]
     finally:
         await client.aclose()
+
+
+async def test_a_followed_stream_of_a_dead_replica_ends_while_the_session_is_busy(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The session's other streams keep every XREAD of the follower busy: its owner must
+    # still be asked after, and its unanswered request ended with the error, once.
+    from trimcp.stores import redis_events
+    from trimcp.stores.redis_events import RedisEventStore
+
+    monkeypatch.setattr(redis_events, "FOLLOW_BLOCK", 0.05)
+    client = RedisClient(redis_server.url)
+    stopped = {"a": "it shut down"}
+
+    async def gone(replica: str) -> str | None:
+        return stopped.get(replica)
+
+    a = RedisEventStore(client, "t:busy", replica="a", gone=gone, max_events=64)
+    b = RedisEventStore(client, "t:busy", replica="b", gone=gone, max_events=64)
+    delivered: list[tuple[str, bytes]] = []
+
+    def deliver(events: list[tuple[str, bytes]]) -> bool:
+        delivered.extend(events)
+        return True
+
+    async def busy() -> None:  # the session's other calls, on the live replica b
+        while True:
+            await b.store("9.3", b'{"jsonrpc":"2.0","method":"notifications/progress"}')
+
+    try:
+        local = a.post_stream_id(1, [7])
+        progress = await a.store(local, b'{"jsonrpc":"2.0","method":"notifications/progress"}')
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(busy)
+            with trio.fail_after(20):  # before the fix: followed the busy session for ever
+                assert await b.follow(progress, deliver)
+            nursery.cancel_scope.cancel()
+        ((eid, message),) = delivered
+        assert eid.startswith(f"a.{local}_")
+        error = json.loads(message)
+        assert error["id"] == 7
+        assert error["error"]["data"] == {"replica": "a", "reason": "it shut down"}
+    finally:
+        await client.aclose()

@@ -34,6 +34,7 @@ client resuming across that gap misses what was not stored.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
@@ -60,8 +61,8 @@ _PRIMING = "0-0"
 #: after its replica died ends without an error for them, as before).
 MAX_NAMED_IDS = 200
 _INT_ID = re.compile(r"-?\d{1,40}")
-#: How long one wait for new events of a followed stream lasts (then its replica is
-#: asked after: one that died has its requests ended with an error).
+#: How long a followed stream may go without a new event before its replica is asked
+#: after (one that died has its requests ended with an error).
 FOLLOW_BLOCK = 1.0
 
 
@@ -244,8 +245,10 @@ class RedisEventStore:
         False when there is nothing to follow (our own stream, the GET stream, a stream
         named without its requests) or ``deliver`` returned False (the client went away).
         Raises :class:`~trimcp.stores.StoreUnavailable`. One connection of its own while
-        it follows (an ``XREAD BLOCK`` of :data:`FOLLOW_BLOCK` seconds at a time: no
-        pooled connection is held). Cancellation: stops; the connection is closed.
+        it follows (``XREAD BLOCK`` of at most :data:`FOLLOW_BLOCK` seconds at a time: no
+        pooled connection is held; its replica is asked after each :data:`FOLLOW_BLOCK`
+        seconds without an event of this stream). Cancellation: stops; the connection is
+        closed.
         """
         name, _, cursor = event_id.rpartition("_")
         owner, dot, local = name.partition(".")
@@ -254,14 +257,25 @@ class RedisEventStore:
             return False
         answered = await self._answered_until(name, cursor) if cursor != _PRIMING else set()
         wanted = name.encode()
-        block_ms = int(FOLLOW_BLOCK * 1000)
         client = self._client
         try:
             connection = await client.connect()
         except (OSError, RedisReplyError) as error:
             raise StoreUnavailable(f"cannot follow {name} in {client.address}: {error}") from None
         try:
+            # The owner is asked after once FOLLOW_BLOCK passes with nothing of this stream:
+            # on a time basis, as the session's other streams may keep every XREAD busy.
+            ask_at = trio.current_time() + FOLLOW_BLOCK
             while not answered.issuperset(request_ids):
+                if trio.current_time() >= ask_at:
+                    ask_at = trio.current_time() + FOLLOW_BLOCK
+                    reason = await self._why_gone(owner)
+                    if reason is not None:
+                        cut = [rid for rid in request_ids if rid not in answered]
+                        # Stored (by us, or by a replica that got there first): read next.
+                        await self._end_cut_requests(name, owner, reason, cut)
+                # At least 1 ms: BLOCK 0 would wait for ever.
+                block_ms = max(1, math.ceil((ask_at - trio.current_time()) * 1000))
                 command = ("XREAD", "COUNT", self.max_events, "BLOCK", block_ms)
                 with trio.move_on_after(FOLLOW_BLOCK + client.timeout) as bound:
                     try:
@@ -273,13 +287,7 @@ class RedisEventStore:
                 if bound.cancelled_caught:
                     raise StoreUnavailable(f"following {name}: no answer from {client.address}")
                 if not isinstance(reply, list) or not reply:
-                    # Nothing new for a while: is its replica still running the requests?
-                    reason = await self._why_gone(owner)
-                    if reason is not None:
-                        cut = [rid for rid in request_ids if rid not in answered]
-                        # Stored (by us, or by a replica that got there first): read next.
-                        await self._end_cut_requests(name, owner, reason, cut)
-                    continue
+                    continue  # nothing new in the whole session for a while
                 events: list[tuple[str, bytes]] = []
                 for raw_id, fields in reply[0][1]:
                     cursor = raw_id.decode("ascii")
@@ -287,6 +295,7 @@ class RedisEventStore:
                     if values.get(b"s") == wanted and values.get(b"m"):
                         events.append((f"{name}_{cursor}", values[b"m"]))
                 if events:
+                    ask_at = trio.current_time() + FOLLOW_BLOCK
                     answered |= _answered(data for _, data in events)
                     if not deliver(events):
                         return False
