@@ -248,23 +248,27 @@ async def test_a_dead_replicas_unanswered_requests_end_with_one_error_each(
         await client.aclose()
 
 
-async def test_a_followed_stream_of_a_dead_replica_ends_while_the_session_is_busy(
+async def test_a_followed_stream_is_asked_after_while_the_session_is_busy(
     redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The session's other streams keep every XREAD of the follower busy: its owner must
-    # still be asked after, and its unanswered request ended with the error, once.
+    # The session's other streams keep every XREAD of the follower busy: the replica
+    # running the followed stream must still be asked after, on a clock.
     from trimcp.stores import redis_events
     from trimcp.stores.redis_events import RedisEventStore
 
-    monkeypatch.setattr(redis_events, "FOLLOW_BLOCK", 0.05)
+    monkeypatch.setattr(redis_events, "FOLLOW_CHECK", 0.05)
     client = RedisClient(redis_server.url)
-    stopped = {"a": "it shut down"}
+    stopped: dict[str, str] = {}
+    late: set[str] = set()
 
     async def gone(replica: str) -> str | None:
         return stopped.get(replica)
 
-    a = RedisEventStore(client, "t:busy", replica="a", gone=gone, max_events=64)
-    b = RedisEventStore(client, "t:busy", replica="b", gone=gone, max_events=64)
+    async def beating(replica: str) -> bool:
+        return replica not in late
+
+    a = RedisEventStore(client, "t:busy", replica="a", gone=gone, beating=beating)
+    b = RedisEventStore(client, "t:busy", replica="b", gone=gone, beating=beating)
     delivered: list[tuple[str, bytes]] = []
 
     def deliver(events: list[tuple[str, bytes]]) -> bool:
@@ -275,18 +279,34 @@ async def test_a_followed_stream_of_a_dead_replica_ends_while_the_session_is_bus
         while True:
             await b.store("9.3", b'{"jsonrpc":"2.0","method":"notifications/progress"}')
 
+    progress = b'{"jsonrpc":"2.0","method":"notifications/progress"}'
     try:
         local = a.post_stream_id(1, [7])
-        progress = await a.store(local, b'{"jsonrpc":"2.0","method":"notifications/progress"}')
+        first = await a.store(local, progress)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(busy)
-            with trio.fail_after(20):  # before the fix: followed the busy session for ever
-                assert await b.follow(progress, deliver)
+            # Before the fix: followed the busy session for ever once a stopped.
+            with trio.fail_after(20):
+                # a on time: its events, to the answer.
+                second = await a.store(local, progress)
+                answer = await a.store(local, b'{"jsonrpc":"2.0","id":7,"result":{}}')
+                assert await b.follow(first, deliver)
+                assert [eid for eid, _ in delivered] == [second, answer]
+                # a missed a heartbeat: the follow ends (the client resumes again), empty.
+                delivered.clear()
+                late.add("a")
+                local = a.post_stream_id(2, [8])
+                first = await a.store(local, progress)
+                assert not await b.follow(first, deliver)
+                assert delivered == []
+                # a stopped: its request ends with the error, delivered once.
+                stopped["a"] = "it shut down"
+                assert await b.follow(first, deliver)
             nursery.cancel_scope.cancel()
         ((eid, message),) = delivered
         assert eid.startswith(f"a.{local}_")
         error = json.loads(message)
-        assert error["id"] == 7
+        assert error["id"] == 8
         assert error["error"]["data"] == {"replica": "a", "reason": "it shut down"}
     finally:
         await client.aclose()

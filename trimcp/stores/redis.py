@@ -25,6 +25,8 @@ DEFAULT_PREFIX = "trimcp:"
 #: How often a replica says it is alive, and how long that lasts.
 HEARTBEAT_EVERY = 1.0
 HEARTBEAT_TTL = 3.0
+#: How late a heartbeat may be before the replica counts as one that missed it.
+HEARTBEAT_LATE = 0.5
 #: How long a replica that shut down stays known as shut down (then it is just gone).
 STOPPED_TTL = 600.0
 _ALIVE = b"1"
@@ -125,6 +127,7 @@ class RedisStore:
             replica=self.replica,
             alive=self.replica_alive,
             gone=self.replica_gone,
+            beating=self.replica_beating,
         )
 
     def task_store(self, *, budget: TaskBudget | None = None, max_ttl: float = 24 * 3600.0) -> Any:
@@ -186,6 +189,17 @@ class RedisStore:
             f"it has not said it is alive for {HEARTBEAT_TTL:g} s: killed, crashed, "
             "or cut off from Redis"
         )
+
+    async def replica_beating(self, replica: str) -> bool:
+        """Whether the replica with this id said it was alive within the last
+        ``HEARTBEAT_EVERY + HEARTBEAT_LATE`` seconds: one that missed a heartbeat may have
+        died (it counts as gone only once its heartbeat lapses). Raises StoreUnavailable."""
+        if replica == self.replica:
+            return True
+        key = self.key("replica", replica)
+        state, left = await self.client.pipeline([("GET", key), ("PTTL", key)])
+        fresh = HEARTBEAT_TTL - HEARTBEAT_EVERY - HEARTBEAT_LATE
+        return state == _ALIVE and isinstance(left, int) and left >= _ms(fresh)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Say this replica is alive every ``HEARTBEAT_EVERY`` seconds, and carry the

@@ -61,9 +61,8 @@ _PRIMING = "0-0"
 #: after its replica died ends without an error for them, as before).
 MAX_NAMED_IDS = 200
 _INT_ID = re.compile(r"-?\d{1,40}")
-#: How long a followed stream may go without a new event before its replica is asked
-#: after (one that died has its requests ended with an error).
-FOLLOW_BLOCK = 1.0
+#: How often a follower asks after the replica running the followed stream.
+FOLLOW_CHECK = 0.25
 
 
 def _entry_key(entry_id: str) -> tuple[int, int]:
@@ -80,6 +79,7 @@ class RedisEventStore:
 
     __slots__ = (
         "_alive",
+        "_beating",
         "_client",
         "_gone",
         "_key",
@@ -99,6 +99,7 @@ class RedisEventStore:
         replica: str = "r",
         alive: Callable[[str], Awaitable[bool]] | None = None,
         gone: Callable[[str], Awaitable[str | None]] | None = None,
+        beating: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
         self._client = client
         self._key = key
@@ -108,6 +109,8 @@ class RedisEventStore:
         self._alive = alive
         #: Why a replica runs no more (None: alive); preferred to ``alive`` when given.
         self._gone = gone
+        #: Whether a replica's heartbeat is on time (None: taken as on time).
+        self._beating = beating
         self._local = 0  # ids handed out while Redis was down
 
     def _shared_name(self, stream_id: str) -> str:
@@ -237,17 +240,20 @@ class RedisEventStore:
         self, event_id: str, deliver: Callable[[list[tuple[str, bytes]]], bool]
     ) -> bool:
         """Follow another replica's POST stream after ``event_id`` (the last event the
-        client has, or the last one :meth:`replay_after` gave it): hand each batch of its
-        events to ``deliver`` as they are stored, until every request the stream carries
-        is answered (True). Its replica stopping meanwhile ends its unanswered requests
-        with the errors :meth:`replay_after` writes (delivered too, then True).
+        client has): hand each batch of its events to ``deliver`` as they are stored,
+        until every request the stream carries is answered (True), while its replica is
+        alive and on time. Every :data:`FOLLOW_CHECK` seconds its replica is asked after:
+        if it stopped, its unanswered requests end with the errors :meth:`replay_after`
+        writes (delivered too, then True); if it missed a heartbeat, False (the client
+        resumes again: a stream held open for a replica that may be dead is one a client
+        may lose midway, and some clients, the official SDK among them, then resume from
+        where they started it, and count it as a failed attempt).
 
-        False when there is nothing to follow (our own stream, the GET stream, a stream
-        named without its requests) or ``deliver`` returned False (the client went away).
-        Raises :class:`~trimcp.stores.StoreUnavailable`. One connection of its own while
-        it follows (``XREAD BLOCK`` of at most :data:`FOLLOW_BLOCK` seconds at a time: no
-        pooled connection is held; its replica is asked after each :data:`FOLLOW_BLOCK`
-        seconds without an event of this stream). Cancellation: stops; the connection is
+        False too when there is nothing to follow (our own stream, the GET stream, a
+        stream named without its requests) or ``deliver`` returned False (the client went
+        away). Raises :class:`~trimcp.stores.StoreUnavailable`. One connection of its own
+        while it follows (``XREAD BLOCK`` of at most :data:`FOLLOW_CHECK` seconds at a
+        time: no pooled connection is held). Cancellation: stops; the connection is
         closed.
         """
         name, _, cursor = event_id.rpartition("_")
@@ -263,21 +269,26 @@ class RedisEventStore:
         except (OSError, RedisReplyError) as error:
             raise StoreUnavailable(f"cannot follow {name} in {client.address}: {error}") from None
         try:
-            # The owner is asked after once FOLLOW_BLOCK passes with nothing of this stream:
-            # on a time basis, as the session's other streams may keep every XREAD busy.
-            ask_at = trio.current_time() + FOLLOW_BLOCK
+            check_at = trio.current_time()  # now: before the first wait
+            cut_ended = False
             while not answered.issuperset(request_ids):
-                if trio.current_time() >= ask_at:
-                    ask_at = trio.current_time() + FOLLOW_BLOCK
+                # On a clock: the session's other streams may keep every XREAD busy.
+                if trio.current_time() >= check_at:
+                    check_at = trio.current_time() + FOLLOW_CHECK
+                    if cut_ended:
+                        return False  # the errors were not stored: the client resumes again
                     reason = await self._why_gone(owner)
                     if reason is not None:
                         cut = [rid for rid in request_ids if rid not in answered]
                         # Stored (by us, or by a replica that got there first): read next.
                         await self._end_cut_requests(name, owner, reason, cut)
+                        cut_ended = True
+                    elif self._beating is not None and not await self._beating(owner):
+                        return False
                 # At least 1 ms: BLOCK 0 would wait for ever.
-                block_ms = max(1, math.ceil((ask_at - trio.current_time()) * 1000))
+                block_ms = max(1, math.ceil((check_at - trio.current_time()) * 1000))
                 command = ("XREAD", "COUNT", self.max_events, "BLOCK", block_ms)
-                with trio.move_on_after(FOLLOW_BLOCK + client.timeout) as bound:
+                with trio.move_on_after(FOLLOW_CHECK + client.timeout) as bound:
                     try:
                         (reply,) = await connection.roundtrip(
                             pack((*command, "STREAMS", self._key, cursor)), 1
@@ -295,7 +306,6 @@ class RedisEventStore:
                     if values.get(b"s") == wanted and values.get(b"m"):
                         events.append((f"{name}_{cursor}", values[b"m"]))
                 if events:
-                    ask_at = trio.current_time() + FOLLOW_BLOCK
                     answered |= _answered(data for _, data in events)
                     if not deliver(events):
                         return False

@@ -327,10 +327,11 @@ class HttpSessionTransport:
         stream if that stream is still live (else the sink ends after the replay).
 
         False when there is no store or the id is unknown. A stream another process is
-        writing (a call running on another replica) is followed instead: returns the
-        function that follows it into ``sink`` (its events as they are stored, then the
-        answer; see :class:`FollowsStreams`), for the caller to run while it pumps the
-        sink; it ends the sink when done.
+        writing (a call running on another replica) ends after a replay that is not empty
+        (with a ``retry`` field: the client resumes from there), and is followed when the
+        client has all of it so far: returns the function that follows it into ``sink``
+        (its events as they are stored, then the answer; see :class:`FollowsStreams`), for
+        the caller to run while it pumps the sink; it ends the sink when done.
         """
         store = self._store
         if store is None:
@@ -351,8 +352,13 @@ class HttpSessionTransport:
             else:
                 stream = self._live.get(stream_id)
             if stream is None and not self.closed and isinstance(store, FollowsStreams):
-                after = events[-1][0] if events else last_event_id
-                return partial(self._follow, store, after, sink)
+                if not events:
+                    return partial(self._follow, store, last_event_id, sink)
+                # Behind another replica's stream: end after the replay, so the client's
+                # next resume starts from the last event it got. Following on would risk a
+                # duplicate: clients (the official SDK among them) that lose a resumed
+                # stream midway resume again from the id they resumed that stream with.
+                sink.put(sse_retry(self.retry_ms))
             if stream is None or stream.finished or self.closed:
                 sink.finish()
             else:
