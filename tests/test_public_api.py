@@ -46,12 +46,14 @@ EXPECTED = {
     "MemoryStore": "trimcp.stores",
     "RedisStore": "trimcp.stores",
     "StoreUnavailable": "trimcp.stores",
+    "Extension": "trimcp.server.extensions",
 }
 
 
 #: The low-level tier (trimcp.lowlevel): the engine, the connection, the method table.
 LOWLEVEL = {
     "Session": "trimcp.session",
+    "extension_method": "trimcp.protocol.extensions",
     "SessionOptions": "trimcp.session",
     "SessionHandler": "trimcp.session",
     "RequestContext": "trimcp.session",

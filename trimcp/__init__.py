@@ -67,6 +67,7 @@ _EXPORTS: dict[str, str] = {
     "MemoryStore": "trimcp.stores",
     "RedisStore": "trimcp.stores",
     "StoreUnavailable": "trimcp.stores",
+    "Extension": "trimcp.server.extensions",
 }
 
 if TYPE_CHECKING:
@@ -95,6 +96,7 @@ if TYPE_CHECKING:
     from trimcp.server import PromptMessage as PromptMessage
     from trimcp.server import Server as Server
     from trimcp.server import ToolError as ToolError
+    from trimcp.server.extensions import Extension as Extension
     from trimcp.server.input_required import InputOptions as InputOptions
     from trimcp.server.lifespan import LifespanFailed as LifespanFailed
     from trimcp.server.lifespan import LifespanNotRunning as LifespanNotRunning

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from trimcp.protocol.admission import admit_request as admit_request
 from trimcp.protocol.connection import Connection as Connection
+from trimcp.protocol.extensions import extension_method as extension_method
 from trimcp.protocol.lifecycle import Role as Role
 from trimcp.protocol.methods import CALL_TOOL as CALL_TOOL
 from trimcp.protocol.methods import CANCEL_TASK as CANCEL_TASK

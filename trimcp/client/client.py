@@ -23,10 +23,12 @@ import logging
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack, cast, overload
 
+import attrs
 import trio
 
+from trimcp import serde
 from trimcp._validators import DEFAULT
 from trimcp._version import __version__
 from trimcp.client.agreement import Agreement
@@ -65,7 +67,14 @@ from trimcp.client.tasks import (
     as_task,
     is_task_answer,
 )
-from trimcp.errors import HEADER_MISMATCH, LocalProtocolError, McpError, RequestTimeout
+from trimcp.errors import (
+    HEADER_MISMATCH,
+    LocalProtocolError,
+    McpError,
+    RequestTimeout,
+    UnexpectedResult,
+)
+from trimcp.protocol.extensions import check_identifier, settings_of
 from trimcp.protocol.jsonrpc import RequestId
 from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.methods import (
@@ -78,6 +87,7 @@ from trimcp.protocol.methods import (
     LIST_RESOURCES,
     LIST_TASKS,
     LIST_TOOLS,
+    METHODS,
     PING,
     READ_RESOURCE,
     SET_LOG_LEVEL,
@@ -93,6 +103,7 @@ from trimcp.tasks.manager import TaskOptions
 from trimcp.types import (
     CallToolRequestParams,
     CallToolResult,
+    ClientCapabilities,
     CompleteRequestParams,
     CompleteResult,
     CompletionArgument,
@@ -159,6 +170,7 @@ class ClientKwargs(HandlerKwargs, total=False):
     validate_output: bool
     middleware: Sequence[ClientMiddleware]
     task_options: TaskOptions
+    extensions: Mapping[str, Mapping[str, Any]]
 
 
 class _Outgoing(OutgoingCall):
@@ -212,6 +224,7 @@ class Client(Agreement):
         validate_output: bool = True,
         middleware: Sequence[ClientMiddleware] = (),
         task_options: TaskOptions | None = None,
+        extensions: Mapping[str, Mapping[str, Any]] | None = None,
         **handlers: Unpack[HandlerKwargs],
     ) -> None:
         if protocol_version not in SUPPORTED_VERSIONS:
@@ -234,6 +247,10 @@ class Client(Agreement):
         self.max_pages = max_pages
         self.validate_output = validate_output
         self.handlers = ClientHandlers(**handlers)
+        #: The extensions this client declares: identifier -> settings.
+        self.extensions: dict[str, dict[str, Any]] = {
+            check_identifier(key): dict(value) for key, value in (extensions or {}).items()
+        }
         #: Runs the server's task-augmented sampling/elicitation (2025-11-25).
         self.task_receiver = TaskReceiver(task_options)
         self._session: Session | None = None
@@ -277,7 +294,7 @@ class Client(Agreement):
                 session,
                 self._plan,
                 self.client_info,
-                self.task_receiver.declare(self.handlers.capabilities(), self._plan.legacy_version),
+                self.task_receiver.declare(self._capabilities(), self._plan.legacy_version),
                 self.discover_timeout,
             )
         except RequestTimeout as exc:
@@ -299,6 +316,50 @@ class Client(Agreement):
         ):
             await self._request(SET_LOG_LEVEL, SetLevelRequestParams(level=self.log_level))
         return connected.negotiated
+
+    def _capabilities(self) -> ClientCapabilities:
+        capabilities = self.handlers.capabilities()
+        if not self.extensions:
+            return capabilities
+        declared = {key: dict(value) for key, value in self.extensions.items()}
+        return attrs.evolve(capabilities, extensions=declared)
+
+    def extension(self, identifier: str) -> dict[str, Any] | None:
+        """The settings the server declared for the extension ``identifier`` (``{}``: no
+        optional features), or None when it did not declare it. Raises
+        :class:`LocalProtocolError` before the client is connected."""
+        return settings_of(self.server_capabilities, identifier)
+
+    async def request(
+        self,
+        method: Method[P, R],
+        params: P | Mapping[str, Any],
+        *,
+        timeout: float | None = DEFAULT,
+    ) -> R:
+        """Send ``method`` (an extension's row, see
+        :func:`~trimcp.protocol.extensions.extension_method`, or a core one) and return
+        its result as the row's result type (a free-form row: the decoded JSON).
+
+        ``params``: the row's params type (an attrs instance), or a dict in wire form.
+        Raises the server's :class:`McpError`, :class:`RequestTimeout`, or
+        :class:`~trimcp.errors.UnexpectedResult` when the result does not fit.
+        Cancellation: as every request (the server is told, and the call raises).
+        """
+        if method.name in METHODS:
+            core: Method[Any, R] = method
+            return await self._request(core, params, timeout=timeout)
+        raw = await self._request(method.name, serde.unstructure(params), timeout=timeout)
+        result_type = method.result_type
+        if result_type is None:
+            return cast("R", raw)
+        try:
+            return cast("R", serde.structure(raw, result_type))
+        except serde.ShapeError as exc:
+            raise UnexpectedResult(
+                f"{method.name} was answered with a result that is not a "
+                f"{result_type.__name__}: {exc}"
+            ) from None
 
     def open_task_runner(self, session: Session | None = None) -> AbstractAsyncContextManager[None]:
         """Run the server's tasks for the body (the openers do this around :meth:`attach`);

@@ -124,17 +124,25 @@ class Method(Record, Generic[P, R]):
     input_capable: bool = False
     cacheable: bool = False
     name_field: str | None = None
+    #: An extension method's own types (its row is made by
+    #: :func:`trimcp.protocol.extensions.extension_method`, not listed in :data:`METHODS`):
+    #: they are not wire types of :mod:`trimcp.types`, so the row holds them directly.
+    own_params: type | UnionType | None = None
+    own_result: type | None = None
 
     @property
     def params_type(self) -> type | UnionType | None:
         name = self.params_name  # every request asks: one dict lookup once resolved
-        return None if name is None else _WIRE_TYPES.get(name) or _wire_type(name)
+        if name is None:
+            return self.own_params
+        found: type | UnionType = _WIRE_TYPES.get(name) or _wire_type(name)
+        return found
 
     @property
     def result_type(self) -> type | None:
         name = self.result_name
         if name is None:
-            return None
+            return self.own_result
         result: type = _WIRE_TYPES.get(name) or _wire_type(name)
         return result
 

@@ -51,6 +51,7 @@ from trimcp.protocol.versions import SUPPORTED_VERSIONS
 from trimcp.server.completion import Completions
 from trimcp.server.context import Context
 from trimcp.server.dispatch import MethodRegistry
+from trimcp.server.extensions import Extension
 from trimcp.server.lifespan import Lifespan, LifespanRunner
 from trimcp.server.listen import ListenHub
 from trimcp.server.logging import DEFAULT_LOG_BUFFER, LogBuffer, StdlibBridge, check_level
@@ -256,6 +257,7 @@ class Server:
         methods.add(SET_LOG_LEVEL, self._set_level)
         for name, handler in task_methods.request_handlers(self).items():
             methods.add_named(name, handler)  # 2025 tasks/* and the 2026 extension's
+        self._extensions: dict[str, Extension] = {}
 
     def __repr__(self) -> str:
         return f"<Server {self.info.name!r} {self.info.version}>"
@@ -277,15 +279,63 @@ class Server:
         for kind in ("tools", "prompts", "resources", "templates"):
             mount.sync(kind)
         mount.copy_completers()
+        self._adopt_extensions(server)
         server.completions.listeners.append(mount.copy_completers)
         server._change_listeners.append(mount.sync)
         server._mounted_into.append(mount)
         self._lifespan.children.append(server._lifespan)
         self._mounts.append(mount)
 
+    def _adopt_extensions(self, child: Server) -> None:
+        """A mounted server's extensions are served here too (answered by the child)."""
+        for extension in child._extensions.values():
+            if extension.id not in self._extensions:
+                self._add_extension(extension, child)
+
     def mounted_servers(self) -> list[Server]:
         """The servers mounted into this one (directly), in mount order."""
         return [mount.child for mount in self._mounts]
+
+    # --- extensions ---------------------------------------------------------------------
+
+    def add_extension(self, extension: Extension) -> Extension:
+        """Declare ``extension`` (``capabilities.extensions[extension.id]`` is its settings)
+        and answer its methods, in both eras (see :mod:`trimcp.server.extensions`).
+
+        Raises ``ValueError`` when an extension of that id is already declared, or one of
+        its methods or URI schemes is already served here. Servers this one is mounted
+        into declare it too. Add extensions before clients connect: a 2025 session keeps
+        the capabilities of its ``initialize``.
+        """
+        if not isinstance(extension, Extension):
+            raise TypeError(f"add_extension takes an Extension, got {type(extension).__name__}")
+        self._add_extension(extension, self)
+        for mount in self._mounted_into:
+            if extension.id not in mount.parent._extensions:
+                mount.parent._add_extension(extension, self)
+        return extension
+
+    def _add_extension(self, extension: Extension, owner: Server) -> None:
+        if extension.id in self._extensions:
+            raise ValueError(f"{self!r} already declares the extension {extension.id!r}")
+        taken = [name for name in extension.handlers if name in self.methods]
+        if taken:
+            raise ValueError(f"{self!r} already answers {', '.join(sorted(taken))}")
+        claimed = {s for other in self._extensions.values() for s in other.schemes}
+        if claimed.intersection(extension.schemes):
+            raise ValueError(
+                f"The URI scheme(s) {sorted(claimed.intersection(extension.schemes))} of "
+                f"{extension.id!r} are served by another extension of {self!r}"
+            )
+        for name, handler in extension.handlers.items():
+            self.methods.add_named(name, _bind(owner, handler))
+        self._extensions[extension.id] = extension
+        self._stateless.changes += 1  # the 2026 capabilities change
+
+    @property
+    def extensions(self) -> Mapping[str, Extension]:
+        """The extensions this server declares, by identifier."""
+        return self._extensions
 
     # --- middleware ---------------------------------------------------------------------
 
@@ -699,7 +749,7 @@ class Server:
             completions={} if self.completions or has_resources or len(self.prompts) else None,
             logging={},
             tasks=task_methods.tasks_capability() if self._has_task_tools() else None,
-            extensions={apps_ext.EXTENSION_ID: {}} if self._has_apps() else None,
+            extensions=self._declared_extensions(),
         )
 
     def _has_apps(self) -> bool:
@@ -708,6 +758,14 @@ class Server:
             apps_ext.is_ui_uri(resource.uri) and resource.mime_type == apps_ext.MIME_TYPE
             for resource in self.resources
         ) or any(apps_ext.META_KEY in (tool.definition().meta or {}) for tool in self.tools)
+
+    def _declared_extensions(self) -> dict[str, Any] | None:
+        """``capabilities.extensions``: every extension added, and MCP Apps when a page
+        (or a tool naming one) is registered."""
+        declared = {key: dict(ext.settings) for key, ext in self._extensions.items()}
+        if self._has_apps():
+            declared.setdefault(apps_ext.EXTENSION_ID, {})
+        return declared or None
 
     def _has_task_tools(self) -> bool:
         return any(task_methods.task_support(tool) != "forbidden" for tool in self.tools.enabled())
@@ -1139,6 +1197,15 @@ class Server:
         except serving.SettingsError as exc:
             raise SystemExit(f"trimcp: {exc}") from None
         serving.run_server(self, settings, options=options)
+
+
+def _bind(owner: Server, handler: Callable[[Context], Any]) -> Callable[[RequestContext], Any]:
+    """An extension's handler as the method registry calls it, with ``owner``'s Context."""
+
+    async def answer(ctx: RequestContext) -> Any:
+        return await handler(Context(owner, ctx))
+
+    return answer
 
 
 def _cursor(params: PaginatedRequestParams | None) -> str | None:

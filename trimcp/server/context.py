@@ -30,6 +30,7 @@ from trimcp.auth.principal import AuthInfo
 from trimcp.errors import INVALID_PARAMS, LocalProtocolError, RemoteProtocolError
 from trimcp.protocol import modern
 from trimcp.protocol.admission import has_capability
+from trimcp.protocol.extensions import settings_of
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import V2025_06_18, V2025_11_25
 from trimcp.server.convert import ValidationError
@@ -121,6 +122,15 @@ class Context:
     def client_capabilities(self) -> ClientCapabilities | None:
         negotiated = self.negotiated
         return negotiated.client_capabilities if negotiated else None
+
+    def extension(self, identifier: str) -> dict[str, Any] | None:
+        """The settings the client declared for the extension ``identifier`` (``{}``: no
+        optional features), or None when it did not declare it: per session in 2025
+        (its ``initialize``), per request in 2026-07-28 (the request's ``_meta``)."""
+        negotiated = self._request.negotiated
+        if negotiated is None:
+            return None
+        return settings_of(negotiated.client_capabilities, identifier)
 
     @property
     def protocol_version(self) -> str | None:
