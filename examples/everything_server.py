@@ -29,6 +29,7 @@ import signal
 import sys
 import wave
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import attrs
@@ -38,6 +39,7 @@ from trimcp import Context, McpError, Server, ToolError, serve_http
 from trimcp.errors import INTERNAL_ERROR
 from trimcp.server import Audio, Image, PromptMessage, user_message
 from trimcp.server.middleware import Call, Next
+from trimcp.server.skills import Skills
 from trimcp.server.tasks import start_task
 from trimcp.stores import Store, store_from_url
 from trimcp.transports.http_server import close_request_stream
@@ -354,6 +356,14 @@ def template_data(id: str) -> str:
 def watched_resource() -> str:
     """A resource to subscribe to; update_watched_resource changes it."""
     return _watched["text"]
+
+
+# --- skills (io.modelcontextprotocol/skills) ---------------------------------------------------
+
+# A skill folder with a sub-folder: skills/list, skills/get, its files through
+# resources/read and resources/directory/read.
+skills = Skills(app)
+skills.add_folder(Path(__file__).parent / "skills" / "release-notes")
 
 
 # --- prompts and completion -----------------------------------------------------------------

@@ -333,6 +333,36 @@ def test_everything_server_passes_the_tasks_extension_scenarios(
     assert {check.get("status") for check in items} <= allowed, report
 
 
+#: The Skills extension (SEP-2640) server scenarios of suite 0.2.0-alpha.12 (issue 25):
+#: every check must pass, none skip (the server declares the extension, directoryRead too).
+SKILLS_SERVER_SCENARIOS = [
+    "sep-2640-skills-directory",
+    "sep-2640-skills-enumeration",
+    "sep-2640-skills-manifest",
+]
+
+
+@pytest.mark.parametrize("scenario", SKILLS_SERVER_SCENARIOS)
+@pytest.mark.parametrize("spec_version", ["2026-07-28", "2025-11-25"])
+def test_everything_server_passes_the_skills_scenarios(
+    scenario: str, spec_version: str, suite_2026: None, server_url: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "results"
+    _text, report = run_server_suite(
+        server_url, out, "--scenario", scenario, "--spec-version", spec_version, "--force"
+    )
+    [items] = checks_of(out).values()
+    # The cache attributes exist from 2026-07-28 only: at 2025-11-25 those two skip.
+    allowed = {"SUCCESS", "SKIPPED"} if spec_version == "2025-11-25" else {"SUCCESS"}
+    assert items, report
+    assert {check.get("status") for check in items} <= allowed, report
+    skipped = [check["id"] for check in items if check.get("status") == "SKIPPED"]
+    assert set(skipped) <= {
+        "sep-2640-skills-list-cache-attributes",
+        "sep-2640-skills-get-cache-attributes",
+    }, report
+
+
 def test_the_2026_expected_failures_name_their_issue() -> None:
     lines = [
         line

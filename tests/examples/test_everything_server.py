@@ -167,6 +167,8 @@ async def test_capabilities_and_listings(autojump_clock: trio.abc.Clock) -> None
             ("test://static-text", "text/plain"),
             ("test://static-binary", "image/png"),
             ("test://watched-resource", "text/plain"),
+            ("skill://release-notes/SKILL.md", "text/markdown"),
+            ("skill://release-notes/references/STYLE.md", "text/markdown"),
         ]
         assert all(r["name"] and r["description"] for r in resources)
         templates = [t.uri_template async for t in client.iter_resource_templates()]
