@@ -36,6 +36,7 @@ import trio
 from trimcp import McpError
 from trimcp.auth import AuthError
 from trimcp.client import Client, connect_transport
+from trimcp.client.skills import SkillVerificationError, list_skills, read_skill_file
 from trimcp.session import RequestContext
 from trimcp.transports.http_client import open_http_client_transport
 from trimcp.types import (
@@ -160,6 +161,27 @@ async def run_schema_preservation(client: Client) -> None:
     print(f"json_schema_echo: {texts(result.content)}")
 
 
+async def run_skills_list_only(client: Client) -> None:
+    """List the skills and load none: nothing is read ahead of need."""
+    listed = await list_skills(client)
+    print(f"skills: {[entry['uri'] for entry in listed['skills']]}")
+
+
+async def run_skills_load(client: Client) -> None:
+    """Load the first skill: read its SKILL.md (verified against the entry), then its
+    other files only when that passed; a failed verification stops the load."""
+    [entry, *_] = (await list_skills(client))["skills"]
+    try:
+        await read_skill_file(client, entry, entry["uri"])
+    except SkillVerificationError as exc:
+        print(f"refused to load the skill: {exc}")
+        return
+    for item in entry["resources"]:
+        if item["uri"] != entry["uri"]:
+            await read_skill_file(client, entry, item["uri"])
+    print(f"loaded {entry['uri']}")
+
+
 async def confirm(ctx: RequestContext, params: ElicitRequestParams) -> ElicitResult:
     """Accept every elicitation: form defaults where given, ``confirmed`` for booleans."""
     if not isinstance(params, ElicitRequestFormParams):
@@ -186,6 +208,10 @@ SCENARIOS: dict[str, Callable[[Client], Awaitable[None]]] = {
     "http-invalid-tool-headers": run_invalid_tool_headers,
     "json-schema-ref-no-deref": run_ref_no_deref,
     "json-schema-2020-12-preservation": run_schema_preservation,
+    "sep-2640-client-no-prefetch": run_skills_list_only,
+    "sep-2640-client-verify-digest": run_skills_load,
+    "sep-2640-client-verify-size": run_skills_load,
+    "sep-2640-client-verify-frontmatter": run_skills_load,
 }
 
 

@@ -440,6 +440,40 @@ def test_conformance_client_passes_at_2026(scenario: str, suite_2026: None, tmp_
     assert f"{scenario}: done" in stdout.read_text(encoding="utf-8"), report
 
 
+#: The Skills extension (SEP-2640) client scenarios of suite 0.2.0-alpha.12 (issue 25).
+SKILLS_CLIENT_SCENARIOS = [
+    "sep-2640-client-no-prefetch",
+    "sep-2640-client-verify-digest",
+    "sep-2640-client-verify-size",
+    "sep-2640-client-verify-frontmatter",
+]
+
+
+@pytest.mark.parametrize("scenario", SKILLS_CLIENT_SCENARIOS)
+def test_conformance_client_passes_the_skills_scenarios(
+    scenario: str, suite_2026: None, tmp_path: Path
+) -> None:
+    """Listing reads no file; a tampered SKILL.md is read, refused, and nothing after it."""
+    out = tmp_path / "results"
+    done = run_suite(
+        "client",
+        "--command",
+        f"{sys.executable} {CLIENT}",
+        "--scenario",
+        scenario,
+        "-o",
+        str(out),
+        timeout=CLIENT_SCENARIO_TIMEOUT,
+        version=SUITE_2026,
+    )
+    text = ANSI.sub("", done.stderr)
+    report = f"exit {done.returncode}\n{text[-6000:]}\n{done.stdout[-2000:]}"
+    assert done.returncode == 0, report
+    [items] = checks_of(out).values()
+    assert items, report
+    assert {check.get("status") for check in items} == {"SUCCESS"}, report
+
+
 #: Authorization scenarios (examples/conformance_auth.py): every one of suite 0.1.16, and
 #: suite 0.2.0-alpha.12's at --spec-version 2025-11-25 plus its extension scenarios.
 AUTH_SCENARIOS = [

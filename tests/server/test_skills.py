@@ -141,3 +141,26 @@ async def test_refresh_serves_the_changed_skill_and_tells_clients(tmp_path: Path
         uris = [r["uri"] for r in listed["skills"][0]["resources"]]
         assert "skill://greet/refs/MORE.md" in uris
         assert (await client.read_resource("skill://greet/refs/MORE.md")).contents
+
+
+async def test_the_client_reads_verified_files_and_refuses_tampered_ones() -> None:
+    from trimcp.client.skills import SkillVerificationError, list_skills, read_skill_file
+
+    app = trimcp.Server("skills")
+    Skills(app).add(Skill.from_text(SKILL_MD, {"refs/WORDS.md": "hello"}))
+    async with trimcp.connect_memory(app, mode="legacy") as client:
+        [entry] = (await list_skills(client))["skills"]
+        assert await read_skill_file(client, entry, entry["uri"]) == SKILL_MD.encode()
+        bad_size = {**entry, "resources": [{**r, "size": 1} for r in entry["resources"]]}
+        with pytest.raises(SkillVerificationError, match="manifest says 1"):
+            await read_skill_file(client, bad_size, entry["uri"])
+        bad_digest = {**entry, "resources": [{**r, "digest": sha(b"")} for r in entry["resources"]]}
+        with pytest.raises(SkillVerificationError, match="digest"):
+            await read_skill_file(client, bad_digest, "skill://greet/refs/WORDS.md")
+        other_front = {**entry, "frontmatter": {**entry["frontmatter"], "description": "x"}}
+        with pytest.raises(
+            SkillVerificationError, match=r"differs from the entry.s \(description\)"
+        ):
+            await read_skill_file(client, other_front, entry["uri"])
+        with pytest.raises(SkillVerificationError, match="not a file of the skill"):
+            await read_skill_file(client, entry, "skill://greet/../secret")
