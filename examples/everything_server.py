@@ -9,6 +9,8 @@ Run it::
     python examples/everything_server.py                          # stdio
     python examples/everything_server.py --transport http --port 8000 [--host 127.0.0.1]
     python examples/everything_server.py --transport http --store redis://HOST:PORT/DB
+    python examples/everything_server.py --transport http --json-response | --stateless
+    python examples/everything_server.py --transport http --engine hypercorn
 
 With ``--store redis://...`` replicas behind a load balancer share sessions, events,
 tasks and the dynamic tool and prompt (their toggles are kept in the store: see
@@ -42,7 +44,8 @@ from trimcp.server.middleware import Call, Next
 from trimcp.server.skills import Skills
 from trimcp.server.tasks import start_task
 from trimcp.stores import Store, store_from_url
-from trimcp.transports.http_server import close_request_stream
+from trimcp.transports.http_server import HttpServerConfig, close_request_stream
+from trimcp.transports.http_server.serve import Engine
 from trimcp.types import (
     CallToolResult,
     ContentBlock,
@@ -728,11 +731,19 @@ async def test_tool_with_task(ctx: Context) -> CallToolResult:
 # --- running --------------------------------------------------------------------------------
 
 
-async def serve_http_until_signalled(host: str, port: int, store: str | None = None) -> None:
+async def serve_http_until_signalled(
+    host: str,
+    port: int,
+    store: str | None = None,
+    config: HttpServerConfig | None = None,
+    engine: Engine = "auto",
+) -> None:
     """Serve over Streamable HTTP until SIGINT/SIGTERM; print the URL once listening.
 
     ``store``: a store URL (``redis://...``: the replicas behind a balancer share it, and
-    the dynamic entries' toggles with it)."""
+    the dynamic entries' toggles with it). ``config`` (JSON-response or stateless mode) and
+    ``engine`` go to :func:`trimcp.serve_http` as they are. Cancellation: stops serving;
+    the store is closed shielded."""
     global _shared
     opened = store_from_url(store) if store is not None else None
     if opened is not None and opened.shared:
@@ -741,7 +752,7 @@ async def serve_http_until_signalled(host: str, port: int, store: str | None = N
         assert isinstance(opened, RedisStore)
         _shared = SharedToggles(opened)
     try:
-        await _serve_until_signalled(host, port, opened)
+        await _serve_until_signalled(host, port, opened, config, engine)
     finally:
         _shared = None
         if opened is not None:
@@ -749,7 +760,9 @@ async def serve_http_until_signalled(host: str, port: int, store: str | None = N
                 await opened.aclose()
 
 
-async def _serve_until_signalled(host: str, port: int, store: Store | None) -> None:
+async def _serve_until_signalled(
+    host: str, port: int, store: Store | None, config: HttpServerConfig | None, engine: Engine
+) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
 
         async def stop() -> None:
@@ -765,6 +778,8 @@ async def _serve_until_signalled(host: str, port: int, store: Store | None) -> N
                     port=port,
                     shutdown_trigger=stop,
                     store=store,
+                    config=config,
+                    engine=engine,
                     task_status=task_status,
                 )
 
@@ -784,11 +799,21 @@ def main(argv: list[str] | None = None) -> None:
         metavar="URL",
         help="http: memory:// (default) or redis://HOST:PORT/DB (replicas)",
     )
+    parser.add_argument(
+        "--json-response", action="store_true", help="http: answer POSTs with JSON, not SSE"
+    )
+    parser.add_argument(
+        "--stateless", action="store_true", help="http: no sessions, each POST stands alone"
+    )
+    parser.add_argument(
+        "--engine", choices=["auto", "lean", "hypercorn"], default="auto", help="http server"
+    )
     args = parser.parse_args(argv)
     if args.transport == "stdio":
         app.run()
     else:
-        trio.run(serve_http_until_signalled, args.host, args.port, args.store)
+        config = HttpServerConfig(stateless=args.stateless, json_response=args.json_response)
+        trio.run(serve_http_until_signalled, args.host, args.port, args.store, config, args.engine)
 
 
 if __name__ == "__main__":

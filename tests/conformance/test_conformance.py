@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -175,6 +176,15 @@ def run_suite(
 @pytest.fixture
 def server_url(suite: None, tmp_path: Path) -> Iterator[str]:
     """The everything server over Streamable HTTP on a free loopback port."""
+    with everything_server(tmp_path) as url:
+        yield url
+
+
+@contextmanager
+def everything_server(tmp_path: Path, *flags: str) -> Iterator[str]:
+    """Run ``examples/everything_server.py --transport http`` with ``flags`` (e.g.
+    ``--stateless``) on a free loopback port; yield its URL, then stop it and check it
+    exited 0 without a traceback."""
     stderr_path = tmp_path / "server.stderr"
     with stderr_path.open("wb") as stderr:
         process = subprocess.Popen(
@@ -187,6 +197,7 @@ def server_url(suite: None, tmp_path: Path) -> Iterator[str]:
                 "127.0.0.1",
                 "--port",
                 "0",
+                *flags,
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
