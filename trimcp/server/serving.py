@@ -686,7 +686,7 @@ def run_blocking(
             raise
         raise_alone(leaf)
     if received is not None:
-        announce("stopped")
+        # The stop line said it all: a clean stop prints one line and exits 0.
         return EXIT_OK, received
     return code, None
 
