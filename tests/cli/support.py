@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +87,23 @@ def stop(process: subprocess.Popen[str], timeout: float = 30.0) -> int:
         process.kill()
         process.wait()
         raise AssertionError(f"the process did not exit within {timeout} s") from None
+
+
+def served_over_http(target: str) -> Iterator[str]:
+    """``trimcp run TARGET`` over HTTP on a free port: its endpoint URL, then a clean
+    stop (SIGTERM, exit 0)."""
+    server = spawn("run", target, "--transport", "http", "--port", "0")
+    try:
+        line = read_line(server.stderr)
+        found = re.search(r" at (http://127\.0\.0\.1:\d+/mcp) ", line)
+        assert found, line
+        yield found.group(1)
+        server.send_signal(signal.SIGTERM)
+        assert stop(server) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        for stream in (server.stdout, server.stderr):
+            if stream is not None:
+                stream.close()

@@ -5,41 +5,20 @@ Real subprocesses, every run bounded."""
 
 from __future__ import annotations
 
-import re
-import signal
 import socket
 import sys
 from collections.abc import Iterator
 
 import pytest
 
-from tests.cli.support import ROOT, cli, cli_json, read_line, spawn, stop
+from tests.cli.support import ROOT, cli, cli_json, served_over_http
 
 EVERYTHING = str(ROOT / "examples" / "everything_server.py")
 
 
-def _served_over_http() -> Iterator[str]:
-    """``trimcp run`` of the everything server over HTTP; its endpoint URL."""
-    server = spawn("run", EVERYTHING, "--transport", "http", "--port", "0")
-    try:
-        line = read_line(server.stderr)
-        found = re.search(r" at (http://127\.0\.0\.1:\d+/mcp) ", line)
-        assert found, line
-        yield found.group(1)
-        server.send_signal(signal.SIGTERM)
-        assert stop(server) == 0
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-        for stream in (server.stdout, server.stderr):
-            if stream is not None:
-                stream.close()
-
-
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
-    yield from _served_over_http()
+    yield from served_over_http(EVERYTHING)
 
 
 @pytest.fixture(params=["stdio", "http"])

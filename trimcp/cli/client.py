@@ -252,7 +252,8 @@ def _version() -> str:
     return __version__
 
 
-def _emit(text: str) -> None:
+def emit(text: str) -> None:
+    """``text`` on stdout (ending in a newline), flushed."""
     if text:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     sys.stdout.flush()
@@ -294,9 +295,9 @@ async def cmd_list(client: Client, args: argparse.Namespace) -> int:
         items = [p async for p in client.iter_prompts()]
         formatter, key = output.format_prompts, "prompts"
     if args.json:
-        _emit(output.to_json({key: items}))
+        emit(output.to_json({key: items}))
     elif items:
-        _emit(formatter(items))
+        emit(formatter(items))
     else:
         err(f"trimcp: the server lists no {kind}")
     return EXIT_OK
@@ -353,9 +354,9 @@ async def cmd_call(client: Client, args: argparse.Namespace) -> int:
     if result.is_error and tool is None:
         await _check_tool_exists(client, args.tool)
     if args.json:
-        _emit(output.to_json(result))
+        emit(output.to_json(result))
     elif not result.is_error:
-        _emit(output.format_call(result))
+        emit(output.format_call(result))
     if result.is_error:
         detail = output.format_call(result).strip().replace("\n", " ")
         err(f"trimcp: tool {args.tool!r} failed" + (f": {detail}" if detail else ""))
@@ -421,7 +422,7 @@ async def cmd_read(client: Client, args: argparse.Namespace) -> int:
         if answered(exc):
             await _check_resource_exists(client, args.uri)
         raise
-    _emit(output.to_json(result) if args.json else output.format_read(result))
+    emit(output.to_json(result) if args.json else output.format_read(result))
     return EXIT_OK
 
 
@@ -437,7 +438,7 @@ async def cmd_prompt(client: Client, args: argparse.Namespace) -> int:
             if args.name not in names:
                 raise unknown("prompt", args.name, names) from None
         raise
-    _emit(output.to_json(result) if args.json else output.format_prompt(result))
+    emit(output.to_json(result) if args.json else output.format_prompt(result))
     return EXIT_OK
 
 
@@ -448,17 +449,24 @@ async def cmd_ping(client: Client, args: argparse.Namespace) -> int:
     elapsed_ms = (trio.current_time() - start) * 1000
     server = client.server_info
     if args.json:
-        _emit(
+        emit(
             f'{{"ok": true, "ms": {elapsed_ms:.3f}, "server": {output.to_json(server)}, '
             f'"protocolVersion": "{client.protocol_version}", "era": "{client.era.value}"}}'
         )
     else:
         who = f"{server.name} {server.version}" if server.version else server.name
-        _emit(
+        emit(
             f"pong from {who} in {elapsed_ms:.1f} ms "
             f"(protocol {client.protocol_version}, {client.era.value})"
         )
     return EXIT_OK
+
+
+async def cmd_skills(client: Client, args: argparse.Namespace) -> int:
+    """``trimcp skills list|get`` (see :mod:`trimcp.cli.skills`)."""
+    from trimcp.cli.skills import cmd_skills as run
+
+    return await run(client, args)
 
 
 COMMANDS: dict[str, Callable[[Client, argparse.Namespace], Any]] = {
@@ -467,6 +475,7 @@ COMMANDS: dict[str, Callable[[Client, argparse.Namespace], Any]] = {
     "read": cmd_read,
     "prompt": cmd_prompt,
     "ping": cmd_ping,
+    "skills": cmd_skills,
 }
 
 

@@ -19,18 +19,27 @@ class UnknownName(CliError):
     """The server has no tool, prompt or resource of the name the command line gave."""
 
 
-def unknown(kind: str, name: str, known: Sequence[str]) -> UnknownName:
+def unknown(
+    kind: str,
+    name: str,
+    known: Sequence[str],
+    *,
+    owner: str = "the server",
+    listing: str | None = None,
+) -> UnknownName:
     """The error for ``name`` missing among the ``known`` names of ``kind`` (``"tool"``...):
-    one line, and a second suggesting the closest names, or where to find them all."""
+    one line, and a second suggesting the closest names, or where to find them all
+    (``listing``: the command that lists them; default ``trimcp list <kind>s``).
+    ``owner``: what has none of that name (a skill has files)."""
     close = difflib.get_close_matches(name, known, n=2, cutoff=_CUTOFF)
+    plural = "resources" if kind == "resource" else f"{kind}s"
     if close:
         hint = "did you mean " + " or ".join(repr(c) for c in close) + "?"
     elif known:
-        plural = "resources" if kind == "resource" else f"{kind}s"
-        hint = f"`trimcp list {plural}` shows the {len(known)} it has"
+        hint = f"`{listing or f'trimcp list {plural}'}` shows the {len(known)} it has"
     else:
-        hint = f"the server lists no {kind}s"
-    return UnknownName(f"the server has no {kind} {name!r}", hint=hint)
+        hint = f"{owner} lists no {plural}"
+    return UnknownName(f"{owner} has no {kind} {name!r}", hint=hint)
 
 
 def answered(exc: McpError) -> bool:

@@ -87,6 +87,24 @@ def format_prompts(prompts: list[Prompt]) -> str:
     return _columns((signature(p), _first_line(p.description or p.title)) for p in prompts)
 
 
+def format_skills(entries: list[dict[str, Any]]) -> str:
+    """``skills/list`` entries: name, first line of the description, number of files."""
+
+    def row(entry: dict[str, Any]) -> tuple[str, str]:
+        front = entry.get("frontmatter")
+        front = front if isinstance(front, dict) else {}
+        files = entry.get("resources")
+        count = (
+            f"({len(files)} file{'' if len(files) == 1 else 's'})"
+            if isinstance(files, list)
+            else "(files listed on demand)"
+        )
+        description = _first_line(str(front.get("description") or ""))
+        return str(front.get("name") or entry.get("uri")), f"{description} {count}".strip()
+
+    return _columns(row(e) for e in entries)
+
+
 def _decoded_size(data: str) -> int | None:
     try:
         return len(base64.b64decode(data, validate=True))

@@ -15,6 +15,7 @@ trimcp: run MCP servers and talk to any MCP server from the shell.
   trimcp run server.py[:app] [--transport stdio|http|ws] [--port N]
   trimcp list tools -- python server.py          (any stdio server after --)
   trimcp call add a=1 b=2 --url http://127.0.0.1:8000/mcp
+  trimcp skills list -- python server.py         (the skills it serves)
   trimcp config claude server.py
 """
 
@@ -311,6 +312,33 @@ def build_parser() -> argparse.ArgumentParser:
     prompt.add_argument("--json", action="store_true", help="print the wire JSON")
     _client_options(prompt)
 
+    skills = client_command("skills", "the skills a server serves: trimcp skills list|get")
+    which = skills.add_subparsers(
+        dest="skills_command", metavar="list|get", required=True, parser_class=_Parser
+    )
+    skills_list = which.add_parser(
+        "list",
+        help="list the skills (name, description, number of files)",
+        epilog=CLIENT_EPILOG,
+        formatter_class=argparse.RawTextHelpFormatter,
+    )
+    skills_list.add_argument("--json", action="store_true", help="print the wire JSON")
+    _client_options(skills_list)
+    skills_get = which.add_parser(
+        "get",
+        help="print a file of a skill (SKILL.md by default), verified against its manifest",
+        epilog=CLIENT_EPILOG,
+        formatter_class=argparse.RawTextHelpFormatter,
+    )
+    skills_get.add_argument("skill", help="the skill's name or its skill://NAME/SKILL.md URI")
+    skills_get.add_argument(
+        "file", nargs="?", default=None, help="a file of the skill, e.g. references/STYLE.md"
+    )
+    skills_get.add_argument(
+        "--json", action="store_true", help="print the skill's entry (wire JSON) instead"
+    )
+    _client_options(skills_get)
+
     ping = client_command("ping", "check that a server answers")
     ping.add_argument("--json", action="store_true", help="print the result as JSON")
     _client_options(ping)
@@ -366,8 +394,19 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     if args.command is None:
         raise UsageError("no command given", hint="see: trimcp --help")
     args.server_command = server_command
-    if server_command and args.command not in ("list", "call", "read", "prompt", "ping"):
+    if server_command and args.command not in (
+        "list",
+        "call",
+        "read",
+        "prompt",
+        "ping",
+        "skills",
+    ):
         raise UsageError(f"'trimcp {args.command}' takes no server command after --")
+    if args.command == "skills" and getattr(args, "file", None) is not None and args.json:
+        raise UsageError(
+            "--json prints the skill's entry, not a file", hint="drop FILE or drop --json"
+        )
     if args.command == "call" and args.tool.lstrip().startswith("{"):
         raise UsageError(
             f"the tool name comes first, got {args.tool!r}",
