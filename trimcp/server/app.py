@@ -66,6 +66,7 @@ from trimcp.server.resources import RegisteredResource, RegisteredTemplate, not_
 from trimcp.server.sessions import SessionTable
 from trimcp.server.stateless import CacheHint, StatelessOptions, StatelessServing
 from trimcp.server.tasks import methods as task_methods
+from trimcp.server.tasks import modern as task_modern
 from trimcp.server.tools import AUTO, RegisteredTool, TaskStart, TaskSupport, icon_list
 from trimcp.session import RequestContext, Session, SessionOptions, open_session
 from trimcp.session.transport import Transport
@@ -736,8 +737,11 @@ class Server:
 
     # --- the handshake ------------------------------------------------------------------
 
-    def capabilities(self) -> ServerCapabilities:
-        """What ``initialize`` declares, from what is registered now."""
+    def capabilities(self, *, stateless: bool = False) -> ServerCapabilities:
+        """What ``initialize`` declares, from what is registered now (``stateless``: what
+        ``server/discover`` declares, tasks as the ``io.modelcontextprotocol/tasks``
+        extension instead of the 2025-11-25 ``tasks`` slot)."""
+        has_tasks = self._has_task_tools()
         has_resources = bool(len(self.resources) or len(self.templates))
         return ServerCapabilities(
             tools=ToolsCapability(list_changed=True) if len(self.tools) else None,
@@ -748,8 +752,8 @@ class Server:
             # Prompts and templates complete their Literal/Enum arguments by themselves.
             completions={} if self.completions or has_resources or len(self.prompts) else None,
             logging={},
-            tasks=task_methods.tasks_capability() if self._has_task_tools() else None,
-            extensions=self._declared_extensions(),
+            tasks=task_methods.tasks_capability() if has_tasks and not stateless else None,
+            extensions=self._declared_extensions(tasks=has_tasks and stateless),
         )
 
     def _has_apps(self) -> bool:
@@ -759,10 +763,12 @@ class Server:
             for resource in self.resources
         ) or any(apps_ext.META_KEY in (tool.definition().meta or {}) for tool in self.tools)
 
-    def _declared_extensions(self) -> dict[str, Any] | None:
-        """``capabilities.extensions``: every extension added, and MCP Apps when a page
-        (or a tool naming one) is registered."""
-        declared = {key: dict(ext.settings) for key, ext in self._extensions.items()}
+    def _declared_extensions(self, *, tasks: bool = False) -> dict[str, Any] | None:
+        """``capabilities.extensions``: every extension added, the tasks extension when
+        ``tasks`` (2026-07-28 declares task support there), and MCP Apps when a page (or
+        a tool naming one) is registered."""
+        extensions = [*self._extensions.values(), *([task_modern.EXTENSION] if tasks else [])]
+        declared = {ext.id: dict(ext.settings) for ext in extensions}
         if self._has_apps():
             declared.setdefault(apps_ext.EXTENSION_ID, {})
         return declared or None

@@ -31,7 +31,6 @@ from trimcp.protocol import modern
 from trimcp.protocol.versions import STATELESS_VERSIONS
 from trimcp.server.input_required import InputOptions, run_attempt
 from trimcp.server.listen import ListenHub
-from trimcp.server.tasks import modern as task_modern
 from trimcp.session.context import RequestContext
 from trimcp.types import (
     DiscoverResult,
@@ -45,6 +44,10 @@ from trimcp.types import (
 
 if TYPE_CHECKING:
     from trimcp.server.app import Server
+
+
+#: The registry's change key, what ``initialize`` declares, what ``server/discover`` does.
+_Declared = tuple[tuple[int, ...], ServerCapabilities, ServerCapabilities]
 
 
 def _ttl(instance: object, attribute: attrs.Attribute[Any], value: int) -> None:
@@ -101,13 +104,21 @@ class StatelessServing:
         self.hints: dict[tuple[str, str], CacheHint] = {}
         #: Bumped on every registry change; keys the capabilities cache.
         self.changes = 0
-        self._capabilities: tuple[tuple[int, ...], ServerCapabilities] | None = None
+        self._capabilities: _Declared | None = None
 
     def capabilities(self) -> ServerCapabilities:
         """The server's capabilities, rebuilt only when what is registered changed (every
         2026 request carries them in its ``Negotiated``)."""
+        return self._cached(self._key())[1]
+
+    def discovered_capabilities(self) -> ServerCapabilities:
+        """What ``server/discover`` declares (see :meth:`Server.capabilities`), rebuilt as
+        :meth:`capabilities` is."""
+        return self._cached(self._key())[2]
+
+    def _key(self) -> tuple[int, ...]:
         server = self.server
-        key = (
+        return (
             self.changes,
             len(server.tools),
             len(server.resources),
@@ -115,10 +126,17 @@ class StatelessServing:
             len(server.prompts),
             int(bool(server.completions)),
         )
+
+    def _cached(self, key: tuple[int, ...]) -> _Declared:
         cached = self._capabilities
         if cached is None or cached[0] != key:
-            cached = self._capabilities = (key, server.capabilities())
-        return cached[1]
+            server = self.server
+            cached = self._capabilities = (
+                key,
+                server.capabilities(),
+                server.capabilities(stateless=True),
+            )
+        return cached
 
     @property
     def advertised_versions(self) -> tuple[str, ...]:
@@ -129,7 +147,7 @@ class StatelessServing:
         hint = self.options.discover_cache
         return DiscoverResult(
             supported_versions=list(self.advertised_versions),
-            capabilities=task_modern.capabilities(self.capabilities()),
+            capabilities=self.discovered_capabilities(),
             instructions=self.server.instructions,
             ttl_ms=hint.ttl_ms,
             cache_scope=hint.scope,

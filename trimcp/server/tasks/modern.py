@@ -17,9 +17,7 @@ What differs from 2025-11-25 (:mod:`~trimcp.server.tasks.methods`), on the same
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-import attrs
+from typing import TYPE_CHECKING, Any, Final
 
 from trimcp.errors import (
     INTERNAL_ERROR,
@@ -28,10 +26,10 @@ from trimcp.errors import (
     McpError,
 )
 from trimcp.protocol import tasks_ext
+from trimcp.server.extensions import Extension
 from trimcp.session.context import RequestContext
 from trimcp.stores.base import StoreUnavailable
 from trimcp.tasks.store import TaskRecord
-from trimcp.types import ServerCapabilities
 
 if TYPE_CHECKING:
     from trimcp.server.app import Server
@@ -64,13 +62,11 @@ def runs_as_task(support: str, tool_name: str, ctx: RequestContext) -> bool:
     return False
 
 
-def capabilities(caps: ServerCapabilities) -> ServerCapabilities:
-    """What ``server/discover`` declares: the extension instead of the 2025 ``tasks`` slot."""
-    if caps.tasks is None:
-        return caps
-    extensions = dict(caps.extensions or {})
-    extensions[tasks_ext.EXTENSION_ID] = {}
-    return attrs.evolve(caps, tasks=None, extensions=extensions)
+#: The extension as a server declares it (no settings), through the same
+#: ``capabilities.extensions`` builder as every :class:`Extension` a server adds; its
+#: methods (``tasks/get``, ``tasks/update``, ``tasks/cancel``) are core methods of the
+#: method table, served in :func:`tasks_get` and the functions below.
+EXTENSION: Final = Extension(tasks_ext.EXTENSION_ID)
 
 
 def task_object(record: TaskRecord) -> dict[str, Any]:
