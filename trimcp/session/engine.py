@@ -54,10 +54,9 @@ from trimcp.protocol.jsonrpc import RequestId, encode_batch, encode_error
 from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.methods import Method, P, R, expect_result
 from trimcp.protocol.negotiated import Negotiated
-from trimcp.session import relay, resting, writer
+from trimcp.session import relay, resting
 from trimcp.session.context import RequestContext
 from trimcp.session.hooks import (
-    ImmediateTransport,
     RequestRelay,
     RestingHandler,
     RestingTransport,
@@ -124,7 +123,6 @@ class Session:
         "_relayed",
         "_rest_after",
         "_run",
-        "_send_now",
         "_task_progress",
         "_transport",
         "_transport_can_rest",
@@ -176,7 +174,6 @@ class Session:
         #: caller's progress callback (run in the notification task from then on).
         self._task_progress: dict[RequestId, ProgressCallback] = {}
         self._relay = handler if isinstance(handler, RequestRelay) else None
-        self._send_now = transport.send_now if isinstance(transport, ImmediateTransport) else None
         if self._relay is not None:
             self.connection.pass_through = self._relay.relays
         self._batch_of: dict[RequestId, _Batch] = {}
@@ -201,7 +198,7 @@ class Session:
         ):
             rest_after = None
         self._rest_after = rest_after
-        self._run = Run(options)
+        self._run = resting.new_run(self)
 
     # --- public API ---------------------------------------------------------------------
 
@@ -328,7 +325,7 @@ class Session:
         self._run.reader_wakeup.set()  # a reader paused at max_in_flight must read our answer
         queued = False
         try:
-            await self._run.outbox_send.send(Outgoing(data, related_request_id))
+            await self._run.outbox.send_end.send(Outgoing(data, related_request_id))
             queued = True
             with trio.CancelScope(deadline=start + timeout) as deadline:
                 waiter.deadline_scope = deadline
@@ -360,7 +357,7 @@ class Session:
             return
         item = Outgoing(data, related)
         try:
-            self._run.outbox_send.send_nowait(item)
+            self._run.outbox.send_end.send_nowait(item)
             return
         except trio.WouldBlock:
             pass
@@ -368,7 +365,7 @@ class Session:
             return
         deadline = trio.current_time() + self.options.cancel_notify_timeout
         with trio.CancelScope(shield=True, deadline=deadline), suppress(*_PEER_GONE):
-            await self._run.outbox_send.send(item)
+            await self._run.outbox.send_end.send(item)
 
     async def request(
         self,
@@ -411,7 +408,7 @@ class Session:
         if self._phase:
             self.wake()
         try:
-            await self._run.outbox_send.send(Outgoing(data, related_request_id))
+            await self._run.outbox.send_end.send(Outgoing(data, related_request_id))
         except _PEER_GONE:
             raise SessionClosed(f"Cannot send {method}: the session is closed") from None
 
@@ -451,7 +448,7 @@ class Session:
                             continue
                 except MessageTooLarge as exc:
                     logger.warning("dropped an oversized message: %s", exc)
-                    await writer.queue(self._run, Outgoing(encode_error(None, exc)))
+                    await self._run.outbox.queue(Outgoing(encode_error(None, exc)))
                     continue
                 if isinstance(data, bytes):
                     event = self.connection.receive(data)
@@ -571,8 +568,8 @@ class Session:
             # Say which requests the refusal settles (all of a batch refused whole), so a
             # transport waiting for their answers stops waiting.
             answers = event.answers
-            await writer.queue(
-                self._run, Outgoing(event.reply, answers[0] if answers else None, answers)
+            await self._run.outbox.queue(
+                Outgoing(event.reply, answers[0] if answers else None, answers)
             )
 
     async def _on_error(self, event: ErrorReceived) -> None:
@@ -674,8 +671,9 @@ class Session:
     async def _reply(self, request_id: RequestId, data: bytes, batch: _Batch | None) -> None:
         if batch is None:
             message = Outgoing(data, request_id, (request_id,))
-            if not await writer.reply_directly(self, message):
-                await writer.queue(self._run, message)
+            outbox = self._run.outbox
+            if self.closing or not await outbox.reply_directly(message):
+                await outbox.queue(message)
             return
         batch.pending.discard(request_id)
         batch.replies.append(data)
@@ -686,7 +684,7 @@ class Session:
         if not batch.pending and batch.replies:
             replies, batch.replies = batch.replies, []
             answered, batch.answered = tuple(batch.answered), []
-            await writer.queue(self._run, Outgoing(encode_batch(replies), None, answered))
+            await self._run.outbox.queue(Outgoing(encode_batch(replies), None, answered))
 
     # --- the notifier (the writer: trimcp.session.writer) -------------------------------------
 
@@ -733,7 +731,7 @@ class Session:
                 async with trio.open_nursery() as services:
                     services.start_soon(self._close_when_asked)
                     services.start_soon(self._read_loop)
-                    services.start_soon(writer.write_loop, self)
+                    services.start_soon(run.outbox.write_loop)
                     services.start_soon(self._notify_loop)
                     if self.options.keepalive_interval is not None:
                         services.start_soon(self._keepalive_loop, self.options.keepalive_interval)
@@ -802,10 +800,10 @@ class Session:
             if type(waiter) is Waiter and not waiter.done:
                 waiter.fail(SessionClosed(f"Session closed before an answer arrived ({reason})"))
         await relay.close_target(self, reason)
-        self._run.outbox_send.close()
+        self._run.outbox.send_end.close()
         self._run.notes_send.close()
         with trio.move_on_after(options.flush_timeout):
-            await self._run.writer_done.wait()
+            await self._run.outbox.done.wait()
         await self._close_transport()
         # Reader, writer, notifier and keepalive go now; handler stragglers are cancelled
         # by open_session when its body is done.

@@ -32,7 +32,6 @@ from trimcp.errors import (
 )
 from trimcp.protocol.events import ProgressToken, RequestReceived, ResponseReceived
 from trimcp.protocol.jsonrpc import RequestId
-from trimcp.session import writer
 from trimcp.session.transport import Outgoing
 
 if TYPE_CHECKING:
@@ -185,11 +184,11 @@ async def send_in(target: Session, relayed: Relayed, params: Any) -> None:
     run = target._run
     run.reader_wakeup.set()  # a reader paused at max_in_flight must read the answer
     message = Outgoing(data)
-    if writer.write_now(target, message):
+    if run.outbox.write_now(message):
         return
     try:
         try:
-            run.outbox_send.send_nowait(message)
+            run.outbox.send_end.send_nowait(message)
             full = False
         except trio.WouldBlock:
             full = True
@@ -198,7 +197,7 @@ async def send_in(target: Session, relayed: Relayed, params: Any) -> None:
             # on reading to see its own peer leave.
             timeout = target.options.request_timeout
             with trio.move_on_after(timeout) as waited:
-                await run.outbox_send.send(message)
+                await run.outbox.send_end.send(message)
             if waited.cancelled_caught:
                 raise RequestTimeout(f"the peer read nothing for {timeout:g}s")
     except BaseException as exc:

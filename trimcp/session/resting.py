@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from trimcp._groups import open_nursery_unwrapped
-from trimcp.session.hooks import RestingHandler, RestingTransport
+from trimcp.session.hooks import ImmediateTransport, RestingHandler, RestingTransport
 from trimcp.session.options import SessionOptions
 from trimcp.session.transport import Outgoing
+from trimcp.session.writer import Outbox
 
 if TYPE_CHECKING:
     from trimcp.session.engine import Session
@@ -38,9 +39,9 @@ AWAKE, WINDING_DOWN, RESTING = Phase.AWAKE, Phase.WINDING_DOWN, Phase.RESTING
 class Run:
     """What a session holds only while awake: its nursery, queues, signals, service scope.
 
-    A resting session drops it; waking makes a new one. ``carry`` hands over the queues of a
-    run that was winding down to rest when the session was woken again (they may hold
-    messages queued meanwhile).
+    A resting session drops it; waking makes a new one (:func:`new_run`). ``carry`` hands
+    over the queues of a run that was winding down to rest when the session was woken
+    again (they may hold messages queued meanwhile).
     """
 
     __slots__ = (
@@ -49,39 +50,25 @@ class Run:
         "notes_recv",
         "notes_send",
         "nursery",
-        "outbox_recv",
-        "outbox_send",
+        "outbox",
         "reader_wakeup",
         "services",
         "services_done",
-        "write_busy",
-        "write_free",
-        "writer_done",
     )
 
-    def __init__(self, options: SessionOptions, carry: Run | None = None) -> None:
+    def __init__(self, options: SessionOptions, outbox: Outbox, carry: Run | None = None) -> None:
         self.nursery: trio.Nursery
+        self.outbox = outbox
         if carry is None:
-            self.outbox_send, self.outbox_recv = trio.open_memory_channel[Outgoing](
-                options.outbox_size
-            )
             self.notes_send, self.notes_recv = trio.open_memory_channel[tuple[str, Any]](
                 options.notification_backlog
             )
         else:
-            self.outbox_send, self.outbox_recv = carry.outbox_send, carry.outbox_recv
             self.notes_send, self.notes_recv = carry.notes_send, carry.notes_recv
         self.reader_wakeup = trio.Event()
         self.handlers_idle = trio.Event()
         self.handlers_idle.set()
         self.close_requested = trio.Event()
-        self.writer_done = trio.Event()
-        # One write at a time: the writer task, or a handler task writing its reply (see
-        # trimcp.session.writer). A flag and an event, not a trio.StrictFIFOLock: every
-        # reply takes it, and a trio lock registers a parking-lot breaker per acquire
-        # (measured: +2 us of server CPU per pipelined call, about 7%).
-        self.write_busy = False
-        self.write_free = trio.Event()
         # Shielded: a cancel from outside the session (a deadline around the whole
         # ``async with``) must not kill the writer and closer before the close sequence
         # has run (sent our notifications/cancelled, flushed, closed the transport).
@@ -90,10 +77,41 @@ class Run:
         self.services_done = trio.Event()
 
 
+def new_run(session: Session, carry: Run | None = None) -> Run:
+    """A run for ``session``, its outbox writing to the session's transport."""
+    transport = session._transport
+    outbox = Outbox(
+        transport,
+        session.options.outbox_size,
+        on_peer_gone=lambda _unwritten: session.request_close("the peer stopped reading"),
+        # Going to rest: the next run drains what is queued meanwhile.
+        keep_queue=lambda: session._phase == WINDING_DOWN,
+        send_now=transport.send_now if isinstance(transport, ImmediateTransport) else None,
+        carry=None if carry is None else carry.outbox,
+    )
+    return Run(session.options, outbox, carry)
+
+
+class _Nowhere:
+    """The transport of the resting run's outbox, which is closed: nothing reaches it."""
+
+    async def receive(self) -> bytes:
+        raise trio.ClosedResourceError
+
+    async def send(self, messages: list[Outgoing]) -> None:
+        raise trio.ClosedResourceError
+
+    async def aclose(self) -> None:
+        pass
+
+
 #: The run of every resting session: closed queues, so a send that forgot to wake first
 #: fails loudly instead of queueing where nobody reads.
-RESTING_RUN = Run(SessionOptions(outbox_size=1, notification_backlog=1))
-RESTING_RUN.outbox_send.close()
+RESTING_RUN = Run(
+    SessionOptions(notification_backlog=1),
+    Outbox(_Nowhere(), 1, on_peer_gone=lambda _unwritten: None),
+)
+RESTING_RUN.outbox.send_end.close()
 RESTING_RUN.notes_send.close()
 
 
@@ -113,10 +131,10 @@ def begin_rest(session: Session) -> bool:
         or session._relayed
         or session._batch_of
         or session._wake_pending
-        or run.write_busy
+        or run.outbox.busy
     ):
         return False
-    for channel in (run.outbox_send, run.notes_send):
+    for channel in (run.outbox.send_end, run.notes_send):
         stats = channel.statistics()
         if stats.current_buffer_used or not stats.tasks_waiting_receive:
             return False
@@ -140,7 +158,7 @@ def wake(session: Session) -> None:
     assert session._waker is not None, "only a session with a waker rests"
     session._waker(session)  # first: it may refuse (raise), leaving the session resting
     session._phase = AWAKE
-    session._run = Run(session.options)
+    session._run = new_run(session)
     if session._close_wanted:
         session._run.close_requested.set()
 
@@ -169,7 +187,7 @@ async def run_awake(session: Session, task_status: trio.TaskStatus[None]) -> boo
         # Woken while the tasks were ending: run again, with the same queues.
         session._wake_pending = False
         session._phase = AWAKE
-        session._run = Run(session.options, carry=session._run)
+        session._run = new_run(session, carry=session._run)
         if session._close_wanted:
             session._run.close_requested.set()
 

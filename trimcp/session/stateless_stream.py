@@ -9,10 +9,11 @@ server process therefore serves clients of both eras, each connection in its own
 A stateless stream has no session: each request runs in its own task and cancel scope
 (:mod:`trimcp.session.stateless`), ``notifications/cancelled`` cancels the request it
 names (nothing more is sent for it), and one writer task writes answers and notifications
-in order. Bounded: at most ``max_in_flight`` requests run at once (past it the reader
-waits), the outbox holds ``outbox_size`` messages (writers wait), and at end of input the
-requests still running get ``shutdown_grace`` seconds (listen streams end gracefully at
-once), then are cancelled; what was answered is flushed within ``flush_timeout``.
+in order (a session's :class:`~trimcp.session.writer.Outbox`). Bounded: at most
+``max_in_flight`` requests run at once (past it the reader waits), the outbox holds
+``outbox_size`` messages (writers wait), and at end of input the requests still running
+get ``shutdown_grace`` seconds (listen streams end gracefully at once), then are
+cancelled; what was answered is flushed within ``flush_timeout``.
 """
 
 from __future__ import annotations
@@ -42,10 +43,16 @@ from trimcp.session.engine import Session, serve_session
 from trimcp.session.options import SessionOptions
 from trimcp.session.stateless import StatelessHandler, run_request
 from trimcp.session.transport import Decoded, MessageTooLarge, Outgoing, Transport
+from trimcp.session.writer import Outbox
 
 logger = logging.getLogger("trimcp.session")
 
 _PEER_GONE = (trio.BrokenResourceError, trio.ClosedResourceError)
+
+
+def _peer_gone(unwritten: int) -> None:
+    # No session to close: the reader sees the peer leave and ends the stream.
+    logger.debug("the peer is gone; %d messages not written", unwritten)
 
 
 def _decode(raw: bytes | Decoded) -> Any:
@@ -142,7 +149,7 @@ class _Stream:
         self.handler = handler
         self.options = options
         self.server_info = serde.unstructure(getattr(handler, "info", None))
-        self.outbox_send, self.outbox_recv = trio.open_memory_channel[Outgoing](options.outbox_size)
+        self.outbox = Outbox(transport, options.outbox_size, on_peer_gone=_peer_gone)
         self.contexts: dict[RequestId, RequestContext] = {}
         self.starting: set[RequestId] = set()
         self.capacity = trio.Event()
@@ -150,24 +157,7 @@ class _Stream:
         self.idle.set()
 
     async def write(self, data: bytes, related: RequestId | None = None) -> None:
-        try:
-            await self.outbox_send.send(Outgoing(data, related))
-        except _PEER_GONE:
-            logger.debug("dropped an outgoing message: the stream is closed")
-
-    async def writer(self) -> None:
-        async for first in self.outbox_recv:
-            batch = [first]
-            while True:
-                try:
-                    batch.append(self.outbox_recv.receive_nowait())
-                except (trio.WouldBlock, trio.EndOfChannel):
-                    break
-            try:
-                await self.transport.send(batch)
-            except _PEER_GONE:
-                logger.debug("the peer is gone; %d messages not written", len(batch))
-                return
+        await self.outbox.queue(Outgoing(data, related))
 
     def busy(self) -> int:
         return len(self.contexts) + len(self.starting)
@@ -289,7 +279,7 @@ async def serve_stateless_stream(
     stream = _Stream(transport, handler, options or SessionOptions())
     try:
         async with trio.open_nursery() as writers:
-            writers.start_soon(stream.writer)
+            writers.start_soon(stream.outbox.write_loop)
             async with trio.open_nursery() as requests:
                 if first is not None:
                     await stream.receive_one(first, requests)
@@ -306,7 +296,7 @@ async def serve_stateless_stream(
                     await stream.receive_one(raw, requests)
                 await stream.wind_down()
             # The writer drains what was answered, then ends (bounded).
-            stream.outbox_send.close()
+            stream.outbox.send_end.close()
             writers.cancel_scope.deadline = trio.current_time() + stream.options.flush_timeout
     finally:
         with trio.CancelScope(shield=True), trio.move_on_after(stream.options.close_timeout):
