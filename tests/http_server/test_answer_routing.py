@@ -113,7 +113,7 @@ async def test_a_batch_the_engine_refuses_whole_settles_every_id_the_transport_w
     transport = HttpSessionTransport(store=None, inbound_queue=4, backlog_size=4, retry_ms=1)
     server = make_server()
     async with open_session(transport, role=Role.SERVER, handler=server) as session:
-        session.connection.state = _initialized_state(session)
+        session._connection.state = _initialized_state(session)
         batch = _batch(DEFAULT_MAX_BATCH + 1)
         ids = [m["id"] for m in batch]
         stream = await transport.open_post_stream(ids, json_mode=True, sink=None, prime=False)
@@ -129,7 +129,7 @@ async def test_a_batch_the_engine_refuses_whole_settles_every_id_the_transport_w
 
 def _initialized_state(session: Any) -> Any:
     # Drive the sans-IO core through a 2025-03-26 handshake (batches are allowed there).
-    conn = session.connection
+    conn = session._connection
     conn.receive(
         json.dumps(
             {
@@ -160,7 +160,7 @@ def _initialized_state(session: Any) -> Any:
 def test_the_core_batch_limit_is_exact() -> None:
     # A mutation that removed the limit passed every test before this one.
     conn = connection_module.Connection(Role.SERVER)
-    _initialized_state(type("S", (), {"connection": conn})())
+    _initialized_state(type("S", (), {"_connection": conn})())
     at_limit = conn.receive_object(_batch(DEFAULT_MAX_BATCH))
     assert type(at_limit).__name__ == "BatchReceived"
     over = conn.receive_object(_batch(DEFAULT_MAX_BATCH + 1, first=1000))

@@ -24,10 +24,10 @@ async def test_handshake_agrees_on_the_clients_version(autojump_clock: Any, vers
         assert server.negotiated is not None
         assert client.negotiated.protocol_version == version
         assert server.negotiated == client.negotiated
-        assert client.connection.state is State.OPERATING
-        assert server.connection.state is State.OPERATING
+        assert client.state is State.OPERATING
+        assert server.state is State.OPERATING
         await trio.testing.wait_all_tasks_blocked()
-        assert server.connection.peer_initialized
+        assert server.peer_initialized
 
 
 async def test_unknown_version_gets_our_latest(autojump_clock: Any) -> None:

@@ -133,7 +133,7 @@ async def _discover(
             _fall_back_or_raise(plan, result.supported_versions, ours)
         assert chosen is not None
         negotiated = negotiated_from_discover(chosen, client_info, capabilities, result)
-        session.connection.adopt_stateless(negotiated)
+        session.adopt_stateless(negotiated)
         logger.debug("speaking %s with %s (stateless)", chosen, negotiated.server_info.name)
         return Connected(Era.MODERN, negotiated, result)
 

@@ -108,7 +108,7 @@ class SessionTable:
             # notifications/initialized we have read already: a change in between would
             # otherwise reach no one (list_changed is a notification, not a request, so
             # the "nothing before initialized" rule does not hold it back).
-            if session.connection.negotiated is not None:
+            if session.negotiated is not None:
                 if state.changed is None:
                     state.changed = {kind}
                 else:
@@ -189,7 +189,7 @@ class SessionTable:
         """Whether :meth:`flush` has something to send to ``session`` now."""
         return (
             bool(state.changed) or state.log_position != self._log_buffer.position
-        ) and session.connection.peer_initialized
+        ) and session.peer_initialized
 
     async def _delivery_loop(self, session: Session, state: SessionState) -> None:
         # What became pending while the session rested goes out first.
@@ -218,13 +218,13 @@ class SessionTable:
         Held (kept pending) until the client's ``notifications/initialized`` has arrived;
         :meth:`wake` is called then.
         """
-        if session.negotiated is None or not session.connection.peer_initialized:
+        if session.negotiated is None or not session.peer_initialized:
             return True
         try:
             if state.changed:
                 kinds, state.changed = state.changed, None
                 for kind in LISTS:
-                    if kind in kinds and session.connection.own_has(kind, "listChanged"):
+                    if kind in kinds and session.own_has(kind, "listChanged"):
                         await session.send_notification(f"notifications/{kind}/list_changed")
             records, state.log_position, dropped = self._log_buffer.since(state.log_position)
             state.dropped_logs += dropped

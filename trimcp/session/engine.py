@@ -13,7 +13,8 @@ Tasks a session owns, all in its nursery (see docs/concurrency.md):
 Callers of :meth:`Session.send_request` wait in their own task; nothing a session starts
 outlives it. This module is the loop; the rest has its own: the handler outcome
 (:mod:`trimcp.session.outcome`), the writer (:mod:`trimcp.session.writer`), resting
-(:mod:`trimcp.session.resting`) and the proxy's relayed requests (:mod:`trimcp.session.relay`).
+(:mod:`trimcp.session.resting`), the close sequence and keepalive
+(:mod:`trimcp.session.closing`) and the proxy's relayed requests (:mod:`trimcp.session.relay`).
 """
 
 from __future__ import annotations
@@ -51,10 +52,10 @@ from trimcp.protocol.events import (
     ResponseReceived,
 )
 from trimcp.protocol.jsonrpc import RequestId, encode_batch, encode_error
-from trimcp.protocol.lifecycle import Role
+from trimcp.protocol.lifecycle import Role, State
 from trimcp.protocol.methods import Method, P, R, expect_result
 from trimcp.protocol.negotiated import Negotiated
-from trimcp.session import relay, resting
+from trimcp.session import closing, relay, resting
 from trimcp.session.context import RequestContext
 from trimcp.session.hooks import (
     RequestRelay,
@@ -116,6 +117,7 @@ class Session:
         "_close_wanted",
         "_closed",
         "_closed_event",
+        "_connection",
         "_contexts",
         "_handler",
         "_phase",
@@ -131,7 +133,6 @@ class Session:
         "_waker",
         "close_reason",
         "closing",
-        "connection",
         "options",
         "owner_key",
         "principal_of",
@@ -162,7 +163,7 @@ class Session:
         #: What owns this session's anonymous state (its tasks): random and secret, or the
         #: HTTP session id (the same on every replica that serves the session).
         self.owner_key = secrets.token_hex(16)
-        self.connection = Connection(role)
+        self._connection = Connection(role)
         self._transport = transport
         self._handler = handler
         self._contexts: dict[RequestId, RequestContext] = {}
@@ -175,7 +176,7 @@ class Session:
         self._task_progress: dict[RequestId, ProgressCallback] = {}
         self._relay = handler if isinstance(handler, RequestRelay) else None
         if self._relay is not None:
-            self.connection.pass_through = self._relay.relays
+            self._connection.pass_through = self._relay.relays
         self._batch_of: dict[RequestId, _Batch] = {}
         self._close_wanted = False
         self._closed = False
@@ -205,7 +206,48 @@ class Session:
     @property
     def negotiated(self) -> Negotiated | None:
         """What the handshake agreed on (None before it completes)."""
-        return self.connection.negotiated
+        return self._connection.negotiated
+
+    # Read-only views of the protocol state (the engine alone drives the connection).
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The agreed protocol version (None before the handshake, or adoption)."""
+        return self._connection.protocol_version
+
+    @property
+    def state(self) -> State:
+        """Where the session's lifecycle stands."""
+        return self._connection.state
+
+    @property
+    def peer_initialized(self) -> bool:
+        """Whether the peer has sent ``notifications/initialized``."""
+        return self._connection.peer_initialized
+
+    def own_has(self, *path: str) -> bool:
+        """Whether we declared the capability at ``path`` (wire names)."""
+        return self._connection.own_has(*path)
+
+    def resting_state(self) -> dict[str, Any]:
+        """The protocol state another process needs to go on with this session (JSON)."""
+        return self._connection.resting_state()
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        """Take over a :meth:`resting_state` (on a fresh session; ValueError if it is not
+        one). An operating session's peer counts as initialized: it has sent
+        ``notifications/initialized``, perhaps to the process that made the state."""
+        self._connection.restore(state)
+        if self._connection.state is State.OPERATING:
+            self._connection.peer_initialized = True
+
+    def number_requests_from(self, first: int) -> None:
+        """Number our next requests from ``first`` on (see :class:`Connection`)."""
+        self._connection.number_requests_from(first)
+
+    def adopt_stateless(self, negotiated: Negotiated) -> None:
+        """Client role, 2026-07-28: operate at ``negotiated`` without a handshake."""
+        self._connection.adopt_stateless(negotiated)
 
     @property
     def closed(self) -> bool:
@@ -311,13 +353,13 @@ class Session:
             if reset_timeout_on_progress
             else start + timeout
         )
-        request_id, data = self.connection.send_request(
+        request_id, data = self._connection.send_request(
             method, params, with_progress=on_progress is not None
         )
         if on_sent is not None:
             on_sent(request_id)
         waiter = Waiter(timeout, hard, reset_timeout_on_progress)
-        if on_progress is not None and self.connection.creates_task(request_id):
+        if on_progress is not None and self._connection.creates_task(request_id):
             # Task-augmented: progress may go on after the answer; deliver all of it in
             # the notification task, so it arrives in order whoever waits.
             waiter.follow = on_progress
@@ -331,14 +373,14 @@ class Session:
                 waiter.deadline_scope = deadline
                 return await waiter.wait(on_progress)
         except _PEER_GONE:
-            self.connection.cancel_outbound(request_id)
+            self._connection.cancel_outbound(request_id)
             raise SessionClosed(f"Cannot send {method}: the session is closed") from None
         except BaseException:
             if not waiter.done:
                 if queued:
                     await self._cancel_outbound(request_id, related_request_id, "cancelled")
                 else:
-                    self.connection.cancel_outbound(request_id)
+                    self._connection.cancel_outbound(request_id)
             raise
         finally:
             self._waiters.pop(request_id, None)
@@ -352,7 +394,7 @@ class Session:
         self, request_id: RequestId, related: RequestId | None, reason: str
     ) -> None:
         """Forget our request and tell the peer, shielded and bounded in time."""
-        data = self.connection.cancel_outbound(request_id, reason)
+        data = self._connection.cancel_outbound(request_id, reason)
         if data is None:
             return
         item = Outgoing(data, related)
@@ -404,7 +446,7 @@ class Session:
         when the notification is not allowed. Cancellation: atomic (queued whole or not at
         all); it may wait while the outbox is full.
         """
-        data = self.connection.send_notification(method, params)
+        data = self._connection.send_notification(method, params)
         if self._phase:
             self.wake()
         try:
@@ -451,9 +493,9 @@ class Session:
                     await self._run.outbox.queue(Outgoing(encode_error(None, exc)))
                     continue
                 if isinstance(data, bytes):
-                    event = self.connection.receive(data)
+                    event = self._connection.receive(data)
                 else:  # parsed once already, by the transport
-                    event = self.connection.receive_object(data.value)
+                    event = self._connection.receive_object(data.value)
                 await self._on_event(event)
         except _PEER_GONE:
             self.request_close("the peer closed the connection")
@@ -506,7 +548,7 @@ class Session:
         waiter = self._waiters.get(event.id)
         if type(waiter) is Waiter:
             waiter.resolve(event.result)
-            if waiter.follow is not None and self.connection.follows_task(event.id):
+            if waiter.follow is not None and self._connection.follows_task(event.id):
                 self._task_progress[event.id] = waiter.follow
                 self._forget_ended_tasks()
         elif waiter is not None:
@@ -598,7 +640,7 @@ class Session:
     async def _on_request(self, event: RequestReceived, batch: _Batch | None) -> None:
         request_id = event.id
         if event.method == "ping":
-            await self._reply(request_id, self.connection.send_result(request_id, {}), batch)
+            await self._reply(request_id, self._connection.send_result(request_id, {}), batch)
             return
         refusal: McpError | None = None
         if self.closing:
@@ -606,7 +648,7 @@ class Session:
         elif len(self._contexts) + len(self._relayed) >= self.options.max_in_flight:
             refusal = McpError(INTERNAL_ERROR, "Too many requests in flight; try again later")
         if refusal is not None:
-            await self._reply(request_id, self.connection.send_error(request_id, refusal), batch)
+            await self._reply(request_id, self._connection.send_error(request_id, refusal), batch)
             return
         if self._relay is not None and batch is None and event.method != "initialize":
             relay_target = self._relay_target(event.method)
@@ -649,9 +691,9 @@ class Session:
         reply: bytes | None = None
         if outcome.silent or (ctx.cancel_scope.cancel_called and self.closing):
             # Cancelled: the spec says no response. (Also when it returned anyway.)
-            self.connection.forget_inbound(request_id)
+            self._connection.forget_inbound(request_id)
         elif outcome.error is not None:
-            reply = self.connection.send_error(request_id, outcome.error)
+            reply = self._connection.send_error(request_id, outcome.error)
         else:
             reply = self._encode_result(ctx, outcome.result)
         batch = self._batch_of.pop(request_id, None)
@@ -663,10 +705,10 @@ class Session:
 
     def _encode_result(self, ctx: RequestContext, result: Any) -> bytes:
         try:
-            return self.connection.send_result(ctx.request_id, result)
+            return self._connection.send_result(ctx.request_id, result)
         except Exception:
             logger.exception("cannot encode the result of %s (id %r)", ctx.method, ctx.request_id)
-            return self.connection.send_error(ctx.request_id, McpError(INTERNAL_ERROR))
+            return self._connection.send_error(ctx.request_id, McpError(INTERNAL_ERROR))
 
     async def _reply(self, request_id: RequestId, data: bytes, batch: _Batch | None) -> None:
         if batch is None:
@@ -700,28 +742,11 @@ class Session:
 
     def _forget_ended_tasks(self) -> None:
         """Drop the callbacks of tasks whose end the connection saw (O(1) when none)."""
-        if len(self._task_progress) > self.connection.followed_count():
-            follows = self.connection.follows_task
+        if len(self._task_progress) > self._connection.followed_count():
+            follows = self._connection.follows_task
             self._task_progress = {
                 rid: callback for rid, callback in self._task_progress.items() if follows(rid)
             }
-
-    async def _keepalive_loop(self, interval: float) -> None:
-        misses = 0
-        while not self.closing:
-            await trio.sleep(interval)
-            try:
-                await self.send_request("ping", timeout=interval)
-                misses = 0
-            except RequestTimeout:
-                misses += 1
-                if misses >= self.options.keepalive_misses:
-                    self.request_close(f"{misses} keepalive pings got no answer")
-                    return
-            except SessionClosed:
-                return
-            except McpError:
-                misses = 0  # any answer proves the peer is alive
 
     # --- shutdown ---------------------------------------------------------------------------
 
@@ -729,12 +754,14 @@ class Session:
         try:
             with run.services:
                 async with trio.open_nursery() as services:
-                    services.start_soon(self._close_when_asked)
+                    services.start_soon(closing.close_when_asked, self)
                     services.start_soon(self._read_loop)
                     services.start_soon(run.outbox.write_loop)
                     services.start_soon(self._notify_loop)
                     if self.options.keepalive_interval is not None:
-                        services.start_soon(self._keepalive_loop, self.options.keepalive_interval)
+                        services.start_soon(
+                            closing.keepalive, self, self.options.keepalive_interval
+                        )
                     handler = self._handler
                     if isinstance(handler, SessionAttendant):
                         await services.start(handler.attend_session, self)
@@ -775,39 +802,6 @@ class Session:
         with trio.move_on_after(self.options.close_timeout):
             await self._transport.aclose()
         self._mark_closed()
-
-    async def _close_when_asked(self) -> None:
-        await self._run.close_requested.wait()
-        with trio.CancelScope(shield=True):
-            await self._shutdown()
-
-    async def _shutdown(self) -> None:
-        options = self.options
-        self.closing = True
-        logger.debug("closing session: %s", self.close_reason)
-        with trio.move_on_after(options.shutdown_grace):
-            await self._run.handlers_idle.wait()
-        for ctx in list(self._contexts.values()):
-            ctx.cancel_scope.cancel()
-        for relayed in list(self._relayed.values()):
-            await relay.drop(relayed, "the session closed")
-        with trio.move_on_after(options.cancel_notify_timeout):
-            await self._run.handlers_idle.wait()
-        self.connection.close()
-        self._task_progress.clear()
-        reason = self.close_reason or "session closed"
-        for waiter in list(self._waiters.values()):
-            if type(waiter) is Waiter and not waiter.done:
-                waiter.fail(SessionClosed(f"Session closed before an answer arrived ({reason})"))
-        await relay.close_target(self, reason)
-        self._run.outbox.send_end.close()
-        self._run.notes_send.close()
-        with trio.move_on_after(options.flush_timeout):
-            await self._run.outbox.done.wait()
-        await self._close_transport()
-        # Reader, writer, notifier and keepalive go now; handler stragglers are cancelled
-        # by open_session when its body is done.
-        self._run.services.cancel()
 
 
 @asynccontextmanager

@@ -103,11 +103,11 @@ async def start(origin: Session, event: RequestReceived, target: Session) -> Non
             else McpError(INTERNAL_ERROR, f"Cannot relay {event.method}: {exc.message}")
         )
         with suppress(LocalProtocolError):
-            data = origin.connection.send_error(request_id, error)
+            data = origin._connection.send_error(request_id, error)
             await origin._reply(request_id, data, None)
     except BaseException:  # cancelled while the target's outbox was full: not sent
         origin._relayed.pop(request_id, None)
-        origin.connection.forget_inbound(request_id)
+        origin._connection.forget_inbound(request_id)
         ended(origin)
         raise
 
@@ -122,9 +122,9 @@ async def settle(relayed: Relayed, result: Any, error: McpError | None) -> None:
     ended(origin)
     try:
         if error is None:
-            data = origin.connection.send_result(request_id, result)
+            data = origin._connection.send_result(request_id, result)
         else:
-            data = origin.connection.send_error(request_id, error)
+            data = origin._connection.send_error(request_id, error)
     except LocalProtocolError as exc:
         logger.debug("relayed answer to %r dropped: %s", request_id, exc)
         return
@@ -138,7 +138,7 @@ async def drop(relayed: Relayed, reason: str) -> None:
     request_id = relayed.origin_id
     if origin._relayed.pop(request_id, None) is None:
         return
-    origin.connection.forget_inbound(request_id)
+    origin._connection.forget_inbound(request_id)
     ended(origin)
     target, target_id = relayed.target, relayed.target_id
     if target is not None and target_id is not None and target._waiters.get(target_id) is relayed:
@@ -176,7 +176,7 @@ async def send_in(target: Session, relayed: Relayed, params: Any) -> None:
         raise SessionClosed(target.close_reason or "the session is closing")
     if target._phase:
         target.wake()
-    target_id, data = target.connection.send_request(
+    target_id, data = target._connection.send_request(
         relayed.method, params, with_progress=relayed.token is not None, raw_result=True
     )
     relayed.target, relayed.target_id = target, target_id
@@ -202,7 +202,7 @@ async def send_in(target: Session, relayed: Relayed, params: Any) -> None:
                 raise RequestTimeout(f"the peer read nothing for {timeout:g}s")
     except BaseException as exc:
         target._waiters.pop(target_id, None)
-        target.connection.cancel_outbound(target_id)
+        target._connection.cancel_outbound(target_id)
         if isinstance(exc, _PEER_GONE):
             raise SessionClosed("the session is closed") from None
         raise
@@ -211,7 +211,7 @@ async def send_in(target: Session, relayed: Relayed, params: Any) -> None:
 async def answered(target: Session, relayed: Relayed, event: ResponseReceived) -> None:
     """The target's peer answered (in the target's reader)."""
     del target._waiters[event.id]
-    if relayed.token is not None and target.connection.follows_task(event.id):
+    if relayed.token is not None and target._connection.follows_task(event.id):
         # A task: its progress goes on after the answer, to the origin.
         target._task_progress[event.id] = functools.partial(task_progress, relayed)
         target._forget_ended_tasks()

@@ -201,7 +201,7 @@ def rest(session: Session) -> None:
     session._waiters = {}
     session._relayed = {}
     session._batch_of = {}
-    session.connection.compact()
+    session._connection.compact()
     closed_event = session._closed_event
     if closed_event is not None and not closed_event.statistics().tasks_waiting:
         session._closed_event = None  # a later waiter makes a new one
@@ -217,6 +217,6 @@ async def close_quietly(session: Session, reason: str) -> None:
         session.close_reason = reason
     session.closing = True
     session._phase = AWAKE
-    session.connection.close()
+    session._connection.close()
     session._task_progress.clear()
     await session._close_transport()

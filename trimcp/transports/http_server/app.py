@@ -488,7 +488,7 @@ class McpHttpApp:
             session.wake()  # a resting session runs its tasks again to read this body
         except SessionClosed:  # the session manager has stopped
             raise HttpRejection(503, "The server is shutting down") from None
-        if batch and not allows_batches(session.connection.protocol_version):
+        if batch and not allows_batches(session.protocol_version):
             raise HttpRejection(400, "Batches are not allowed in this protocol version")
         ids = [r.id for r in requests]
         for request_id in ids:
@@ -505,7 +505,7 @@ class McpHttpApp:
             _apply_cancels(transport, messages)
             await respond(send, 202, headers=extra)
             return
-        version = session.connection.protocol_version or _requested_version(requests)
+        version = session.protocol_version or _requested_version(requests)
         await self._answer(send, receive, transport, body, messages, ids, version, extra, principal)
 
     async def _answer(
@@ -643,7 +643,7 @@ class McpHttpApp:
                     raise HttpRejection(400, "Unknown Last-Event-ID")
             if not resumed:
                 session = entry.session
-                version = session.connection.protocol_version if session is not None else None
+                version = session.protocol_version if session is not None else None
                 prime = version is not None and version >= V2025_11_25
                 await transport.open_standalone(sink, prime=prime)
             if self.relay is not None and transport.has_standalone_stream():

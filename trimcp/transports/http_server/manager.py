@@ -174,7 +174,7 @@ class SessionManager:
         half_open = self._half_open
         for session_id, entry in list(half_open.items()):  # oldest first
             session = entry.session
-            if entry.closed or session is None or session.connection.peer_initialized:
+            if entry.closed or session is None or session.peer_initialized:
                 del half_open[session_id]  # established or gone: no longer a candidate
                 continue
             if entry.active:
@@ -255,7 +255,7 @@ class SessionManager:
             self._release_once(entry)
             raise
         self._sessions[session_id] = entry
-        if not entry.session.connection.peer_initialized:
+        if not entry.session.peer_initialized:
             self._half_open[session_id] = entry
         return entry
 

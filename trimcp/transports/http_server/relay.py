@@ -75,7 +75,7 @@ class ReplicaRelay:
 
     def prepare(self, session: Session) -> None:
         """Number ``session``'s server requests from this replica's tag."""
-        session.connection.number_requests_from(self.bus.tag << TAG_SHIFT)
+        session.number_requests_from(self.bus.tag << TAG_SHIFT)
 
     async def run(
         self, handler: object, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED

@@ -54,7 +54,7 @@ def session_record(entry: SessionEntry) -> bytes | None:
         {
             "p": entry.principal_key,
             "k": entry.kind,
-            "c": session.connection.resting_state(),
+            "c": session.resting_state(),
         }
     )
 
@@ -115,7 +115,7 @@ class SharedSessions:
             return None
         done = self._adopting[session_id] = trio.Event()
         try:
-            entry = await self._adopt(principal, session_id, lambda s: _restore(s, state))
+            entry = await self._adopt(principal, session_id, lambda s: s.restore_state(state))
             entry.shared_record = record
         finally:
             del self._adopting[session_id]
@@ -130,7 +130,7 @@ class SharedSessions:
         if (
             entry.shared_record is not None
             and session is not None
-            and session.connection.state is State.OPERATING
+            and session.state is State.OPERATING
         ):
             return  # saved once operating: nothing it keeps changes any more (the cheap path)
         record = session_record(entry)
@@ -188,12 +188,3 @@ def _parse(record: bytes, principal: Hashable | None, kind: str) -> dict[str, An
         return None  # another principal's session looks unknown (404), as locally
     state = data.get("c")
     return state if isinstance(state, dict) else None
-
-
-def _restore(session: Session, state: dict[str, Any]) -> None:
-    connection = session.connection
-    connection.restore(state)
-    if connection.state is State.OPERATING:
-        # The client asks on this replica after its handshake: it has sent (or is sending)
-        # notifications/initialized, perhaps to another replica. Hold nothing back.
-        connection.peer_initialized = True
