@@ -12,17 +12,19 @@ Real subprocesses, so the real clock: every wait is bounded.
 from __future__ import annotations
 
 import functools
-import os
-import shutil
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
+from tests.interop.ts_v2.conftest import (  # the fixture: the tests live one level up
+    node_argv,
+    node_env,
+    ts_v2_fixture,  # noqa: F401
+)
 from trimcp.client import Client, Era, connect_http, connect_stdio
 from trimcp.session import RequestContext
 from trimcp.types import (
@@ -38,38 +40,15 @@ from trimcp.types import (
     TextResourceContents,
 )
 
-SETUP = Path(__file__).resolve().parent / "ts_v2" / "setup.sh"
-SETUP_TIMEOUT = 600.0
 TEST_BOUND = 60.0
 
 
-@pytest.fixture(scope="module")
-def ts_v2() -> dict[str, str]:
-    """Install (or check) the pinned package; the environment to run the fixture with.
-    Skips without npm, but fails under CI."""
-    if shutil.which("npm") is None:
-        reason = "npm is not installed: cannot install @modelcontextprotocol/server"
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason} (CI must provide npm)")
-        pytest.skip(reason)
-    done = subprocess.run(
-        [str(SETUP), "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=SETUP_TIMEOUT,
-        check=False,
-    )
-    assert done.returncode == 0, f"setup.sh failed:\n{done.stderr}"
-    values = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
-    return values
-
-
 def argv(ts_v2: dict[str, str], *extra: str) -> list[str]:
-    return [ts_v2["TS_V2_NODE"], ts_v2["TS_V2_SERVER"], *extra]
+    return node_argv(ts_v2, "server.cjs", *extra)
 
 
 def env(ts_v2: dict[str, str]) -> dict[str, str]:
-    return {**os.environ, "NODE_PATH": ts_v2["TS_V2_NODE_PATH"]}
+    return node_env(ts_v2)
 
 
 async def elicit(ctx: RequestContext, params: ElicitRequestParams) -> ElicitResult:
