@@ -32,6 +32,14 @@ from tests.interop.ts_v2.conftest import (  # the fixture: the tests live one le
     node_env,
     ts_v2_fixture,  # noqa: F401
 )
+from trimcp.client import Client, connect_http, connect_stdio
+from trimcp.client.skills import (
+    SkillVerificationError,
+    get_skill,
+    list_skills,
+    read_skill_file,
+)
+from trimcp.protocol.skills import digest
 
 ROOT = Path(__file__).resolve().parents[2]
 EVERYTHING = ROOT / "examples" / "everything_server.py"
@@ -100,3 +108,77 @@ async def test_ts_host_lists_gets_and_reads_trimcp_skills(
         SKILL_URI: {"verified": True, "size": len(skill_md.encode()), "text": skill_md},
         STYLE_URI: {"verified": True, "size": len(style.encode()), "text": style},
     }
+
+
+TS_SKILL_URI = "skill://acme/invoice-check/SKILL.md"
+TS_SKILL_MD = (
+    "---\nname: invoice-check\ndescription: Check an invoice against its purchase order\n"
+    "metadata:\n  owner: finance\n---\n\n# Invoice check\n\n"
+    "Compare totals, then lines; see [the rules](references/RULES.md).\n"
+)
+TS_RULES = b"# Rules\n\n- Totals match to the cent.\n- Every line has a PO line.\n"
+TS_STAMP = bytes([0, 1, 2, 250, 251, 252, 253, 254, 255])  # not UTF-8: served as a blob
+
+
+@asynccontextmanager
+async def ts_skills_server(
+    ts_v2: dict[str, str], transport: str, mode: str
+) -> AsyncIterator[Client]:
+    with trio.fail_after(TEST_BOUND):
+        if transport == "stdio":
+            stderr: list[str] = []
+            argv = node_argv(ts_v2, "skills_server.cjs")
+            async with connect_stdio(
+                argv, env=node_env(ts_v2), on_stderr=stderr.append, mode=mode
+            ) as client:
+                yield client
+            assert not [line for line in stderr if "Error" in line], stderr
+        else:
+            argv = node_argv(ts_v2, "skills_server.cjs", "http")
+            async with (
+                http_url(argv, node_env(ts_v2)) as url,
+                connect_http(url, mode=mode) as client,
+            ):
+                yield client
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize(("mode", "version"), [("legacy", "2025-11-25"), ("auto", "2026-07-28")])
+async def test_trimcp_client_lists_gets_and_reads_ts_skills(
+    ts_v2: dict[str, str], transport: str, mode: str, version: str
+) -> None:
+    async with ts_skills_server(ts_v2, transport, mode) as client:
+        assert client.protocol_version == version
+        assert client.server_info.name == "ts-v2-skills-peer"
+        page = await list_skills(client)
+        assert [entry["uri"] for entry in page["skills"]] == [TS_SKILL_URI]
+        assert "nextCursor" not in page
+        entry = await get_skill(client, TS_SKILL_URI)
+        assert entry == page["skills"][0]
+        assert entry["frontmatter"] == {
+            "name": "invoice-check",
+            "description": "Check an invoice against its purchase order",
+            "metadata": {"owner": "finance"},
+        }
+        base = "skill://acme/invoice-check/"
+        expected = {
+            f"{base}SKILL.md": TS_SKILL_MD.encode(),
+            f"{base}references/RULES.md": TS_RULES,
+            f"{base}assets/stamp.bin": TS_STAMP,
+        }
+        listed = {r["uri"]: (r["size"], r["digest"]) for r in entry["resources"]}
+        assert listed == {uri: (len(data), digest(data)) for uri, data in expected.items()}
+        for uri, data in expected.items():
+            assert await read_skill_file(client, entry, uri) == data
+
+        # trimcp's checks are live against this server too: an entry whose manifest
+        # disagrees with what the server sends is refused, nothing returned.
+        tampered = {
+            **entry,
+            "resources": [
+                {**r, "digest": digest(b"other")} if r["uri"].endswith("RULES.md") else r
+                for r in entry["resources"]
+            ],
+        }
+        with pytest.raises(SkillVerificationError, match="digest"):
+            await read_skill_file(client, tampered, f"{base}references/RULES.md")

@@ -12,7 +12,6 @@
 // touch(uri) (HTTP: a resource update and a tools list change for subscriptions/listen).
 // Resource ts://static, template ts://items/{id}, prompt greet(name, style), completion of
 // both. Runs with NODE_PATH pointing at the installed packages.
-const http = require('node:http');
 const {
     McpServer,
     ResourceTemplate,
@@ -22,6 +21,7 @@ const {
     inputRequired
 } = require('@modelcontextprotocol/server');
 const { serveStdio } = require('@modelcontextprotocol/server/stdio');
+const { serveHttp } = require('./serve_http.cjs');
 const z = require('zod/v4');
 
 const ITEMS = ['apple', 'apricot', 'banana'];
@@ -135,50 +135,9 @@ function buildServer() {
     return server;
 }
 
-async function serveHttp() {
-    handler = createMcpHandler(buildServer);
-    const server = http.createServer(async (req, res) => {
-        const chunks = [];
-        for await (const chunk of req) chunks.push(chunk);
-        const abort = new AbortController();
-        res.on('close', () => abort.abort());
-        const headers = new Headers();
-        for (const [name, value] of Object.entries(req.headers)) {
-            if (typeof value === 'string') headers.set(name, value);
-        }
-        const body = chunks.length > 0 && req.method !== 'GET' ? Buffer.concat(chunks) : undefined;
-        const request = new Request(`http://${req.headers.host}${req.url}`, {
-            method: req.method,
-            headers,
-            body,
-            signal: abort.signal
-        });
-        let response;
-        try {
-            response = await handler.fetch(request);
-        } catch (error) {
-            res.writeHead(500).end(String(error));
-            return;
-        }
-        res.writeHead(response.status, Object.fromEntries(response.headers.entries()));
-        if (response.body === null) {
-            res.end();
-            return;
-        }
-        try {
-            for await (const chunk of response.body) res.write(chunk);
-        } catch {
-            // the client went away: nothing more to send
-        }
-        res.end();
-    });
-    server.listen(0, '127.0.0.1', () => {
-        process.stdout.write(`${server.address().port}\n`);
-    });
-}
-
 if (process.argv[2] === 'http') {
-    void serveHttp();
+    handler = createMcpHandler(buildServer);
+    serveHttp(handler);
 } else {
     void serveStdio(buildServer);
 }
