@@ -1,8 +1,11 @@
-"""Test helpers: a connected client/server pair in memory, and a raw peer that speaks bytes."""
+"""Test helpers: a connected client/server pair in memory, a raw peer that speaks bytes, and a
+server subprocess on a loopback port."""
 
 from __future__ import annotations
 
+import functools
 import json
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -154,3 +157,29 @@ async def raw_client(
             await peer.initialize(version)
         yield peer, s
         await peer_end.aclose()
+
+
+@asynccontextmanager
+async def http_server_url(
+    argv: list[str], env: dict[str, str], bound: float = RECEIVE_TIMEOUT
+) -> AsyncIterator[str]:
+    """Run a server subprocess that prints where it listens as its first stdout line (a
+    URL, or just a port: then ``http://127.0.0.1:PORT/mcp``), yield that URL, terminate it
+    on exit. Waiting for the line is bounded by ``bound`` seconds."""
+    async with trio.open_nursery() as nursery:
+        run = functools.partial(
+            trio.run_process, argv, stdout=subprocess.PIPE, env=env, check=False
+        )
+        process: trio.Process = await nursery.start(run)
+        assert process.stdout is not None
+        line = b""
+        with trio.fail_after(bound):
+            while not line.endswith(b"\n"):
+                chunk = await process.stdout.receive_some(256)
+                assert chunk, f"{argv[-1]} exited before printing where it listens"
+                line += chunk
+        first = line.decode().strip()
+        try:
+            yield first if first.startswith("http") else f"http://127.0.0.1:{int(first)}/mcp"
+        finally:
+            process.terminate()

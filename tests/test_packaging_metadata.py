@@ -24,6 +24,7 @@ PINNED_PEERS = {
     "pyjwt",
     "jsonschema",
     "hiredis",
+    "fastmcp-slim",
 }
 
 

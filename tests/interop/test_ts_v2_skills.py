@@ -14,10 +14,8 @@ Real subprocesses, so the real clock: every wait is bounded.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -32,6 +30,7 @@ from tests.interop.ts_v2.conftest import (  # the fixture: the tests live one le
     node_env,
     ts_v2_fixture,  # noqa: F401
 )
+from tests.support import http_server_url
 from trimcp.client import Client, connect_http, connect_stdio
 from trimcp.client.skills import (
     SkillVerificationError,
@@ -49,35 +48,13 @@ STYLE_URI = "skill://release-notes/references/STYLE.md"
 TEST_BOUND = 60.0
 
 
-@asynccontextmanager
-async def http_url(argv: list[str], env: dict[str, str]) -> AsyncIterator[str]:
-    """Run a server that prints its URL (or its port) as its first line; yield the URL."""
-    async with trio.open_nursery() as nursery:
-        run = functools.partial(
-            trio.run_process, argv, stdout=subprocess.PIPE, env=env, check=False
-        )
-        process: trio.Process = await nursery.start(run)
-        assert process.stdout is not None
-        line = b""
-        with trio.fail_after(TEST_BOUND):
-            while not line.endswith(b"\n"):
-                chunk = await process.stdout.receive_some(256)
-                assert chunk, f"{argv[-1]} exited before printing where it listens"
-                line += chunk
-        first = line.decode().strip()
-        try:
-            yield first if first.startswith("http") else f"http://127.0.0.1:{int(first)}/mcp"
-        finally:
-            process.terminate()
-
-
 @pytest.mark.parametrize(("mode", "version"), [("legacy", "2025-11-25"), ("auto", "2026-07-28")])
 async def test_ts_host_lists_gets_and_reads_trimcp_skills(
     ts_v2: dict[str, str], mode: str, version: str
 ) -> None:
     server = [sys.executable, str(EVERYTHING), "--transport", "http", "--port", "0"]
     server_env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's trimcp
-    async with http_url(server, server_env) as url:
+    async with http_server_url(server, server_env) as url:
         with trio.fail_after(TEST_BOUND):
             done = await trio.run_process(
                 node_argv(ts_v2, "skills_client.cjs", url, mode),
@@ -136,7 +113,7 @@ async def ts_skills_server(
         else:
             argv = node_argv(ts_v2, "skills_server.cjs", "http")
             async with (
-                http_url(argv, node_env(ts_v2)) as url,
+                http_server_url(argv, node_env(ts_v2)) as url,
                 connect_http(url, mode=mode) as client,
             ):
                 yield client
