@@ -22,6 +22,7 @@ import attrs
 import pytest
 
 import trimcp.types as t
+from tests.ci import missing_peer
 from trimcp.protocol.methods import lookup
 from trimcp.serde import ShapeError, structure, unstructure
 
@@ -184,9 +185,7 @@ def require_seeds() -> None:
     """Skip without the reference documents, except under CI (``CI`` set): there a
     missing folder fails instead of silently skipping 100 cases."""
     if not SEEDS.is_dir():
-        if os.environ.get("CI"):
-            pytest.fail(f"{SEEDS_MISSING}; CI must provide them")
-        pytest.skip(SEEDS_MISSING)
+        missing_peer(SEEDS_MISSING, "CI must provide them")
 
 
 @pytest.mark.parametrize(("cls", "data"), SEED)

@@ -20,6 +20,8 @@ from pathlib import Path
 import attrs
 import pytest
 
+from tests.ci import missing_peer
+
 HERE = Path(__file__).resolve().parent
 OIDC = HERE.parent.parent / "examples" / "oidc"
 SETUP = OIDC / "setup.sh"
@@ -39,9 +41,7 @@ class OidcProvider:
 
 
 def _need_peer(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI must run the authorization-server tests)")
-    pytest.skip(reason)
+    missing_peer(reason, "CI must run the authorization-server tests")
 
 
 @pytest.fixture(scope="session")

@@ -34,6 +34,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.ci import missing_peer
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = ROOT / "tests" / "conformance"
 SERVER = ROOT / "examples" / "everything_server.py"
@@ -129,9 +131,7 @@ def require_npm() -> None:
     """Skip without npm, except under CI (``CI`` set), where a missing peer fails."""
     if shutil.which("npm") is None:
         reason = "npm is not installed: cannot install the conformance suite"
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason} (CI must provide npm)")
-        pytest.skip(reason)
+        missing_peer(reason, "CI must provide npm")
 
 
 def install_suite(version: str | None) -> None:

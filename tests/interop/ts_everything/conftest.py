@@ -36,6 +36,7 @@ import attrs
 import pytest
 import trio
 
+from tests.ci import missing_peer
 from trimcp.client import Client, ClientKwargs, connect_http, connect_stdio, connect_transport
 from trimcp.session.transport import Decoded, Outgoing, Transport
 from trimcp.transports.http_client import open_http_client_transport
@@ -121,9 +122,7 @@ def ts_everything_fixture() -> TsEverything:
     """Install (or check) the pinned server. Skips without npm, but fails under CI."""
     if shutil.which("npm") is None:
         reason = "npm is not installed: cannot install @modelcontextprotocol/server-everything"
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason} (CI must provide npm)")
-        pytest.skip(reason)
+        missing_peer(reason, "CI must provide npm")
     done = subprocess.run(
         [str(SETUP), "--quiet"], capture_output=True, text=True, timeout=SETUP_TIMEOUT, check=False
     )

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.ci import missing_peer
+
 SETUP = Path(__file__).resolve().parent / "setup.sh"
 SETUP_TIMEOUT = 600.0
 
@@ -28,9 +30,7 @@ def ts_v2_fixture() -> dict[str, str]:
     Skips without npm, but fails under CI."""
     if shutil.which("npm") is None:
         reason = "npm is not installed: cannot install the TypeScript SDK v2 packages"
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason} (CI must provide npm)")
-        pytest.skip(reason)
+        missing_peer(reason, "CI must provide npm")
     done = subprocess.run(
         [str(SETUP), "--quiet"],
         capture_output=True,
