@@ -57,7 +57,15 @@ def test_bench_runs_the_suite_from_a_checkout() -> None:
 
 
 def test_bench_outside_a_checkout_says_where_the_suite_is(tmp_path: Path) -> None:
-    completed = cli("bench", "--list", cwd=tmp_path)
+    # The child imports this checkout's trimcp and nothing else from it, whatever the
+    # caller's PYTHONPATH: one holding a checkout (the usual way to test a worktree) would
+    # make that checkout's ``benchmarks`` importable, and the suite would be found.
+    only_trimcp = tmp_path / "path"
+    only_trimcp.mkdir()
+    (only_trimcp / "trimcp").symlink_to(ROOT / "trimcp", target_is_directory=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    completed = cli("bench", "--list", cwd=elsewhere, env={"PYTHONPATH": str(only_trimcp)})
     assert completed.returncode == 1
     assert "the benchmark suite is not installed" in completed.stderr
     assert "from a trimcp checkout" in completed.stderr
