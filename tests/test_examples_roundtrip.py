@@ -1,8 +1,9 @@
 """Example messages from the MCP documents and schema round-trip through the converter.
 
 Two sources: every example under ``tests/data/schema/2026-07-28/examples`` (one folder per
-schema type), and the JSON quoted in the reference documents in ``../shared/seeds`` next to
-the repository (or ``$TRIMCP_SEEDS``; skipped when absent, but a failure under ``CI``). A
+schema type), and the JSON quoted in the reference documents trimcp was built from, shipped
+in document order as ``tests/data/seeds/examples.json`` (``extract.py`` next to it redoes
+the extraction). A
 whole JSON-RPC message is checked by its ``params`` (typed by the method registry), its
 ``result`` (typed by the registry entry of the request it answers) or its ``error``; loose
 objects (a content block, a capabilities object) by their shape. Examples we cannot use are
@@ -11,9 +12,7 @@ exact.
 """
 
 import json
-import os
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,16 +21,13 @@ import attrs
 import pytest
 
 import trimcp.types as t
-from tests.ci import missing_peer
+from tests.data.seeds.extract import json_objects
 from trimcp.protocol.methods import lookup
 from trimcp.serde import ShapeError, structure, unstructure
 
 EXAMPLES = Path(__file__).parent / "data" / "schema" / "2026-07-28" / "examples"
-ROOT = Path(__file__).resolve().parents[1]
-#: The reference documents sit next to the repository (``../shared/seeds`` from its root);
-#: ``TRIMCP_SEEDS`` points elsewhere (e.g. from a second worktree of the repository).
-SEEDS = Path(os.environ.get("TRIMCP_SEEDS") or ROOT.parent / "shared" / "seeds")
-SEEDS_MISSING = f"the reference documents are not at {SEEDS} (set TRIMCP_SEEDS)"
+#: The JSON objects quoted in each reference document, in order, by the document's prefix.
+SEEDS = Path(__file__).parent / "data" / "seeds" / "examples.json"
 
 UNUSABLE = {
     "001#7:some_method": "a placeholder method in the base protocol text",
@@ -112,31 +108,11 @@ def draft_cases() -> Iterator[Case]:
             yield _message_case(where, data, None)
 
 
-def _json_objects(text: str) -> Iterator[dict[str, Any]]:
-    """Every top-level JSON object in a document, however it is quoted."""
-    # One document renders each line as a list item ("- {"); another has // comments.
-    lines = [re.sub(r"^- ?", "", line) for line in text.splitlines()]
-    text = "\n".join(line for line in lines if not line.lstrip().startswith("//"))
-    decoder = json.JSONDecoder()
-    position = 0
-    for match in re.finditer(r"^[ \t]*\{", text, re.MULTILINE):
-        start = match.end() - 1
-        if start < position:
-            continue  # inside an object already read
-        try:
-            value, end = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            position = end
-            yield value
-
-
 def seed_cases() -> Iterator[Case]:
-    for path in sorted(SEEDS.glob("*.txt")):
+    for prefix, document in json.loads(SEEDS.read_text()).items():
         latest: tuple[str, str] | None = None  # (JSON id, method) of the latest request
-        for index, obj in enumerate(_json_objects(path.read_text())):
-            where = f"{path.name[:3]}#{index}"
+        for index, obj in enumerate(document["objects"]):
+            where = f"{prefix}#{index}"
             if not {"method", "result", "error"} & obj.keys():
                 case = _loose_case(where, obj)
                 if case is not None:
@@ -167,7 +143,7 @@ def _params(cases: Iterator[Case]) -> list[Any]:
 
 
 DRAFT = _params(draft_cases())
-SEED = _params(seed_cases()) if SEEDS.is_dir() else []
+SEED = _params(seed_cases())
 
 
 def check_roundtrip(cls: Any, data: Any) -> None:
@@ -181,16 +157,8 @@ def test_draft_example_roundtrips(cls: Any, data: Any) -> None:
     check_roundtrip(cls, data)
 
 
-def require_seeds() -> None:
-    """Skip without the reference documents, except under CI (``CI`` set): there a
-    missing folder fails instead of silently skipping 100 cases."""
-    if not SEEDS.is_dir():
-        missing_peer(SEEDS_MISSING, "CI must provide them")
-
-
 @pytest.mark.parametrize(("cls", "data"), SEED)
 def test_seed_example_roundtrips(cls: Any, data: Any) -> None:
-    require_seeds()
     check_roundtrip(cls, data)
 
 
@@ -201,7 +169,6 @@ def test_every_draft_example_is_used() -> None:
 
 def test_seed_examples_are_found() -> None:
     """Every unusable example is still found; a drop in count means extraction broke."""
-    require_seeds()
     ids = [param.id for param in SEED]
     assert set(UNUSABLE) <= set(ids)
     per_document: dict[str, int] = {}
@@ -210,12 +177,23 @@ def test_seed_examples_are_found() -> None:
     assert per_document == {"000": 3, "001": 64, "002": 4, "003": 24, "004": 7}
 
 
-@pytest.mark.parametrize(("ci", "outcome"), [("true", "failed"), ("", "skipped")])
-def test_missing_seeds_fail_under_ci_and_skip_elsewhere(
-    ci: str, outcome: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setattr(sys.modules[__name__], "SEEDS", tmp_path / "absent")
-    monkeypatch.setenv("CI", ci)
-    expected = pytest.fail.Exception if outcome == "failed" else pytest.skip.Exception
-    with pytest.raises(expected, match="reference documents"):
-        require_seeds()
+def test_the_extraction_reads_every_way_the_documents_quote_json() -> None:
+    """``examples.json`` is redone by ``extract.py``: fenced JSON, JSON rendered as list
+    items ("- {"), ``//`` comments and objects inside objects are each read once."""
+    document = "\n".join(
+        [
+            "Text {not json}",
+            "```json",
+            '{"jsonrpc": "2.0", "method": "ping", "id": 1,',
+            '  "params": {"nested": {}}}',
+            "```",
+            '- {"jsonrpc": "2.0",',
+            "-   // a comment line",
+            '-   "id": 1, "result": {}}',
+            '  {"broken": ',
+        ]
+    )
+    assert list(json_objects(document)) == [
+        {"jsonrpc": "2.0", "method": "ping", "id": 1, "params": {"nested": {}}},
+        {"jsonrpc": "2.0", "id": 1, "result": {}},
+    ]
