@@ -1,18 +1,36 @@
-"""docs/input-limits.md lists every budget with its default, as the code has it."""
+"""docs/input-limits.md lists every limit and budget with its default, as the code has it.
+
+Each row of the page's tables with a "Default" column is read as "these settings, these
+defaults" (several separated by ``;``), and compared both ways with the code: a
+default changed in the code or on the page fails, and so does a limit the page lists
+that no test pins here.
+"""
 
 from __future__ import annotations
 
+import inspect
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
 
 from trimcp.protocol import modern
+from trimcp.protocol.connection import Connection
+from trimcp.protocol.lifecycle import Role
 from trimcp.server.stateless import StatelessOptions
-from trimcp.tasks.store import TaskBudget
+from trimcp.session import SessionOptions
+from trimcp.tasks.store import SMALL_PAYLOAD_BYTES, TaskBudget
+from trimcp.transports.http_server import HttpServerConfig
+from trimcp.transports.http_server.asgi import parse_body
+from trimcp.transports.stdio import serve_stdio
+from trimcp.transports.websocket import serve_websocket
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "input-limits.md"
+#: A setting as the page names it: ``Class.field``, ``NAME`` or ``function(parameter)``.
+SETTING = re.compile(r"`([\w.]+(?:\(\w+\))?)`")
 
 
 def _size(value: int) -> str:
@@ -23,20 +41,41 @@ def _size(value: int) -> str:
     return str(value)
 
 
-def _budget_rows() -> dict[str, str]:
+def _table_rows(text: str) -> dict[str, str]:
+    """Setting name -> the default the page gives, from every row of every table whose
+    header ends in "Default" (three columns: what, the settings, their defaults)."""
     rows: dict[str, str] = {}
-    for line in PAGE.read_text().splitlines():
+    header: list[str] = []
+    for line in text.splitlines():
+        if not line.lstrip().startswith("|"):
+            header = []  # a table ends at the first line that is not a row
+            continue
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) == 3 and "`" in cells[1]:
-            names = re.findall(r"`([\w.]+)`", cells[1])
+        if not header:
+            header = cells
+        elif header[-1] == "Default" and len(cells) == 3 and not set(cells[0]) <= {"-"}:
+            names = SETTING.findall(cells[1])
             defaults = [part.strip() for part in cells[2].split(";")]
-            for name, default in zip(names, defaults, strict=False):
-                rows[name] = default
+            assert names, f"a limit without a setting in backticks: {line}"
+            assert len(names) == len(defaults), f"names and defaults do not pair up: {line}"
+            rows.update(zip(names, defaults, strict=True))
     return rows
 
 
-#: Every budget: (the name the page uses, the default the code has).
-BUDGETS: list[tuple[str, int]] = [
+def _parameter_default(function: Callable[..., Any], name: str) -> Any:
+    return inspect.signature(function).parameters[name].default
+
+
+#: Every limit and budget: (the name the page uses, the default the code has).
+LIMITS: list[tuple[str, int]] = [
+    ("serve_stdio(max_message_bytes)", _parameter_default(serve_stdio, "max_message_bytes")),
+    (
+        "serve_websocket(max_message_bytes)",
+        _parameter_default(serve_websocket, "max_message_bytes"),
+    ),
+    ("HttpServerConfig.max_body_bytes", HttpServerConfig().max_body_bytes),
+    ("Connection.max_batch", Connection(Role.SERVER).max_batch),
+    ("SessionOptions.max_in_flight", SessionOptions().max_in_flight),
     ("META_CACHE_ENTRIES", modern.META_CACHE_ENTRIES),
     ("META_CACHE_BYTES", modern.META_CACHE_BYTES),
     ("META_CACHE_ENTRY_BYTES", modern.META_CACHE_ENTRY_BYTES),
@@ -52,8 +91,35 @@ BUDGETS: list[tuple[str, int]] = [
 ]
 
 
-@pytest.mark.parametrize(("name", "default"), BUDGETS, ids=[name for name, _ in BUDGETS])
-def test_each_budget_is_documented_with_its_default(name: str, default: int) -> None:
-    rows = _budget_rows()
+@pytest.mark.parametrize(("name", "default"), LIMITS, ids=[name for name, _ in LIMITS])
+def test_each_limit_is_documented_with_its_default(name: str, default: int) -> None:
+    rows = _table_rows(PAGE.read_text())
     assert name in rows, f"docs/input-limits.md does not list {name}"
     assert rows[name] == _size(default), f"{name}: the page says {rows[name]}, the code {default}"
+
+
+def test_every_limit_the_page_lists_is_pinned() -> None:
+    assert set(_table_rows(PAGE.read_text())) == {name for name, _ in LIMITS}
+
+
+def test_the_http_batch_limit_is_the_sessions() -> None:
+    """A POST body's batch is refused by ``parse_body`` before any session sees it: its
+    default must be the one the page documents for ``Connection.max_batch``."""
+    assert _parameter_default(parse_body, "max_batch") == Connection(Role.SERVER).max_batch
+
+
+def test_the_small_error_that_is_always_kept() -> None:
+    found = re.search(r"at most ([\d,]+ \w+) \(`SMALL_PAYLOAD_BYTES`\)", PAGE.read_text())
+    assert found is not None, "docs/input-limits.md no longer states SMALL_PAYLOAD_BYTES"
+    assert found.group(1) == _size(SMALL_PAYLOAD_BYTES)
+
+
+def test_the_reader_sees_a_changed_default() -> None:
+    """The comparison is not vacuous: a page or a code default of 1000 reads differently."""
+    head = "| What | Limit | Default |\n|---|---|---|\n"
+    row = "| Members of one batch | `Connection.max_batch` | 1000 |"
+    assert _table_rows(head + row) == {"Connection.max_batch": "1000"}
+    assert _size(1000) != "100"
+    two = "| a | `f(x)`; `B` | 4 MiB; 1 KiB |"
+    assert _table_rows(head + two) == {"f(x)": "4 MiB", "B": "1 KiB"}
+    assert _table_rows("| What | Answer |\n|---|---|\n" + row) == {}  # not a limits table
