@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.http_server.helpers import AsgiClient, init_request, make_server, tool_call
+from tests.http_server.helpers import WAIT, AsgiClient, init_request, make_server, tool_call
 from trimcp.transports.http_server import HttpServerConfig, create_asgi_app, serve_http
 
 
@@ -91,7 +91,9 @@ async def test_websocket_scopes_are_closed(autojump_clock: trio.abc.Clock) -> No
 
 
 async def test_serve_http_refuses_a_public_bind_without_a_host_allowlist() -> None:
-    with pytest.raises(ValueError, match="allowed_hosts"):
+    # Bounded: were the refusal gone, serve_http would serve on every interface until the
+    # bound (TooSlowError, not the ValueError), not until the whole suite's time runs out.
+    with trio.fail_after(WAIT), pytest.raises(ValueError, match="allowed_hosts"):
         await serve_http(make_server(), host="0.0.0.0", port=0)
 
 
