@@ -3,8 +3,10 @@
 * Server: ``examples/everything_server.py --transport http --port 0`` on 127.0.0.1, then
   ``run.sh server --suite all``: every one of the 32 scenarios must pass, with no check
   FAILURE or WARNING (beyond what ``expected-failures.yml`` lists; that file is empty).
-* Client: ``examples/conformance_client.py`` through the suite's four client scenarios,
-  one at a time, each against the suite's own mock server.
+* Client: ``examples/conformance_client.py`` through every client scenario of the pinned
+  suite (its four core scenarios and 22 authorization ones), each against the suite's own
+  mock server: one ``--suite all`` run (the scenarios in parallel), and one test per
+  scenario reading that scenario's results.
 * 2026-07-28 (suite 0.2.0-alpha.12): the same server passes all 40 server scenarios at
   ``--spec-version 2026-07-28`` and ``--requirements 2026-07-28`` (which also runs the
   10 unscored ``io.modelcontextprotocol/tasks`` extension scenarios; each of them is
@@ -32,6 +34,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import attrs
 import pytest
 
 from tests.ci import missing_peer
@@ -68,6 +71,9 @@ SETUP_TIMEOUT = 600.0  # a cold install downloads Node and the suite
 SERVER_START_TIMEOUT = 30.0
 SERVER_SUITE_TIMEOUT = 300.0  # about 3 s when all is well; a hanging request costs 60 s
 CLIENT_SCENARIO_TIMEOUT = 120.0  # the suite kills the client after its own 30 s
+#: ``--suite all`` starts every client at once: the suite's bound per client, and ours.
+CLIENT_SUITE_SCENARIO_TIMEOUT = 90.0
+CLIENT_SUITE_TIMEOUT = 300.0
 SERVER_STOP_TIMEOUT = 20.0  # serve_http's close bound is 11 s by default
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -157,6 +163,103 @@ def suite() -> None:
 def suite_2026() -> None:
     """Install (or check) suite 0.2.0-alpha.12, which knows 2026-07-28."""
     install_suite(SUITE_2026)
+
+
+@attrs.frozen
+class SuiteRun:
+    """One ``client --suite all`` run: each scenario's checks, client stdout and stderr."""
+
+    results: dict[str, tuple[list[dict[str, object]], str, str]]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def result(self, scenario: str) -> tuple[list[dict[str, object]], str, str]:
+        assert scenario in self.results, f"the suite run has no {scenario}:\n{self.stdout}"
+        return self.results[scenario]
+
+    def report(self, scenario: str) -> str:
+        checks, stdout, stderr = self.results[scenario]
+        return f"{json.dumps(checks, indent=1)[-6000:]}\n{stdout[-2000:]}\n{stderr[-2000:]}"
+
+
+def run_client_suite(out: Path, version: str | None, spec_version: str | None) -> SuiteRun:
+    """Every client scenario of a suite (at ``spec_version``, if given) in one ``--suite
+    all`` run, the scenarios in parallel: several times faster than one run per scenario.
+    Each test then reads its own scenario's results."""
+    if " " in sys.executable or " " in str(CLIENT):
+        pytest.fail("the suite splits --command on spaces; run from a path without any")
+    done = run_suite(
+        "client",
+        "--command",
+        f"{sys.executable} {CLIENT}",
+        "--suite",
+        "all",
+        *(["--spec-version", spec_version] if spec_version else []),
+        # Generous: every client starts at once, which on a loaded machine takes a while.
+        "--timeout",
+        str(int(CLIENT_SUITE_SCENARIO_TIMEOUT * 1000)),
+        "-o",
+        str(out),
+        timeout=CLIENT_SUITE_TIMEOUT,
+        version=version,
+    )
+    results = {}
+    # "auth/x" makes the result folder auth/x-<time>/: one level deeper.
+    for path in out.rglob("checks.json"):
+        folder = path.parent
+        name = re.sub(r"-\d{4}-\d{2}-\d{2}T[\d-]+Z$", "", str(folder.relative_to(out)))
+        results[name] = (
+            json.loads(path.read_text(encoding="utf-8")),
+            (folder / "stdout.txt").read_text(encoding="utf-8"),
+            (folder / "stderr.txt").read_text(encoding="utf-8"),
+        )
+    return SuiteRun(results, done.returncode, done.stdout, ANSI.sub("", done.stderr))
+
+
+@pytest.fixture(scope="module")
+def client_suite(suite: None, tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
+    """The pinned suite's every client scenario (26), run once."""
+    return run_client_suite(tmp_path_factory.mktemp("client-suite"), None, None)
+
+
+@pytest.fixture(scope="module")
+def client_suite_2025(suite_2026: None, tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
+    """Suite 0.2.0-alpha.12's every client scenario at --spec-version 2025-11-25 (19)."""
+    out = tmp_path_factory.mktemp("client-suite-2025")
+    return run_client_suite(out, SUITE_2026, "2025-11-25")
+
+
+@pytest.fixture(scope="module")
+def client_suite_2026(suite_2026: None, tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
+    """Suite 0.2.0-alpha.12's every client scenario at --spec-version 2026-07-28 (33)."""
+    out = tmp_path_factory.mktemp("client-suite-2026")
+    return run_client_suite(out, SUITE_2026, "2026-07-28")
+
+
+def check_suite_result(run: SuiteRun, scenario: str, *, may_refuse: bool = False) -> None:
+    """One scenario of a suite run passed: no failed or warning check, one success at
+    least, and the client ran to its end (or refused where it has to, or may)."""
+    checks, stdout, stderr = run.result(scenario)
+    report = run.report(scenario)
+    assert bad_checks({scenario: checks}, []) == [], report
+    assert any(check.get("status") == "SUCCESS" for check in checks), report
+    finished = f"{scenario}: done" in stdout
+    refused = "failed: " in stderr
+    if may_refuse:  # the suite's checks say whether refusing was right
+        assert finished or refused, report
+    elif scenario in AUTH_REFUSALS:
+        assert refused, report
+    else:
+        assert finished, report
+
+
+def check_suite_run(run: SuiteRun, scenarios: set[str]) -> None:
+    """The run tested exactly ``scenarios`` (a scenario the suite adds must be listed
+    here to be tested), it passed, and no client timed out."""
+    assert set(run.results) == scenarios
+    assert run.returncode == 0, run.stdout[-6000:]
+    assert "timed out" not in run.stderr, run.stderr[-6000:]
 
 
 def run_suite(
@@ -384,71 +487,16 @@ def test_the_2026_expected_failures_name_their_issue() -> None:
 
 
 @pytest.mark.parametrize("scenario", CLIENT_SCENARIOS)
-def test_conformance_client_passes(scenario: str, suite: None, tmp_path: Path) -> None:
-    expected = read_expected_failures()["client"]
-    if " " in sys.executable or " " in str(CLIENT):
-        pytest.fail("the suite splits --command on spaces; run from a path without any")
-    out = tmp_path / "results"
-    done = run_suite(
-        "client",
-        "--command",
-        f"{sys.executable} {CLIENT}",
-        "--scenario",
-        scenario,
-        "-o",
-        str(out),
-        "--expected-failures",
-        str(EXPECTED_FAILURES),
-        timeout=CLIENT_SCENARIO_TIMEOUT,
-    )
-    # Client mode reports on stderr.
-    text = ANSI.sub("", done.stderr)
-    report = f"exit {done.returncode}\n{text[-6000:]}\n{done.stdout[-2000:]}"
-    assert done.returncode == 0, report
-    if scenario in expected:
+def test_conformance_client_passes(scenario: str, client_suite: SuiteRun) -> None:
+    if scenario in read_expected_failures()["client"]:
         return
-    assert "OVERALL: PASSED" in text, report
-    checks = checks_of(out)
-    assert len(checks) == 1, report
-    [items] = checks.values()
-    assert items, report
-    assert bad_checks(checks, []) == [], report
-    assert any(check.get("status") == "SUCCESS" for check in items), report
-    # The client itself ran to its end (its stdout is kept next to the checks).
-    [stdout] = list(out.glob("*/stdout.txt"))
-    assert f"{scenario}: done" in stdout.read_text(encoding="utf-8"), report
+    check_suite_result(client_suite, scenario)
 
 
 @pytest.mark.parametrize("scenario", CLIENT_SCENARIOS_2026)
-def test_conformance_client_passes_at_2026(scenario: str, suite_2026: None, tmp_path: Path) -> None:
+def test_conformance_client_passes_at_2026(scenario: str, client_suite_2026: SuiteRun) -> None:
     """examples/conformance_client.py in mode auto against the 2026-07-28 mock servers."""
-    if " " in sys.executable or " " in str(CLIENT):
-        pytest.fail("the suite splits --command on spaces; run from a path without any")
-    out = tmp_path / "results"
-    done = run_suite(
-        "client",
-        "--command",
-        f"{sys.executable} {CLIENT}",
-        "--scenario",
-        scenario,
-        "--spec-version",
-        "2026-07-28",
-        "-o",
-        str(out),
-        timeout=CLIENT_SCENARIO_TIMEOUT,
-        version=SUITE_2026,
-    )
-    text = ANSI.sub("", done.stderr)
-    report = f"exit {done.returncode}\n{text[-6000:]}\n{done.stdout[-2000:]}"
-    assert done.returncode == 0, report
-    assert "OVERALL: PASSED" in text, report
-    checks = checks_of(out)
-    assert len(checks) == 1, report
-    [items] = checks.values()
-    assert bad_checks(checks, []) == [], report
-    assert any(check.get("status") == "SUCCESS" for check in items), report
-    [stdout] = list(out.glob("*/stdout.txt"))
-    assert f"{scenario}: done" in stdout.read_text(encoding="utf-8"), report
+    check_suite_result(client_suite_2026, scenario)
 
 
 #: The Skills extension (SEP-2640) client scenarios of suite 0.2.0-alpha.12 (issue 25).
@@ -526,6 +574,8 @@ AUTH_SCENARIOS_ALPHA = [
     ("auth/dpop-nonce", None),
     ("auth/wif-jwt-bearer", None),
 ]
+AUTH_ALPHA_AT_2025_11_25 = [name for name, version in AUTH_SCENARIOS_ALPHA if version]
+AUTH_ALPHA_EXTENSIONS = [name for name, version in AUTH_SCENARIOS_ALPHA if not version]
 #: Suite 0.2.0-alpha.12's authorization scenarios at --spec-version 2026-07-28.
 AUTH_SCENARIOS_2026 = [
     *AUTH_SCENARIOS,
@@ -545,9 +595,7 @@ AUTH_SCENARIOS_2026 = [
 AUTH_REFUSALS = {"auth/scope-retry-limit", "auth/resource-mismatch"}
 
 
-def _check_auth_run(
-    done: subprocess.CompletedProcess[str], out: Path, scenario: str, *, may_refuse: bool = False
-) -> None:
+def _check_auth_run(done: subprocess.CompletedProcess[str], out: Path, scenario: str) -> None:
     text = ANSI.sub("", done.stderr)
     report = f"exit {done.returncode}\n{text[-6000:]}\n{done.stdout[-2000:]}"
     assert done.returncode == 0, report
@@ -563,44 +611,42 @@ def _check_auth_run(
     assert any(check.get("status") == "SUCCESS" for check in items), report
     [stdout] = list(out.rglob("stdout.txt"))
     [stderr] = list(out.rglob("stderr.txt"))
-    if may_refuse:  # the suite's checks say whether refusing was right
-        finished = f"{scenario}: done" in stdout.read_text(encoding="utf-8")
-        assert finished or "failed: " in stderr.read_text(encoding="utf-8"), report
-    elif scenario in AUTH_REFUSALS:
+    if scenario in AUTH_REFUSALS:
         assert "failed: " in stderr.read_text(encoding="utf-8"), report
     else:
         assert f"{scenario}: done" in stdout.read_text(encoding="utf-8"), report
 
 
 @pytest.mark.parametrize("scenario", AUTH_SCENARIOS_0_1_16)
-def test_conformance_client_passes_auth(scenario: str, suite: None, tmp_path: Path) -> None:
-    out = tmp_path / "results"
-    done = run_suite(
-        "client",
-        "--command",
-        f"{sys.executable} {CLIENT}",
-        "--scenario",
-        scenario,
-        "-o",
-        str(out),
-        timeout=CLIENT_SCENARIO_TIMEOUT,
-    )
-    _check_auth_run(done, out, scenario)
+def test_conformance_client_passes_auth(scenario: str, client_suite: SuiteRun) -> None:
+    check_suite_result(client_suite, scenario)
 
 
-@pytest.mark.parametrize(("scenario", "spec_version"), AUTH_SCENARIOS_ALPHA)
-def test_conformance_client_passes_auth_alpha(
-    scenario: str, spec_version: str | None, suite_2026: None, tmp_path: Path
+def test_one_client_suite_run_covers_every_scenario_listed(client_suite: SuiteRun) -> None:
+    check_suite_run(client_suite, {*CLIENT_SCENARIOS, *AUTH_SCENARIOS_0_1_16})
+
+
+@pytest.mark.parametrize("scenario", AUTH_ALPHA_AT_2025_11_25)
+def test_conformance_client_passes_auth_alpha(scenario: str, client_suite_2025: SuiteRun) -> None:
+    check_suite_result(client_suite_2025, scenario)
+
+
+def test_one_client_suite_run_covers_the_alpha_at_2025_11_25(client_suite_2025: SuiteRun) -> None:
+    check_suite_run(client_suite_2025, set(AUTH_ALPHA_AT_2025_11_25))
+
+
+@pytest.mark.parametrize("scenario", AUTH_ALPHA_EXTENSIONS)
+def test_conformance_client_passes_auth_alpha_extension(
+    scenario: str, suite_2026: None, tmp_path: Path
 ) -> None:
+    """The extension scenarios, which no --spec-version selects: one run each."""
     out = tmp_path / "results"
-    extra = ["--spec-version", spec_version] if spec_version else []
     done = run_suite(
         "client",
         "--command",
         f"{sys.executable} {CLIENT}",
         "--scenario",
         scenario,
-        *extra,
         "-o",
         str(out),
         timeout=CLIENT_SCENARIO_TIMEOUT,
@@ -610,24 +656,12 @@ def test_conformance_client_passes_auth_alpha(
 
 
 @pytest.mark.parametrize("scenario", AUTH_SCENARIOS_2026)
-def test_conformance_client_passes_auth_at_2026(
-    scenario: str, suite_2026: None, tmp_path: Path
-) -> None:
-    out = tmp_path / "results"
-    done = run_suite(
-        "client",
-        "--command",
-        f"{sys.executable} {CLIENT}",
-        "--scenario",
-        scenario,
-        "--spec-version",
-        "2026-07-28",
-        "-o",
-        str(out),
-        timeout=CLIENT_SCENARIO_TIMEOUT,
-        version=SUITE_2026,
-    )
-    _check_auth_run(done, out, scenario, may_refuse=True)
+def test_conformance_client_passes_auth_at_2026(scenario: str, client_suite_2026: SuiteRun) -> None:
+    check_suite_result(client_suite_2026, scenario, may_refuse=True)
+
+
+def test_one_client_suite_run_covers_the_2026_scenarios(client_suite_2026: SuiteRun) -> None:
+    check_suite_run(client_suite_2026, {*CLIENT_SCENARIOS_2026, *AUTH_SCENARIOS_2026})
 
 
 def test_expected_failures_file_is_empty() -> None:
