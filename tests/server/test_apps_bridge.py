@@ -4,7 +4,6 @@ scripted host: the handshake, tool results, tool calls and the host's own reques
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.ci import missing_peer
 from trimcp.server.apps import BRIDGE_SCRIPT
 
 HARNESS = Path(__file__).with_name("apps_bridge_harness.js")
@@ -21,9 +21,7 @@ NODE = shutil.which("node")
 @pytest.fixture
 def run_bridge() -> dict[str, Any]:
     if NODE is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("node is not on PATH (CI installs it for the interop tests)")
-        pytest.skip("node is not on PATH")
+        missing_peer("node is not on PATH", "CI installs it for the interop tests")
     source = BRIDGE_SCRIPT.replace("__APP_INFO__", json.dumps({"name": "t", "version": "1"}))
     completed = subprocess.run(
         [NODE, str(HARNESS)], input=source, capture_output=True, text=True, timeout=60, check=False
