@@ -16,6 +16,8 @@ from pathlib import Path
 import attrs
 import pytest
 
+from tests.ci import missing_peer
+
 HERE = Path(__file__).resolve().parent
 SETUP = HERE / "setup.sh"
 SETUP_TIMEOUT = 900.0  # a cold run installs chromium (apt) and 18 npm packages
@@ -43,9 +45,7 @@ def apps_browser() -> AppsBrowser:
     """Install (or check) Chromium and the host page. Skips without them, fails under CI."""
     reason = _missing()
     if reason is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason} (CI must provide it)")
-        pytest.skip(reason)
+        missing_peer(reason)
     done = subprocess.run(
         [str(SETUP), "--quiet"], capture_output=True, text=True, timeout=SETUP_TIMEOUT, check=False
     )

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import trio
 
+from tests.ci import missing_peer
 from tests.support import http_server_url
 from trimcp.protocol.skills import digest
 
@@ -37,9 +38,7 @@ def fastmcp_installed() -> None:
     """Skips without fastmcp, but fails under CI (the ``test`` extra pins it)."""
     if importlib.util.find_spec("fastmcp") is None:
         reason = "fastmcp is not installed: install the test extra (pip install -e '.[test]')"
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason} (CI must install it)")
-        pytest.skip(reason)
+        missing_peer(reason, "CI must install it")
 
 
 @pytest.mark.usefixtures("fastmcp_installed")
