@@ -26,6 +26,10 @@ MIN_NODE_MAJOR=20
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 CACHE=${TRIMCP_APPS_BROWSER_CACHE:-$REPO/.cache/apps-browser}
+# npm records paths relative to the real folder: through a symlinked .cache (a git worktree
+# sharing one) the lock it writes, and the one it checks, would name the link's target.
+mkdir -p "$CACHE"
+CACHE=$(cd -P "$CACHE" && pwd)
 PREFIX=$CACHE/ext-apps-$EXT_APPS_VERSION
 PKG_DIR=$PREFIX/node_modules/@modelcontextprotocol/ext-apps
 SITE=$PREFIX/site
