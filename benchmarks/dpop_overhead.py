@@ -1,23 +1,35 @@
 """What DPoP costs a protected server: a 2026-07-28 ``tools/call`` with a DPoP-bound token
 and a fresh proof against the same call with a Bearer token, in the same run.
 
-Drives the ASGI app in this process (no sockets), one stateless ``tools/call`` at a time,
-and measures the server's CPU time per call (``time.process_time``). Both servers verify
-the same kind of token (``ProtectedResource`` + ``JwtVerifier``, RS256, cached after the
-first request as in production); the DPoP one also checks every proof (ES256 signature,
-claims, ``ath``, ``cnf.jkt``, the in-memory replay cache). Proofs are made before the
-timed part (the client's cost is reported apart). Batches of both kinds alternate,
-``--rounds`` times; the best batch of each kind counts.
+Two ways, both by default (``--transport``):
+
+- ``asgi``: drives the ASGI app in this process (no sockets), one stateless ``tools/call``
+  at a time, and measures this process's CPU time per call (``time.process_time``). No
+  HTTP parsing or socket I/O is counted, so the proof check weighs the most here.
+- ``socket``: serves each app in its own process with the lean HTTP engine on loopback,
+  drives it over one keep-alive connection, and reads the server's CPU time from
+  ``/proc/<pid>/stat`` (10 ms ticks: use ``-n`` of a few thousand). This is what a
+  deployment pays per call.
+
+Both servers verify the same kind of token (``ProtectedResource`` + ``JwtVerifier``,
+RS256, cached after the first request as in production); the DPoP one also checks every
+proof (signature, claims, ``ath``, ``cnf.jkt``, the in-memory replay cache). Proofs are
+made before the timed part (the client's cost is reported apart). Batches of both kinds
+alternate, ``--rounds`` times; the best batch of each kind counts.
 
 Run from the repository root: .venv/bin/python -m benchmarks.dpop_overhead [-n 2000]
-[--rounds 5] [--alg ES256] [--json]
+[--rounds 5] [--alg ES256] [--transport both] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import jwt
@@ -46,13 +58,16 @@ def make_server() -> trimcp.Server:
 
 
 class Issuer:
-    """An RS256 key and its key set, standing in for the authorization server."""
+    """An RS256 key and its key set, standing in for the authorization server.
 
-    def __init__(self) -> None:
+    ``jwks``: serve this key set instead (a server process gets its issuer's public keys
+    only; it mints no tokens)."""
+
+    def __init__(self, jwks: dict[str, Any] | None = None) -> None:
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         jwk = json.loads(RSAAlgorithm.to_jwk(self.key.public_key()))
         jwk.update({"kid": "bench", "use": "sig", "alg": "RS256"})
-        self.jwks = {"keys": [jwk]}
+        self.jwks = jwks if jwks is not None else {"keys": [jwk]}
 
     async def fetch(self, url: str) -> Any:
         return self.jwks
@@ -134,7 +149,8 @@ async def batch(app: Any, requests: list[tuple[list[tuple[bytes, bytes]], bytes]
     return (time.process_time() - cpu) / len(requests)
 
 
-async def run(n: int, rounds: int, alg: str = "ES256") -> dict[str, Any]:
+async def run_asgi(n: int, rounds: int, alg: str = "ES256") -> dict[str, Any]:
+    """The ASGI app in this process: CPU per call of each kind (see the module's text)."""
     issuer = Issuer()
     key = DpopKey.generate(alg)
     bearer_token = issuer.token()
@@ -171,6 +187,7 @@ async def run(n: int, rounds: int, alg: str = "ES256") -> dict[str, Any]:
             await app.shutdown()
         nursery.cancel_scope.cancel()
     return {
+        "transport": "asgi",
         "proof_algorithm": alg,
         "calls_per_batch": n,
         "rounds": rounds,
@@ -181,19 +198,144 @@ async def run(n: int, rounds: int, alg: str = "ES256") -> dict[str, Any]:
     }
 
 
+# --- over a socket, against a server process ---------------------------------------------
+
+
+async def serve(kind: str, jwks: dict[str, Any]) -> None:
+    """Serve one benchmark app (``bearer`` or ``dpop``) on a free loopback port with the
+    lean engine; prints the port, then serves until killed."""
+    config = HttpServerConfig(json_response=True, auth=protected(Issuer(jwks), kind == "dpop"))
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(_serve_lean, config)
+        print(port, flush=True)
+
+
+async def _serve_lean(
+    config: HttpServerConfig, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
+) -> None:
+    from trimcp.transports.http_server import serve_http
+
+    await serve_http(make_server(), port=0, config=config, engine="lean", task_status=task_status)
+
+
+def _raw_request(port: int, headers: list[tuple[bytes, bytes]], body: bytes) -> bytes:
+    lines = [b"POST /mcp HTTP/1.1"]
+    for name, value in headers:
+        if name == b"host":
+            value = f"127.0.0.1:{port}".encode()
+        lines.append(name + b": " + value)
+    lines.append(b"content-length: " + str(len(body)).encode())
+    return b"\r\n".join(lines) + b"\r\n\r\n" + body
+
+
+def _port(server: subprocess.Popen[str]) -> int:
+    assert server.stdout is not None
+    line = server.stdout.readline()
+    if not line.strip().isdigit():
+        raise RuntimeError(f"the benchmark server did not start (it printed {line[:200]!r})")
+    return int(line)
+
+
+def run_socket(n: int, rounds: int, alg: str = "ES256") -> dict[str, Any]:
+    """A server process per kind, driven over loopback; the server's CPU per call."""
+    from benchmarks.loadgen_http import HttpConnection
+    from benchmarks.procstats import read_cpu
+
+    issuer = Issuer()
+    key = DpopKey.generate(alg)
+    tokens = {"bearer": issuer.token(), "dpop": issuer.token(cnf={"jkt": key.thumbprint})}
+    calls = [call_body(i) for i in range(n)]
+    best = {"bearer": float("inf"), "dpop": float("inf")}
+    servers: dict[str, subprocess.Popen[str]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        jwks = Path(tmp) / "jwks.json"
+        jwks.write_text(json.dumps(issuer.jwks))
+        try:
+            for kind in best:
+                servers[kind] = subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "benchmarks.dpop_overhead",
+                        "--serve",
+                        kind,
+                        "--jwks",
+                        str(jwks),
+                    ],
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
+            ports = {kind: _port(proc) for kind, proc in servers.items()}
+            conns = {kind: HttpConnection("127.0.0.1", ports[kind], 30.0) for kind in best}
+
+            def requests(kind: str) -> list[bytes]:
+                out = []
+                for body, headers in calls:
+                    extra = [(b"authorization", f"Bearer {tokens[kind]}".encode())]
+                    if kind == "dpop":
+                        proof = key.proof("POST", RESOURCE, access_token=tokens[kind])
+                        extra = [
+                            (b"authorization", f"DPoP {tokens[kind]}".encode()),
+                            (b"dpop", proof.encode()),
+                        ]
+                    out.append(_raw_request(ports[kind], [*headers, *extra], body))
+                return out
+
+            def drive(kind: str, batch: list[bytes]) -> float:
+                cpu = read_cpu(servers[kind].pid).total
+                for i, request in enumerate(batch):
+                    answer = conns[kind].roundtrip(request)
+                    if answer.status != 200 or f'"e{i}"'.encode() not in answer.body:
+                        raise AssertionError((kind, answer.status, answer.body[:300]))
+                return (read_cpu(servers[kind].pid).total - cpu) / len(batch)
+
+            for kind in best:  # the token check is cached after the first call, as in production
+                drive(kind, requests(kind)[:20])
+            for _ in range(rounds):
+                for kind in best:
+                    best[kind] = min(best[kind], drive(kind, requests(kind)))
+        finally:
+            for proc in servers.values():
+                proc.kill()
+                proc.wait()
+    return {
+        "transport": "socket",
+        "proof_algorithm": alg,
+        "calls_per_batch": n,
+        "rounds": rounds,
+        "bearer_cpu_us_per_call": round(best["bearer"] * 1e6, 1),
+        "dpop_cpu_us_per_call": round(best["dpop"] * 1e6, 1),
+        "ratio": round(best["dpop"] / best["bearer"], 3),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=2000, help="calls per batch")
     parser.add_argument("--rounds", type=int, default=5, help="batches of each kind")
     parser.add_argument("--alg", default="ES256", help="the client's proof algorithm")
+    parser.add_argument(
+        "--transport", choices=("asgi", "socket", "both"), default="both", help="see above"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON only")
+    parser.add_argument("--serve", choices=("bearer", "dpop"), help=argparse.SUPPRESS)
+    parser.add_argument("--jwks", help=argparse.SUPPRESS)
     opts = parser.parse_args()
-    result = trio.run(run, opts.n, opts.rounds, opts.alg)
+    if opts.serve:
+        trio.run(serve, opts.serve, json.loads(Path(opts.jwks).read_text()))
+        return 0
+    results = []
+    if opts.transport in ("asgi", "both"):
+        results.append(trio.run(run_asgi, opts.n, opts.rounds, opts.alg))
+    if opts.transport in ("socket", "both"):
+        results.append(run_socket(opts.n, opts.rounds, opts.alg))
     if opts.json:
-        print(json.dumps(result))
+        print(json.dumps(results))
     else:
-        for name, value in result.items():
-            print(f"{name:>24}: {value}")
+        for result in results:
+            for name, value in result.items():
+                print(f"{name:>24}: {value}")
+            print()
     return 0
 
 

@@ -18,6 +18,7 @@ of the key's required members as canonical JSON.
 from __future__ import annotations
 
 import base64
+import binascii
 import functools
 import hashlib
 import heapq
@@ -30,6 +31,9 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 from urllib.parse import urlsplit
+
+import attrs
+import orjson
 
 #: Asymmetric JWS algorithms a proof may use (never ``none``, never HMAC).
 DPOP_ALGORITHMS: tuple[str, ...] = (
@@ -303,6 +307,40 @@ class NonceSource:
         return any(hmac.compare_digest(nonce, self._for(p)) for p in (period, period - 1))
 
 
+@attrs.frozen
+class _ProofKey:
+    """What a proof's protected header gives, once checked: its algorithm, its key's
+    thumbprint, the key, and PyJWT's algorithm object that verifies with it."""
+
+    alg: str
+    thumbprint: str
+    key: Any
+    algorithm: Any
+
+
+_TO_STANDARD = bytes.maketrans(b"-_", b"+/")
+#: By a segment's length mod 4, the last characters whose unused low bits are zero
+#: (RFC 4648 §3.5): any other is a second spelling of the same bytes.
+_CANONICAL_LAST = {0: None, 2: frozenset("AQgw"), 3: frozenset("AEIMQUYcgkosw048")}
+
+
+def _segment(text: str) -> bytes | None:
+    """The bytes of one compact-JWS segment, or None unless it is canonical unpadded
+    base64url (RFC 7515 §2), so a proof has one spelling. PyJWT applies the same rule one
+    character at a time, which cost more than the signature check of an RS256 proof."""
+    tail = len(text) % 4
+    if tail == 1 or "+" in text or "/" in text or "=" in text:
+        return None
+    last = _CANONICAL_LAST[tail]
+    if last is not None and text[-1] not in last:
+        return None
+    try:  # strict: any character outside the alphabet (after the swap) is refused
+        standard = text.encode("ascii").translate(_TO_STANDARD)
+        return binascii.a2b_base64(standard + b"=" * (-len(text) % 4), strict_mode=True)
+    except (binascii.Error, ValueError):  # ValueError: not ASCII
+        return None
+
+
 class DpopChecker:
     """Checks DPoP proofs on a resource server (RFC 9449 §4.3, §7).
 
@@ -333,21 +371,20 @@ class DpopChecker:
         self.replay: ReplayCache = replay if replay is not None else MemoryReplayCache()
         self.nonces = nonces
         self.key_cache_size = key_cache_size
-        self._keys: OrderedDict[str, tuple[str, str, Any]] = OrderedDict()
+        self._keys: OrderedDict[str, _ProofKey] = OrderedDict()
+        self._hashes: dict[str, str] = {}
 
-    def _header(self, proof: str) -> tuple[str, str, Any]:
-        """(alg, thumbprint, verifying key) from a proof's protected header, after its
-        checks. Cached by the header's text: a client sends the same header (its key)
-        with every proof, so only its first proof's header is parsed here (PyJWT parses
-        each proof whole again when it verifies the signature)."""
+    def _header(self, segment: str, proof: str) -> _ProofKey:
+        """The checked header of a proof whose protected header is ``segment``. Cached by
+        the segment's text: a client sends the same header (its key) with every proof, so
+        PyJWT parses only its first proof's header; later proofs cost a dict lookup."""
         import jwt
 
-        segment = proof.partition(".")[0]
         cached = self._keys.get(segment)
         if cached is not None:
             return cached
         try:
-            header = jwt.get_unverified_header(proof)
+            header = jwt.get_unverified_header(proof)  # also PyJWT's kid/crit checks
         except jwt.PyJWTError:
             raise DpopError("the DPoP proof is not a signed JWT") from None
         if header.get("typ") != PROOF_TYPE:
@@ -355,6 +392,8 @@ class DpopChecker:
         alg = header.get("alg")
         if not isinstance(alg, str) or alg not in self.algorithms:
             raise DpopError(f"the DPoP proof's algorithm {str(alg)[:20]!r} is not accepted")
+        if "crit" in header or "b64" in header:  # no JWS extension belongs in a proof
+            raise DpopError("the DPoP proof's header names a JWS extension (crit/b64): refused")
         jwk = header.get("jwk")
         if not isinstance(jwk, dict):
             raise DpopError("the proof carries no public key (jwk header)")
@@ -362,10 +401,15 @@ class DpopChecker:
             raise DpopError("the proof's jwk holds a private key: refused")
         try:
             thumbprint = jwk_thumbprint(jwk)
-            key = jwt.PyJWK(jwk, algorithm=alg).key
-        except (ValueError, jwt.PyJWTError) as exc:
+            algorithm = jwt.get_algorithm_by_name(alg)
+            # PyJWK checks the key against alg; prepare_key checks the curve again.
+            key = algorithm.prepare_key(jwt.PyJWK(jwk, algorithm=alg).key)
+        except (ValueError, NotImplementedError, jwt.PyJWTError) as exc:
             raise DpopError(f"the proof's jwk is not a usable {alg} public key ({exc})") from None
-        found = (alg, thumbprint, key)
+        too_short = algorithm.check_key_length(key)
+        if too_short:
+            raise DpopError(f"the proof's key is too short: {too_short}")
+        found = _ProofKey(alg, thumbprint, key, algorithm)
         self._keys[segment] = found
         if len(self._keys) > self.key_cache_size:
             self._keys.popitem(last=False)
@@ -390,18 +434,25 @@ class DpopChecker:
 
         Cancellation: a cancelled check may have recorded the proof as used.
         """
-        import jwt
-
         if len(proof) > MAX_PROOF_BYTES:
             raise DpopError(f"the DPoP proof is longer than {MAX_PROOF_BYTES} bytes")
-        alg, thumbprint, key = self._header(proof)
-        try:  # the signature only: the claims are checked below, against this request
-            payload = jwt.PyJWS().decode(proof, key, algorithms=[alg])
-        except jwt.PyJWTError:
-            raise DpopError("the DPoP proof's signature does not verify") from None
+        segments = proof.split(".")
+        if len(segments) != 3:
+            raise DpopError("the DPoP proof is not a signed JWT (three dot-separated parts)")
+        found = self._header(segments[0], proof)
+        thumbprint = found.thumbprint
+        payload = _segment(segments[1])
+        signature = _segment(segments[2])
+        if payload is None or signature is None:
+            raise DpopError("the DPoP proof is not canonical base64url")
+        # Both segments are ASCII now; the signature is checked by PyJWT's algorithm
+        # object (over cryptography). The claims are checked below, against this request.
+        signing_input = f"{segments[0]}.{segments[1]}".encode("ascii")
+        if not found.algorithm.verify(signing_input, found.key, signature):
+            raise DpopError("the DPoP proof's signature does not verify")
         try:
-            claims = json.loads(payload)
-        except ValueError:
+            claims = orjson.loads(payload)
+        except orjson.JSONDecodeError:
             claims = None
         if not isinstance(claims, dict):
             raise DpopError("the DPoP proof's payload is not a JSON object")
@@ -414,7 +465,7 @@ class DpopChecker:
         if not isinstance(htu, str) or "?" in htu or "#" in htu or _htu(htu) != htu_of(url):
             raise DpopError(f"the DPoP proof is not for this URL ({htu_of(url)})")
         iat = claims.get("iat")
-        if not isinstance(iat, int | float) or isinstance(iat, bool):
+        if not isinstance(iat, (int, float)) or isinstance(iat, bool):
             raise DpopError("the DPoP proof has no iat")
         if abs(time.time() - iat) > self.max_age:
             raise DpopError(
@@ -424,7 +475,7 @@ class DpopChecker:
         if access_token is not None:
             ath = claims.get("ath")
             if not isinstance(ath, str) or not hmac.compare_digest(
-                ath, access_token_hash(access_token)
+                ath, self._token_hash(access_token)
             ):
                 raise DpopError("the DPoP proof's ath does not match the access token")
         if jkt is not None and not hmac.compare_digest(jkt, thumbprint):
@@ -441,6 +492,16 @@ class DpopChecker:
         if not await cache.first_use(f"{thumbprint}:{jti}", expires_at):
             raise DpopError("the DPoP proof was already used: make a fresh one for each request")
         return thumbprint
+
+    def _token_hash(self, token: str) -> str:
+        """``access_token_hash(token)``, remembered for the few tokens a server sees again
+        and again (one per client) so a proof's ``ath`` costs a lookup."""
+        known = self._hashes.get(token)
+        if known is None:
+            if len(self._hashes) >= self.key_cache_size:
+                self._hashes.clear()
+            known = self._hashes[token] = access_token_hash(token)
+        return known
 
     def nonce(self) -> str | None:
         """The nonce to send in ``DPoP-Nonce`` (None: nonces are not required)."""
