@@ -208,6 +208,54 @@ def test_auth_settings_protect_a_server_that_declares_none(tmp_path: Path, free_
         finish(server)
 
 
+def test_auth_dpop_require_serves_only_dpop_bound_tokens(tmp_path: Path, free_port: int) -> None:
+    path = tmp_path / "open.py"
+    path.write_text(OPEN)
+    server = spawn(
+        *("run", str(path), "--transport", "http", "--port", str(free_port)),
+        *("--auth-issuer", NOWHERE),
+        env={"TRIMCP_AUTH_DPOP": "require"},
+    )
+    try:
+        url = startup_url(server)
+        assert server.stderr is not None
+        line = read_line(server.stderr)
+        assert line.startswith(
+            "trimcp: authorization: DPoP-bound OAuth access tokens (a fresh proof with every "
+            f"request) from {NOWHERE} for {url}"
+        ), line
+        status, headers, _ = post(url)
+        assert status == 401
+        assert headers["www-authenticate"].startswith("DPoP ")  # no Bearer challenge
+        document = get_json(url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp"))
+        assert isinstance(document, dict)
+        assert document["dpop_bound_access_tokens_required"] is True
+        status, headers, body = post(url, "some-token")  # a Bearer token: refused unread
+        assert status == 401
+        assert b"accepts only DPoP-bound tokens" in body
+        assert 'DPoP error="invalid_token"' in headers["www-authenticate"]
+    finally:
+        finish(server)
+
+
+@pytest.mark.parametrize(
+    ("env", "flags", "says"),
+    [
+        ({"TRIMCP_AUTH_DPOP": "sometimes"}, ("--auth-issuer", NOWHERE), "unknown DPoP mode"),
+        ({}, ("--auth-dpop", "require"), "need --auth-issuer"),
+    ],
+)
+def test_auth_dpop_settings_that_cannot_work_are_refused(
+    tmp_path: Path, env: dict[str, str], flags: tuple[str, ...], says: str
+) -> None:
+    path = tmp_path / "open.py"
+    path.write_text(OPEN)
+    completed = cli("run", str(path), "--transport", "http", "--port", "0", *flags, env=env)
+    assert completed.returncode == 1
+    assert says in completed.stderr
+    assert "Traceback" not in completed.stderr
+
+
 def test_declared_auth_and_auth_settings_together_are_refused(
     protected_file: tuple[str, int],
 ) -> None:

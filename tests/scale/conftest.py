@@ -1,4 +1,5 @@
-"""Fixtures of the replica tests: a real redis-server per module (see peers.py)."""
+"""Fixtures of the replica tests: a real redis-server per module (see peers.py), and the
+authorization tests' real authorization server (oidc-provider) for a protected deployment."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.auth.conftest import oidc_provider  # noqa: F401 (a fixture, used by name)
 from tests.scale.peers import RedisServer, tools
 
 

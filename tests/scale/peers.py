@@ -137,10 +137,14 @@ http {{
 
 class Nginx:
     """nginx in the foreground, balancing round-robin over ``upstreams`` (no stickiness),
-    with the site settings shipped in examples/deploy/nginx-mcp.conf."""
+    with the site settings shipped in examples/deploy/nginx-mcp-location.conf. ``port``:
+    where it listens (default: a free port; give one when the replicas must know their
+    public URL before nginx starts, as a protected server's resource URL)."""
 
-    def __init__(self, binary: str, workdir: Path, upstreams: list[int]) -> None:
-        self.port = free_port()
+    def __init__(
+        self, binary: str, workdir: Path, upstreams: list[int], port: int | None = None
+    ) -> None:
+        self.port = free_port() if port is None else port
         servers = "".join(f"        server 127.0.0.1:{p} max_fails=0;\n" for p in upstreams)
         include = f"    upstream trimcp {{\n{servers}        keepalive 16;\n    }}\n"
         conf = workdir / "nginx.conf"

@@ -204,6 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
         "TRIMCP_AUTH_SCOPES, space- or comma-separated)",
     )
     run.add_argument(
+        "--auth-dpop",
+        choices=("off", "accept", "require"),
+        default=None,
+        help="http: DPoP-bound tokens (RFC 9449): accept them as well as Bearer tokens, or "
+        "require them (env TRIMCP_AUTH_DPOP; default off)",
+    )
+    run.add_argument(
         "-v", "--verbose", action="store_true", help="show every message on the wire (stdio)"
     )
     run.add_argument(

@@ -45,6 +45,7 @@ FLAGS = {
     "auth_issuer": "auth_issuer",
     "auth_resource": "auth_resource",
     "auth_scope": "auth_scopes",
+    "auth_dpop": "auth_dpop",
 }
 
 

@@ -92,6 +92,8 @@ def worker_argv(target: str, settings: ServeSettings, port: int) -> list[str]:
         argv += ["--auth-resource", settings.auth_resource]
     for scope in settings.auth_scopes:
         argv += ["--auth-scope", scope]
+    if settings.auth_dpop != "off":
+        argv += ["--auth-dpop", settings.auth_dpop]
     return argv
 
 

@@ -57,6 +57,7 @@ ENV: Final = {
     "TRIMCP_AUTH_ISSUER": "auth_issuer",
     "TRIMCP_AUTH_RESOURCE": "auth_resource",
     "TRIMCP_AUTH_SCOPES": "auth_scopes",
+    "TRIMCP_AUTH_DPOP": "auth_dpop",
 }
 #: The secret sealing 2026-07-28 ``requestState`` (see
 #: :meth:`RequestStateKeyring.from_secret`), and the one it replaced, which still opens
@@ -141,6 +142,20 @@ def _store(instance: object, attribute: object, value: str | None) -> None:
         raise SettingsError(f"unknown store {value!r}: use memory:// or redis://HOST:PORT/DB")
 
 
+#: What ``auth_dpop`` may say: Bearer tokens only, DPoP-bound ones too, or only those.
+DPOP_MODES: Final = ("off", "accept", "require")
+
+
+def _dpop_mode(value: str) -> str:
+    mode = value.strip().lower()
+    if mode not in DPOP_MODES:
+        raise SettingsError(
+            f"unknown DPoP mode {value!r}: use one of {', '.join(DPOP_MODES)}",
+            hint="accept: DPoP-bound tokens as well as Bearer; require: only DPoP-bound tokens",
+        )
+    return mode
+
+
 def _scopes(value: Any) -> tuple[str, ...]:
     # Scopes are space-separated in OAuth; commas are accepted too (like the other lists).
     if isinstance(value, str):
@@ -170,7 +185,9 @@ class ServeSettings(Record):
     ``auth_issuer`` / ``auth_resource`` / ``auth_scopes``: protect a server that declares
     no authorization itself with JWT access tokens from that issuer (its discovery
     document names the keys), for that resource URL (default: the loopback URL served),
-    requiring those scopes (see :func:`protection`).
+    requiring those scopes (see :func:`protection`). ``auth_dpop``: ``off`` (Bearer
+    tokens), ``accept`` (DPoP-bound tokens too) or ``require`` (only DPoP-bound tokens,
+    each request with a fresh proof; replicas on one Redis store share the replay cache).
     """
 
     transport: str = attrs.field(default="stdio", converter=_transport)
@@ -187,6 +204,7 @@ class ServeSettings(Record):
     auth_issuer: str | None = None
     auth_resource: str | None = None
     auth_scopes: tuple[str, ...] = attrs.field(default=(), converter=_scopes)
+    auth_dpop: str = attrs.field(default="off", converter=_dpop_mode)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ServeSettings:
@@ -305,7 +323,7 @@ def use_state_secret(
     )
 
 
-_AUTH_SETTINGS: Final = "--auth-issuer/--auth-resource/--auth-scope (TRIMCP_AUTH_*)"
+_AUTH_SETTINGS: Final = "--auth-issuer/--auth-resource/--auth-scope/--auth-dpop (TRIMCP_AUTH_*)"
 
 
 def protection(server: Any, settings: ServeSettings) -> Any:
@@ -319,7 +337,12 @@ def protection(server: Any, settings: ServeSettings) -> Any:
     from trimcp.auth.declared import declared_auth
 
     declared = declared_auth(server)
-    wanted = settings.auth_issuer or settings.auth_resource or settings.auth_scopes
+    wanted = (
+        settings.auth_issuer
+        or settings.auth_resource
+        or settings.auth_scopes
+        or settings.auth_dpop != "off"
+    )
     if declared is not None:
         if wanted:
             raise SettingsError(
@@ -333,8 +356,9 @@ def protection(server: Any, settings: ServeSettings) -> Any:
     issuer = settings.auth_issuer
     if not issuer:
         raise SettingsError(
-            "--auth-resource and --auth-scope need --auth-issuer (TRIMCP_AUTH_ISSUER): the "
-            "URL of the authorization server whose tokens this server accepts"
+            "--auth-resource, --auth-scope and --auth-dpop need --auth-issuer "
+            "(TRIMCP_AUTH_ISSUER): the URL of the authorization server whose tokens this "
+            "server accepts"
         )
     resource = settings.auth_resource
     if not resource:
@@ -356,6 +380,8 @@ def protection(server: Any, settings: ServeSettings) -> Any:
             authorization_servers=[issuer],
             verifier=JwtVerifier(issuer=issuer),
             required_scopes=settings.auth_scopes,
+            dpop=settings.auth_dpop != "off",
+            require_dpop=settings.auth_dpop == "require",
         )
     except ValueError as exc:
         raise SettingsError(f"auth settings: {exc}") from None
@@ -365,8 +391,14 @@ def describe_protection(auth: Any) -> str:
     """One line saying how a protected server is protected, for the startup lines."""
     issuers = ", ".join(auth.authorization_servers)
     scopes = " ".join(sorted(auth.required_scopes)) or "none"
+    dpop = getattr(auth, "dpop", None)
+    kind = "OAuth access tokens"
+    if getattr(auth, "require_dpop", False):
+        kind = "DPoP-bound OAuth access tokens (a fresh proof with every request)"
+    elif dpop is not None:
+        kind = "OAuth access tokens (Bearer or DPoP-bound)"
     return (
-        f"authorization: OAuth access tokens from {issuers} for {auth.resource} "
+        f"authorization: {kind} from {issuers} for {auth.resource} "
         f"(scopes required: {scopes}); anonymous requests get 401"
     )
 
