@@ -22,6 +22,11 @@ from trimcp.types import (
     ServerCapabilities,
 )
 
+#: The client name of the handshake a server runs itself in stateless HTTP mode
+#: (``HttpServerConfig(stateless=True)``, ``--stateless``): that client declared nothing,
+#: and the server has no way to send it a request.
+IMPLICIT_CLIENT_NAME = "stateless-http-client"
+
 
 @attrs.frozen(kw_only=True, repr=False, eq=False)
 class Negotiated(Record):

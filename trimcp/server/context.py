@@ -31,7 +31,7 @@ from trimcp.errors import INVALID_PARAMS, LocalProtocolError, RemoteProtocolErro
 from trimcp.protocol import modern
 from trimcp.protocol.admission import has_capability
 from trimcp.protocol.extensions import settings_of
-from trimcp.protocol.negotiated import Negotiated
+from trimcp.protocol.negotiated import IMPLICIT_CLIENT_NAME, Negotiated
 from trimcp.protocol.versions import V2025_06_18, V2025_11_25
 from trimcp.server.convert import ValidationError
 from trimcp.server.input_required import ask
@@ -241,6 +241,13 @@ class Context:
                     node = node[name]
                 raise modern.missing_capabilities(required)
             client = self.client_info.name if self.client_info else "The client"
+            if client == IMPLICIT_CLIENT_NAME:
+                raise LocalProtocolError(
+                    f"{feature} is not available: this server runs in stateless HTTP mode "
+                    f"(--stateless), where it cannot send requests to the client; serve it "
+                    f"without --stateless, or connect with protocol 2026-07-28, where the "
+                    f"server asks through input_required"
+                )
             raise LocalProtocolError(
                 f"{client} does not support {feature}: it did not declare the "
                 f"'{'.'.join(path)}' capability when it connected"

@@ -34,6 +34,7 @@ from trimcp.protocol.jsonrpc import (
     request_object,
 )
 from trimcp.protocol.lifecycle import Role
+from trimcp.protocol.negotiated import IMPLICIT_CLIENT_NAME
 from trimcp.protocol.versions import (
     HTTP_DEFAULT_VERSION,
     SUPPORTED_VERSIONS,
@@ -724,7 +725,7 @@ async def _initialize_implicitly(
     params: dict[str, Any] = {
         "protocolVersion": version,
         "capabilities": {},
-        "clientInfo": {"name": "stateless-http-client", "version": "0"},
+        "clientInfo": {"name": IMPLICIT_CLIENT_NAME, "version": "0"},
     }
     stream = await transport.open_post_stream(
         [_STATELESS_INIT_ID], json_mode=True, sink=None, prime=False
