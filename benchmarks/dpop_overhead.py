@@ -187,14 +187,24 @@ async def run_asgi(n: int, rounds: int, alg: str = "ES256") -> dict[str, Any]:
             await app.shutdown()
         nursery.cancel_scope.cancel()
     return {
-        "transport": "asgi",
+        **_result("asgi", alg, n, rounds, best),
+        "client_proof_cpu_us": round(proof_cpu * 1e6, 1),
+    }
+
+
+def _result(
+    transport: str, alg: str, n: int, rounds: int, best: dict[str, float]
+) -> dict[str, Any]:
+    """One run's figures: the best batch of each kind, in us per call, and their ratio."""
+    return {
+        "transport": transport,
         "proof_algorithm": alg,
         "calls_per_batch": n,
         "rounds": rounds,
         "bearer_cpu_us_per_call": round(best["bearer"] * 1e6, 1),
         "dpop_cpu_us_per_call": round(best["dpop"] * 1e6, 1),
-        "ratio": round(best["dpop"] / best["bearer"], 3),
-        "client_proof_cpu_us": round(proof_cpu * 1e6, 1),
+        # /proc counts CPU in 10 ms ticks: a tiny batch may read as none at all.
+        "ratio": round(best["dpop"] / best["bearer"], 3) if best["bearer"] > 0 else None,
     }
 
 
@@ -298,16 +308,7 @@ def run_socket(n: int, rounds: int, alg: str = "ES256") -> dict[str, Any]:
             for proc in servers.values():
                 proc.kill()
                 proc.wait()
-    return {
-        "transport": "socket",
-        "proof_algorithm": alg,
-        "calls_per_batch": n,
-        "rounds": rounds,
-        "bearer_cpu_us_per_call": round(best["bearer"] * 1e6, 1),
-        "dpop_cpu_us_per_call": round(best["dpop"] * 1e6, 1),
-        # /proc counts CPU in 10 ms ticks: a tiny batch may read as none at all.
-        "ratio": round(best["dpop"] / best["bearer"], 3) if best["bearer"] > 0 else None,
-    }
+    return _result("socket", alg, n, rounds, best)
 
 
 def main() -> int:

@@ -40,6 +40,22 @@ INITIALIZE = {
 }
 
 
+async def assert_stolen_token_refused(url: str, resource: str, token: str) -> None:
+    """A DPoP-bound ``token`` sent to ``url`` as Bearer, or with a thief's own proof (for
+    ``resource``, the URL the server checks ``htu`` against), gets 401."""
+    thief = DpopKey.generate()
+    for headers in (
+        [("authorization", f"Bearer {token}")],
+        [
+            ("authorization", f"DPoP {token}"),
+            ("dpop", thief.proof("POST", resource, access_token=token)),
+        ],
+    ):
+        status, names, _ = await http(url, "POST", INITIALIZE, headers)
+        assert status == 401, headers[0]
+        assert "invalid" in names["www-authenticate"]
+
+
 async def test_dpop_login_refresh_and_a_stolen_token(
     oidc_provider: OidcProvider, free_port: int
 ) -> None:
@@ -86,14 +102,4 @@ async def test_dpop_login_refresh_and_a_stolen_token(
             token = again.tokens.access_token
             assert token != stored.tokens.access_token
             # 3. The token stolen: as Bearer, or with the thief's own proofs, it is refused.
-            thief = DpopKey.generate()
-            for headers in (
-                [("authorization", f"Bearer {token}")],
-                [
-                    ("authorization", f"DPoP {token}"),
-                    ("dpop", thief.proof("POST", url, access_token=token)),
-                ],
-            ):
-                status, names, _ = await http(url, "POST", INITIALIZE, headers)
-                assert status == 401, headers[0]
-                assert "invalid" in names["www-authenticate"]
+            await assert_stolen_token_refused(url, url, token)

@@ -24,6 +24,7 @@ import trio
 
 from tests.auth.conftest import OidcProvider
 from tests.auth.test_oidc_client import ScriptedUser
+from tests.auth.test_oidc_dpop import INITIALIZE, assert_stolen_token_refused
 from tests.scale.peers import Nginx, RedisServer, Replica, free_port
 from tests.scale.test_principals import http
 from trimcp.auth import DpopKey, FollowRedirects, MemoryTokenStore, OAuthClient
@@ -32,16 +33,6 @@ from trimcp.transports.http_client import open_http_client_transport
 
 APP = Path(__file__).with_name("dpop_app.py")
 BOUND = 60.0
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "replay", "version": "1"},
-    },
-}
 
 
 async def whoami_calls(url: str, auth: OAuthClient, count: int) -> tuple[list[Any], Any]:
@@ -121,17 +112,7 @@ async def test_dpop_through_nginx_and_two_replicas(
             assert replay_refusers == {f"127.0.0.1:{r.port}" for r in replicas}, replay_refusers
 
             # 3. Stolen: as Bearer, or with the thief's own proofs, refused.
-            thief = DpopKey.generate()
-            for stolen in (
-                [("authorization", f"Bearer {token}")],
-                [
-                    ("authorization", f"DPoP {token}"),
-                    ("dpop", thief.proof("POST", resource, access_token=token)),
-                ],
-            ):
-                status, names, _ = await http(nginx.url, "POST", INITIALIZE, stolen)
-                assert status == 401, stolen[0]
-                assert "invalid" in names["www-authenticate"]
+            await assert_stolen_token_refused(nginx.url, resource, token)
 
             # 4. Expired: refreshed with the same key through nginx, no new login.
             expired = attrs.evolve(stored.tokens, expires_at=time.time() - 60)
