@@ -540,16 +540,27 @@ class TaskManager:
         """Wait until the task ends and return its record (``tasks/result``).
 
         With ``forward``, each question the task asks meanwhile is sent to the client
-        through it and the answer handed back. Cancellation: stops waiting; a question
-        being forwarded is given back for the next ``tasks/result``.
+        through it and the answer handed back. A task another replica runs (a shared
+        store) is polled at the hinted pace; its stored questions are forwarded too, once
+        each, and the answers sent to that replica (:meth:`answer_anywhere`); a question
+        the client refuses there is not asked again (the task's own timeout ends its wait:
+        an error does not cross replicas). Cancellation: stops waiting; a question being
+        forwarded is given back for the next ``tasks/result``.
         """
+        asked_here: set[str] = set()  # questions of a task run elsewhere, forwarded by this call
         while True:
             record = await self.find(task_id, owner)
             if record.terminal:
                 return record
             live = self._live.get(task_id)
             if live is None:
-                # Another process runs it (a shared store): poll at the hinted pace.
+                if forward is not None and self.answered_elsewhere is not None:
+                    waiting = record.input_requests or {}
+                    key = next((k for k in waiting if k not in asked_here), None)
+                    if key is not None:
+                        asked_here.add(key)
+                        await self._forward_elsewhere(record, key, forward)
+                        continue
                 await trio.sleep(self.options.poll_interval)
                 continue
             item = live.inputs.first_untaken() if forward is not None else None
@@ -577,6 +588,26 @@ class TaskManager:
                 raise
             finally:
                 item.forwarding = None
+
+    async def _forward_elsewhere(self, record: TaskRecord, key: str, forward: Forward) -> None:
+        """Ask the client question ``key`` of ``record`` (a task another replica runs) and
+        send the answer there. Raises SessionClosed, StoreUnavailable."""
+        question = (record.input_requests or {})[key]
+        params = question.get("params")
+        try:
+            value = await forward(
+                str(question.get("method")), params if isinstance(params, dict) else {}
+            )
+        except McpError as exc:
+            logger.info(
+                "task %s: the client refused %s (%s); the task runs on another replica and "
+                "ends its wait by its own timeout",
+                record.task_id,
+                question.get("method"),
+                exc,
+            )
+            return
+        await self.answer_anywhere(record.task_id, {key: serde.unstructure(value)})
 
     async def list(
         self, owner: str | None, cursor: str | None
