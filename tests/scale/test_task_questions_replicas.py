@@ -45,6 +45,6 @@ async def test_tasks_result_on_the_other_replica_forwards_the_tasks_question(
             async with as_alice(replica_b.url, elicitation_handler=elicitation("b")) as on_b:
                 handle = await on_b.get_task(task_id)
                 result = await handle.result()
-            assert result.content[0].text == "hello Ada"  # type: ignore[union-attr]
+            assert result.content[0].text == "hello Ada"
             assert asked == {"a": [], "b": ["Your name?"]}
             assert replica_b.app.tasks.live_count() == 0  # B never ran it
