@@ -87,9 +87,11 @@ AUTHORIZATION_FAILED: Final = "authorizationFailed"
 
 
 def authorization_failed(error: McpError) -> bool:
-    """Whether ``error`` says the client's authorization failed (:data:`AUTHORIZATION_FAILED`)."""
+    """Whether ``error`` says this client's authorization failed (:data:`AUTHORIZATION_FAILED`
+    in an error this process made: :func:`made_here`; a peer's or a relayed error saying
+    so does not count)."""
     data = error.data
-    return type(data) is dict and data.get(AUTHORIZATION_FAILED) is True
+    return type(data) is dict and data.get(AUTHORIZATION_FAILED) is True and made_here(error)
 
 
 class LocalProtocolError(McpError):

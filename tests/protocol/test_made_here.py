@@ -4,12 +4,14 @@ survives the wire form a transport's errors travel in, and nobody else's error c
 from __future__ import annotations
 
 from trimcp.errors import (
+    AUTHORIZATION_FAILED,
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
     MADE_HERE,
     LocalError,
     McpError,
     RequestTimeout,
+    authorization_failed,
     made_here,
 )
 from trimcp.http.errors import AuthorizationRefused, HttpClientError, HttpStatusError
@@ -52,3 +54,16 @@ def test_an_error_from_anyone_else_is_not_made_here() -> None:
     # What another process made up (a proxy relaying its own client's error) has its mark.
     assert not made_here(McpError(INTERNAL_ERROR, "x", {MADE_HERE: "0123456789abcdef"}))
     assert not made_here(McpError(INTERNAL_ERROR, "x", [MADE_HERE]))
+
+
+def test_only_our_own_authorization_failure_ends_connecting() -> None:
+    # Was: any error whose data said {"authorizationFailed": true} counted, so a server (or
+    # an error a proxy relays from its own client) could stop a client's era fallback.
+    ours = AuthorizationRefused(401, "http://127.0.0.1:1/mcp", detail="login refused")
+    assert authorization_failed(ours)
+    assert authorization_failed(_round_trip(ours))
+    sent_by_a_peer = McpError(INTERNAL_ERROR, "HTTP 401", {AUTHORIZATION_FAILED: True})
+    assert not authorization_failed(sent_by_a_peer)
+    assert not authorization_failed(_round_trip(sent_by_a_peer))
+    relayed = McpError(INTERNAL_ERROR, "HTTP 401", {AUTHORIZATION_FAILED: True, MADE_HERE: "x"})
+    assert not authorization_failed(relayed)
