@@ -238,6 +238,28 @@ def test_auth_dpop_require_serves_only_dpop_bound_tokens(tmp_path: Path, free_po
         finish(server)
 
 
+def test_dpop_with_workers_on_the_memory_store_warns_about_replays(
+    tmp_path: Path, free_port: int
+) -> None:
+    # Each worker's replay cache is its own: a proof replayed to another worker is taken.
+    path = tmp_path / "open.py"
+    path.write_text(OPEN)
+    server = spawn(
+        *("run", str(path), "--transport", "http", "--workers", "2", "--port", str(free_port)),
+        *("--auth-issuer", NOWHERE, "--auth-dpop", "accept"),
+    )
+    try:
+        assert server.stderr is not None
+        lines = [read_line(server.stderr)]
+        while "with 2 workers" not in lines[-1] and len(lines) < 40:
+            lines.append(read_line(server.stderr))
+        warned = [line for line in lines if "DPoP proofs are remembered by each worker" in line]
+        assert len(warned) == 1, lines
+        assert "--store redis://" in warned[0]
+    finally:
+        finish(server)
+
+
 @pytest.mark.parametrize(
     ("env", "flags", "says"),
     [

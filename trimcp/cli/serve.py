@@ -102,7 +102,7 @@ def run_server(args: argparse.Namespace) -> int:
         from trimcp.cli.workers import run_workers
 
         try:  # refused here once, rather than by every worker
-            protection(server, settings)
+            auth = protection(server, settings)
         except SettingsError as exc:
             raise CliError(str(exc), hint=exc.hint) from None
 
@@ -112,6 +112,7 @@ def run_server(args: argparse.Namespace) -> int:
             args.workers,
             label_of(server),
             default_keyring=keyring_to_share(server) is not None,
+            dpop=getattr(auth, "dpop", None) is not None,
         )
     wrap = (lambda transport: WireTap(transport, _say)) if args.verbose else None
     try:

@@ -263,15 +263,29 @@ def shared_state_secret(settings: ServeSettings, default_keyring: bool) -> dict[
 
 
 def run_workers(
-    target: str, settings: ServeSettings, count: int, label: str, *, default_keyring: bool = True
+    target: str,
+    settings: ServeSettings,
+    count: int,
+    label: str,
+    *,
+    default_keyring: bool = True,
+    dpop: bool = False,
 ) -> int:
     """Supervise ``count`` worker processes until SIGINT/SIGTERM; SIGHUP reloads them.
 
     ``default_keyring``: the server was left with its default ``requestState`` keyring
-    (see :func:`shared_state_secret`)."""
+    (see :func:`shared_state_secret`). ``dpop``: the server takes DPoP proofs (warned
+    about when the workers cannot share their replay cache)."""
     if not hasattr(socket, "SO_REUSEPORT"):
         raise CliError("--workers needs SO_REUSEPORT, which this platform does not have")
-    if not settings.stateless and (settings.store is None or settings.store.startswith("memory")):
+    in_memory = settings.store is None or settings.store.startswith("memory")
+    if dpop and in_memory:
+        _say(
+            "warning: DPoP proofs are remembered by each worker alone with the in-memory "
+            "store: a proof replayed to another worker while it is fresh is accepted; use "
+            "--store redis://HOST:PORT/DB so every worker refuses it"
+        )
+    if not settings.stateless and in_memory:
         _say(
             "warning: with the in-memory store each worker keeps its own sessions: a 2025 "
             "client must reach the worker that holds its session; use --store "
