@@ -26,46 +26,15 @@ LOCK=$HERE/package-lock.json
 SETUP_NAME=oidc-provider-setup
 . "$REPO/tests/npm_setup_lib.sh" "$@"
 
-node_recent() { "$1" -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>=22?0:1)' 2>/dev/null; }
-NODE_BIN=$(command -v node || true)
-if [ -z "$NODE_BIN" ] || ! node_recent "$NODE_BIN"; then
-    log "node on PATH is missing or older than v22; reusing the conformance suite's Node"
-    assignments=$("$REPO/tests/conformance/setup.sh" --quiet) || die "tests/conformance/setup.sh failed"
-    NODE_BIN=$(printf '%s\n' "$assignments" | sed -n 's/^CONFORMANCE_NODE=//p')
-    [ -x "$NODE_BIN" ] || die "tests/conformance/setup.sh printed no usable CONFORMANCE_NODE"
-fi
-NPM_PATH="$(dirname "$NODE_BIN"):$PATH"
+use_node_at_least 22
 
 installed_ok() {
     [ -f "$PKG_DIR/package.json" ] &&
         [ "$("$NODE_BIN" -p "require(process.argv[1]).version" "$PKG_DIR/package.json" 2>/dev/null)" = "$VERSION" ] &&
-        { [ ! -f "$LOCK" ] || [ "$(cat "$PREFIX/.lock-sha" 2>/dev/null)" = "$(lock_sha)" ]; }
+        locked_ok "$PREFIX"
 }
-if [ "$relock" = 1 ]; then
-    log "re-resolving $PKG@$VERSION and rewriting $LOCK"
-    rm -rf "$PREFIX"
-    write_pkg_json "$PREFIX" trimcp-oidc-provider "$PKG" "$VERSION"
-    PATH=$NPM_PATH npm_quiet install --prefix "$PREFIX" --save-exact "$PKG@$VERSION" ||
-        die "npm install $PKG@$VERSION failed"
-    cp "$PREFIX/package-lock.json" "$LOCK"
-    lock_sha >"$PREFIX/.lock-sha"
-elif installed_ok; then
-    log "$PKG@$VERSION already installed"
-else
-    log "installing $PKG@$VERSION into $PREFIX"
-    rm -rf "$PREFIX"
-    write_pkg_json "$PREFIX" trimcp-oidc-provider "$PKG" "$VERSION"
-    if [ -f "$LOCK" ]; then
-        cp "$LOCK" "$PREFIX/package-lock.json"
-        PATH=$NPM_PATH npm_quiet ci --prefix "$PREFIX" ||
-            die "npm ci of $PKG@$VERSION failed (lock out of date? run $0 --relock)"
-        lock_sha >"$PREFIX/.lock-sha"
-    else
-        PATH=$NPM_PATH npm_quiet install --prefix "$PREFIX" --save-exact "$PKG@$VERSION" ||
-            die "npm install $PKG@$VERSION failed"
-    fi
-    installed_ok || die "$PKG_DIR missing or not $VERSION after install"
-fi
+manifest() { write_pkg_json "$PREFIX" trimcp-oidc-provider "$PKG" "$VERSION"; }
+install_locked "$PREFIX" "$PKG@$VERSION" installed_ok manifest "$PKG@$VERSION"
 
 echo "OIDC_NODE=$NODE_BIN"
 echo "OIDC_MODULES=$PREFIX/node_modules"

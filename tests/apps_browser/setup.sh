@@ -53,15 +53,7 @@ fi
 log "$("$CHROMIUM" --version 2>/dev/null || echo chromium) at $CHROMIUM"
 
 # --- (b) a Node for npm and esbuild ---------------------------------------------------------
-node_major() { "$1" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
-NODE_BIN=$(command -v node || true)
-if [ -z "$NODE_BIN" ] || [ "$(node_major "$NODE_BIN")" -lt "$MIN_NODE_MAJOR" ]; then
-    log "node on PATH is missing or older than v$MIN_NODE_MAJOR; reusing the conformance suite's Node"
-    assignments=$("$REPO/tests/conformance/setup.sh" --quiet) || die "tests/conformance/setup.sh failed"
-    NODE_BIN=$(printf '%s\n' "$assignments" | sed -n 's/^CONFORMANCE_NODE=//p')
-    [ -x "$NODE_BIN" ] || die "tests/conformance/setup.sh printed no usable CONFORMANCE_NODE"
-fi
-NPM_PATH="$(dirname "$NODE_BIN"):$PATH"
+use_node_at_least "$MIN_NODE_MAJOR"
 
 # --- (c) the packages, pinned exactly ---------------------------------------------------------
 write_package_json() {
@@ -82,32 +74,10 @@ JSON
 installed_ok() {
     [ -f "$PKG_DIR/package.json" ] &&
         [ "$("$NODE_BIN" -p "require(process.argv[1]).version" "$PKG_DIR/package.json" 2>/dev/null)" = "$EXT_APPS_VERSION" ] &&
-        { [ ! -f "$LOCK" ] || [ "$(cat "$PREFIX/.lock-sha" 2>/dev/null)" = "$(lock_sha)" ]; }
+        locked_ok "$PREFIX"
 }
-if [ "$relock" = 1 ]; then
-    log "re-resolving @modelcontextprotocol/ext-apps@$EXT_APPS_VERSION and rewriting $LOCK"
-    rm -rf "$PREFIX"
+install_locked "$PREFIX" "@modelcontextprotocol/ext-apps@$EXT_APPS_VERSION" installed_ok \
     write_package_json
-    PATH=$NPM_PATH npm_quiet install --prefix "$PREFIX" || die "npm install failed"
-    cp "$PREFIX/package-lock.json" "$LOCK"
-    lock_sha >"$PREFIX/.lock-sha"
-elif installed_ok; then
-    log "@modelcontextprotocol/ext-apps@$EXT_APPS_VERSION already installed"
-else
-    log "installing @modelcontextprotocol/ext-apps@$EXT_APPS_VERSION into $PREFIX"
-    rm -rf "$PREFIX"
-    write_package_json
-    if [ -f "$LOCK" ]; then
-        # Reproducible: exactly the tree recorded in package-lock.json.
-        cp "$LOCK" "$PREFIX/package-lock.json"
-        PATH=$NPM_PATH npm_quiet ci --prefix "$PREFIX" ||
-            die "npm ci failed (lock out of date? run $0 --relock)"
-        lock_sha >"$PREFIX/.lock-sha"
-    else
-        PATH=$NPM_PATH npm_quiet install --prefix "$PREFIX" || die "npm install failed"
-    fi
-    installed_ok || die "$PKG_DIR missing or not $EXT_APPS_VERSION after install"
-fi
 
 # --- (d) the host page: host.js bundled for the browser -------------------------------------------
 # Rebuilt when host.js changes (its digest is kept next to the bundle). esbuild's binary

@@ -62,36 +62,15 @@ fi
 suite_ok() {
     [ -f "$SUITE_JS" ] && [ -f "$SUITE_DIR/package.json" ] &&
         [ "$("$NODE_BIN" -p "require(process.argv[1]).version" "$SUITE_DIR/package.json" 2>/dev/null)" = "$SUITE_VERSION" ] &&
-        { [ ! -f "$LOCK" ] || [ "$(cat "$SUITE_PREFIX/.lock-sha" 2>/dev/null)" = "$(lock_sha)" ]; }
+        locked_ok "$SUITE_PREFIX"
 }
 # npm runs under Node 22, so engine checks and any install script see the runtime we use.
 NPM_PATH="$(dirname "$NODE_BIN"):$PATH"
-if [ "$relock" = 1 ]; then
-    log "re-resolving $SUITE_PKG@$SUITE_VERSION and rewriting $LOCK"
-    rm -rf "$SUITE_PREFIX"
+suite_manifest() {
     write_pkg_json "$SUITE_PREFIX" trimcp-conformance-suite "$SUITE_PKG" "$SUITE_VERSION"
-    PATH=$NPM_PATH npm_quiet install --prefix "$SUITE_PREFIX" --save-exact "$SUITE_PKG@$SUITE_VERSION" ||
-        die "npm install $SUITE_PKG@$SUITE_VERSION failed"
-    cp "$SUITE_PREFIX/package-lock.json" "$LOCK"
-    lock_sha >"$SUITE_PREFIX/.lock-sha"
-elif suite_ok; then
-    log "$SUITE_PKG@$SUITE_VERSION already installed"
-else
-    log "installing $SUITE_PKG@$SUITE_VERSION into $SUITE_PREFIX"
-    rm -rf "$SUITE_PREFIX"
-    write_pkg_json "$SUITE_PREFIX" trimcp-conformance-suite "$SUITE_PKG" "$SUITE_VERSION"
-    if [ -f "$LOCK" ]; then
-        # Reproducible: exactly the tree recorded in suite-lock.json.
-        cp "$LOCK" "$SUITE_PREFIX/package-lock.json"
-        PATH=$NPM_PATH npm_quiet ci --prefix "$SUITE_PREFIX" ||
-            die "npm ci of $SUITE_PKG@$SUITE_VERSION failed (lock out of date? run $0 --relock)"
-        lock_sha >"$SUITE_PREFIX/.lock-sha"
-    else
-        PATH=$NPM_PATH npm_quiet install --prefix "$SUITE_PREFIX" --save-exact "$SUITE_PKG@$SUITE_VERSION" ||
-            die "npm install $SUITE_PKG@$SUITE_VERSION failed"
-    fi
-    suite_ok || die "$SUITE_JS missing or not $SUITE_VERSION after install"
-fi
+}
+install_locked "$SUITE_PREFIX" "$SUITE_PKG@$SUITE_VERSION" suite_ok suite_manifest \
+    "$SUITE_PKG@$SUITE_VERSION"
 
 # The preload must bind synchronously to 127.0.0.1 (see localhost-preload.cjs); a cheap
 # check here catches a Node change that breaks it before a whole suite run does.

@@ -38,51 +38,17 @@ SETUP_NAME=ts-everything-setup
 [ -f "$PRELOAD" ] || die "$PRELOAD is missing"
 
 # --- (a) a Node the server runs on ---------------------------------------------------------
-node_major() { "$1" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
-NODE_BIN=$(command -v node || true)
-if [ -z "$NODE_BIN" ] || [ "$(node_major "$NODE_BIN")" -lt "$MIN_NODE_MAJOR" ]; then
-    log "node on PATH is missing or older than v$MIN_NODE_MAJOR; reusing the conformance suite's Node"
-    assignments=$("$REPO/tests/conformance/setup.sh" --quiet) ||
-        die "tests/conformance/setup.sh failed"
-    NODE_BIN=$(printf '%s\n' "$assignments" | sed -n 's/^CONFORMANCE_NODE=//p')
-    [ -x "$NODE_BIN" ] || die "tests/conformance/setup.sh printed no usable CONFORMANCE_NODE"
-fi
+use_node_at_least "$MIN_NODE_MAJOR"
 log "node $("$NODE_BIN" --version) at $NODE_BIN"
-# npm runs under that node, so engine checks see the runtime we use.
-NPM_PATH="$(dirname "$NODE_BIN"):$PATH"
 
 # --- (b) the server, pinned exactly ---------------------------------------------------------
 installed_ok() {
     [ -f "$ENTRY" ] && [ -f "$PKG_DIR/package.json" ] &&
         [ "$("$NODE_BIN" -p "require(process.argv[1]).version" "$PKG_DIR/package.json" 2>/dev/null)" = "$VERSION" ] &&
-        { [ ! -f "$LOCK" ] || [ "$(cat "$PREFIX/.lock-sha" 2>/dev/null)" = "$(lock_sha)" ]; }
+        locked_ok "$PREFIX"
 }
-if [ "$relock" = 1 ]; then
-    log "re-resolving $PKG@$VERSION and rewriting $LOCK"
-    rm -rf "$PREFIX"
-    write_pkg_json "$PREFIX" trimcp-ts-everything "$PKG" "$VERSION"
-    PATH=$NPM_PATH npm_quiet install --prefix "$PREFIX" --save-exact "$PKG@$VERSION" ||
-        die "npm install $PKG@$VERSION failed"
-    cp "$PREFIX/package-lock.json" "$LOCK"
-    lock_sha >"$PREFIX/.lock-sha"
-elif installed_ok; then
-    log "$PKG@$VERSION already installed"
-else
-    log "installing $PKG@$VERSION into $PREFIX"
-    rm -rf "$PREFIX"
-    write_pkg_json "$PREFIX" trimcp-ts-everything "$PKG" "$VERSION"
-    if [ -f "$LOCK" ]; then
-        # Reproducible: exactly the tree recorded in package-lock.json.
-        cp "$LOCK" "$PREFIX/package-lock.json"
-        PATH=$NPM_PATH npm_quiet ci --prefix "$PREFIX" ||
-            die "npm ci of $PKG@$VERSION failed (lock out of date? run $0 --relock)"
-        lock_sha >"$PREFIX/.lock-sha"
-    else
-        PATH=$NPM_PATH npm_quiet install --prefix "$PREFIX" --save-exact "$PKG@$VERSION" ||
-            die "npm install $PKG@$VERSION failed"
-    fi
-    installed_ok || die "$ENTRY missing or not $VERSION after install"
-fi
+manifest() { write_pkg_json "$PREFIX" trimcp-ts-everything "$PKG" "$VERSION"; }
+install_locked "$PREFIX" "$PKG@$VERSION" installed_ok manifest "$PKG@$VERSION"
 
 echo "TS_EVERYTHING_NODE=$NODE_BIN"
 echo "TS_EVERYTHING_JS=$ENTRY"

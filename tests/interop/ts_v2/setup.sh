@@ -34,15 +34,7 @@ CACHE=$(cd -P "$CACHE" && pwd)
 PREFIX=$CACHE/sdk-$VERSION
 PKG_DIR=$PREFIX/node_modules/$PKG
 
-node_major() { "$1" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
-NODE_BIN=$(command -v node || true)
-if [ -z "$NODE_BIN" ] || [ "$(node_major "$NODE_BIN")" -lt "$MIN_NODE_MAJOR" ]; then
-    log "node on PATH is missing or older than v$MIN_NODE_MAJOR; reusing the conformance suite's Node"
-    assignments=$("$REPO/tests/conformance/setup.sh" --quiet) || die "tests/conformance/setup.sh failed"
-    NODE_BIN=$(printf '%s\n' "$assignments" | sed -n 's/^CONFORMANCE_NODE=//p')
-    [ -x "$NODE_BIN" ] || die "tests/conformance/setup.sh printed no usable CONFORMANCE_NODE"
-fi
-NPM_PATH="$(dirname "$NODE_BIN"):$PATH"
+use_node_at_least "$MIN_NODE_MAJOR"
 
 write_manifest() {
     mkdir -p "$PREFIX"
@@ -53,31 +45,9 @@ installed_ok() {
     [ -f "$PKG_DIR/package.json" ] && [ -d "$PREFIX/node_modules/zod" ] &&
         [ -f "$PREFIX/node_modules/$CLIENT_PKG/package.json" ] &&
         [ "$("$NODE_BIN" -p "require(process.argv[1]).version" "$PKG_DIR/package.json" 2>/dev/null)" = "$VERSION" ] &&
-        { [ ! -f "$LOCK" ] || [ "$(cat "$PREFIX/.lock-sha" 2>/dev/null)" = "$(lock_sha)" ]; }
+        locked_ok "$PREFIX"
 }
-if [ "$relock" = 1 ]; then
-    log "re-resolving $PKG@$VERSION and rewriting $LOCK"
-    rm -rf "$PREFIX"
-    write_manifest
-    PATH=$NPM_PATH npm_quiet install --prefix "$PREFIX" --save-exact || die "npm install failed"
-    cp "$PREFIX/package-lock.json" "$LOCK"
-    lock_sha >"$PREFIX/.lock-sha"
-elif installed_ok; then
-    log "$PKG@$VERSION already installed"
-else
-    log "installing $PKG@$VERSION into $PREFIX"
-    rm -rf "$PREFIX"
-    write_manifest
-    if [ -f "$LOCK" ]; then
-        cp "$LOCK" "$PREFIX/package-lock.json"
-        PATH=$NPM_PATH npm_quiet ci --prefix "$PREFIX" ||
-            die "npm ci of $PKG@$VERSION failed (lock out of date? run $0 --relock)"
-        lock_sha >"$PREFIX/.lock-sha"
-    else
-        PATH=$NPM_PATH npm_quiet install --prefix "$PREFIX" --save-exact || die "npm install failed"
-    fi
-    installed_ok || die "$PKG_DIR missing or not $VERSION after install"
-fi
+install_locked "$PREFIX" "$PKG@$VERSION" installed_ok write_manifest
 
 echo "TS_V2_NODE=$NODE_BIN"
 echo "TS_V2_NODE_PATH=$PREFIX/node_modules"
