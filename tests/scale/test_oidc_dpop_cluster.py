@@ -30,6 +30,7 @@ from tests.scale.test_principals import http
 from trimcp.auth import DpopKey, FollowRedirects, MemoryTokenStore, OAuthClient
 from trimcp.client import connect_transport
 from trimcp.transports.http_client import open_http_client_transport
+from trimcp.types import TextContent
 
 APP = Path(__file__).with_name("dpop_app.py")
 BOUND = 60.0
@@ -45,7 +46,9 @@ async def whoami_calls(url: str, auth: OAuthClient, count: int) -> tuple[list[An
         answers = []
         for _ in range(count):
             result = await client.call_tool("whoami", {})
-            answers.append(json.loads(result.content[0].text))  # type: ignore[union-attr]
+            block = result.content[0]
+            assert isinstance(block, TextContent)
+            answers.append(json.loads(block.text))
         return answers, transport.auth
 
 
