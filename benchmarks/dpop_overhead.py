@@ -38,6 +38,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
 import trimcp
+from benchmarks.http_server_micro import asgi_post
 from trimcp.auth import DpopKey, JwtVerifier, ProtectedResource
 from trimcp.protocol import modern
 from trimcp.transports.http_server import HttpServerConfig, create_asgi_app
@@ -108,35 +109,9 @@ def call_body(i: int) -> tuple[bytes, list[tuple[bytes, bytes]]]:
 
 
 async def exchange(app: Any, headers: list[tuple[bytes, bytes]], body: bytes) -> tuple[int, bytes]:
-    sent = False
-    status = 0
-    out: list[bytes] = []
-
-    async def receive() -> dict[str, Any]:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        await trio.sleep_forever()
-        raise AssertionError
-
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = message["status"]
-        else:
-            out.append(message.get("body", b""))
-
-    scope = {
-        "type": "http",
-        "method": "POST",
-        "path": "/mcp",
-        "headers": headers,
-        "query_string": b"",
-        "root_path": "",
-    }
-    await app(scope, receive, send)
-    return status, b"".join(out)
+    """One POST through the ASGI app: its status and body."""
+    status, _, answer = await asgi_post(app, headers, body)
+    return status, answer
 
 
 async def batch(app: Any, requests: list[tuple[list[tuple[bytes, bytes]], bytes]]) -> float:

@@ -111,6 +111,44 @@ def _bench_auth(port: int) -> Any:
     )
 
 
+async def asgi_post(
+    app: Any, headers: list[tuple[bytes, bytes]], body: bytes
+) -> tuple[int, Any, bytes]:
+    """One POST /mcp through the ASGI ``app`` in this process (no sockets): the status, the
+    response headers and the whole body."""
+    sent = False
+    status = 0
+    out: list[bytes] = []
+    response_headers: Any = None
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await trio.sleep_forever()
+        raise AssertionError
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status, response_headers
+        if message["type"] == "http.response.start":
+            status = message["status"]
+            response_headers = message["headers"]
+        else:
+            out.append(message.get("body", b""))
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "headers": headers,
+        "query_string": b"",
+        "root_path": "",
+    }
+    await app(scope, receive, send)
+    return status, response_headers, b"".join(out)
+
+
 def _bench_token(port: int) -> tuple[str, str]:
     """A signing key's JWKS (JSON) and a token for the benchmark server on ``port``."""
     import jwt
@@ -155,37 +193,7 @@ async def _in_process(
     app = create_asgi_app(server, config=HttpServerConfig(json_response=json_response, auth=auth))
 
     async def exchange(headers: list[tuple[bytes, bytes]], body: bytes) -> tuple[int, Any, bytes]:
-        sent = False
-        status = 0
-        out: list[bytes] = []
-        response_headers: Any = None
-
-        async def receive() -> dict[str, Any]:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await trio.sleep_forever()
-            raise AssertionError
-
-        async def send(message: dict[str, Any]) -> None:
-            nonlocal status, response_headers
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                response_headers = message["headers"]
-            else:
-                out.append(message.get("body", b""))
-
-        scope = {
-            "type": "http",
-            "method": "POST",
-            "path": "/mcp",
-            "headers": headers,
-            "query_string": b"",
-            "root_path": "",
-        }
-        await app(scope, receive, send)
-        return status, response_headers, b"".join(out)
+        return await asgi_post(app, headers, body)
 
     latencies: list[float] = []
 
