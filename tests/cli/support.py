@@ -92,18 +92,31 @@ def stop(process: subprocess.Popen[str], timeout: float = 30.0) -> int:
 def served_over_http(target: str) -> Iterator[str]:
     """``trimcp run TARGET`` over HTTP on a free port: its endpoint URL, then a clean
     stop (SIGTERM, exit 0)."""
-    server = spawn("run", target, "--transport", "http", "--port", "0")
+    yield from served(target)
+
+
+def served(
+    target: str, *extra: str, transport: str = "http", host: str = "127.0.0.1"
+) -> Iterator[str]:
+    """``trimcp run TARGET --transport TRANSPORT --host HOST --port 0 EXTRA...``: the
+    endpoint URL its startup line names, then a clean stop (SIGTERM, exit 0)."""
+    server = spawn("run", target, "--transport", transport, "--host", host, "--port", "0", *extra)
     try:
         line = read_line(server.stderr)
-        found = re.search(r" at (http://127\.0\.0\.1:\d+/mcp) ", line)
+        found = re.search(rf" at ((?:http|ws)://{re.escape(host)}:\d+/mcp) ", line)
         assert found, line
         yield found.group(1)
         server.send_signal(signal.SIGTERM)
         assert stop(server) == 0
     finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-        for stream in (server.stdout, server.stderr):
-            if stream is not None:
-                stream.close()
+        reap(server)
+
+
+def reap(process: subprocess.Popen[str]) -> None:
+    """Kill ``process`` if it still runs and close its pipes (a test's ``finally``)."""
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            stream.close()

@@ -4,8 +4,6 @@ the server itself failed (issue 26). Real servers, the CLI as a subprocess."""
 
 from __future__ import annotations
 
-import re
-import signal
 import socket
 import sys
 from collections.abc import Iterator
@@ -14,8 +12,15 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.cli.support import APP, APP_ARGV, PEER_ARGV, ROOT, cli, cli_json, read_line, spawn
-from tests.cli.support import stop as stop_process
+from tests.cli.support import (
+    APP,
+    APP_ARGV,
+    PEER_ARGV,
+    ROOT,
+    cli,
+    cli_json,
+    served,
+)
 from trimcp import Server
 from trimcp.auth import AuthInfo, ProtectedResource
 from trimcp.cli import describe_error
@@ -114,21 +119,8 @@ def ws_url() -> Iterator[str]:
 
 
 def _served(transport: str) -> Iterator[str]:
-    server = spawn("run", APP, "--transport", transport, "--port", "0")
-    try:
-        line = read_line(server.stderr)
-        found = re.search(r"at ((?:http|ws)://127\.0\.0\.1:\d+)/mcp ", line)
-        assert found, line
-        yield found.group(1)
-        server.send_signal(signal.SIGTERM)
-        assert stop_process(server) == 0
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-        for stream in (server.stdout, server.stderr):
-            if stream is not None:
-                stream.close()
+    for url in served(APP, transport=transport):
+        yield url.removesuffix("/mcp")
 
 
 def test_a_url_without_the_mcp_path_gets_a_hint(http_url: str) -> None:

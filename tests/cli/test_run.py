@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.support import APP, PEER, cli, read_line, spawn, stop
+from tests.cli.support import APP, PEER, cli, read_line, reap, spawn, stop
 from trimcp.server.serving import is_loopback_host
 
 
@@ -142,12 +142,7 @@ def test_any_loopback_address_is_loopback(transport: str, scheme: str) -> None:
         server.send_signal(signal.SIGTERM)
         assert stop(server) == 0
     finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-        for stream in (server.stdout, server.stderr):
-            if stream is not None:
-                stream.close()
+        reap(server)
 
 
 def test_loopback_hosts() -> None:
