@@ -18,8 +18,10 @@ import attrs
 import pytest
 
 from trimcp.protocol import modern
+from trimcp.protocol import skills as skills_wire
 from trimcp.protocol.connection import Connection
 from trimcp.protocol.lifecycle import Role
+from trimcp.server import skills as skills_server
 from trimcp.server.stateless import StatelessOptions
 from trimcp.session import SessionOptions
 from trimcp.tasks.store import SMALL_PAYLOAD_BYTES, TaskBudget
@@ -79,6 +81,9 @@ LIMITS: list[tuple[str, int]] = [
     ("META_CACHE_ENTRIES", modern.META_CACHE_ENTRIES),
     ("META_CACHE_BYTES", modern.META_CACHE_BYTES),
     ("META_CACHE_ENTRY_BYTES", modern.META_CACHE_ENTRY_BYTES),
+    ("protocol.skills.MAX_FILES", skills_wire.MAX_FILES),
+    ("protocol.skills.MAX_TOTAL_BYTES", skills_wire.MAX_TOTAL_BYTES),
+    ("server.skills.MAX_FOLDER_ENTRIES", skills_server.MAX_FOLDER_ENTRIES),
     *(
         (f"StatelessOptions.{name}", getattr(StatelessOptions(), name))
         for name in ("listen_max_streams", "listen_max_streams_per_principal")

@@ -5,6 +5,9 @@ list-changed notification, and what the server refuses (traversal, bad skills)."
 from __future__ import annotations
 
 import hashlib
+import os
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +17,7 @@ import trio
 import trimcp
 from trimcp.errors import INVALID_PARAMS, McpError
 from trimcp.protocol import skills as wire
-from trimcp.server.skills import Skill, Skills
+from trimcp.server.skills import MAX_FOLDER_ENTRIES, Skill, Skills, read_bounded
 from trimcp.types import TextResourceContents
 
 SKILL_MD = """---
@@ -64,6 +67,77 @@ def test_a_folder_skill_skips_links_that_leave_it(tmp_path: Path) -> None:
     (folder / "refs" / "leak.txt").symlink_to(secret)
     paths = [f.path for f in Skill.from_folder(folder).files]
     assert paths == ["SKILL.md", "refs/WORDS.md"]
+
+
+def test_a_folder_skill_skips_linked_folders_and_special_files(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("do not serve")
+    folder = write_skill(tmp_path / "skills")
+    (folder / "linked").symlink_to(outside, target_is_directory=True)
+    os.mkfifo(folder / "refs" / "pipe")  # opening it would block: it is never opened
+    paths = [f.path for f in Skill.from_folder(folder).files]
+    assert paths == ["SKILL.md", "refs/WORDS.md"]
+
+
+def _peak_bytes_of(action: Callable[[], object]) -> int:
+    tracemalloc.start()
+    try:
+        action()
+    finally:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    return peak
+
+
+def _refused(folder: Path, message: str) -> Callable[[], object]:
+    def action() -> None:
+        with pytest.raises(ValueError, match=message):
+            Skill.from_folder(folder)
+
+    return action
+
+
+def test_a_huge_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    folder = write_skill(tmp_path)
+    with open(folder / "refs" / "huge.bin", "wb") as huge:
+        huge.truncate(256 * 1024 * 1024)  # sparse: costs nothing on disk
+    # Its size is known from stat: nothing of it is read (the old code read all 256 MiB).
+    peak = _peak_bytes_of(_refused(folder, "larger than 16 MiB"))
+    assert peak < 4 * 1024 * 1024
+
+
+def test_too_many_files_are_refused_before_any_is_read(tmp_path: Path) -> None:
+    folder = write_skill(tmp_path)
+    for index in range(wire.MAX_FILES):
+        (folder / "refs" / f"{index}.md").write_text("x")
+    with open(folder / "refs" / "big.bin", "wb") as big:
+        big.truncate(8 * 1024 * 1024)
+    # 514 files: refused on the count, before the 8 MiB file (or any other) is read.
+    peak = _peak_bytes_of(_refused(folder, r"files.*512"))
+    assert peak < 4 * 1024 * 1024
+
+
+def test_a_folder_with_too_many_entries_is_refused_while_walked(tmp_path: Path) -> None:
+    folder = write_skill(tmp_path)
+    hidden = folder / "refs"
+    for index in range(MAX_FOLDER_ENTRIES):
+        (hidden / f".{index}").write_text("")  # skipped, but looked at
+    with pytest.raises(ValueError, match=f"more than {MAX_FOLDER_ENTRIES} entries"):
+        Skill.from_folder(folder)
+
+
+def test_a_file_is_read_with_a_bound(tmp_path: Path) -> None:
+    """A file that grew after its size was taken is read no further than the budget."""
+    path = tmp_path / "grown.bin"
+    path.write_bytes(b"x" * 100)
+    assert read_bounded(path, 100) == b"x" * 100
+    with pytest.raises(ValueError, match="grew"):
+        read_bounded(path, 99)
+    link = tmp_path / "link.bin"
+    link.symlink_to(path)
+    with pytest.raises(OSError):  # a file swapped for a link is not followed
+        read_bounded(link, 100)
 
 
 @pytest.mark.parametrize("path", ["../x", "/etc/passwd", "a/../../b", "a//b", ""])

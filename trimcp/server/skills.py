@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import mimetypes
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,17 +91,19 @@ class Skill(Record):
     @classmethod
     def from_folder(cls, folder: str | os.PathLike[str]) -> Skill:
         """Read a skill folder (blocking: call it before serving, or through
-        :meth:`Skills.load_folder`). Symbolic links and hidden files are skipped, so
-        nothing outside the folder is served."""
+        :meth:`Skills.load_folder`). Symbolic links, hidden files and anything but regular
+        files are skipped, so nothing outside the folder is served. The folder is walked
+        and every size taken before any file is read: one past the limits (512 files,
+        16 MiB in all, :data:`MAX_FOLDER_ENTRIES` entries looked at) is refused with a
+        ``ValueError`` at the cost of its directory listing, never of its contents."""
         root = Path(folder).resolve()
+        found = _walk(root)
         contents: dict[str, bytes] = {}
-        for directory, subdirs, names in os.walk(root):
-            subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
-            for name in sorted(names):
-                full = Path(directory, name)
-                if name.startswith(".") or full.is_symlink() or not full.is_file():
-                    continue
-                contents[full.relative_to(root).as_posix()] = full.read_bytes()
+        budget = wire.MAX_TOTAL_BYTES
+        for path, full in found:
+            data = read_bounded(full, budget)
+            budget -= len(data)
+            contents[path] = data
         if wire.SKILL_FILE not in contents:
             raise ValueError(f"{root} holds no {wire.SKILL_FILE}: a skill folder needs one")
         skill = cls._build(contents, root)
@@ -139,6 +142,76 @@ class Skill(Record):
                 for f in self.files
             ],
         }
+
+
+#: Entries (files, folders, links, hidden ones) a folder walk looks at before it refuses
+#: the folder: it bounds the walk of a tree that serves little (hidden folders are not
+#: entered, so a ``.git`` inside costs one entry).
+MAX_FOLDER_ENTRIES = 2000
+
+
+def _walk(root: Path) -> list[tuple[str, Path]]:
+    """The files a skill folder serves, as (path inside the skill, path on disk), from
+    ``lstat`` alone: refused (``ValueError``) as soon as they or their sizes pass the
+    skill limits, before anything is read. Links are never followed: a linked folder is
+    not entered and a linked file not served."""
+    files: list[tuple[str, Path]] = []
+    total = entries = 0
+    pending = [root]
+    while pending:
+        directory = pending.pop()
+        with os.scandir(directory) as listing:
+            for item in listing:
+                entries += 1
+                if entries > MAX_FOLDER_ENTRIES:
+                    raise ValueError(
+                        f"The skill folder {root} has more than {MAX_FOLDER_ENTRIES} entries "
+                        "(files, folders, links): trimcp looks at no more"
+                    )
+                if item.name.startswith(".") or item.is_symlink():
+                    continue
+                if item.is_dir(follow_symlinks=False):
+                    pending.append(Path(item.path))
+                    continue
+                info = item.stat(follow_symlinks=False)
+                if not stat.S_ISREG(info.st_mode):
+                    continue  # a pipe or a device: opening it could block for ever
+                total += info.st_size
+                inside = Path(item.path).relative_to(root).as_posix()
+                files.append((inside, Path(item.path)))
+                if len(files) > wire.MAX_FILES:
+                    raise ValueError(
+                        f"The skill folder {root} holds more than {wire.MAX_FILES} files "
+                        f"(a skill has at most {wire.MAX_FILES})"
+                    )
+                if total > wire.MAX_TOTAL_BYTES:
+                    raise ValueError(
+                        f"The skill folder {root} is larger than 16 MiB "
+                        f"({inside} brings it to {total} bytes)"
+                    )
+    return files
+
+
+#: Opening a file never follows a link (one swapped in after the walk) nor blocks on a
+#: pipe swapped in; both flags are absent on some platforms.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
+def read_bounded(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file ``path``, reading at most ``limit + 1`` of them:
+    ``ValueError`` when it holds more (it grew since its size was taken, or the skill's
+    budget is spent), ``OSError`` when it is now a link or cannot be opened."""
+    fd = os.open(path, _OPEN_FLAGS | getattr(os, "O_BINARY", 0))
+    with open(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{path} is no longer a regular file")
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(
+            f"{path} grew while the skill was read: the skill would pass 16 MiB "
+            f"(at most {limit} more bytes)"
+        )
+    return data
 
 
 def _check_path(path: str) -> str:
