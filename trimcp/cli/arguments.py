@@ -69,6 +69,10 @@ class Arguments(Record):
     given: dict[str, Any]
     words: dict[str, str]
 
+    def names(self) -> list[str]:
+        """Every argument name given, the JSON object's first (each once)."""
+        return list(dict.fromkeys([*self.given, *self.words]))
+
     def typed(self, schema: Mapping[str, Any] | None = None, *, tool: str = "") -> dict[str, Any]:
         """The JSON object with the words on top, each word typed by the property of
         ``schema`` (a tool's ``inputSchema``) it names: a string property keeps the text

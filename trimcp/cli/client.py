@@ -25,7 +25,7 @@ from trimcp._groups import single_exception
 from trimcp.cli import output
 from trimcp.cli.arguments import Arguments, read_arguments
 from trimcp.cli.errors import EXIT_FAILURE, EXIT_OK, CliError, UsageError
-from trimcp.cli.mistakes import answered, unknown, url_hint
+from trimcp.cli.mistakes import answered, check_argument_names, unknown, url_hint
 from trimcp.cli.wiretap import WireTap
 from trimcp.client import Client, connect_transport
 from trimcp.client.stateless import plan_for
@@ -38,6 +38,7 @@ from trimcp.types import (
     CallToolResult,
     Implementation,
     LoggingMessageNotificationParams,
+    Prompt,
     Tool,
 )
 
@@ -325,9 +326,12 @@ async def _check_tool_exists(client: Client, name: str) -> None:
 
 async def cmd_call(client: Client, args: argparse.Namespace) -> int:
     given: Arguments = args.read_arguments
-    # key=value words follow the tool's input schema, so the listing comes first; a call
-    # with only a JSON object (or nothing) needs no listing.
-    tool = await _listed_tool(client, args.tool) if given.words else None
+    # key=value words follow the tool's input schema, and every name must be one it lists
+    # (a misspelled one would be dropped silently by most servers), so the listing comes
+    # first; a call without arguments needs none.
+    tool = await _listed_tool(client, args.tool) if given.names() else None
+    if tool is not None and not args.allow_unknown:
+        check_argument_names(given.names(), tool.input_schema, owner=f"tool {args.tool!r}")
     arguments = given.typed(tool.input_schema if tool else None, tool=args.tool)
     quiet: bool = args.quiet
 
@@ -414,6 +418,31 @@ async def _check_resource_exists(client: Client, uri: str) -> None:
     raise unknown("resource", uri, uris + templates) from None
 
 
+def fill_template(uri: str, words: Sequence[str]) -> str:
+    """``trimcp read TEMPLATE key=value...``: ``uri`` with its template's variables filled
+    from the words (no words: ``uri`` as it is). A URI that is no template, or a name that
+    is none of its variables, is a :class:`UsageError` (exit 2)."""
+    if not words:
+        return uri
+    from trimcp.server.uri_template import UriTemplate
+
+    values = read_arguments(words, None).strings()
+    try:
+        template = UriTemplate(uri)
+    except ValueError as exc:
+        raise UsageError(f"{uri!r} is not a valid URI template: {exc}") from None
+    if not template.is_template:
+        raise UsageError(
+            f"{uri!r} is not a URI template",
+            hint="key=value words fill a template's {variables}, e.g. trimcp read "
+            "'memo://{day}' day=monday",
+        )
+    check_argument_names(
+        values, template.variables, owner=f"URI template {uri!r}", what="variable", anyway=None
+    )
+    return template.expand(values)
+
+
 async def cmd_read(client: Client, args: argparse.Namespace) -> int:
     timeout = None if args.timeout == 0 else args.timeout
     try:
@@ -426,9 +455,24 @@ async def cmd_read(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def _listed_prompt(client: Client, name: str) -> Prompt | None:
+    """The prompt ``name`` as the server lists it (``None`` when it lists no such prompt)."""
+    if client.server_capabilities.prompts is None:
+        return None
+    async for prompt in client.iter_prompts():
+        if prompt.name == name:
+            return prompt
+    return None
+
+
 async def cmd_prompt(client: Client, args: argparse.Namespace) -> int:
     given: Arguments = args.read_arguments
     arguments = given.strings()
+    if arguments and not args.allow_unknown:
+        prompt = await _listed_prompt(client, args.name)
+        if prompt is not None:
+            names = [argument.name for argument in prompt.arguments or []]
+            check_argument_names(arguments, names, owner=f"prompt {args.name!r}")
     timeout = None if args.timeout == 0 else args.timeout
     try:
         result = await client.get_prompt(args.name, arguments, timeout=timeout)
@@ -491,6 +535,8 @@ async def run_client_command(args: argparse.Namespace, stderr: ServerStderr) -> 
         args.read_arguments = read_arguments(args.arguments, args.json_args)
         if args.command == "prompt":
             args.read_arguments.strings()
+    if args.command == "read":
+        args.uri = fill_template(args.uri, args.arguments)
     try:
         try:
             async with open_client(args, stderr) as client:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from trimcp.cli.errors import CliError
+from trimcp.cli.errors import CliError, UsageError
 from trimcp.errors import McpError, made_here
 
 #: How close a known name must be to the one given to be suggested (difflib's ratio).
@@ -40,6 +41,57 @@ def unknown(
     else:
         hint = f"{owner} lists no {plural}"
     return UnknownName(f"{owner} has no {kind} {name!r}", hint=hint)
+
+
+#: What the refusal of an unknown argument name says about sending it anyway.
+ALLOW_UNKNOWN = "--allow-unknown sends it as given"
+
+
+def known_names(schema: Mapping[str, Any] | None) -> list[str] | None:
+    """The argument names a tool's ``inputSchema`` lists, or ``None`` when it admits other
+    names too (``additionalProperties`` other than ``false``, ``patternProperties``) or is
+    not a schema of an object's properties at all: then no name can be called unknown."""
+    if not isinstance(schema, Mapping):
+        return None
+    extra = schema.get("additionalProperties", False)
+    if extra is not False or "patternProperties" in schema:
+        return None
+    properties = schema.get("properties", {})
+    return list(properties) if isinstance(properties, Mapping) else None
+
+
+def check_argument_names(
+    given: Iterable[str],
+    known: Sequence[str] | Mapping[str, Any] | None,
+    *,
+    owner: str,
+    what: str = "argument",
+    anyway: str | None = ALLOW_UNKNOWN,
+) -> None:
+    """Raise a :class:`UsageError` (exit 2) when a name in ``given`` is not ``known``: it
+    names each such name with the closest known one ("did you mean"), or lists the known
+    ones. ``known`` is a list of names, or a tool's input schema (see :func:`known_names`;
+    ``None``: nothing to check against). ``owner`` says whose (``"tool 'greet'"``),
+    ``what`` what a name is; ``anyway``: how to send it all the same, added to the hint."""
+    names = known if not isinstance(known, Mapping) else known_names(known)
+    if names is None:
+        return
+    strangers = [name for name in given if name not in names]
+    if not strangers:
+        return
+    plural = "s" if len(strangers) > 1 else ""
+    message = f"{owner} has no {what}{plural} " + ", ".join(repr(n) for n in strangers)
+    meant = {n: difflib.get_close_matches(n, names, n=1, cutoff=_CUTOFF) for n in strangers}
+    if all(meant.values()) and len(strangers) == 1:
+        hint = f"did you mean {meant[strangers[0]][0]!r}?"
+    elif all(meant.values()):
+        hint = "did you mean " + ", ".join(f"{m[0]!r} (for {n!r})" for n, m in meant.items())
+        hint += "?"
+    elif names:
+        hint = "it takes " + ", ".join(repr(n) for n in names)
+    else:
+        hint = f"it takes no {what}s"
+    raise UsageError(message, hint=f"{hint} ({anyway})" if anyway else hint)
 
 
 def answered(exc: McpError) -> bool:

@@ -288,6 +288,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the wire JSON (the arguments are key=value words, a '{...}' word or --args)",
     )
     call.add_argument(
+        "--allow-unknown",
+        action="store_true",
+        help="send argument names the tool's input schema does not list (by default such a "
+        "name is refused, exit 2, with the closest one it lists)",
+    )
+    call.add_argument(
         "--task",
         action="store_true",
         help="run the call as a task: print its status changes on stderr, "
@@ -302,8 +308,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _client_options(call)
 
-    read = client_command("read", "read a resource")
-    read.add_argument("uri")
+    read = client_command("read", "read a resource: trimcp read URI, or TEMPLATE key=value ...")
+    read.add_argument("uri", help="a resource's URI, or a URI template such as 'memo://{day}'")
+    read.add_argument(
+        "arguments",
+        nargs="*",
+        metavar="key=value",
+        help="values of the template's variables (a name it lacks is refused, exit 2)",
+    )
     read.add_argument("--json", action="store_true", help="print the wire JSON")
     _client_options(read)
 
@@ -315,6 +327,12 @@ def build_parser() -> argparse.ArgumentParser:
         dest="json_args",
         metavar="JSON",
         help="the arguments as one JSON object of strings",
+    )
+    prompt.add_argument(
+        "--allow-unknown",
+        action="store_true",
+        help="send argument names the prompt does not list (by default such a name is "
+        "refused, exit 2, with the closest one it lists)",
     )
     prompt.add_argument("--json", action="store_true", help="print the wire JSON")
     _client_options(prompt)
