@@ -3,7 +3,8 @@
 ``trimcp run --workers 2`` without a store: the supervisor hands every worker, and every
 worker a reload starts, one secret (in the environment, never on the command line), so a
 retry opens on whichever worker the kernel gives its connection. ``TRIMCP_STATE_SECRET``
-keeps states across a restart of a single process; without it, the process warns.
+keeps states across a restart of a single process; without it, a replica sharing its port
+(``--reuse-port``) warns, one process alone does not.
 
 Each retry is a fresh TCP connection (``SO_REUSEPORT`` picks the worker from it, and no
 test can choose): the test keeps retrying the same state until both workers have
@@ -123,6 +124,7 @@ class Running:
             env={**environ, **env},
         )
         self.seen: list[str] = []
+        self.port_seen = 0
 
     def wait_for(self, text: str) -> str:
         while True:
@@ -136,7 +138,8 @@ class Running:
     def port(self, startup: str = "trimcp: serving") -> int:
         found = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", self.wait_for(startup))
         assert found
-        return int(found.group(1))
+        self.port_seen = int(found.group(1))
+        return self.port_seen
 
     def stop(self) -> None:
         self.process.send_signal(signal.SIGINT)
@@ -199,8 +202,28 @@ def test_a_state_secret_keeps_states_across_a_restart(tmp_path: Path) -> None:
         after.close()
 
 
-def test_a_process_with_a_random_key_warns_naming_the_setting(tmp_path: Path) -> None:
+def test_one_process_says_nothing_of_its_random_key(tmp_path: Path) -> None:
+    """One process (and so each restart of ``trimcp dev``) loses its states only when it
+    stops, as it loses its sessions: nothing to warn of (issue 35)."""
     running = Running(tmp_path, env={})
+    try:
+        state = first_state(running.port())
+        assert answering_pids(running.port_seen, state, want=1)
+        running.stop()
+        assert running.process.stderr is not None
+        said = "\n".join(running.seen) + running.process.stderr.read()
+        assert "requestState" not in said
+        assert "warning" not in said
+    finally:
+        running.close()
+
+
+def test_a_replica_sharing_its_port_with_a_random_key_warns_naming_the_setting(
+    tmp_path: Path,
+) -> None:
+    """``--reuse-port`` (replicas on one port) without a shared secret: another replica
+    cannot open this one's states."""
+    running = Running(tmp_path, "--reuse-port", env={})
     try:
         running.port()
         line = running.wait_for("warning")

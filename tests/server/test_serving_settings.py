@@ -111,13 +111,16 @@ def test_the_secret_replaces_only_a_default_keyring() -> None:
 @pytest.mark.parametrize(
     ("settings", "warns"),
     [
-        (ServeSettings(transport="http"), True),
-        (ServeSettings(transport="http", store="memory://"), True),
-        (ServeSettings(transport="http", store="redis://127.0.0.1:6379/0"), False),
+        (ServeSettings(transport="http", reuse_port=True), True),
+        (ServeSettings(transport="http", store="memory://", reuse_port=True), True),
+        (ServeSettings(transport="http", store="redis://127.0.0.1:6379/0", reuse_port=True), False),
+        # One process alone (or restarted by `trimcp dev`) loses states only as it stops.
+        (ServeSettings(transport="http"), False),
+        (ServeSettings(transport="http", store="memory://"), False),
         (ServeSettings(transport="stdio"), False),
     ],
 )
-def test_a_random_key_over_http_without_a_shared_store_warns(
+def test_a_random_key_on_a_shared_port_without_a_shared_store_warns(
     settings: ServeSettings, warns: bool
 ) -> None:
     warning = use_state_secret(Server("default"), settings, {})

@@ -303,8 +303,11 @@ def use_state_secret(
 ) -> str | None:
     """Seal ``server``'s ``requestState`` with the keys ``TRIMCP_STATE_SECRET`` names when
     it was left with its default keyring (a keyring of its own is kept as it is). Returns
-    a warning when the states it seals over HTTP cannot outlive this process: its key is
-    random and no shared store shares one (``--store redis://`` does)."""
+    a warning only where states are lost while the service runs: a replica sharing its
+    port (``reuse_port``) whose key is random and that no shared store gives keys
+    (``--store redis://`` does), so another replica cannot open its states. One process
+    alone (or restarted by ``trimcp dev``) loses them only when it stops, as it loses its
+    sessions: no warning."""
     keyring = keyring_to_share(server)
     if keyring is None:
         return None
@@ -315,11 +318,13 @@ def use_state_secret(
         return None
     if settings.transport != "http" or (settings.store or "").startswith("redis://"):
         return None
+    if not settings.reuse_port:
+        return None
     return (
-        "warning: 2026-07-28 requestState is sealed with a random key of this process: input "
-        "rounds in flight fail once it restarts or reloads, and another process cannot open "
-        f"them; set {STATE_SECRET} (a secret of 16+ bytes, the same for every process) to "
-        "keep them"
+        "warning: 2026-07-28 requestState is sealed with a random key of this process, which "
+        "shares its port: the other processes cannot open its states, so input rounds fail "
+        f"when a retry reaches one of them; set {STATE_SECRET} (a secret of 16+ bytes, the "
+        "same for every process) or use --store redis://HOST:PORT/DB"
     )
 
 
