@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 import pytest
 
+from trimcp.client import Client
 from trimcp.protocol import modern
 from trimcp.protocol import skills as skills_wire
 from trimcp.protocol.connection import Connection
@@ -76,6 +77,7 @@ LIMITS: list[tuple[str, int]] = [
         _parameter_default(serve_websocket, "max_message_bytes"),
     ),
     ("HttpServerConfig.max_body_bytes", HttpServerConfig().max_body_bytes),
+    ("Client(max_pages)", _parameter_default(Client, "max_pages")),
     ("Connection.max_batch", Connection(Role.SERVER).max_batch),
     ("SessionOptions.max_in_flight", SessionOptions().max_in_flight),
     ("META_CACHE_ENTRIES", modern.META_CACHE_ENTRIES),

@@ -15,6 +15,7 @@ import pytest
 from tests.cli.support import PEER_ARGV, ROOT, RUN_TIMEOUT, cli, cli_json, served_over_http
 
 EVERYTHING = str(ROOT / "examples" / "everything_server.py")
+ENDLESS = "tests/cli/endless_skills_server.py"
 RELEASE_NOTES = ROOT / "examples" / "skills" / "release-notes"
 SKILLS_ARGV = [
     "--",
@@ -97,6 +98,18 @@ def test_list_follows_every_page() -> None:
     assert cli("skills", "list", *SKILLS_ARGV).stdout.splitlines()[2] == (
         "zebra     Stripes (1 file)"
     )
+
+
+def test_an_endless_listing_stops_at_the_page_bound_in_one_line() -> None:
+    # A new cursor on every page: the listing stops at the client's 100 pages.
+    endless = ["--", sys.executable, "-m", "trimcp", "run", str(ROOT / ENDLESS)]
+    for words in (["skills", "list"], ["skills", "list", "--json"]):
+        completed = cli(*words, *endless)
+        assert (completed.returncode, completed.stdout) == (1, ""), completed.stderr
+        assert completed.stderr.endswith(
+            "trimcp: the server's answer is invalid: skills/list: the listing did not end "
+            "within 100 pages (the client's max_pages)\n"
+        ), completed.stderr
 
 
 def test_a_binary_file_goes_to_stdout_as_its_bytes() -> None:

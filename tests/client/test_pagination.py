@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -168,6 +169,29 @@ async def test_an_endless_listing_stops_at_max_pages(max_pages: int) -> None:
         with pytest.raises(ValueError, match="max_pages"):
             client.iter_prompts(max_pages=0)
     assert len(server.params_of("prompts/list")) == max_pages + max_pages + 2
+
+
+@pytest.mark.parametrize(("method", "build", "item", "iterate"), LISTINGS, ids=IDS)
+async def test_trimcp_list_stops_at_the_page_bound_too(
+    method: str, build: Callable[..., Any], item: Callable[[str], Any], iterate: Any
+) -> None:
+    """The audit of every client listing: ``trimcp list KIND`` walks the bounded iterators
+    (``trimcp skills list``: tests/server/test_skills.py)."""
+    from trimcp.cli.client import cmd_list
+
+    server = RecordingServer()
+
+    @server.request_handler(method)
+    async def listing(ctx: RequestContext) -> Any:
+        n = len(server.params_of(method))
+        return build([item(f"i{n}")], f"c{n}")
+
+    kind = {"tools/list": "tools", "resources/list": "resources", "prompts/list": "prompts"}
+    args = argparse.Namespace(kind=kind.get(method, "templates"), json=True)
+    async with connect_memory(server, max_pages=7) as client:
+        with pytest.raises(PaginationError, match="within 7 pages"):
+            await cmd_list(client, args)
+    assert len(server.params_of(method)) == 7
 
 
 async def test_empty_pages_are_skipped() -> None:

@@ -4,6 +4,7 @@ list-changed notification, and what the server refuses (traversal, bad skills)."
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import tracemalloc
@@ -17,6 +18,8 @@ import trio
 import trimcp
 from trimcp.errors import INVALID_PARAMS, McpError
 from trimcp.protocol import skills as wire
+from trimcp.server.context import Context
+from trimcp.server.extensions import Extension
 from trimcp.server.skills import MAX_FOLDER_ENTRIES, Skill, Skills, read_bounded
 from trimcp.types import TextResourceContents
 
@@ -238,3 +241,51 @@ async def test_the_client_reads_verified_files_and_refuses_tampered_ones() -> No
             await read_skill_file(client, other_front, entry["uri"])
         with pytest.raises(SkillVerificationError, match="not a file of the skill"):
             await read_skill_file(client, entry, "skill://greet/../secret")
+
+
+def endless_skills() -> tuple[trimcp.Server, list[str | None]]:
+    """A server whose ``skills/list`` hands out a new cursor on every page; it gives up
+    (an error) after 1000 pages, so an unbounded client fails quickly."""
+    app = trimcp.Server("endless")
+    extension = Extension(wire.EXTENSION_ID, {}, schemes=(wire.SCHEME,))
+    cursors: list[str | None] = []
+
+    async def endless(ctx: Context) -> dict[str, Any]:
+        params = ctx.request_context.params
+        cursors.append(params.get("cursor") if isinstance(params, dict) else None)
+        if len(cursors) > 1000:
+            raise McpError(INVALID_PARAMS, "gave up")
+        n = len(cursors)
+        entry = {"uri": f"skill://s{n}/SKILL.md", "frontmatter": {"name": f"s{n}"}}
+        return {"skills": [entry], "nextCursor": f"c{n}"}
+
+    extension.add_named(wire.LIST_SKILLS.name, endless)
+    app.add_extension(extension)
+    return app, cursors
+
+
+@pytest.mark.parametrize("max_pages", [None, 3])
+async def test_every_skills_listing_stops_at_the_page_bound(max_pages: int | None) -> None:
+    from trimcp.cli.skills import cmd_skills
+    from trimcp.client import PaginationError
+    from trimcp.client.skills import iter_skills
+
+    app, cursors = endless_skills()
+    bound = 100 if max_pages is None else max_pages
+    async with trimcp.connect_memory(app, mode="legacy") as client:
+        names: list[str] = []
+
+        async def collect() -> None:
+            async for entry in iter_skills(client, max_pages=max_pages):
+                names.append(entry["frontmatter"]["name"])
+
+        with pytest.raises(PaginationError, match=f"within {bound} pages"):
+            await collect()
+        assert names == [f"s{n}" for n in range(1, bound + 1)]  # every page received
+        assert cursors == [None, *(f"c{n}" for n in range(1, bound))]
+        # `trimcp skills list` stops at the client's bound too (it paged for ever).
+        cursors.clear()
+        args = argparse.Namespace(skills_command="list", json=True)
+        with pytest.raises(PaginationError, match=f"within {client.max_pages} pages"):
+            await cmd_skills(client, args)
+        assert len(cursors) == client.max_pages

@@ -1,6 +1,7 @@
 """``trimcp skills list|get``: the Skills (SEP-2640) a server serves, read from the shell.
 
-``list`` shows every skill (all pages): its name, description and number of files.
+``list`` shows every skill (all pages, at most the client's ``max_pages``): its name,
+description and number of files.
 ``get NAME [FILE]`` prints a file of the skill (its ``SKILL.md`` by default) once verified
 against the skill's manifest (size, SHA-256 digest, front matter), so what is printed is
 what the server listed; ``--json`` prints the wire entries instead. A skill is named by
@@ -18,7 +19,7 @@ from trimcp.cli.client import emit, err
 from trimcp.cli.errors import EXIT_OK
 from trimcp.cli.mistakes import answered, unknown
 from trimcp.client import Client
-from trimcp.client.skills import get_skill, list_skills, read_skill_file
+from trimcp.client.skills import get_skill, iter_skills, read_skill_file
 from trimcp.errors import McpError
 from trimcp.protocol import skills as wire
 
@@ -33,16 +34,8 @@ async def cmd_skills(client: Client, args: argparse.Namespace) -> int:
 
 
 async def _all_skills(client: Client) -> list[dict[str, Any]]:
-    entries: list[dict[str, Any]] = []
-    cursor: str | None = None
-    seen: set[str] = set()
-    while True:
-        page = await list_skills(client, cursor)
-        entries.extend(page.get("skills") or [])
-        cursor = page.get("nextCursor")
-        if not isinstance(cursor, str) or cursor in seen:
-            return entries
-        seen.add(cursor)  # a server repeating a cursor would page forever
+    # Bounded like every listing: past the client's max_pages, a PaginationError (one line).
+    return [entry async for entry in iter_skills(client)]
 
 
 def _name(entry: dict[str, Any]) -> str:

@@ -40,7 +40,7 @@ class PaginationError(RemoteProtocolError):
     """
 
     def __init__(self, method: str, pages: int, reason: str) -> None:
-        super().__init__(INTERNAL_ERROR, f"{method}: {reason} after {pages} pages", None)
+        super().__init__(INTERNAL_ERROR, f"{method}: {reason}", None)
         self.method = method
         self.pages = pages
         self.reason = reason

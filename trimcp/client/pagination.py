@@ -56,7 +56,8 @@ class PageIterator(Generic[T]):
                 raise PaginationError(
                     self._method,
                     self._pages,
-                    f"the listing did not end within {self._max_pages} pages (max_pages)",
+                    f"the listing did not end within {self._max_pages} pages "
+                    "(the client's max_pages)",
                 )
             items, cursor = await self._fetch(self._cursor)
             self._pages += 1
@@ -65,7 +66,9 @@ class PageIterator(Generic[T]):
                 self._done = True
             elif cursor in self._seen or cursor == self._cursor:
                 self._stop = PaginationError(
-                    self._method, self._pages, f"the server repeated the cursor {cursor[:80]!r}"
+                    self._method,
+                    self._pages,
+                    f"the server repeated the cursor {cursor[:80]!r} on page {self._pages}",
                 )
             else:
                 if self._cursor is not None:

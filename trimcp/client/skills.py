@@ -1,7 +1,8 @@
 """Reading Skills (SEP-2640) from a server, verified: the client side of
 :mod:`trimcp.protocol.skills`.
 
-Nothing is fetched ahead of need: :func:`list_skills` and :func:`get_skill` return entries
+Nothing is fetched ahead of need: :func:`list_skills` (one page), :func:`iter_skills`
+(every page, at most the client's ``max_pages``) and :func:`get_skill` return entries
 (URI, front matter, manifest) only; :func:`read_skill_file` reads one file when asked and
 checks it against the entry's manifest before returning it: its size, its SHA-256 digest
 and, for ``SKILL.md``, that its front matter equals the entry's field by field. Content
@@ -13,6 +14,7 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING, Any
 
+from trimcp.client.pagination import PageIterator
 from trimcp.errors import LocalProtocolError
 from trimcp.protocol import skills as wire
 from trimcp.types import BlobResourceContents, TextResourceContents
@@ -29,6 +31,28 @@ async def list_skills(client: Client, cursor: str | None = None) -> dict[str, An
     """One page of ``skills/list``: ``{"skills": [entry...], "nextCursor"?}``."""
     _require(client)
     return await client.request(wire.LIST_SKILLS, {"cursor": cursor} if cursor else {})
+
+
+def iter_skills(client: Client, *, max_pages: int | None = None) -> PageIterator[dict[str, Any]]:
+    """Every skill entry, page after page, fetched as the iteration goes: at most
+    ``max_pages`` pages (default the client's ``max_pages``), then
+    :class:`~trimcp.client.PaginationError` after the entries received, as for
+    ``client.iter_tools()`` (a server handing out a new cursor on every page cannot keep
+    it going). Raises ``LocalProtocolError`` at once when the server serves no skills.
+    Cancellation: cancelling a fetch cancels that request; drop the iterator then."""
+    _require(client)
+
+    async def fetch(cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
+        page = await list_skills(client, cursor)
+        entries = page.get("skills")
+        following = page.get("nextCursor")
+        return (
+            [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else [],
+            following if isinstance(following, str) else None,
+        )
+
+    bound = client.max_pages if max_pages is None else max_pages
+    return PageIterator(wire.LIST_SKILLS.name, fetch, bound)
 
 
 async def get_skill(client: Client, uri: str) -> dict[str, Any]:
