@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 import pytest
 
+from trimcp.auth.dpop import DpopChecker, MemoryReplayCache
 from trimcp.client import Client
 from trimcp.protocol import modern
 from trimcp.protocol import skills as skills_wire
@@ -25,6 +26,7 @@ from trimcp.protocol.lifecycle import Role
 from trimcp.server import skills as skills_server
 from trimcp.server.stateless import StatelessOptions
 from trimcp.session import SessionOptions
+from trimcp.stores.replay import RedisReplayCache
 from trimcp.tasks.store import SMALL_PAYLOAD_BYTES, TaskBudget
 from trimcp.transports.http_server import HttpServerConfig
 from trimcp.transports.http_server.asgi import parse_body
@@ -86,6 +88,15 @@ LIMITS: list[tuple[str, int]] = [
     ("protocol.skills.MAX_FILES", skills_wire.MAX_FILES),
     ("protocol.skills.MAX_TOTAL_BYTES", skills_wire.MAX_TOTAL_BYTES),
     ("server.skills.MAX_FOLDER_ENTRIES", skills_server.MAX_FOLDER_ENTRIES),
+    *(
+        (f"{cache.__name__}({name})", _parameter_default(cache, name))
+        for cache, name in (
+            (MemoryReplayCache, "max_entries"),
+            (MemoryReplayCache, "max_entries_per_key"),
+            (RedisReplayCache, "max_entries_per_key"),
+            (DpopChecker, "max_skew"),
+        )
+    ),
     *(
         (f"StatelessOptions.{name}", getattr(StatelessOptions(), name))
         for name in ("listen_max_streams", "listen_max_streams_per_principal")

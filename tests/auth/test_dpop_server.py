@@ -25,6 +25,7 @@ from tests.http_server.helpers import AsgiClient, init_request, running_app
 from trimcp.auth import ProtectedResource
 from trimcp.auth.dpop import (
     DpopChecker,
+    DpopError,
     DpopKey,
     MemoryReplayCache,
     NonceSource,
@@ -105,7 +106,7 @@ EXPECTED = {
     "another URL": "not for this URL",
     "another host": "not for this URL",
     "stale": "stale",
-    "future": "stale or from the future",
+    "future": "in the future; allowed clock skew is 5 s",
     "wrong key": "not the key the token is bound to",
     "another token's ath": "ath does not match",
     "no ath": "ath does not match",
@@ -256,11 +257,12 @@ def test_the_thumbprint_is_rfc_7638s() -> None:
 async def test_the_memory_replay_cache_stays_bounded_and_safe() -> None:
     cache = MemoryReplayCache(max_entries=2)
     later = time.time() + 100
-    assert await cache.first_use("a", later)
-    assert await cache.first_use("b", later + 1)
-    assert not await cache.first_use("a", later)
-    assert await cache.first_use("c", later + 2)  # full: "a" is forgotten...
+    assert await cache.first_use("k", "a", later)
+    assert await cache.first_use("k", "b", later + 1)
+    assert not await cache.first_use("k", "a", later)
+    assert await cache.first_use("k", "c", later + 2)  # full: "a" is forgotten...
     assert len(cache) == 2
-    assert not await cache.first_use("a", later)  # ...yet its replay is still refused
-    assert await cache.first_use("d", later + 3)
-    assert not await cache.first_use("d", later + 3)
+    with pytest.raises(DpopError, match="no newer than the proofs it forgot"):
+        await cache.first_use("k", "a", later)  # ...yet its replay is still refused
+    assert await cache.first_use("k", "d", later + 3)
+    assert not await cache.first_use("k", "d", later + 3)

@@ -11,10 +11,12 @@ every wait is bounded by ``fail_after``.
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
 
+import pytest
 import trio
 
 from tests.auth.tokens import ISSUER, RESOURCE, KeySet, SigningKey
@@ -22,7 +24,10 @@ from tests.scale.peers import RedisServer
 from tests.scale.test_principals import http
 from trimcp import Server
 from trimcp.auth import DpopKey, JwtVerifier, ProtectedResource
+from trimcp.auth.dpop import DpopError
 from trimcp.stores import RedisStore
+from trimcp.stores.redis_client import RedisClient
+from trimcp.stores.replay import RedisReplayCache
 from trimcp.transports.http_server import HttpServerConfig, serve_http
 
 BOUND = 40.0
@@ -103,3 +108,36 @@ async def test_a_proof_used_on_one_replica_is_refused_on_the_other(
 async def test_without_a_shared_store_each_replica_remembers_only_its_own() -> None:
     # The control: what the shared cache prevents.
     assert await replayed_status(None) == (200, 200, 200)
+
+
+async def test_each_key_has_its_share_of_the_shared_cache(redis_server: RedisServer) -> None:
+    """One key's flood forgets only its own oldest proofs (the newest it forgot kept next
+    to them, so their replays stay refused) and never touches another key's; the key's
+    entries expire with its proofs."""
+    prefix = f"dp{secrets.token_hex(4)}:"
+    client = RedisClient(redis_server.url)
+    try:
+        with trio.fail_after(BOUND):
+            cache = RedisReplayCache(client, prefix, max_entries_per_key=3)
+            now = time.time()
+            for n in range(5):
+                assert await cache.first_use("flood", f"j{n}", now + 300 + n)
+            keys = await client.execute("KEYS", prefix + "*")
+            assert isinstance(keys, list)
+            assert len(keys) == 2  # the proofs, and the newest expiry forgotten
+            proofs = min(keys, key=len)
+            assert await client.execute("ZCARD", proofs) == 3
+            assert 0 < int(str(await client.execute("PTTL", proofs))) <= 305_000
+            for old in ("j0", "j1"):  # forgotten, yet refused
+                with pytest.raises(DpopError, match="RedisReplayCache max_entries_per_key: 3"):
+                    await cache.first_use("flood", old, now + 300)
+            with pytest.raises(DpopError, match="no newer than the proofs it forgot"):
+                await cache.first_use("flood", "new", now + 302)  # older than all it keeps
+            assert not await cache.first_use("flood", "j4", now + 304)
+            # Another key: untouched, even with proofs older than all of the flood's.
+            for n in range(3):
+                assert await cache.first_use("other", f"j{n}", now + 10 + n)
+            assert not await cache.first_use("other", "j0", now + 10)
+    finally:
+        with trio.CancelScope(shield=True):
+            await client.aclose()

@@ -28,7 +28,7 @@ import os
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -49,6 +49,9 @@ DPOP_ALGORITHMS: tuple[str, ...] = (
     "EdDSA",
 )
 PROOF_TYPE = "dpop+jwt"
+#: How far, in seconds, a proof's ``iat`` may be ahead of the server's clock by default
+#: (:class:`DpopChecker` ``max_skew``).
+MAX_SKEW = 5
 #: Proofs longer than this are refused unread (a proof is about 500 bytes with an EC key).
 MAX_PROOF_BYTES = 8192
 _MAX_JTI = 256
@@ -229,55 +232,185 @@ class DpopError(Exception):
 class ReplayCache(Protocol):
     """Remembers the proofs already accepted, for as long as they could be accepted.
 
-    One per server, or one shared by every replica (a Redis store gives one). Each call
-    must be bounded in time.
+    One per server, or one shared by every replica (a Redis store gives one). Each key
+    (the JWK thumbprint of the proofs' key) has a share of its own: a key that fills it
+    forgets its own oldest proofs and from then on refuses its own proofs no newer than
+    those, never another key's. Each call must be bounded in time.
     """
 
-    async def first_use(self, key: str, expires_at: float) -> bool:
-        """True the first time ``key`` is seen, False after; ``expires_at`` (seconds since
-        the epoch) is when it may be forgotten (the proof is refused as stale by then).
-        Raises (e.g. ``StoreUnavailable``) when it cannot tell: the proof is then refused."""
+    async def first_use(self, thumbprint: str, jti: str, expires_at: float) -> bool:
+        """True the first time key ``thumbprint`` uses ``jti``, False after;
+        ``expires_at`` (seconds since the epoch) is when it may be forgotten (the proof is
+        refused as stale by then). Raises :class:`DpopError` naming the share or budget
+        when the proof is refused for want of room, and anything else (e.g.
+        ``StoreUnavailable``) when it cannot tell: the proof is then refused."""
         ...
 
 
-class MemoryReplayCache:
-    """The proofs this process accepted, at most ``max_entries`` of them.
+#: How many proofs one key may have remembered at once (the key's share of a replay
+#: cache): a key past it forgets its own oldest. About this many proofs per second per
+#: key, every one accepted; more in one second and the oldest of that second are refused.
+MAX_PROOFS_PER_KEY = 10_000
 
-    Full, it forgets the entry that expires first and from then on refuses every proof
-    that expires no later (:meth:`first_use` answers False), so a replay never slips
-    through a forgotten entry: the price of the bound is that, under a flood, a client
-    whose proof is that old makes a new one.
-    """
 
-    def __init__(self, max_entries: int = 100_000) -> None:
-        if max_entries < 1:
-            raise ValueError("max_entries must be at least 1")
-        self.max_entries = max_entries
-        self._until: dict[str, float] = {}
-        self._queue: list[tuple[float, str]] = []  # a heap: (expires_at, key)
-        #: Entries expiring up to this time may have been forgotten.
+def share_full(limit: str) -> DpopError:
+    """The refusal of a proof no newer than the ones its key's full share forgot;
+    ``limit`` names the bound and its setting."""
+    return DpopError(
+        f"this DPoP key's share of the replay cache is full ({limit}) and this proof is no "
+        "newer than the proofs it forgot: make a fresh one"
+    )
+
+
+class _Share:
+    """One key's proofs in a :class:`MemoryReplayCache`: jti -> expiry, a heap of
+    (expiry, jti) holding exactly those, and the newest expiry it forgot early."""
+
+    __slots__ = ("horizon", "queue", "until")
+
+    def __init__(self) -> None:
+        self.until: dict[str, float] = {}
+        self.queue: list[tuple[float, str]] = []
+        #: This key's proofs expiring up to this time may have been forgotten.
         self.horizon = float("-inf")
 
-    def __len__(self) -> int:
-        return len(self._until)
 
-    async def first_use(self, key: str, expires_at: float) -> bool:
-        now = time.time()
-        queue, until = self._queue, self._until
-        while queue and queue[0][0] <= now:
-            _, old = heapq.heappop(queue)
-            until.pop(old, None)
-        if key in until or expires_at <= self.horizon:
+class MemoryReplayCache:
+    """The proofs this process accepted: at most ``max_entries`` of them, at most
+    ``max_entries_per_key`` of one key's (its thumbprint).
+
+    A key whose share is full forgets its own proof that expires first and from then on
+    refuses its own proofs that expire no later (:class:`DpopError` naming the share), so
+    a replay never slips through a forgotten entry and no other key is touched. When the
+    whole cache is full, the key holding the most proofs gives up its oldest the same way
+    (only it is touched); a key's last proof is never forgotten for another key's, so
+    with ``max_entries`` keys each holding one proof a new key is refused until one
+    expires. ``clock``: seconds since the epoch (tests pass their own).
+    """
+
+    def __init__(
+        self,
+        max_entries: int = 100_000,
+        *,
+        max_entries_per_key: int = MAX_PROOFS_PER_KEY,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if max_entries < 1 or max_entries_per_key < 1:
+            raise ValueError("max_entries and max_entries_per_key must be at least 1")
+        self.max_entries = max_entries
+        self.max_entries_per_key = max_entries_per_key
+        self._clock = clock
+        self._shares: dict[str, _Share] = {}
+        self._count = 0
+        # The thumbprints holding n proofs, by n, and the largest n: the share to take
+        # from when the cache is full, in O(1).
+        self._by_size: dict[int, set[str]] = {}
+        self._largest = 0
+        # (expiry, thumbprint) for every proof remembered: when to look at a share for
+        # expired proofs. A proof forgotten early leaves its entry behind until it is due
+        # (harmless: the share is looked at and has nothing due); rebuilt when the
+        # leftovers outnumber the proofs, so it stays within twice the proofs.
+        self._due: list[tuple[float, str]] = []
+
+    def __len__(self) -> int:
+        return self._count
+
+    async def first_use(self, thumbprint: str, jti: str, expires_at: float) -> bool:
+        now = self._clock()
+        self._expire(now)
+        share = self._shares.get(thumbprint)
+        if share is None:
+            share = _Share()
+        elif jti in share.until:
             return False
-        if len(until) >= self.max_entries:
-            forgotten, old = heapq.heappop(queue)
-            until.pop(old, None)
-            self.horizon = max(self.horizon, forgotten)
-            if expires_at <= self.horizon:
-                return False
-        until[key] = expires_at
-        heapq.heappush(queue, (expires_at, key))
+        if expires_at <= share.horizon:
+            raise share_full(f"{self._per_key()}; or it held the most of a full cache")
+        size = len(share.until)
+        if size >= self.max_entries_per_key:
+            self._forget_own_oldest(thumbprint, share, expires_at, self._per_key())
+        elif self._count >= self.max_entries:
+            if size >= self._largest:  # this key holds the most: it pays itself
+                held = (
+                    f"MemoryReplayCache max_entries: {self._count} proofs in all and this "
+                    "key holds the most"
+                )
+                self._forget_own_oldest(thumbprint, share, expires_at, held)
+            elif self._largest > 1:
+                victim = next(iter(self._by_size[self._largest]))
+                self._forget_oldest(victim, self._shares[victim])
+            else:
+                raise DpopError(
+                    f"the DPoP replay cache is full: {self._count} keys each have a proof in "
+                    "use (MemoryReplayCache max_entries): try again in a few seconds"
+                )
+        size = len(share.until)  # one fewer if it made room itself
+        if not size:
+            self._shares[thumbprint] = share
+        share.until[jti] = expires_at
+        heapq.heappush(share.queue, (expires_at, jti))
+        self._resized(thumbprint, size, size + 1)
+        self._count += 1
+        heapq.heappush(self._due, (expires_at, thumbprint))
+        if len(self._due) > 2 * self._count + 1024:
+            self._due = [(e, t) for t, s in self._shares.items() for e, _ in s.queue]
+            heapq.heapify(self._due)
         return True
+
+    def _per_key(self) -> str:
+        return f"MemoryReplayCache max_entries_per_key: {self.max_entries_per_key} proofs"
+
+    def _forget_own_oldest(
+        self, thumbprint: str, share: _Share, expires_at: float, limit: str
+    ) -> None:
+        """Make room in ``share`` for a proof expiring at ``expires_at``: forget its oldest,
+        unless the new one is no newer (then it is refused, nothing forgotten)."""
+        if expires_at <= share.queue[0][0]:
+            raise share_full(limit)
+        self._forget_oldest(thumbprint, share)
+
+    def _forget_oldest(self, thumbprint: str, share: _Share) -> None:
+        expires_at, jti = heapq.heappop(share.queue)
+        del share.until[jti]
+        share.horizon = max(share.horizon, expires_at)
+        size = len(share.until)
+        self._resized(thumbprint, size + 1, size)
+        self._count -= 1
+        # Never empty here: a share is forgotten from only when it holds more than one
+        # proof, or when a proof of its own takes the freed place at once.
+
+    def _expire(self, now: float) -> None:
+        due, shares = self._due, self._shares
+        while due and due[0][0] <= now:
+            _, thumbprint = heapq.heappop(due)
+            share = shares.get(thumbprint)
+            if share is None:
+                continue
+            queue = share.queue
+            while queue and queue[0][0] <= now:
+                _, jti = heapq.heappop(queue)
+                del share.until[jti]
+                size = len(share.until)
+                self._resized(thumbprint, size + 1, size)
+                self._count -= 1
+            if not queue:
+                # Its horizon is past too: only a proof expiring before one it still
+                # held was ever forgotten, and those have all expired.
+                del shares[thumbprint]
+
+    def _resized(self, thumbprint: str, old: int, new: int) -> None:
+        """Keep :attr:`_by_size` and :attr:`_largest` as a share goes from ``old`` to
+        ``new`` proofs (one more or one fewer)."""
+        by_size = self._by_size
+        if old:
+            holders = by_size[old]
+            holders.discard(thumbprint)
+            if not holders:
+                del by_size[old]
+                if old == self._largest and new < old:
+                    self._largest = new
+        if new:
+            by_size.setdefault(new, set()).add(thumbprint)
+            self._largest = max(self._largest, new)
 
 
 class NonceSource:
@@ -344,11 +477,14 @@ def _segment(text: str) -> bytes | None:
 class DpopChecker:
     """Checks DPoP proofs on a resource server (RFC 9449 §4.3, §7).
 
-    ``algorithms``: accepted proof algorithms. ``max_age``: how old (and how far in the
-    future) a proof's ``iat`` may be, in seconds. ``replay``: the :class:`ReplayCache`
-    (default: this process's memory). ``nonces``: a :class:`NonceSource` to require
-    server nonces (None: none required). ``key_cache_size``: parsed public keys kept (a
-    client sends the same key with every proof).
+    ``algorithms``: accepted proof algorithms. ``max_age``: how old a proof's ``iat`` may
+    be, in seconds. ``max_skew``: how far ahead of this server's clock it may be (the
+    clients' clocks are a little off; a proof dated further ahead would be remembered,
+    and take room in the replay cache, for longer than ``max_age``). ``replay``: the
+    :class:`ReplayCache` (default: this process's memory). ``nonces``: a
+    :class:`NonceSource` to require server nonces (None: none required).
+    ``key_cache_size``: parsed public keys kept (a client sends the same key with every
+    proof). ``clock``: seconds since the epoch (tests pass their own).
     """
 
     def __init__(
@@ -356,9 +492,11 @@ class DpopChecker:
         *,
         algorithms: Iterable[str] = DPOP_ALGORITHMS,
         max_age: float = 300.0,
+        max_skew: float = MAX_SKEW,
         replay: ReplayCache | None = None,
         nonces: NonceSource | None = None,
         key_cache_size: int = 1024,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         from trimcp.auth.verifiers import require_jwt_library
 
@@ -367,7 +505,11 @@ class DpopChecker:
         bad = [a for a in self.algorithms if a not in DPOP_ALGORITHMS]
         if bad:
             raise ValueError(f"DPoP proofs need asymmetric algorithms; refusing {bad}")
+        if max_skew < 0 or max_skew > max_age:
+            raise ValueError("max_skew must be between 0 and max_age seconds")
         self.max_age = max_age
+        self.max_skew = max_skew
+        self._clock = clock
         self.replay: ReplayCache = replay if replay is not None else MemoryReplayCache()
         self.nonces = nonces
         self.key_cache_size = key_cache_size
@@ -467,10 +609,16 @@ class DpopChecker:
         iat = claims.get("iat")
         if not isinstance(iat, (int, float)) or isinstance(iat, bool):
             raise DpopError("the DPoP proof has no iat")
-        if abs(time.time() - iat) > self.max_age:
+        age = self._clock() - iat
+        if age > self.max_age:
             raise DpopError(
-                f"the DPoP proof is stale or from the future (iat more than "
-                f"{self.max_age:g} s away): make a fresh one"
+                f"the DPoP proof is stale: its iat is {age:.0f} s old, more than "
+                f"{self.max_age:g} s: make a fresh one"
+            )
+        if -age > self.max_skew:
+            raise DpopError(
+                f"the DPoP proof's iat is {-age:.0f} s in the future; allowed clock skew is "
+                f"{self.max_skew:g} s: check the client's clock"
             )
         if access_token is not None:
             ath = claims.get("ath")
@@ -489,7 +637,7 @@ class DpopChecker:
         # Last: only a proof that passed every other check uses up its jti.
         expires_at = float(iat) + self.max_age + 1
         cache = replay if replay is not None else self.replay
-        if not await cache.first_use(f"{thumbprint}:{jti}", expires_at):
+        if not await cache.first_use(thumbprint, jti, expires_at):
             raise DpopError("the DPoP proof was already used: make a fresh one for each request")
         return thumbprint
 
