@@ -71,17 +71,20 @@ def stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
 
 
 class RedisServer:
-    """A throwaway redis-server (no persistence) that can be stopped and started again."""
+    """A throwaway redis-server (no persistence) that can be stopped and started again;
+    with ``password``, one that refuses clients without it (``requirepass``)."""
 
-    def __init__(self, binary: str, workdir: Path) -> None:
+    def __init__(self, binary: str, workdir: Path, password: str | None = None) -> None:
         self.binary = binary
         self.workdir = workdir
         self.port = free_port()
+        self.password = password
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        secret = "" if self.password is None else f":{self.password}@"
+        return f"redis://{secret}127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
         self.process = subprocess.Popen(
@@ -99,6 +102,7 @@ class RedisServer:
                 str(self.workdir),
                 "--loglevel",
                 "warning",
+                *(() if self.password is None else ("--requirepass", self.password)),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

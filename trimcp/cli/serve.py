@@ -17,6 +17,7 @@ from typing import Any
 from trimcp.cli.errors import CliError, UsageError
 from trimcp.cli.loader import load_server
 from trimcp.cli.wiretap import WireTap
+from trimcp.cli.workers import supervised_settings
 from trimcp.server.lifespan import LifespanFailed
 from trimcp.server.serving import (
     ServeSettings,
@@ -55,8 +56,10 @@ def _say(line: str) -> None:
 
 
 def settings_from(args: argparse.Namespace, run_arguments: dict[str, Any]) -> ServeSettings:
-    """Flags over the file's own ``run(...)`` arguments over ``TRIMCP_*`` over defaults."""
-    flags: dict[str, Any] = {}
+    """Flags over the file's own ``run(...)`` arguments over ``TRIMCP_*`` over defaults; a
+    worker of ``--workers`` takes its supervisor's settings (from its environment) as
+    flags."""
+    flags: dict[str, Any] = supervised_settings()
     for dest, field in FLAGS.items():
         value = getattr(args, dest, None)
         if value is not None and value != [] and value is not False:

@@ -13,6 +13,8 @@ set is stopped gracefully, so the port never stops answering. Every worker, firs
 reloaded, seals 2026-07-28 ``requestState`` with the same keys: ``TRIMCP_STATE_SECRET``
 when set, the store's with ``--store redis://``, else a secret this supervisor makes once
 and hands each worker in its environment (never on its command line, which ``ps`` shows).
+So does every setting: a worker's command line is ``python -m trimcp run TARGET``, its
+settings (the store URL with its password included) come in ``TRIMCP_WORKER_SETTINGS``.
 A worker that dies is started again (at most ``MAX_QUICK_DEATHS`` quick deaths in a row,
 then everything stops with an error). Worker stderr is forwarded, one line at a time,
 prefixed with its number.
@@ -20,6 +22,7 @@ prefixed with its number.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
@@ -27,7 +30,9 @@ import socket
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from typing import Any
 
+import attrs
 import trio
 
 from trimcp.cli.errors import EXIT_OK, CliError
@@ -48,6 +53,10 @@ QUICK = 5.0
 MAX_QUICK_DEATHS = 3
 RESTART_DELAY = 1.0
 _LISTENING = "trimcp: serving "
+#: The variable carrying a worker's settings from its supervisor, as JSON: the
+#: environment, which only the worker's own user can read, never the command line.
+WORKER_SETTINGS = "TRIMCP_WORKER_SETTINGS"
+_FIELDS = frozenset(field.name for field in attrs.fields(ServeSettings))
 
 
 def _say(line: str) -> None:
@@ -55,46 +64,38 @@ def _say(line: str) -> None:
     sys.stderr.flush()
 
 
-def worker_argv(target: str, settings: ServeSettings, port: int) -> list[str]:
-    """The command line of one worker: the supervisor's settings, on ``port``."""
-    argv = [
-        sys.executable,
-        "-m",
-        "trimcp",
-        "run",
-        target,
-        "--transport",
-        "http",
-        "--host",
-        settings.host,
-        "--port",
-        str(port),
-        "--path",
-        settings.path,
-        "--reuse-port",
-    ]
-    if settings.stateless:
-        argv.append("--stateless")
-    if settings.json_response:
-        argv.append("--json-response")
-    if settings.log_level is not None:
-        argv += ["--log-level", settings.log_level]
-    for name in settings.allowed_hosts:
-        argv += ["--allow-host", name]
-    for origin in settings.allowed_origins:
-        argv += ["--allow-origin", origin]
-    if settings.store is not None:
-        argv += ["--store", settings.store]
-    # Each worker builds its own verifier: a process of its own, it imports the file anew.
-    if settings.auth_issuer is not None:
-        argv += ["--auth-issuer", settings.auth_issuer]
-    if settings.auth_resource is not None:
-        argv += ["--auth-resource", settings.auth_resource]
-    for scope in settings.auth_scopes:
-        argv += ["--auth-scope", scope]
-    if settings.auth_dpop != "off":
-        argv += ["--auth-dpop", settings.auth_dpop]
-    return argv
+def worker_argv(target: str) -> list[str]:
+    """The command line of one worker: the target, nothing else. Its settings travel in
+    its environment (:func:`worker_environment`): a command line is shown to every user
+    of the machine (``ps``, ``/proc/PID/cmdline``), and a setting may hold a secret (the
+    password in a ``redis://`` store URL, a credential in an issuer URL)."""
+    return [sys.executable, "-m", "trimcp", "run", target]
+
+
+def worker_environment(settings: ServeSettings, port: int) -> dict[str, str]:
+    """The variable handing a worker every one of the supervisor's ``settings``, on
+    ``port`` with ``SO_REUSEPORT`` (read back by :func:`supervised_settings`)."""
+    chosen = attrs.evolve(settings, port=port, reuse_port=True)
+    return {WORKER_SETTINGS: json.dumps(attrs.asdict(chosen))}
+
+
+def supervised_settings(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The settings a supervisor handed this process in :data:`WORKER_SETTINGS` (ranked
+    as its flags: they are the supervisor's final settings), or {} when not a worker.
+    Raises CliError when the variable is not such settings."""
+    text = (os.environ if environ is None else environ).get(WORKER_SETTINGS)
+    if text is None:
+        return {}
+    try:
+        values = json.loads(text)
+    except ValueError:
+        values = None
+    if not isinstance(values, dict) or not set(values) <= _FIELDS:
+        raise CliError(
+            f"{WORKER_SETTINGS} does not hold a worker's settings: it is set by "
+            "trimcp run --workers for its workers only; unset it"
+        )
+    return values
 
 
 class _Worker:
@@ -292,8 +293,8 @@ def run_workers(
             "redis://HOST:PORT/DB to share them"
         )
     chosen, holder = pick_port(settings.host, settings.bound_port)
-    env = shared_state_secret(settings, default_keyring)
-    supervisor = Supervisor(worker_argv(target, settings, chosen), count, env)
+    env = {**shared_state_secret(settings, default_keyring), **worker_environment(settings, chosen)}
+    supervisor = Supervisor(worker_argv(target), count, env)
 
     async def main() -> int:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
