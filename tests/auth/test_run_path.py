@@ -160,7 +160,7 @@ def test_app_run_serves_its_declared_auth_and_stops_cleanly(
         rest = finish(server)
     # A clean stop: one line, no exception group, exit 0 (above).
     assert rest.splitlines()[-1:] == [
-        "trimcp: SIGINT: stopping; open sessions get up to 15 s to finish (Ctrl-C again "
+        "trimcp: SIGINT: stopping; open sessions get up to 12 s to finish (Ctrl-C again "
         "stops at once)",
     ], rest
     assert "Traceback" not in rest

@@ -174,3 +174,61 @@ async def test_a_protected_server_called_without_auth_hints_at_auth() -> None:
     assert lines[1] == (
         "trimcp: the server asks for authorization: add --auth (or --header 'Authorization: ...')"
     )
+
+
+@pytest.mark.parametrize(
+    ("audience", "status", "reason", "hint"),
+    [
+        (
+            "https://elsewhere.example",
+            401,
+            "invalid_token: the token was issued for another audience",
+            "trimcp: the server refused the Authorization header's token: check it, or use --auth",
+        ),
+        (
+            None,
+            403,
+            "insufficient_scope: the token lacks scopes this server requires",
+            "trimcp: the server refused the Authorization header's token: check it, or use --auth",
+        ),
+    ],
+    ids=["401", "403"],
+)
+async def test_a_refused_token_shows_the_reason_the_server_gave(
+    audience: str | None, status: int, reason: str, hint: str
+) -> None:
+    """The ``error`` and ``error_description`` of the refusal's ``WWW-Authenticate`` are
+    on the error line (issue 35: they were hidden)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    async def verify(token: str) -> AuthInfo | None:
+        return AuthInfo(subject="u", audience=(audience or url,), token=token)
+
+    protected = ProtectedResource(
+        resource=url,
+        authorization_servers=["https://issuer.example"],
+        verifier=verify,
+        required_scopes=["mcp:write"],
+    )
+    header = ("--header", "Authorization: Bearer abc")
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(
+                lambda task_status: serve_http(
+                    Server("protected"),
+                    port=port,
+                    config=HttpServerConfig(auth=protected),
+                    task_status=task_status,
+                )
+            )
+            completed = await trio.to_thread.run_sync(lambda: cli("ping", "--url", url, *header))
+            nursery.cancel_scope.cancel()
+    assert completed.returncode == 1
+    lines = completed.stderr.splitlines()
+    assert len(lines) == 2, completed.stderr
+    assert f"HTTP {status} from {url}" in lines[0]
+    assert lines[0].endswith(f"(the server said: {reason})"), lines[0]
+    assert lines[1] == hint

@@ -232,3 +232,25 @@ async def test_oversized_response_head_is_refused(autojump_clock: Any) -> None:
             async with pool.request("GET", parse_url(server.url), {}, head_timeout=5):
                 pass
         await pool.aclose()
+
+
+@pytest.mark.parametrize("framing", ["chunked", "length"])
+async def test_a_body_cut_short_is_said_in_plain_words(autojump_clock: Any, framing: str) -> None:
+    """A server that closes the connection in the middle of its answer: h11's "peer closed
+    connection without sending complete message body (incomplete chunked read)" becomes a
+    sentence about the server (issue 35)."""
+
+    async def app(request: Request, reply: Reply) -> None:
+        await reply.start(200, length=1000 if framing == "length" else None)
+        await reply.body(b"x" * 100)
+        reply.drop()
+
+    async with fake_server(app) as server:
+        pool = ConnectionPool(ssl_context=None, connect_timeout=5, max_idle=1)
+        with pytest.raises(HttpClientError) as caught:
+            async with pool.request("GET", parse_url(server.url), {}, head_timeout=5) as response:
+                await response.read_all(10_000, 5)
+        await pool.aclose()
+    assert "the server closed the connection before its answer was complete" in str(caught.value)
+    assert "peer" not in str(caught.value)
+    assert "incomplete chunked read" not in str(caught.value)

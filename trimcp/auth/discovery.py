@@ -49,6 +49,14 @@ class Challenge(Record):
     def error(self) -> str | None:
         return self.params.get("error")
 
+    @property
+    def reason(self) -> str | None:
+        """The refusal as the server put it: ``error: error_description`` (either alone
+        when the other is missing; None when neither is there), at most 300 characters."""
+        parts = [self.params.get("error"), self.params.get("error_description")]
+        said = ": ".join(part for part in parts if part)
+        return said[:300] or None
+
 
 _SCHEME = re.compile(r"\s*,?\s*([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*)(?=\s|,|$)(?!\s*=)")
 

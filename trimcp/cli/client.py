@@ -115,12 +115,19 @@ class ServerStderr:
         self.tail.clear()
 
 
+#: The longest a call's progress notifications may extend ``--timeout``, from its start
+#: (``SessionOptions.max_request_timeout``, as the library has it by default); a
+#: ``--timeout`` above it is its own ceiling.
+MAX_PROGRESS_TIMEOUT = 600.0
+
+
 def session_options(timeout: float) -> SessionOptions:
-    """Bounds for a short-lived CLI session: the request timeout (0: none), a quick close."""
+    """Bounds for a short-lived CLI session: the request timeout (0: none), which progress
+    extends never past :data:`MAX_PROGRESS_TIMEOUT` from the start, and a quick close."""
     limit = math.inf if timeout == 0 else timeout
     return SessionOptions(
         request_timeout=limit,
-        max_request_timeout=max(limit, 600.0),
+        max_request_timeout=max(limit, MAX_PROGRESS_TIMEOUT),
         shutdown_grace=1.0,
         flush_timeout=1.0,
         close_timeout=1.0,

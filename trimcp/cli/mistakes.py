@@ -133,6 +133,8 @@ def url_hint(url: str, exc: BaseException, *, auth: bool, token: bool = False) -
         if token:
             return "the server refused the Authorization header's token: check it, or use --auth"
         return "the server asks for authorization: add --auth (or --header 'Authorization: ...')"
+    if status == 403 and token and not auth:
+        return "the server refused the Authorization header's token: check it, or use --auth"
     if status == 403 and auth:
         return (
             "logged in, but without a scope this server requires: the line above names it "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from trimcp.cli.client import LIST_KINDS
+from trimcp.cli.client import LIST_KINDS, MAX_PROGRESS_TIMEOUT
 from trimcp.cli.errors import UsageError
 from trimcp.cli.hosts import HOSTS
 
@@ -81,7 +81,9 @@ def _client_options(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=60.0,
         metavar="SECONDS",
-        help="per request, also bounds the handshake (0: no limit; default 60)",
+        help="how long each request waits for its answer, the handshake too (0: no limit; "
+        "default 60); a call's progress notifications restart it, never past "
+        f"{MAX_PROGRESS_TIMEOUT:g} s from its start (or SECONDS, when more)",
     )
     parser.add_argument(
         "--mode",

@@ -313,7 +313,9 @@ class ConnectionPool:
         except BaseException as exc:
             await conn.aclose()
             if isinstance(exc, _STREAM_ERRORS):
-                raise HttpClientError(f"connection to {endpoint.url} failed: {exc}") from None
+                raise HttpClientError(
+                    f"connection to {endpoint.url} failed: {_describe(exc)}"
+                ) from None
             raise
         await self._release(endpoint, conn, response.complete)
 
@@ -389,5 +391,23 @@ class ConnectionPool:
                 await conn.aclose()
 
 
+#: h11's words for a body the peer cut short (then, in brackets, how far it got).
+_CUT_SHORT = "peer closed connection without sending complete message body"
+
+
 def _describe(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
+    """``exc`` in words about the server: h11's "peer closed connection without sending
+    complete message body (incomplete chunked read)" says the answer was cut short."""
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, h11.RemoteProtocolError) and text.startswith(_CUT_SHORT):
+        how_far = text[len(_CUT_SHORT) :].strip()
+        if how_far.startswith("(received"):  # "(received 100 bytes, expected 1000)"
+            return (
+                "the server closed the connection before its answer was complete "
+                f"{how_far}; it may have crashed or been stopped"
+            )
+        return (
+            "the server closed the connection before its answer was complete; it may have "
+            "crashed or been stopped"
+        )
+    return text

@@ -693,14 +693,7 @@ def run_blocking(
         return EXIT_OK
 
     def on_signal(signum: int) -> None:
-        name = signal.Signals(signum).name
-        if settings.transport == "http":
-            announce(
-                f"{name}: stopping; open sessions get up to {STOP_BOUND:g} s to finish "
-                "(Ctrl-C again stops at once)"
-            )
-        else:
-            announce(f"{name}: stopping (Ctrl-C again stops at once)")
+        announce(stop_line(signal.Signals(signum).name, settings, options))
 
     signals = [signal.SIGINT] + ([signal.SIGTERM] if hasattr(signal, "SIGTERM") else [])
     try:
@@ -726,6 +719,22 @@ def run_blocking(
         # The stop line said it all: a clean stop prints one line and exits 0.
         return EXIT_OK, received
     return code, None
+
+
+def stop_line(name: str, settings: ServeSettings, options: Any = None) -> str:
+    """The line a stop by signal ``name`` prints. Over HTTP it names the bound the open
+    sessions get to close (the HTTP server's ``shutdown_bound`` for the session
+    ``options``), the one the warning about sessions that did not close names too."""
+    if settings.transport != "http":
+        return f"{name}: stopping (Ctrl-C again stops at once)"
+    from trimcp.transports.http_server import HttpServerConfig
+
+    config = HttpServerConfig() if options is None else HttpServerConfig(session_options=options)
+    bound = min(config.shutdown_bound, STOP_BOUND)
+    return (
+        f"{name}: stopping; open sessions get up to {bound:g} s to finish "
+        "(Ctrl-C again stops at once)"
+    )
 
 
 def run_server(server: Any, settings: ServeSettings, *, options: Any = None) -> None:

@@ -370,14 +370,21 @@ class StreamableHttpClient:
                 self.auth.remember_dpop_nonce(again.nonce)
             await self.auth.challenge(again.status, again.challenge, again.used)
         except AuthError as exc:
+            from trimcp.auth.discovery import parse_challenge
+
             logger.warning("authorization failed: %s", exc)
+            # The server's own words (error_description) say what to fix: keep them.
+            detail = str(exc)
+            said = parse_challenge(again.challenge).reason
+            if said is not None and said not in detail:
+                detail = f"{detail} (the server said: {said})"
             await self._answers.fail(
                 pending,
                 AuthorizationRefused(
                     again.status,
                     self._endpoint.url,
                     again.body.decode("utf-8", "replace"),
-                    str(exc),
+                    detail,
                 ),
             )
             return False
