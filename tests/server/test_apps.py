@@ -3,6 +3,8 @@ read by trimcp's client, in memory (2025-11-25) and over HTTP (2026-07-28)."""
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -187,6 +189,13 @@ def test_registration_mistakes_name_the_fix() -> None:
         app.add_tool(lambda: "x", name="y", ui="ui://x/page", meta={"ui": {}})
     with pytest.raises(ValueError, match="visibility"):
         ToolUi("ui://x/page", visibility=["agent"])
+    # A CSP source that is not an origin is refused at registration, naming it.
+    hostile = "https://a.example; report-uri https://evil.example/r"
+    with pytest.raises(ValueError, match=re.escape(f"connect_domains: {hostile!r} is not an")):
+        app.add_ui_resource("ui://x/page", "<p>", csp={"connect_domains": [hostile]})
+    with pytest.raises(ValueError, match="resource_domains: \"'unsafe-eval'\" is not an"):
+        app.add_ui_resource("ui://x/page", "<p>", csp=Csp(resource_domains=["'unsafe-eval'"]))
+    assert not list(app.resources)
 
 
 def test_the_host_reads_metadata_tolerantly() -> None:
@@ -200,6 +209,47 @@ def test_the_host_reads_metadata_tolerantly() -> None:
         {"ui": {"csp": {"connectDomains": "https://one", "frameDomains": [3]}, "domain": 7}}
     )
     assert meta == UiResourceMeta(csp=Csp(connect_domains=["https://one"]))
+
+
+async def test_a_host_drops_declared_sources_that_are_not_origins_naming_them(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A server that writes its own _meta.ui (not through ui_resource, which refuses it).
+    app = trimcp.Server("hostile\r\nserver", "1.0")
+    csp = {
+        "connectDomains": [
+            "https://api.example.com",
+            "https://a.example; report-uri https://evil.example/r",
+        ],
+        "resourceDomains": ["'unsafe-eval'"],
+        "frameDomains": ["https://f.example\r\nX-Injected: 1"],
+    }
+
+    @app.resource("ui://hostile/page", mime_type=apps_ext.MIME_TYPE)
+    def page() -> TextResourceContents:
+        return TextResourceContents(
+            uri="ui://hostile/page",
+            text="<!DOCTYPE html><p>hi</p>",
+            mime_type=apps_ext.MIME_TYPE,
+            meta={"ui": {"csp": csp}},
+        )
+
+    with caplog.at_level(logging.WARNING, logger="trimcp.client"):
+        async with trimcp.connect_memory(app) as client:
+            rendered = await client.ui_resource("ui://hostile/page")
+    # The page still renders, under the policy of its origins only.
+    assert rendered.csp_header == Csp(connect_domains=["https://api.example.com"]).header()
+    assert "\n" not in rendered.csp_header
+    assert rendered.meta.csp is not None
+    assert len(rendered.meta.csp.refused) == 3
+    [record] = [r for r in caplog.records if "not origins" in r.getMessage()]
+    logged = record.getMessage()
+    assert "\n" not in logged
+    assert "'hostile\\r\\nserver'" in logged  # the server, escaped
+    assert "ui://hostile/page" in logged
+    assert "connectDomains 'https://a.example; report-uri https://evil.example/r'" in logged
+    assert "resourceDomains \"'unsafe-eval'\"" in logged
+    assert "frameDomains 'https://f.example\\r\\nX-Injected: 1'" in logged
 
 
 def test_a_page_served_wrongly_is_reported_with_its_uri() -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 from typing import TYPE_CHECKING
 
 import attrs
@@ -28,6 +29,8 @@ from trimcp.types import BlobResourceContents, ReadResourceResult, TextResourceC
 
 if TYPE_CHECKING:
     from trimcp.client.client import Client
+
+logger = logging.getLogger("trimcp.client")
 
 #: The policy a host applies to a page that declares no ``csp`` (the spec's restrictive
 #: default: no network at all).
@@ -67,7 +70,8 @@ class UiPage:
     @property
     def csp_header(self) -> str:
         """The ``Content-Security-Policy`` to render the page under: built from its
-        declared origins, or the restrictive default when it declares none."""
+        declared origins, or the restrictive default when it declares none. Declared
+        sources that are not origins are not in it (see ``meta.csp.refused``)."""
         return RESTRICTIVE_CSP if self.meta.csp is None else self.meta.csp.header()
 
     @property
@@ -107,8 +111,10 @@ def page_from(uri: str, result: ReadResourceResult, tool: ToolUi | None = None) 
 
 async def read_page(client: Client, target: Tool | str) -> UiPage:
     """Read the app page of ``target``: a :class:`Tool`, a tool name (from the latest
-    listing, else listed now) or a ``ui://`` URI. Raises ``LookupError`` for a tool
-    without one, :class:`UiResourceError` for a page the server serves wrongly, and what
+    listing, else listed now) or a ``ui://`` URI. Declared CSP sources that are not
+    origins are dropped with a warning on the ``trimcp.client`` logger naming the server,
+    the page and each value. Raises ``LookupError`` for a tool without one,
+    :class:`UiResourceError` for a page the server serves wrongly, and what
     ``read_resource`` raises. Cancellation: as ``read_resource`` (and ``list_tools``)."""
     if isinstance(target, str) and apps_ext.is_ui_uri(target):
         uri, ui = target, None
@@ -120,7 +126,24 @@ async def read_page(client: Client, target: Tool | str) -> UiPage:
                 f"Tool {tool.name!r} has no app page (no _meta.ui.resourceUri in its listing)"
             )
         uri = ui.resource_uri
-    return page_from(uri, await client.read_resource(uri), ui)
+    page = page_from(uri, await client.read_resource(uri), ui)
+    _warn_refused(client, page)
+    return page
+
+
+def _warn_refused(client: Client, page: UiPage) -> None:
+    """Say which declared CSP sources were dropped (not origins), naming the server and
+    the page: the page renders under a stricter policy than its author meant."""
+    refused = page.meta.csp.refused if page.meta.csp is not None else ()
+    if not refused:
+        return
+    logger.warning(
+        "Server %r: the app page %r declares CSP sources that are not origins "
+        "(scheme://host[:port]); dropped, the page gets a stricter policy: %s",
+        client.server_info.name[:100],
+        page.uri[:200],
+        ", ".join(refused),
+    )
 
 
 async def _tool(client: Client, name: str) -> Tool:

@@ -15,6 +15,7 @@ because the host side must tolerate what it does not know: :meth:`ToolUi.from_me
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
@@ -97,45 +98,146 @@ def _strings(value: Any) -> tuple[str, ...]:
     return ()
 
 
+# --- content security policy sources --------------------------------------------------------
+
+#: One DNS label: letters, digits and inner hyphens (CSP's host-char, nothing else).
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+#: An origin a page may use, as the spec's examples write them: scheme, host (its first
+#: label may be ``*``), optional port. A subset of CSP's host-source with no path: nothing
+#: in it can end a source (a space), a directive (``;``) or a header line (CR LF), quote
+#: a keyword (``'unsafe-eval'``) or widen it to every host (``*``, ``https:``).
+_ORIGIN = re.compile(
+    rf"(?:https?|wss?)://(?P<host>(?:\*\.)?{_LABEL}(?:\.{_LABEL})*)(?::(?P<port>[0-9]{{1,5}}))?",
+    re.ASCII | re.IGNORECASE,
+)
+#: A host name is at most 253 characters (DNS).
+_MAX_HOST = 253
+#: How much of a refused value a message or a log line repeats.
+_SHOWN = 100
+#: Refused values :attr:`Csp.refused` names one by one (the rest are counted).
+_NAMED_REFUSALS = 20
+
+#: The :class:`Csp` fields and their wire names.
+CSP_FIELDS: Final[dict[str, str]] = {
+    "connect_domains": "connectDomains",
+    "resource_domains": "resourceDomains",
+    "frame_domains": "frameDomains",
+    "base_uri_domains": "baseUriDomains",
+}
+
+
+def csp_source_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be a source of an app page's policy, or None when it is an
+    origin: ``http``, ``https``, ``ws`` or ``wss``, ``://``, a host whose first label may
+    be ``*`` (``https://*.example.com``), an optional port, and nothing else (no path)."""
+    if not isinstance(value, str):
+        return f"not a string ({type(value).__name__})"
+    found = _ORIGIN.fullmatch(value)
+    if found is None:
+        return "not an origin"
+    if len(found["host"]) > _MAX_HOST:
+        return f"not an origin (a host name has at most {_MAX_HOST} characters)"
+    if found["port"] is not None and not 0 < int(found["port"]) < 65536:
+        return "not an origin (a port is 1-65535)"
+    return None
+
+
+def _shown(value: Any) -> str:
+    """``value`` as a message repeats it: quoted and escaped (so a CR LF cannot start a
+    log line), cut to a readable length."""
+    return repr(value[:_SHOWN]) if isinstance(value, str) else repr(value)[:_SHOWN]
+
+
+def _sources(value: Any) -> tuple[Any, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Iterable):
+        return tuple(value)
+    raise TypeError(f"CSP sources are a list of origins, got {_shown(value)}")
+
+
+def _origins_only(instance: Any, attribute: attrs.Attribute[Any], value: tuple[Any, ...]) -> None:
+    for item in value:
+        problem = csp_source_problem(item)
+        if problem is not None:
+            raise ValueError(
+                f"{attribute.name}: {_shown(item)} is {problem}: an app page's CSP names "
+                "origins, scheme://host[:port] (http, https, ws or wss; the host may start "
+                "with '*.'; no path, space, ';', ',' or quote)"
+            )
+
+
 @attrs.frozen(kw_only=True)
 class Csp:
     """The origins an app page may use; a host allows these and nothing more.
 
     Empty lists are the secure default: no network, no outside scripts or styles, no
-    nested frames, base URI only the page's own.
+    nested frames, base URI only the page's own. Every source is an origin,
+    ``scheme://host[:port]`` (see :func:`csp_source_problem`): building a ``Csp`` with
+    anything else raises ``ValueError`` naming it, and :meth:`from_wire` drops it and
+    names it in :attr:`refused`, so no declared string can change the policy's grammar.
     """
 
     #: fetch/XHR/WebSocket targets (``connect-src``)
-    connect_domains: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    connect_domains: tuple[str, ...] = attrs.field(
+        default=(), converter=_sources, validator=_origins_only
+    )
     #: scripts, styles, images, fonts, media (``script-src``, ``style-src``, ...)
-    resource_domains: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    resource_domains: tuple[str, ...] = attrs.field(
+        default=(), converter=_sources, validator=_origins_only
+    )
     #: nested frames (``frame-src``)
-    frame_domains: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    frame_domains: tuple[str, ...] = attrs.field(
+        default=(), converter=_sources, validator=_origins_only
+    )
     #: ``<base href>`` targets (``base-uri``)
-    base_uri_domains: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    base_uri_domains: tuple[str, ...] = attrs.field(
+        default=(), converter=_sources, validator=_origins_only
+    )
+    #: what :meth:`from_wire` dropped, each as ``wireName 'value'`` (the first 20, then
+    #: ``and N more``; not compared)
+    refused: tuple[str, ...] = attrs.field(default=(), eq=False, converter=_strings)
 
     def to_wire(self) -> dict[str, Any]:
         wire: dict[str, Any] = {}
-        for key, values in (
-            ("connectDomains", self.connect_domains),
-            ("resourceDomains", self.resource_domains),
-            ("frameDomains", self.frame_domains),
-            ("baseUriDomains", self.base_uri_domains),
-        ):
+        for field, key in CSP_FIELDS.items():
+            values = getattr(self, field)
             if values:
                 wire[key] = list(values)
         return wire
 
     @classmethod
     def from_wire(cls, value: Any) -> Csp:
+        """The policy a server declared, keeping its origins only: anything else (not a
+        string, or not ``scheme://host[:port]``) is dropped and named in
+        :attr:`refused`. Dropping a source only makes the page's policy stricter."""
         if not isinstance(value, Mapping):
-            return cls()
-        return cls(
-            connect_domains=value.get("connectDomains", ()),
-            resource_domains=value.get("resourceDomains", ()),
-            frame_domains=value.get("frameDomains", ()),
-            base_uri_domains=value.get("baseUriDomains", ()),
-        )
+            return cls(refused=(f"csp {_shown(value)}",))
+        kept: dict[str, list[str]] = {}
+        refused: list[str] = []
+        dropped = 0
+
+        def refuse(key: str, item: Any) -> None:
+            nonlocal dropped
+            dropped += 1
+            if dropped <= _NAMED_REFUSALS:  # a flood of junk is counted, not copied
+                refused.append(f"{key} {_shown(item)}")
+
+        for field, key in CSP_FIELDS.items():
+            declared = value.get(key, ())
+            items = (declared,) if isinstance(declared, str) else declared
+            if not isinstance(items, list | tuple):
+                refuse(key, declared)
+                continue
+            kept[field] = []
+            for item in items:
+                if csp_source_problem(item) is None:
+                    kept[field].append(item)
+                else:
+                    refuse(key, item)
+        if dropped > _NAMED_REFUSALS:
+            refused.append(f"and {dropped - _NAMED_REFUSALS} more")
+        return cls(**kept, refused=tuple(refused))
 
     def header(self) -> str:
         """The ``Content-Security-Policy`` a host applies to the page (the spec's
