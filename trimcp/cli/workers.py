@@ -82,8 +82,14 @@ def worker_environment(settings: ServeSettings, port: int) -> dict[str, str]:
 def supervised_settings(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The settings a supervisor handed this process in :data:`WORKER_SETTINGS` (ranked
     as its flags: they are the supervisor's final settings), or {} when not a worker.
-    Raises CliError when the variable is not such settings."""
-    text = (os.environ if environ is None else environ).get(WORKER_SETTINGS)
+    Raises CliError when the variable is not such settings.
+
+    Read from this process's environment, the variable is removed once read, so nothing
+    this worker starts (a ``trimcp run`` of its own, a subprocess a tool runs) inherits
+    the supervisor's settings or the secrets in them."""
+    text = (
+        os.environ.pop(WORKER_SETTINGS, None) if environ is None else environ.get(WORKER_SETTINGS)
+    )
     if text is None:
         return {}
     try:

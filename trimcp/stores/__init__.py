@@ -40,7 +40,9 @@ def store_from_url(url: str) -> Store:
         from trimcp.stores.redis import RedisStore
 
         return RedisStore(url)
-    raise ValueError(f"unknown store {url!r}: use memory:// or redis://host:port/db")
+    from trimcp.stores.urls import shown_url
+
+    raise ValueError(f"unknown store {shown_url(url)!r}: use memory:// or redis://host:port/db")
 
 
 __all__ = [

@@ -29,6 +29,7 @@ import trio
 from trimcp._fastio import FastReceive, FastSend
 from trimcp._record import Record
 from trimcp.stores.base import StoreUnavailable
+from trimcp.stores.urls import shown_url
 
 logger = logging.getLogger("trimcp.stores.redis")
 
@@ -58,14 +59,16 @@ class RedisAddress(Record):
         """Parse a ``redis://`` URL; ValueError names what is wrong with it."""
         parts = urlsplit(url)
         if parts.scheme != "redis":
-            raise ValueError(f"a Redis store URL starts with redis://, got {url!r}")
+            raise ValueError(f"a Redis store URL starts with redis://, got {shown_url(url)!r}")
         db_text = parts.path.lstrip("/") or "0"
         if not db_text.isdigit():
-            raise ValueError(f"the Redis database in {url!r} must be a number, got {db_text!r}")
+            raise ValueError(
+                f"the Redis database in {shown_url(url)!r} must be a number, got {db_text!r}"
+            )
         try:
             port = parts.port or 6379
         except ValueError as error:
-            raise ValueError(f"bad port in Redis URL {url!r}: {error}") from None
+            raise ValueError(f"bad port in Redis URL {shown_url(url)!r}: {error}") from None
         return cls(
             host=parts.hostname or "127.0.0.1",
             port=port,
