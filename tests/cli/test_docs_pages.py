@@ -40,3 +40,23 @@ def test_the_cli_reference_names_every_command() -> None:
     assert commands is not None
     for name in commands:
         assert f"`trimcp {name}" in page, name
+
+
+def test_the_client_page_names_every_opener() -> None:
+    import trimcp.client
+
+    page = (DOCS / "client.md").read_text()
+    table = page[page.index("| opener |") :].split("\n\n", 1)[0]
+    listed = set(re.findall(r"^\| `(connect_\w+)\(", table, re.MULTILINE))
+    exported = {name for name in dir(trimcp.client) if name.startswith("connect_")}
+    assert listed == exported
+
+
+def test_the_readme_says_how_to_reach_the_cli_and_names_the_headline_features() -> None:
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("## What is there") :]
+    for feature in ("Skills", "MCP Apps", "DPoP", "`trimcp skills list / get`", "2025 sessions"):
+        assert feature in table, feature
+    quickstart = readme[readme.index("## Quickstart") : readme.index("## A server")]
+    assert ". .venv/bin/activate" in quickstart
+    assert ".venv/bin/trimcp" in quickstart
