@@ -16,7 +16,7 @@ import trio.testing
 
 from trimcp.errors import INTERNAL_ERROR, INVALID_REQUEST
 from trimcp.protocol import connection as connection_module
-from trimcp.protocol.connection import DEFAULT_MAX_BATCH
+from trimcp.protocol.connection import DEFAULT_MAX_BATCH, Connection
 from trimcp.protocol.lifecycle import Role
 from trimcp.session import open_session
 from trimcp.session.transport import Decoded
@@ -113,7 +113,8 @@ async def test_a_batch_the_engine_refuses_whole_settles_every_id_the_transport_w
     transport = HttpSessionTransport(store=None, inbound_queue=4, backlog_size=4, retry_ms=1)
     server = make_server()
     async with open_session(transport, role=Role.SERVER, handler=server) as session:
-        session._connection.state = _initialized_state(session)
+        session.restore_state(_initialized_state())
+        assert session.protocol_version == "2025-03-26"  # batches are allowed
         batch = _batch(DEFAULT_MAX_BATCH + 1)
         ids = [m["id"] for m in batch]
         stream = await transport.open_post_stream(ids, json_mode=True, sink=None, prime=False)
@@ -127,9 +128,15 @@ async def test_a_batch_the_engine_refuses_whole_settles_every_id_the_transport_w
         assert not any(transport.in_flight(i) for i in ids)
 
 
-def _initialized_state(session: Any) -> Any:
+def _initialized_state() -> dict[str, Any]:
+    # A core past the handshake, its state handed to the session as another process would.
+    conn = Connection(Role.SERVER)
+    _handshake(conn)
+    return conn.resting_state()
+
+
+def _handshake(conn: Connection) -> None:
     # Drive the sans-IO core through a 2025-03-26 handshake (batches are allowed there).
-    conn = session._connection
     conn.receive(
         json.dumps(
             {
@@ -154,13 +161,12 @@ def _initialized_state(session: Any) -> Any:
         },
     )
     conn.receive('{"jsonrpc":"2.0","method":"notifications/initialized"}')
-    return conn.state
 
 
 def test_the_core_batch_limit_is_exact() -> None:
     # A mutation that removed the limit passed every test before this one.
     conn = connection_module.Connection(Role.SERVER)
-    _initialized_state(type("S", (), {"_connection": conn})())
+    _handshake(conn)
     at_limit = conn.receive_object(_batch(DEFAULT_MAX_BATCH))
     assert type(at_limit).__name__ == "BatchReceived"
     over = conn.receive_object(_batch(DEFAULT_MAX_BATCH + 1, first=1000))

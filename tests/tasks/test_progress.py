@@ -180,8 +180,7 @@ async def test_no_progress_callback_after_the_task_ended(
         await handle.cancel()
         await trio.sleep(1)
         assert updates == [1]
-        assert client.session._task_progress == {}
-        assert client.session._connection.followed_count() == 0
+        assert client.session.followed_tasks == 0
 
 
 async def test_progress_sent_before_the_handle_is_not_lost_or_reordered(
@@ -258,5 +257,4 @@ async def test_many_tasks_with_progress_leave_nothing_followed(
         await trio.testing.wait_all_tasks_blocked()
         assert all(seen == [1, 2, 3] for seen in updates.values())
         assert len(updates) == 300
-        assert client.session._connection.followed_count() == 0
-        assert client.session._task_progress == {}
+        assert client.session.followed_tasks == 0

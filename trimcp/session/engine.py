@@ -11,10 +11,13 @@ Tasks a session owns, all in its nursery (see docs/concurrency.md):
 - optionally the **keepalive** pinger.
 
 Callers of :meth:`Session.send_request` wait in their own task; nothing a session starts
-outlives it. This module is the loop; the rest has its own: the handler outcome
-(:mod:`trimcp.session.outcome`), the writer (:mod:`trimcp.session.writer`), resting
-(:mod:`trimcp.session.resting`), the close sequence and keepalive
-(:mod:`trimcp.session.closing`) and the proxy's relayed requests (:mod:`trimcp.session.relay`).
+outlives it. This module is the loop and the one owner of a session's tables; the rest has
+its own module and owns its own fields: the handler outcome (:mod:`trimcp.session.outcome`),
+the writer (:mod:`trimcp.session.writer`), an awake spell's queues (:mod:`trimcp.session.run`),
+resting (:mod:`trimcp.session.resting`), the close state and sequence and keepalive
+(:mod:`trimcp.session.closing`) and the proxy's relayed requests
+(:mod:`trimcp.session.relay`). They reach the session through small protocols of its public
+members (no other module touches a Session's private attributes; ``tests/test_owners.py``).
 """
 
 from __future__ import annotations
@@ -55,9 +58,10 @@ from trimcp.protocol.jsonrpc import RequestId, encode_batch, encode_error
 from trimcp.protocol.lifecycle import Role, State
 from trimcp.protocol.methods import Method, P, R, expect_result
 from trimcp.protocol.negotiated import Negotiated
-from trimcp.session import closing, relay, resting
+from trimcp.session.closing import Closer, keepalive
 from trimcp.session.context import RequestContext
 from trimcp.session.hooks import (
+    ImmediateTransport,
     RequestRelay,
     RestingHandler,
     RestingTransport,
@@ -66,9 +70,12 @@ from trimcp.session.hooks import (
 from trimcp.session.options import SessionOptions
 from trimcp.session.outbound import ProgressCallback, TaskProgress, Waiter
 from trimcp.session.outcome import run_handler
-from trimcp.session.relay import Relayed
-from trimcp.session.resting import AWAKE, RESTING, Run
+from trimcp.session.relay import Relay
+from trimcp.session.resting import RESTING, Resting
+from trimcp.session.run import RESTING_RUN, Run
 from trimcp.session.transport import MessageTooLarge, Outgoing, Transport
+from trimcp.session.work import InboundWork, OutboundWork
+from trimcp.session.writer import Outbox
 
 logger = logging.getLogger("trimcp.session")
 
@@ -114,25 +121,16 @@ class Session:
     __slots__ = (
         "__weakref__",
         "_batch_of",
-        "_close_wanted",
-        "_closed",
-        "_closed_event",
+        "_closer",
         "_connection",
-        "_contexts",
         "_handler",
-        "_phase",
+        "_inbound",
         "_relay",
-        "_relayed",
-        "_rest_after",
+        "_resting",
         "_run",
         "_task_progress",
         "_transport",
-        "_transport_can_rest",
         "_waiters",
-        "_wake_pending",
-        "_waker",
-        "close_reason",
-        "closing",
         "options",
         "owner_key",
         "principal_of",
@@ -166,40 +164,35 @@ class Session:
         self._connection = Connection(role)
         self._transport = transport
         self._handler = handler
-        self._contexts: dict[RequestId, RequestContext] = {}
-        #: Our requests awaiting the peer's answer (relayed ones among them).
-        self._waiters: dict[RequestId, Waiter | Relayed] = {}
-        #: The peer's requests relayed to another session (see trimcp.session.relay).
-        self._relayed: dict[RequestId, Relayed] = {}
+        #: The peer's requests under way here: a handler's context, or a record of work
+        #: taken on without a handler task (a relayed request).
+        self._inbound: dict[RequestId, RequestContext | InboundWork] = {}
+        #: Our requests awaiting the peer's answer: a waiting task's, or a record whose
+        #: answer goes elsewhere (a relayed request, at the session it was sent through).
+        self._waiters: dict[RequestId, Waiter | OutboundWork] = {}
         #: Our task-augmented requests, answered, whose task still reports progress: the
-        #: caller's progress callback (run in the notification task from then on).
-        self._task_progress: dict[RequestId, ProgressCallback] = {}
-        self._relay = handler if isinstance(handler, RequestRelay) else None
-        if self._relay is not None:
-            self._connection.pass_through = self._relay.relays
-        self._batch_of: dict[RequestId, _Batch] = {}
-        self._close_wanted = False
-        self._closed = False
-        self._closed_event: trio.Event | None = None  # made when someone waits
-        self.closing = False
-        #: Why the session closed (for logs and errors), once it has.
-        self.close_reason: str | None = None
-        self._phase = AWAKE
-        self._wake_pending = False
-        self._waker = waker
-        transport_can_rest = transport.can_rest if isinstance(transport, RestingTransport) else None
-        self._transport_can_rest = transport_can_rest
+        #: caller's progress callback (run in the notification task from then on). Made
+        #: when first needed, like the batches' table: a resting session holds neither.
+        self._task_progress: dict[RequestId, ProgressCallback] | None = None
+        self._relay: Relay | None = None
+        if isinstance(handler, RequestRelay):
+            self._relay = Relay(handler)
+            self._connection.pass_through = handler.relays
+        self._batch_of: dict[RequestId, _Batch] | None = None
+        # Made when a close is asked for or awaited: an open, idle session holds none.
+        self._closer: Closer | None = None
         # Resting needs an owner to wake it, a transport that can tell it holds nothing,
         # no keepalive pings, and a handler whose own session task (if any) can pause.
+        self._resting: Resting | None = None
         if (
-            waker is None
-            or transport_can_rest is None
-            or options.keepalive_interval is not None
-            or (isinstance(handler, SessionAttendant) and not isinstance(handler, RestingHandler))
+            waker is not None
+            and rest_after is not None
+            and isinstance(transport, RestingTransport)
+            and options.keepalive_interval is None
+            and (not isinstance(handler, SessionAttendant) or isinstance(handler, RestingHandler))
         ):
-            rest_after = None
-        self._rest_after = rest_after
-        self._run = resting.new_run(self)
+            self._resting = Resting(waker, rest_after, transport)
+        self._run = self._new_run()
 
     # --- public API ---------------------------------------------------------------------
 
@@ -250,32 +243,42 @@ class Session:
         self._connection.adopt_stateless(negotiated)
 
     @property
+    def closing(self) -> bool:
+        """Whether the close sequence has started (new requests are refused)."""
+        closer = self._closer
+        return closer is not None and closer.closing
+
+    @property
     def closed(self) -> bool:
-        return self._closed
+        """Whether the session has fully closed (by either side)."""
+        closer = self._closer
+        return closer is not None and closer.closed
+
+    @property
+    def close_reason(self) -> str | None:
+        """Why the session closed (for logs and errors), once a close was asked for."""
+        closer = self._closer
+        return None if closer is None else closer.reason
 
     async def wait_closed(self) -> None:
         """Wait until the session has fully closed (by either side)."""
-        await self._closed_signal().wait()
+        await self._own_closer().signal().wait()
 
-    def _closed_signal(self) -> trio.Event:
-        event = self._closed_event
-        if event is None:
-            event = self._closed_event = trio.Event()
-            if self._closed:
-                event.set()
-        return event
+    def _own_closer(self) -> Closer:
+        closer = self._closer
+        if closer is None:
+            closer = self._closer = Closer()
+        return closer
 
-    def _mark_closed(self) -> None:
-        self._closed = True
-        if self._closed_event is not None:
-            self._closed_event.set()
+    def _close_wanted(self) -> bool:
+        closer = self._closer
+        return closer is not None and closer.wanted
 
     def request_close(self, reason: str = "closed locally") -> None:
         """Start closing the session without waiting (see :meth:`aclose`)."""
-        if not self._close_wanted:
-            self.close_reason = reason
-            self._close_wanted = True
-            if self._phase != AWAKE:
+        if self._own_closer().ask(reason):
+            resting = self._resting
+            if resting is not None and resting.phase:
                 with suppress(SessionClosed):  # no owner to run it any more
                     self.wake()
             self._run.close_requested.set()
@@ -284,22 +287,49 @@ class Session:
     @property
     def busy(self) -> bool:
         """Whether a handler is running or a request of ours awaits the peer's answer."""
-        return bool(self._contexts or self._waiters or self._relayed)
+        return bool(self._inbound or self._waiters)
+
+    @property
+    def followed_tasks(self) -> int:
+        """How many tasks created by our task-augmented requests are still followed for
+        progress (0 once each has ended: their callbacks are dropped then)."""
+        return max(self._connection.followed_count(), len(self._task_progress or ()))
 
     @property
     def resting(self) -> bool:
         """Whether the session is resting: no tasks, only its state (see :class:`Session`)."""
-        return self._phase == RESTING
+        resting = self._resting
+        return resting is not None and resting.phase == RESTING
 
     def wake(self) -> None:
         """Make a resting session run again; does nothing to an awake one.
 
         The owner calls it before feeding the transport; sends and closes call it
         themselves. Synchronous: the session's queues exist when it returns, and its owner
-        has been asked (the ``waker``) to run :meth:`run_awake` in a task.
+        has been asked (the ``waker``) to run :meth:`run_awake` in a task. Raises what the
+        waker raises (e.g. :class:`SessionClosed`: the owner runs nothing any more).
         """
-        if self._phase:
-            resting.wake(self)
+        resting = self._resting
+        if resting is not None and resting.phase and resting.wake(self):
+            self._run = self._new_run()
+
+    def _new_run(self, carry: Run | None = None) -> Run:
+        """A run whose outbox writes to the transport (``carry``: keep that run's queues)."""
+        transport = self._transport
+        resting = self._resting
+        outbox = Outbox(
+            transport,
+            self.options.outbox_size,
+            on_peer_gone=lambda _unwritten: self.request_close("the peer stopped reading"),
+            # Going to rest: the next run drains what is queued meanwhile.
+            keep_queue=None if resting is None else resting.keeps_queue,
+            send_now=transport.send_now if isinstance(transport, ImmediateTransport) else None,
+            carry=None if carry is None else carry.outbox,
+        )
+        run = Run(self.options, outbox, carry)
+        if self._close_wanted():
+            run.close_requested.set()
+        return run
 
     async def aclose(self) -> None:
         """Close the session and wait until it is closed.
@@ -311,7 +341,7 @@ class Session:
         task and is not interrupted by cancelling the caller, who just stops waiting.
         """
         self.request_close()
-        await self._closed_signal().wait()
+        await self._own_closer().signal().wait()
 
     async def send_request(
         self,
@@ -341,7 +371,7 @@ class Session:
         """
         if self.closing:
             raise SessionClosed(f"Cannot send {method}: {self.close_reason or 'session closing'}")
-        if self._phase:
+        if self._resting is not None:
             self.wake()
         if timeout is DEFAULT:
             timeout = self.options.request_timeout
@@ -447,7 +477,7 @@ class Session:
         all); it may wait while the outbox is full.
         """
         data = self._connection.send_notification(method, params)
-        if self._phase:
+        if self._resting is not None:
             self.wake()
         try:
             await self._run.outbox.send_end.send(Outgoing(data, related_request_id))
@@ -472,7 +502,8 @@ class Session:
 
     async def _read_loop(self) -> None:
         transport = self._transport
-        rest_after = self._rest_after
+        resting = self._resting
+        rest_after = None if resting is None else resting.rest_after
         try:
             while True:
                 await self._wait_for_capacity()
@@ -485,7 +516,8 @@ class Session:
                         with trio.move_on_after(rest_after) as quiet:
                             data = await transport.receive()
                         if quiet.cancelled_caught:
-                            if resting.begin_rest(self):
+                            assert resting is not None
+                            if self._may_rest() and resting.begin_rest(self._run):
                                 return
                             continue
                 except MessageTooLarge as exc:
@@ -500,14 +532,23 @@ class Session:
         except _PEER_GONE:
             self.request_close("the peer closed the connection")
 
+    def _may_rest(self) -> bool:
+        """Nothing of the session's own is under way (the reader asks, before resting):
+        no handler or relayed request, no request of ours awaiting an answer, no
+        half-answered batch, no close asked for, the handler's own session task at rest."""
+        if self._inbound or self._waiters or self._batch_of or self._close_wanted():
+            return False
+        handler = self._handler
+        return not isinstance(handler, RestingHandler) or handler.can_rest(self)
+
     async def _wait_for_capacity(self) -> None:
         # Stop reading while the handlers are at the limit: the peer then blocks on its
         # writes (backpressure). Not while we wait for answers from the peer, though: a
         # handler waiting on, say, sampling needs the reader, or the session deadlocks.
         while (
-            len(self._contexts) + len(self._relayed) >= self.options.max_in_flight
+            len(self._inbound) >= self.options.max_in_flight
             and not self._waiters
-            and not self._close_wanted
+            and not self._close_wanted()
         ):
             self._run.reader_wakeup = trio.Event()
             await self._run.reader_wakeup.wait()
@@ -549,48 +590,43 @@ class Session:
         if type(waiter) is Waiter:
             waiter.resolve(event.result)
             if waiter.follow is not None and self._connection.follows_task(event.id):
-                self._task_progress[event.id] = waiter.follow
-                self._forget_ended_tasks()
+                self._follow_task(event.id, waiter.follow)
         elif waiter is not None:
-            assert isinstance(waiter, Relayed)
-            await relay.answered(self, waiter, event)
+            assert not isinstance(waiter, Waiter)
+            # Another kind of work (a relayed request): it takes the answer itself.
+            del self._waiters[event.id]
+            follow = waiter.follow
+            if follow is not None and self._connection.follows_task(event.id):
+                self._follow_task(event.id, follow)
+            await waiter.answered(event.result)
 
     async def _on_notification(self, event: NotificationReceived) -> None:
-        relay_target = self._relay_target(event.method)
-        if relay_target is not None:
-            # From the reader, so it keeps its place among the relayed requests.
-            await relay.notify(relay_target, event.method, event.params)
-        else:
+        # The relay, if the handler relays, sends it on from the reader, so it keeps its
+        # place among the relayed requests.
+        if self._relay is None or not await self._relay.took_notification(self, event):
             await self._run.notes_send.send((event.method, event.params))
 
-    def _relay_target(self, method: str) -> Session | None:
-        """Where the peer's ``method`` goes when it is relayed now (None: handled here)."""
-        relayer = self._relay
-        if relayer is None or not relayer.relays(method):
-            return None
-        return relayer.relay_target(self)
-
     async def _on_cancel(self, event: CancelReceived) -> None:
-        ctx = self._contexts.get(event.request_id)
-        if ctx is not None:
-            ctx.cancelled_by_peer = True
-            ctx.cancel_scope.cancel()
-            return
-        relayed = self._relayed.get(event.request_id)
-        if relayed is not None:
-            await relay.drop(relayed, "cancelled")
+        work = self._inbound.get(event.request_id)
+        if type(work) is RequestContext:
+            work.cancelled_by_peer = True
+            work.cancel_scope.cancel()
+        elif work is not None:
+            assert not isinstance(work, RequestContext)
+            await work.cancel("cancelled")
 
     async def _on_progress(self, event: ProgressReceived) -> None:
         waiter = self._waiters.get(event.request_id)
-        if isinstance(waiter, Relayed):
-            await relay.progress(waiter, event.progress, event.total, event.message)
+        if waiter is not None and not isinstance(waiter, Waiter):
+            await waiter.progressed(event.progress, event.total, event.message)
         elif waiter is not None and waiter.follow is None:
             waiter.add_progress(event.progress, event.total, event.message)
         else:
             if waiter is not None:
                 waiter.extend_deadline()
             follow = waiter.follow if waiter is not None else None
-            follow = follow or self._task_progress.get(event.request_id)
+            if follow is None and self._task_progress:
+                follow = self._task_progress.get(event.request_id)
             if follow is not None:
                 update = TaskProgress(follow, event.progress, event.total, event.message)
                 await self._run.notes_send.send(("notifications/progress", update))
@@ -623,10 +659,12 @@ class Session:
             )
             return
         waiter = self._waiters.get(event.id)
-        if isinstance(waiter, Relayed):
-            await relay.failed(self, waiter, event.id, event.error)
-        elif waiter is not None:
+        if type(waiter) is Waiter:
             waiter.fail(event.error)
+        elif waiter is not None:
+            assert not isinstance(waiter, Waiter)
+            del self._waiters[event.id]
+            await waiter.failed(event.error)
 
     async def _on_batch(self, event: BatchReceived) -> None:
         batch = _Batch()
@@ -645,16 +683,18 @@ class Session:
         refusal: McpError | None = None
         if self.closing:
             refusal = McpError(CONNECTION_CLOSED, "Session is closing")
-        elif len(self._contexts) + len(self._relayed) >= self.options.max_in_flight:
+        elif len(self._inbound) >= self.options.max_in_flight:
             refusal = McpError(INTERNAL_ERROR, "Too many requests in flight; try again later")
         if refusal is not None:
             await self._reply(request_id, self._connection.send_error(request_id, refusal), batch)
             return
-        if self._relay is not None and batch is None and event.method != "initialize":
-            relay_target = self._relay_target(event.method)
-            if relay_target is not None:
-                await relay.start(self, event, relay_target)
-                return
+        if (
+            self._relay is not None
+            and batch is None
+            and event.method != "initialize"
+            and await self._relay.took_request(self, event)
+        ):
+            return
         scope = trio.CancelScope()
         if self.options.handler_timeout is not None:
             scope.deadline = trio.current_time() + self.options.handler_timeout
@@ -668,11 +708,13 @@ class Session:
             scope,
             principal=None if principal_of is None else principal_of(request_id),
         )
-        self._contexts[request_id] = ctx
+        self._inbound[request_id] = ctx
         self._run.handlers_idle = (
             trio.Event() if self._run.handlers_idle.is_set() else self._run.handlers_idle
         )
         if batch is not None:
+            if self._batch_of is None:
+                self._batch_of = {}
             self._batch_of[request_id] = batch
         self._run.nursery.start_soon(self._run_handler, ctx)
 
@@ -684,8 +726,8 @@ class Session:
         try:
             outcome = await run_handler(self._handler.handle_request, ctx)
         finally:
-            del self._contexts[request_id]
-            if not self._contexts and not self._relayed:
+            del self._inbound[request_id]
+            if not self._inbound:
                 self._run.handlers_idle.set()
             self._run.reader_wakeup.set()
         reply: bytes | None = None
@@ -696,7 +738,7 @@ class Session:
             reply = self._connection.send_error(request_id, outcome.error)
         else:
             reply = self._encode_result(ctx, outcome.result)
-        batch = self._batch_of.pop(request_id, None)
+        batch = self._batch_of.pop(request_id, None) if self._batch_of else None
         if reply is not None:
             await self._reply(request_id, reply, batch)
         elif batch is not None:
@@ -740,13 +782,20 @@ class Session:
             except Exception:
                 logger.exception("notification handler for %s failed", method)
 
+    def _follow_task(self, request_id: RequestId, follow: ProgressCallback) -> None:
+        """Deliver the progress of the task ``request_id`` created to ``follow`` until the
+        task ends (in the notification task)."""
+        if self._task_progress is None:
+            self._task_progress = {}
+        self._task_progress[request_id] = follow
+        self._forget_ended_tasks()
+
     def _forget_ended_tasks(self) -> None:
         """Drop the callbacks of tasks whose end the connection saw (O(1) when none)."""
-        if len(self._task_progress) > self._connection.followed_count():
+        table = self._task_progress
+        if table and len(table) > self._connection.followed_count():
             follows = self._connection.follows_task
-            self._task_progress = {
-                rid: callback for rid, callback in self._task_progress.items() if follows(rid)
-            }
+            self._task_progress = {rid: back for rid, back in table.items() if follows(rid)} or None
 
     # --- shutdown ---------------------------------------------------------------------------
 
@@ -754,14 +803,12 @@ class Session:
         try:
             with run.services:
                 async with trio.open_nursery() as services:
-                    services.start_soon(closing.close_when_asked, self)
+                    services.start_soon(self._close_when_asked, run)
                     services.start_soon(self._read_loop)
                     services.start_soon(run.outbox.write_loop)
                     services.start_soon(self._notify_loop)
                     if self.options.keepalive_interval is not None:
-                        services.start_soon(
-                            closing.keepalive, self, self.options.keepalive_interval
-                        )
+                        services.start_soon(keepalive, self, self.options.keepalive_interval)
                     handler = self._handler
                     if isinstance(handler, SessionAttendant):
                         await services.start(handler.attend_session, self)
@@ -781,7 +828,7 @@ class Session:
             self.request_close()
             with trio.CancelScope(shield=True) as scope:
                 scope.deadline = trio.current_time() + self.options.close_bound
-                await self._closed_signal().wait()
+                await self._own_closer().signal().wait()
             run.services.cancel()  # shielded: the nursery's cancel cannot reach it
         nursery.cancel_scope.cancel()
 
@@ -795,13 +842,173 @@ class Session:
         started once the tasks run. Cancellation: the session closes with the bounded,
         shielded close sequence (a session just going to rest closes without tasks).
         """
-        return await resting.run_awake(self, task_status)
+        while True:
+            async with open_nursery_unwrapped() as nursery:
+                await self._start(nursery)
+                task_status.started()
+                task_status = trio.TASK_STATUS_IGNORED
+                run = self._run
+                try:
+                    await run.services_done.wait()
+                finally:
+                    resting = self._resting
+                    if (
+                        resting is not None
+                        and resting.keeps_queue()
+                        and not run.services_done.is_set()
+                    ):
+                        # Cancelled from outside while going to rest: nothing is under way.
+                        with trio.CancelScope(shield=True):
+                            await run.services_done.wait()
+                            resting.give_up()
+                            await self._own_closer().close_quietly(
+                                self, "the server is shutting down"
+                            )
+                    await self._stop(nursery)
+            resting = self._resting
+            after = None if resting is None else resting.tasks_ended()
+            if after is None:
+                return False  # closed
+            if after is RESTING:
+                assert resting is not None
+                self._rest(resting)
+                return True
+            # Woken while the tasks were ending: run again, with the same queues.
+            self._run = self._new_run(carry=run)
 
-    async def _close_transport(self) -> None:
-        """The last step of every close: the transport (bounded), then closed."""
-        with trio.move_on_after(self.options.close_timeout):
-            await self._transport.aclose()
-        self._mark_closed()
+    def _rest(self, resting: Resting) -> None:
+        """The tasks have ended: keep only the state."""
+        self._run = RESTING_RUN
+        # Emptied dicts keep the tables they grew to: start from fresh ones.
+        self._inbound = {}
+        self._waiters = {}
+        self._batch_of = None
+        self._connection.compact()
+        closer = self._closer
+        if closer is not None and closer.unwatched():
+            self._closer = None
+        resting.rest()
+
+    async def _close_when_asked(self, run: Run) -> None:
+        """The closer task: the close sequence (shielded) once a close is asked for."""
+        await run.close_requested.wait()
+        with trio.CancelScope(shield=True):
+            await self._own_closer().shutdown(self, run)
+
+    # --- for the satellites: the close sequence (CloseHost), relayed requests (RelayOrigin,
+    # RelayTarget). Public so that they need no private access; of no use to anyone else.
+
+    async def cancel_inbound(self, reason: str) -> None:
+        """Cancel every handler, then every request of the peer taken on without one.
+
+        For the close sequence. Cancellation: each record's own (a relayed request tells
+        its target, shielded and bounded).
+        """
+        inbound = list(self._inbound.values())
+        for work in inbound:
+            if type(work) is RequestContext:
+                work.cancel_scope.cancel()
+        for work in inbound:
+            if not isinstance(work, RequestContext):
+                await work.cancel(reason)
+
+    async def fail_outbound(self, reason: str) -> None:
+        """The connection refuses new messages; our requests awaiting an answer fail with
+        :class:`SessionClosed`, then the other work awaiting one is told (each bounded by
+        ``cancel_notify_timeout``). For the close sequence."""
+        self._connection.close()
+        self._task_progress = None
+        for waiter in list(self._waiters.values()):
+            if type(waiter) is Waiter and not waiter.done:
+                waiter.fail(SessionClosed(f"Session closed before an answer arrived ({reason})"))
+        for request_id, work in list(self._waiters.items()):
+            if not isinstance(work, Waiter):
+                del self._waiters[request_id]
+                with trio.move_on_after(self.options.cancel_notify_timeout):
+                    await work.abandoned(reason)
+
+    def adopt_inbound(self, request_id: RequestId, work: InboundWork) -> None:
+        """Hold ``work`` as the peer's request ``request_id``, under way without a handler
+        task (it counts against ``max_in_flight``; the close waits for it, then cancels it)."""
+        self._inbound[request_id] = work
+        run = self._run
+        if run.handlers_idle.is_set():
+            run.handlers_idle = trio.Event()
+
+    def end_inbound(self, request_id: RequestId, *, forget: bool) -> None:
+        """The peer's request ``request_id`` held by :meth:`adopt_inbound` is over
+        (``forget``: it gets no answer); the reader and the closer may go on."""
+        self._inbound.pop(request_id, None)
+        if forget:
+            self._connection.forget_inbound(request_id)
+        run = self._run
+        if not self._inbound:
+            run.handlers_idle.set()
+        run.reader_wakeup.set()
+
+    async def answer(self, request_id: RequestId, result: Any, error: McpError | None) -> None:
+        """Answer the peer's request ``request_id`` with ``result`` (JSON) or ``error``.
+
+        Raises :class:`LocalProtocolError` when the core refuses (the id is not one of the
+        peer's open requests). Cancellation: as the reply's queueing (atomic).
+        """
+        if error is None:
+            data = self._connection.send_result(request_id, result)
+        else:
+            data = self._connection.send_error(request_id, error)
+        await self._reply(request_id, data, None)
+
+    async def send_forwarded(
+        self, method: str, params: Any, work: OutboundWork, *, with_progress: bool
+    ) -> RequestId:
+        """Send a request of ours whose answer goes to ``work``, as decoded JSON.
+
+        Returns its id. Raises :class:`SessionClosed` or :class:`LocalProtocolError` (not
+        sent), and :class:`RequestTimeout` when the outbox stayed full for
+        ``request_timeout``. Cancellation: atomic (queued whole, or forgotten).
+        """
+        if self.closing:
+            raise SessionClosed(self.close_reason or "the session is closing")
+        if self._resting is not None:
+            self.wake()
+        request_id, data = self._connection.send_request(
+            method, params, with_progress=with_progress, raw_result=True
+        )
+        work.sent_as(request_id)
+        self._waiters[request_id] = work
+        run = self._run
+        run.reader_wakeup.set()  # a reader paused at max_in_flight must read the answer
+        message = Outgoing(data)
+        if run.outbox.write_now(message):
+            return request_id
+        try:
+            try:
+                run.outbox.send_end.send_nowait(message)
+                full = False
+            except trio.WouldBlock:
+                full = True
+            if full:
+                # The origin's reader waits here (backpressure), but not for ever: it must
+                # go on reading to see its own peer leave.
+                timeout = self.options.request_timeout
+                with trio.move_on_after(timeout) as waited:
+                    await run.outbox.send_end.send(message)
+                if waited.cancelled_caught:
+                    raise RequestTimeout(f"the peer read nothing for {timeout:g}s")
+        except BaseException as exc:
+            self._waiters.pop(request_id, None)
+            self._connection.cancel_outbound(request_id)
+            if isinstance(exc, _PEER_GONE):
+                raise SessionClosed("the session is closed") from None
+            raise
+        return request_id
+
+    async def withdraw(self, request_id: RequestId, work: OutboundWork, reason: str) -> None:
+        """Forget our request ``request_id`` if ``work`` still awaits its answer, and tell
+        the peer (shielded, bounded by ``cancel_notify_timeout``)."""
+        if self._waiters.get(request_id) is work:
+            del self._waiters[request_id]
+            await self._cancel_outbound(request_id, None, reason)
 
 
 @asynccontextmanager

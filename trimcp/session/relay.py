@@ -1,65 +1,265 @@
 """Relayed requests: an inbound request of one session sent on by another, untouched.
 
 A handler implementing :class:`trimcp.session.hooks.RequestRelay` names, per method, the
-requests it relays and, per session, where to. The engine then skips the handler task and
-the typed classes: the request's params (decoded JSON) go to the target session under a new
-id, and the answer comes back as decoded JSON under the peer's id. One :class:`Relayed`
-record ties the two halves: the origin session keeps it under the peer's id, the target
-session under its own, among the requests it awaits.
+requests it relays and, per session, where to. The session then holds a :class:`Relay`,
+which takes those requests off the engine: no handler task and no typed classes; the
+request's params (decoded JSON) go to the target session under a new id, and the answer
+comes back as decoded JSON under the peer's id. One :class:`Relayed` record ties the two
+halves and owns their state: the origin session holds it in its inbound table under the
+peer's id (an :class:`~trimcp.session.work.InboundWork`), the target session in its
+outbound table under its own (an :class:`~trimcp.session.work.OutboundWork`), and each
+engine passes it the events for its half.
 
-The functions below are the engine's relaying, in the task that calls them: the origin
-side (:func:`start`, :func:`settle`, :func:`drop`, :func:`notify`) and the target side
-(:func:`send_in`, then :func:`answered`, :func:`failed`, :func:`progress` from the target's
-reader). They keep their state in the two sessions' tables.
+A record reaches the two sessions through :class:`RelayOrigin` and :class:`RelayTarget`,
+public members of the engine's ``Session``; it never touches their tables itself.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any
-
-import trio
+from typing import TYPE_CHECKING, Any, Protocol
 
 from trimcp.errors import (
     INTERNAL_ERROR,
     LocalProtocolError,
     McpError,
     RemoteProtocolError,
-    RequestTimeout,
     SessionClosed,
 )
-from trimcp.protocol.events import ProgressToken, RequestReceived, ResponseReceived
+from trimcp.protocol.events import NotificationReceived, ProgressToken, RequestReceived
 from trimcp.protocol.jsonrpc import RequestId
-from trimcp.session.transport import Outgoing
+from trimcp.session.hooks import RequestRelay
+from trimcp.session.outbound import ProgressCallback
 
 if TYPE_CHECKING:
     from trimcp.session.engine import Session
+    from trimcp.session.work import InboundWork, OutboundWork
 
 logger = logging.getLogger("trimcp.session")
 
-_PEER_GONE = (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError)
+
+class _Notifies(Protocol):
+    async def send_notification(
+        self, method: str, params: Any = None, *, related_request_id: RequestId | None = None
+    ) -> None: ...
+
+
+class RelayOrigin(_Notifies, Protocol):
+    """What a relayed request needs of the session whose peer asked it (the origin)."""
+
+    @property
+    def closing(self) -> bool: ...
+
+    def adopt_inbound(self, request_id: RequestId, work: InboundWork) -> None:
+        """Hold ``work`` as the peer's request ``request_id`` under way."""
+        ...
+
+    def end_inbound(self, request_id: RequestId, *, forget: bool) -> None:
+        """The peer's request is over (``forget``: it gets no answer)."""
+        ...
+
+    async def answer(self, request_id: RequestId, result: Any, error: McpError | None) -> None:
+        """Answer the peer's request; LocalProtocolError when the core refuses."""
+        ...
+
+
+class RelayTarget(_Notifies, Protocol):
+    """What a relayed request needs of the session it is sent through (the target)."""
+
+    async def send_forwarded(
+        self, method: str, params: Any, work: OutboundWork, *, with_progress: bool
+    ) -> RequestId:
+        """Send it as our own request; its answer goes to ``work``."""
+        ...
+
+    async def withdraw(self, request_id: RequestId, work: OutboundWork, reason: str) -> None:
+        """Forget our request if ``work`` still awaits it, and tell the peer."""
+        ...
+
+
+class Relay:
+    """A relaying session's router: which of its peer's requests and notifications go on
+    to another session (its handler says), taken off the engine here."""
+
+    __slots__ = ("handler",)
+
+    def __init__(self, handler: RequestRelay) -> None:
+        self.handler = handler
+
+    def _target(self, origin: Session, method: str) -> Session | None:
+        handler = self.handler
+        return handler.relay_target(origin) if handler.relays(method) else None
+
+    async def took_request(self, origin: Session, event: RequestReceived) -> bool:
+        """Relay the peer's request if it goes on now (True); in ``origin``'s reader.
+        (Never ``initialize``, and never a request of a batch: the engine asks neither.)"""
+        target = self._target(origin, event.method)
+        if target is None:
+            return False
+        token = event.progress_token
+        relayed = Relayed(origin, event.id, event.method, token, target)
+        params = event.params if token is None else without_progress_token(event.params)
+        await relayed.start(params)
+        return True
+
+    async def took_notification(self, origin: Session, event: NotificationReceived) -> bool:
+        """Relay the peer's notification if it goes on now (True): from ``origin``'s reader,
+        in order with the relayed requests."""
+        target = self._target(origin, event.method)
+        if target is None:
+            return False
+        try:
+            await target.send_notification(event.method, event.params)
+        except (SessionClosed, LocalProtocolError) as exc:
+            logger.debug("%s not relayed: %s", event.method, exc)
+        return True
 
 
 class Relayed:
     """One relayed request: who asked (``origin``, ``origin_id``, the peer's progress
-    ``token``) and where it went (``target``, ``target_id``, set once it is sent)."""
+    ``token``) and where it went (``target``, ``target_id`` once it is sent). ``live``
+    until it ends at the origin (answered, cancelled, refused)."""
 
-    __slots__ = ("last_progress", "method", "origin", "origin_id", "target", "target_id", "token")
+    __slots__ = (
+        "last_progress",
+        "live",
+        "method",
+        "origin",
+        "origin_id",
+        "target",
+        "target_id",
+        "token",
+    )
 
     def __init__(
-        self, origin: Session, origin_id: RequestId, method: str, token: ProgressToken | None
+        self,
+        origin: RelayOrigin,
+        origin_id: RequestId,
+        method: str,
+        token: ProgressToken | None,
+        target: RelayTarget,
     ) -> None:
         self.origin = origin
         self.origin_id = origin_id
         self.method = method
         self.token = token
-        self.target: Session | None = None
+        self.target = target
         self.target_id: RequestId | None = None
         #: The last progress value passed on (progress must increase; a backend going
         #: backwards is not passed on).
         self.last_progress: float | None = None
+        self.live = True
+
+    # --- at the origin: the peer's request (an InboundWork) ------------------------------
+
+    async def start(self, params: Any) -> None:
+        """Send the peer's request on through the target (in the origin's reader)."""
+        origin, request_id = self.origin, self.origin_id
+        origin.adopt_inbound(request_id, self)
+        try:
+            await self.target.send_forwarded(
+                self.method, params, self, with_progress=self.token is not None
+            )
+        except McpError as exc:  # not allowed there (LocalProtocolError), or SessionClosed
+            self._end(forget=False)
+            error = (
+                exc
+                if isinstance(exc, LocalProtocolError)
+                else McpError(INTERNAL_ERROR, f"Cannot relay {self.method}: {exc.message}")
+            )
+            with suppress(LocalProtocolError):
+                await origin.answer(request_id, None, error)
+        except BaseException:  # cancelled while the target's outbox was full: not sent
+            self._end(forget=True)
+            raise
+
+    def _end(self, *, forget: bool) -> bool:
+        """Over at the origin (False: it already was)."""
+        if not self.live:
+            return False
+        self.live = False
+        self.origin.end_inbound(self.origin_id, forget=forget)
+        return True
+
+    async def cancel(self, reason: str) -> None:
+        """The peer cancelled (or the origin closes): forget it, cancel it at the target
+        (shielded, bounded by the target's ``cancel_notify_timeout``)."""
+        if not self._end(forget=True):
+            return
+        if self.target_id is not None:
+            await self.target.withdraw(self.target_id, self, reason)
+
+    async def _settle(self, result: Any, error: McpError | None) -> None:
+        """Answer the peer's request (from the target's reader)."""
+        if not self._end(forget=False):
+            return  # cancelled, or the origin closed, meanwhile
+        try:
+            await self.origin.answer(self.origin_id, result, error)
+        except LocalProtocolError as exc:
+            logger.debug("relayed answer to %r dropped: %s", self.origin_id, exc)
+
+    # --- at the target: our request (an OutboundWork) ------------------------------------
+
+    def sent_as(self, request_id: RequestId) -> None:
+        self.target_id = request_id
+
+    @property
+    def follow(self) -> ProgressCallback | None:
+        """A task's progress goes on after the answer, to the origin (the peer's token
+        lives until the task ends; the target's connection tracks it)."""
+        return None if self.token is None else self.task_progress
+
+    async def answered(self, result: Any) -> None:
+        await self._settle(result, None)
+
+    async def failed(self, error: McpError) -> None:
+        if type(error) is RemoteProtocolError:  # found by our core, not sent by the peer
+            error = McpError(error.code, f"The upstream answer is unusable: {error.message}")
+        await self._settle(None, error)
+
+    async def abandoned(self, reason: str) -> None:
+        """The target closed before answering: the origin gets an error."""
+        error = McpError(
+            INTERNAL_ERROR,
+            f"The upstream session closed before answering {self.method} ({reason})",
+        )
+        await self._settle(None, error)
+
+    async def progressed(self, progress: float, total: float | None, message: str | None) -> None:
+        """Pass on the target's progress under the peer's token (while it is under way)."""
+        if self.live:
+            await self._pass_progress(progress, total, message, self.origin_id)
+
+    async def task_progress(
+        self, progress: float, total: float | None, message: str | None
+    ) -> None:
+        """Progress of the task it created, after its answer."""
+        if not self.origin.closing:
+            await self._pass_progress(progress, total, message, None)
+
+    async def _pass_progress(
+        self,
+        value: float,
+        total: float | None,
+        message: str | None,
+        related: RequestId | None,
+    ) -> None:
+        """Send the peer a relayed progress update under its own token, if it goes forward
+        (progress must increase); a closed session or a refused notification drops it."""
+        last = self.last_progress
+        if self.token is None or (last is not None and not value > last):
+            return
+        self.last_progress = value
+        params: dict[str, Any] = {"progressToken": self.token, "progress": value}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        with suppress(SessionClosed, LocalProtocolError):
+            await self.origin.send_notification(
+                "notifications/progress", params, related_request_id=related
+            )
 
 
 def without_progress_token(params: Any) -> Any:
@@ -77,205 +277,3 @@ def without_progress_token(params: Any) -> Any:
     else:
         del copy["_meta"]
     return copy
-
-
-# --- the origin session: the peer's request, relayed -------------------------------------
-
-
-async def start(origin: Session, event: RequestReceived, target: Session) -> None:
-    """Send the peer's request on through ``target`` (in ``origin``'s reader task)."""
-    request_id = event.id
-    token = event.progress_token
-    relayed = Relayed(origin, request_id, event.method, token)
-    origin._relayed[request_id] = relayed
-    run = origin._run
-    if run.handlers_idle.is_set():
-        run.handlers_idle = trio.Event()
-    params = event.params if token is None else without_progress_token(event.params)
-    try:
-        await send_in(target, relayed, params)
-    except McpError as exc:  # not allowed there (LocalProtocolError), or SessionClosed
-        origin._relayed.pop(request_id, None)
-        ended(origin)
-        error = (
-            exc
-            if isinstance(exc, LocalProtocolError)
-            else McpError(INTERNAL_ERROR, f"Cannot relay {event.method}: {exc.message}")
-        )
-        with suppress(LocalProtocolError):
-            data = origin._connection.send_error(request_id, error)
-            await origin._reply(request_id, data, None)
-    except BaseException:  # cancelled while the target's outbox was full: not sent
-        origin._relayed.pop(request_id, None)
-        origin._connection.forget_inbound(request_id)
-        ended(origin)
-        raise
-
-
-async def settle(relayed: Relayed, result: Any, error: McpError | None) -> None:
-    """Answer the peer's relayed request (from the target's reader)."""
-    origin = relayed.origin
-    request_id = relayed.origin_id
-    if origin._relayed.get(request_id) is not relayed:
-        return  # cancelled, or the origin closed, meanwhile
-    del origin._relayed[request_id]
-    ended(origin)
-    try:
-        if error is None:
-            data = origin._connection.send_result(request_id, result)
-        else:
-            data = origin._connection.send_error(request_id, error)
-    except LocalProtocolError as exc:
-        logger.debug("relayed answer to %r dropped: %s", request_id, exc)
-        return
-    await origin._reply(request_id, data, None)
-
-
-async def drop(relayed: Relayed, reason: str) -> None:
-    """The peer cancelled (or the origin closes): forget it, cancel it at the target
-    (shielded, bounded by the target's ``cancel_notify_timeout``)."""
-    origin = relayed.origin
-    request_id = relayed.origin_id
-    if origin._relayed.pop(request_id, None) is None:
-        return
-    origin._connection.forget_inbound(request_id)
-    ended(origin)
-    target, target_id = relayed.target, relayed.target_id
-    if target is not None and target_id is not None and target._waiters.get(target_id) is relayed:
-        del target._waiters[target_id]
-        await target._cancel_outbound(target_id, None, reason)
-
-
-def ended(origin: Session) -> None:
-    """A relayed request of ``origin`` is over: its reader and closer may go on."""
-    run = origin._run
-    if not origin._contexts and not origin._relayed:
-        run.handlers_idle.set()
-    run.reader_wakeup.set()
-
-
-async def notify(target: Session, method: str, params: Any) -> None:
-    """Relay the peer's notification (from the origin's reader, in order with requests)."""
-    try:
-        await target.send_notification(method, params)
-    except (SessionClosed, LocalProtocolError) as exc:
-        logger.debug("%s not relayed: %s", method, exc)
-
-
-# --- the target session: sends it as its own, passes back what comes -------------------
-
-
-async def send_in(target: Session, relayed: Relayed, params: Any) -> None:
-    """Send a relayed request as ``target``'s own; its answer goes to the origin.
-
-    Raises :class:`SessionClosed` or :class:`LocalProtocolError` (not sent), and
-    :class:`RequestTimeout` when the target's outbox stayed full for ``request_timeout``.
-    Cancellation: atomic (queued whole, or forgotten).
-    """
-    if target.closing:
-        raise SessionClosed(target.close_reason or "the session is closing")
-    if target._phase:
-        target.wake()
-    target_id, data = target._connection.send_request(
-        relayed.method, params, with_progress=relayed.token is not None, raw_result=True
-    )
-    relayed.target, relayed.target_id = target, target_id
-    target._waiters[target_id] = relayed
-    run = target._run
-    run.reader_wakeup.set()  # a reader paused at max_in_flight must read the answer
-    message = Outgoing(data)
-    if run.outbox.write_now(message):
-        return
-    try:
-        try:
-            run.outbox.send_end.send_nowait(message)
-            full = False
-        except trio.WouldBlock:
-            full = True
-        if full:
-            # The origin's reader waits here (backpressure), but not for ever: it must go
-            # on reading to see its own peer leave.
-            timeout = target.options.request_timeout
-            with trio.move_on_after(timeout) as waited:
-                await run.outbox.send_end.send(message)
-            if waited.cancelled_caught:
-                raise RequestTimeout(f"the peer read nothing for {timeout:g}s")
-    except BaseException as exc:
-        target._waiters.pop(target_id, None)
-        target._connection.cancel_outbound(target_id)
-        if isinstance(exc, _PEER_GONE):
-            raise SessionClosed("the session is closed") from None
-        raise
-
-
-async def answered(target: Session, relayed: Relayed, event: ResponseReceived) -> None:
-    """The target's peer answered (in the target's reader)."""
-    del target._waiters[event.id]
-    if relayed.token is not None and target._connection.follows_task(event.id):
-        # A task: its progress goes on after the answer, to the origin.
-        target._task_progress[event.id] = functools.partial(task_progress, relayed)
-        target._forget_ended_tasks()
-    await settle(relayed, event.result, None)
-
-
-async def failed(target: Session, relayed: Relayed, request_id: RequestId, error: McpError) -> None:
-    """The target's peer answered with an error (or an answer our core found unusable)."""
-    del target._waiters[request_id]
-    if type(error) is RemoteProtocolError:  # found by our core, not sent by the peer
-        error = McpError(error.code, f"The upstream answer is unusable: {error.message}")
-    await settle(relayed, None, error)
-
-
-async def progress(
-    relayed: Relayed, value: float, total: float | None, message: str | None
-) -> None:
-    """Pass on the target's progress under the peer's token (while it is under way)."""
-    if relayed.origin._relayed.get(relayed.origin_id) is relayed:
-        await _pass_progress(relayed, value, total, message, relayed.origin_id)
-
-
-async def task_progress(
-    relayed: Relayed, value: float, total: float | None, message: str | None
-) -> None:
-    """Progress of the task a relayed request created, after its answer (the peer's token
-    lives until the task ends; the target's connection tracks it)."""
-    if not relayed.origin.closing:
-        await _pass_progress(relayed, value, total, message, None)
-
-
-async def _pass_progress(
-    relayed: Relayed,
-    value: float,
-    total: float | None,
-    message: str | None,
-    related: RequestId | None,
-) -> None:
-    """Send the peer a relayed progress update under its own token, if it goes forward
-    (progress must increase); a closed session or a refused notification drops it."""
-    last = relayed.last_progress
-    if relayed.token is None or (last is not None and not value > last):
-        return
-    relayed.last_progress = value
-    params: dict[str, Any] = {"progressToken": relayed.token, "progress": value}
-    if total is not None:
-        params["total"] = total
-    if message is not None:
-        params["message"] = message
-    with suppress(SessionClosed, LocalProtocolError):
-        await relayed.origin.send_notification(
-            "notifications/progress", params, related_request_id=related
-        )
-
-
-async def close_target(target: Session, reason: str) -> None:
-    """``target`` closes: the relayed requests it still awaits answer their origins with
-    an error (each bounded by ``cancel_notify_timeout``)."""
-    for request_id, waiter in list(target._waiters.items()):
-        if isinstance(waiter, Relayed):
-            del target._waiters[request_id]
-            error = McpError(
-                INTERNAL_ERROR,
-                f"The upstream session closed before answering {waiter.method} ({reason})",
-            )
-            with trio.move_on_after(target.options.cancel_notify_timeout):
-                await settle(waiter, None, error)

@@ -1,0 +1,80 @@
+"""What a session holds only while its tasks run: one :class:`Run` per awake spell.
+
+Every session has a run while it is awake; a resting session (see
+:mod:`trimcp.session.resting`) holds the shared, closed :data:`RESTING_RUN` instead, and
+waking makes a new one. The engine makes runs and reads their fields; the close sequence
+(:mod:`trimcp.session.closing`) closes their queues.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from trimcp.session.options import SessionOptions
+from trimcp.session.transport import Outgoing
+from trimcp.session.writer import Outbox
+
+
+class Run:
+    """A session's nursery, queues, signals and service scope, for one awake spell.
+
+    ``carry`` hands over the queues of a run that was winding down to rest when the session
+    was woken again (they may hold messages queued meanwhile).
+    """
+
+    __slots__ = (
+        "close_requested",
+        "handlers_idle",
+        "notes_recv",
+        "notes_send",
+        "nursery",
+        "outbox",
+        "reader_wakeup",
+        "services",
+        "services_done",
+    )
+
+    def __init__(self, options: SessionOptions, outbox: Outbox, carry: Run | None = None) -> None:
+        self.nursery: trio.Nursery
+        self.outbox = outbox
+        if carry is None:
+            self.notes_send, self.notes_recv = trio.open_memory_channel[tuple[str, Any]](
+                options.notification_backlog
+            )
+        else:
+            self.notes_send, self.notes_recv = carry.notes_send, carry.notes_recv
+        self.reader_wakeup = trio.Event()
+        self.handlers_idle = trio.Event()
+        self.handlers_idle.set()
+        self.close_requested = trio.Event()
+        # Shielded: a cancel from outside the session (a deadline around the whole
+        # ``async with``) must not kill the writer and closer before the close sequence
+        # has run (sent our notifications/cancelled, flushed, closed the transport).
+        # The closer cancels this scope at its end; open_session does after close_bound.
+        self.services = trio.CancelScope(shield=True)
+        self.services_done = trio.Event()
+
+
+class _Nowhere:
+    """The transport of the resting run's outbox, which is closed: nothing reaches it."""
+
+    async def receive(self) -> bytes:
+        raise trio.ClosedResourceError
+
+    async def send(self, messages: list[Outgoing]) -> None:
+        raise trio.ClosedResourceError
+
+    async def aclose(self) -> None:
+        pass
+
+
+#: The run of every resting session: closed queues, so a send that forgot to wake first
+#: fails loudly instead of queueing where nobody reads.
+RESTING_RUN = Run(
+    SessionOptions(notification_backlog=1),
+    Outbox(_Nowhere(), 1, on_peer_gone=lambda _unwritten: None),
+)
+RESTING_RUN.outbox.send_end.close()
+RESTING_RUN.notes_send.close()
