@@ -3,6 +3,7 @@ every skip-or-fail decision uses it; ``.ci/run`` sets ``CI`` itself."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -114,3 +115,46 @@ def test_ci_run_exports_ci_true(tmp_path: Path) -> None:
         "demo CI=true",
         "test CI=true",
     ]
+
+
+def _fake_checkout(tmp_path: Path) -> Path:
+    """A copy of ``./dev`` beside a ``.venv`` whose tools only say how they were called
+    (its install stamp in place, so nothing is installed)."""
+    shutil.copy(ROOT / "dev", tmp_path / "dev")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    for tool in ("python", "ruff", "mypy"):
+        script = bin_dir / tool
+        script.write_text(f'#!/bin/sh\necho "{tool} $*"\n')
+        script.chmod(0o755)
+    digest = hashlib.sha1((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:12]
+    (tmp_path / ".venv" / f".installed-{digest}").touch()
+    return tmp_path
+
+
+def _dev(checkout: Path, *args: str) -> list[str]:
+    done = subprocess.run(
+        [str(checkout / "dev"), *args], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return [line for line in done.stdout.splitlines() if not line.startswith("==")]
+
+
+def test_dev_test_alone_runs_every_check_and_with_paths_only_pytest(tmp_path: Path) -> None:
+    """``./dev test tests/cli`` runs pytest on those tests alone (it spent minutes on ruff
+    and mypy first: issue 35); ``./dev test`` and ``./dev test -q`` run every check."""
+    checkout = _fake_checkout(tmp_path)
+    every = [
+        "ruff check trimcp tests examples benchmarks",
+        "ruff format --check trimcp tests examples benchmarks",
+        "mypy ",
+    ]
+    assert _dev(checkout, "test") == [*every, "python -m pytest"]
+    assert _dev(checkout, "test", "-q") == [*every, "python -m pytest -q"]
+    assert _dev(checkout, "test", "tests/cli", "-q") == ["python -m pytest tests/cli -q"]
+    assert _dev(checkout, "test", "-x", "tests/a.py::test_b") == [
+        "python -m pytest -x tests/a.py::test_b"
+    ]
+    # CI runs every check: .ci/run calls ./dev test with nothing after it.
+    assert "./dev test\n" in (ROOT / ".ci" / "run").read_text().splitlines(keepends=True)

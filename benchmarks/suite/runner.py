@@ -3,8 +3,9 @@
 Runs are interleaved: for each workload, repetition ``r`` runs the implementations in an
 order rotated by ``r`` (A B C, B C A, ...), so slow drift of the machine spreads over all of
 them. Before each run the suite measures how many cores are busy with other work and
-warns when that exceeds ``--max-busy``. Results go to ``--out`` as JSON, markdown and (with
-matplotlib) PNG; a progress line per run goes to stderr; the overview table to stdout.
+warns when that exceeds ``--max-busy``. Results go to ``--out`` (default outside the
+checkout: :func:`default_out`) as JSON, markdown and (with matplotlib) PNG; a progress line
+per run goes to stderr; the overview table to stdout.
 """
 
 from __future__ import annotations
@@ -35,7 +36,15 @@ from benchmarks.suite.workloads import (
     run_codec,
 )
 
-DEFAULT_OUT = Path(__file__).resolve().parents[1] / "results"
+
+def default_out() -> Path:
+    """Where results go without ``--out``: ``$XDG_CACHE_HOME/trimcp/bench`` (``~/.cache``
+    when unset), outside the checkout, so that a run leaves no untracked files in it. The
+    committed reports in ``benchmarks/results/`` are written there with ``--out``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "trimcp" / "bench"
+
+
 DEFAULT_MAX_BUSY = 0.5
 
 
@@ -70,7 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--scale", type=float, default=1.0, help="multiply every call/message count"
     )
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results directory")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where the results go (default $XDG_CACHE_HOME/trimcp/bench, i.e. "
+        "~/.cache/trimcp/bench: outside the checkout); the path is printed at the end",
+    )
     parser.add_argument(
         "--max-busy",
         type=float,
@@ -118,6 +134,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if opts.reps is not None:
         sizes = Sizes(**{**asdict(sizes), "reps": opts.reps})
     opts.sizes = sizes
+    if opts.out is None:
+        opts.out = default_out()
     return opts
 
 
@@ -338,8 +356,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = run_suite(opts)
     paths = write_outputs(results, opts.out)
     print(report.overview_table(results))
+    print(f"results written to {opts.out}:", file=sys.stderr)
     for kind, path in paths.items():
-        print(f"{kind}: {path}", file=sys.stderr)
+        print(f"  {kind}: {path}", file=sys.stderr)
     failed = any(
         entry["errors"] for workload in results["workloads"] for entry in workload["impls"].values()
     )

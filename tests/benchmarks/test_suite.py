@@ -473,6 +473,7 @@ def test_quick_smoke_run_against_trimcp_alone(
     out, err = capsys.readouterr()
     assert status == 0, err
     assert "| workload | headline metric |" in out
+    assert f"results written to {tmp_path}" in err
     (json_file,) = tmp_path.glob("bench-quick-*.json")
     (md_file,) = tmp_path.glob("bench-quick-*.md")
     results = json.loads(json_file.read_text())
@@ -492,3 +493,18 @@ def test_quick_smoke_run_against_trimcp_alone(
         assert by_name["http-sse"]["impls"]["trimcp"]["summary"]["answered"] == "sse"
         assert by_name["http-json"]["impls"]["trimcp"]["summary"]["answered"] == "json"
     assert "## stdio, sequential tools/call (`seq`)" in md_file.read_text()
+
+
+def test_results_go_outside_the_checkout_unless_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ``--out`` a run writes under ``$XDG_CACHE_HOME/trimcp/bench`` (``~/.cache``
+    without it), never into the checkout, where its files were left untracked (issue 35)."""
+    checkout = Path(runner.__file__).resolve().parents[2]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert runner.parse_args([]).out == tmp_path / "cache" / "trimcp" / "bench"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    default = runner.parse_args([]).out
+    assert default == Path.home() / ".cache" / "trimcp" / "bench"
+    assert checkout not in default.parents
+    assert runner.parse_args(["--out", str(tmp_path)]).out == tmp_path
