@@ -69,7 +69,7 @@ def test_percentile_of_one_to_hundred_matches_rank() -> None:
 
 @pytest.mark.parametrize(("values", "q"), [([], 50), ([1.0], -1), ([1.0], 100.5)])
 def test_percentile_rejects_bad_input(values: list[float], q: float) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"percentile (of an empty|must be within)"):
         lg.percentile(values, q)
 
 
@@ -81,7 +81,7 @@ def test_summarize_latencies_converts_ns_to_us_and_sorts() -> None:
     assert summary["mean"] == 2.5
     assert summary["p50"] == 2.5
     assert summary["p50"] <= summary["p90"] <= summary["p99"] <= summary["max"]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="no latencies"):
         lg.summarize_latencies([])
 
 
@@ -103,7 +103,7 @@ def test_aggregate_per_call_numbers() -> None:
 def test_aggregate_without_proc_reports_none() -> None:
     out = lg.aggregate([5], wall_ns=10, server_cpu=None, gen_cpu_s=0.0)
     assert out["server_cpu_us_per_call"] is None
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="at least one call"):
         lg.aggregate([], wall_ns=10, server_cpu=None, gen_cpu_s=0.0)
 
 

@@ -106,7 +106,7 @@ def test_parse_named_and_impl_builders() -> None:
     assert parse_named(" a = b c ", "CMD") == ("a", "b c")
     assert command_impl("x=srv --opt 'two words'").argv == ("srv", "--opt", "two words")
     assert url_impl("y=http://h:1/mcp").url == "http://h:1/mcp"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="expected NAME=CMD"):
         command_impl("x=   ")
 
 

@@ -34,11 +34,18 @@ def test_parse_url() -> None:
 
 
 @pytest.mark.parametrize(
-    "url",
-    ["ftp://h/", "h/mcp", "http:///mcp", "http://u:p@h/", "http://h:99999/", "http://h/a b"],
+    ("url", "why"),
+    [
+        ("ftp://h/", "only http and https"),
+        ("h/mcp", "only http and https"),
+        ("http:///mcp", "no host"),
+        ("http://u:p@h/", "credentials in the URL"),
+        ("http://h:99999/", "Port out of range"),
+        ("http://h/a b", "whitespace or control characters"),
+    ],
 )
-def test_parse_url_refuses(url: str) -> None:
-    with pytest.raises(ValueError):
+def test_parse_url_refuses(url: str, why: str) -> None:
+    with pytest.raises(ValueError, match=why):
         parse_url(url)
 
 
@@ -105,10 +112,10 @@ def test_options() -> None:
     assert options.reconnect_wait(None, 2) == 4.0
     assert options.reconnect_wait(10**15, 0) == options.max_reconnect_delay
     for bad in ({"Mcp-Session-Id": "x"}, {"Accept": "x"}, {"X": "a\r\nb"}):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=r"set by the transport|invalid header"):
             HttpClientOptions(headers=bad)
     for field in ("timeout", "sse_read_timeout", "max_message_bytes", "max_connections"):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=f"{field} must be > 0"):
             HttpClientOptions(**{field: 0})  # type: ignore[arg-type]
 
 

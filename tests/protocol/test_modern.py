@@ -267,7 +267,7 @@ def test_header_values_round_trip(value: str, wire: str) -> None:
 
 @pytest.mark.parametrize("bad", ["=?base64?***?=", "=?base64?/w==?=", "caf\u00e9", "a\x01b"])
 def test_bad_header_values_are_refused(bad: str) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"bad Base64 value|outside visible ASCII"):
         m.decode_header_value(bad)
 
 
@@ -369,7 +369,7 @@ def test_header_parameters_reads_annotations() -> None:
     ],
 )
 def test_invalid_annotations_are_refused(prop: dict[str, Any]) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"x-mcp-header of 'p' (must be|needs type)"):
         m.header_parameters({"type": "object", "properties": {"p": prop}})
 
 

@@ -189,5 +189,5 @@ def test_run_refuses_an_unknown_transport_in_one_line() -> None:
 
 
 def test_bad_page_size() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="page_size must be at least 1"):
         Server("x", page_size=0)

@@ -178,5 +178,5 @@ def test_level_helpers() -> None:
     records, position, dropped = buffer.since(0)
     assert (len(records), position, dropped) == (2, 5, 3)
     assert buffer.since(5) == ([], 5, 0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="room for at least one record"):
         LogBuffer(0)

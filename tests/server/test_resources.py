@@ -284,7 +284,7 @@ def test_registration_errors() -> None:
 
     with pytest.raises(ValueError, match="no scheme"):
         app.resource("relative/path")(lambda: "x")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unclosed '\\{'"):
         app.resource("x://{unclosed")(lambda unclosed: "x")
     with pytest.raises(TypeError, match="Cannot take"):
 

@@ -139,7 +139,8 @@ def test_a_file_is_read_with_a_bound(tmp_path: Path) -> None:
         read_bounded(path, 99)
     link = tmp_path / "link.bin"
     link.symlink_to(path)
-    with pytest.raises(OSError):  # a file swapped for a link is not followed
+    # A file swapped for a link is not followed (O_NOFOLLOW: ELOOP).
+    with pytest.raises(OSError, match="symbolic links"):
         read_bounded(link, 100)
 
 
