@@ -6,6 +6,12 @@ scenario's name and ``MCP_CONFORMANCE_CONTEXT`` (DPoP where the server asks for 
 by default), lists the tools and calls each one that
 takes no arguments. The user's step is :class:`~trimcp.auth.interaction.FollowRedirects`
 (the mock authorization endpoint redirects straight back with a code).
+
+A client secret goes only to the authorization server set as ``authorization_server=``
+(docs/authorization.md, "Where credentials go"). The suite starts its mock authorization
+server on a port of its choosing and names it only in the mock MCP server's metadata, so
+this harness, and only a harness, reads it from there (:func:`named_authorization_server`)
+and sets it: an application sets the issuer its credentials were registered at.
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ import os
 from typing import Any
 
 from trimcp.auth import OAuthClient
+from trimcp.auth.discovery import Challenge, discover
 from trimcp.auth.extensions import ClientCredentials, EnterpriseManaged, WorkloadIdentity
+from trimcp.auth.fetch import Fetcher
 from trimcp.auth.grants import PrivateKey
 from trimcp.auth.interaction import FollowRedirects
 from trimcp.client import Client
@@ -33,8 +41,19 @@ def context() -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def scenario_auth(scenario: str) -> OAuthClient:
-    """The OAuth client for an ``auth/...`` scenario."""
+async def named_authorization_server(url: str) -> str:
+    """The issuer the suite's mock MCP server at ``url`` names in its resource metadata.
+    Trusting what an MCP server names is what ``authorization_server=`` exists to avoid;
+    it is right here only because the suite owns both mocks and says no more."""
+    fetcher = Fetcher(timeout=10.0)
+    try:
+        return (await discover(fetcher, url, Challenge())).issuer
+    finally:
+        await fetcher.aclose()
+
+
+async def scenario_auth(scenario: str, url: str) -> OAuthClient:
+    """The OAuth client for an ``auth/...`` scenario against the mock at ``url``."""
     data = context()
     common: dict[str, Any] = {
         "allow_private_addresses": True,
@@ -51,16 +70,25 @@ def scenario_auth(scenario: str) -> OAuthClient:
             idp_client_id=data.get("idp_client_id"),
             client_id=data["client_id"],
             client_secret=data.get("client_secret"),
+            authorization_server=await named_authorization_server(url),
             **common,
         )
     if "private_key_pem" in data:
         key = PrivateKey(
             pem=data["private_key_pem"], algorithm=data.get("signing_algorithm", "ES256")
         )
-        return ClientCredentials(client_id=data["client_id"], private_key=key, **common)
+        return ClientCredentials(
+            client_id=data["client_id"],
+            private_key=key,
+            authorization_server=await named_authorization_server(url),
+            **common,
+        )
     if scenario.startswith("auth/client-credentials") and "client_secret" in data:
         return ClientCredentials(
-            client_id=data["client_id"], client_secret=data["client_secret"], **common
+            client_id=data["client_id"],
+            client_secret=data["client_secret"],
+            authorization_server=await named_authorization_server(url),
+            **common,
         )
     interaction = FollowRedirects(REDIRECT_URI, timeout=10.0)
     if "client_id" in data:  # pre-registration

@@ -225,7 +225,7 @@ async def run(scenario: str, url: str, deadline: float) -> None:
     ``deadline`` seconds (``trio.TooSlowError`` past it)."""
     with trio.fail_after(deadline):
         modern = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION") == "2026-07-28"
-        auth = conformance_auth.scenario_auth(scenario) if is_auth(scenario) else None
+        auth = await conformance_auth.scenario_auth(scenario, url) if is_auth(scenario) else None
         action = conformance_auth.run_auth if is_auth(scenario) else SCENARIOS[scenario]
         async with (
             open_http_client_transport(url, timeout=10.0, auth=auth) as transport,

@@ -20,7 +20,12 @@ from trimcp.auth.grants import JWT_BEARER
 
 def workload_jwt(subject: str, lifetime: float = 600) -> str:
     now = int(time.time())
-    claims = {"iss": "https://k8s.example", "sub": subject, "exp": now + int(lifetime)}
+    claims = {
+        "iss": "https://k8s.example",
+        "sub": subject,
+        "aud": "https://as.example.com",  # the authorization server it is for (FOUND)
+        "exp": now + int(lifetime),
+    }
     return jwt.encode(claims, "not-checked-by-the-client-" * 2, algorithm="HS256")
 
 

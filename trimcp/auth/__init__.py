@@ -43,6 +43,7 @@ _EXPORTS: dict[str, str] = {
     "AuthorizationFailed": "trimcp.auth.errors",
     "InvalidToken": "trimcp.auth.errors",
     "UnsafeUrl": "trimcp.auth.errors",
+    "UntrustedAuthorizationServer": "trimcp.auth.errors",
     "IntrospectionVerifier": "trimcp.auth.introspection",
     "JwksCache": "trimcp.auth.jwks",
     "AuthInfo": "trimcp.auth.principal",
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from trimcp.auth.errors import AuthorizationFailed as AuthorizationFailed
     from trimcp.auth.errors import InvalidToken as InvalidToken
     from trimcp.auth.errors import UnsafeUrl as UnsafeUrl
+    from trimcp.auth.errors import UntrustedAuthorizationServer as UntrustedAuthorizationServer
     from trimcp.auth.extensions import ClientCredentials as ClientCredentials
     from trimcp.auth.extensions import EnterpriseManaged as EnterpriseManaged
     from trimcp.auth.extensions import WorkloadIdentity as WorkloadIdentity
@@ -122,6 +124,7 @@ __all__ = [
     "TokenStore",
     "TokenVerifier",
     "UnsafeUrl",
+    "UntrustedAuthorizationServer",
     "WorkloadIdentity",
     "principal_key",
 ]

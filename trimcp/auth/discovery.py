@@ -147,12 +147,18 @@ def resource_allowed(resource: str, server_url: str) -> bool:
 @attrs.frozen(kw_only=True, repr=False, eq=False)
 class Discovery(Record):
     """What the client learned: the resource to ask tokens for, the issuer, and the
-    authorization server's metadata (endpoints, supported scopes and methods)."""
+    authorization server's metadata (endpoints, supported scopes and methods).
+
+    ``metadata_from_issuer``: whether ``metadata`` is the issuer's own (fetched from its
+    well-known URLs and naming it, or the 2025-03-26 default endpoints at it); False when
+    a 2025-03-26 MCP server's own metadata names another issuer, whose endpoints it
+    cannot speak for (:mod:`trimcp.auth.destinations` fetches that issuer's instead)."""
 
     resource: str
     issuer: str
     metadata: dict[str, Any]
     resource_metadata: dict[str, Any] | None = None
+    metadata_from_issuer: bool = True
 
     def endpoint(self, name: str) -> str | None:
         value = self.metadata.get(name)
@@ -240,7 +246,7 @@ async def discover(fetcher: Fetcher, server_url: str, challenge: Challenge) -> D
             resource=resource, issuer=issuer, metadata=metadata, resource_metadata=document
         )
     # 2025-03-26: the MCP server's origin is the authorization server.
-    issuer = _origin(server_url)
+    origin = issuer = _origin(server_url)
     metadata = await fetch_server_metadata(fetcher, issuer, check_issuer=False)
     if metadata is not None:
         issuer = metadata["issuer"]
@@ -251,4 +257,9 @@ async def discover(fetcher: Fetcher, server_url: str, challenge: Challenge) -> D
             "token_endpoint": f"{issuer}/token",
             "registration_endpoint": f"{issuer}/register",
         }
-    return Discovery(resource=resource, issuer=issuer, metadata=metadata)
+    return Discovery(
+        resource=resource,
+        issuer=issuer,
+        metadata=metadata,
+        metadata_from_issuer=issuer.rstrip("/") == origin,
+    )

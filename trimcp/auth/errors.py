@@ -21,3 +21,20 @@ class AuthorizationFailed(AuthError):
 class UnsafeUrl(AuthError):
     """A URL from a server's metadata points where the client must not go (another
     scheme, a private or link-local address): refused before any connection."""
+
+
+class UntrustedAuthorizationServer(AuthorizationFailed):
+    """A non-interactive credential (workload token, client secret, private-key
+    assertion, ID-JAG) was not sent: the authorization server the MCP server named is
+    not the one the application configured, nor one the credential names (see
+    docs/authorization.md, "Where credentials go"). ``authorization_server``: the one
+    named; ``mcp_server``: the MCP server that named it; ``setting``: the client option
+    that decides (``authorization_server``)."""
+
+    def __init__(
+        self, message: str, *, authorization_server: str, mcp_server: str, setting: str
+    ) -> None:
+        super().__init__(message)
+        self.authorization_server = authorization_server
+        self.mcp_server = mcp_server
+        self.setting = setting

@@ -11,8 +11,11 @@
 - :class:`WorkloadIdentity` (workload identity federation, SEP-1933): the workload's own
   platform-issued JWT is the RFC 7523 JWT-bearer grant.
 
-Both reuse :class:`~trimcp.auth.OAuthClient`'s discovery, single-flight and storage; only
-how a token is obtained differs.
+All three reuse :class:`~trimcp.auth.OAuthClient`'s discovery, single-flight and storage;
+only how a token is obtained differs, and where their credentials may go: only to the
+authorization server set as ``authorization_server=``, or, with none set, to the one the
+assertion's ``aud`` names (:class:`NonInteractiveClient`; docs/authorization.md, "Where
+credentials go").
 """
 
 from __future__ import annotations
@@ -20,13 +23,14 @@ from __future__ import annotations
 import inspect
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import trio
 
 from trimcp.auth.client import OAuthClient
+from trimcp.auth.destinations import assertion_audiences, issuer_identifier, trusted_destination
 from trimcp.auth.discovery import Discovery
 from trimcp.auth.errors import AuthorizationFailed
 from trimcp.auth.fetch import Fetcher
@@ -52,9 +56,83 @@ def _secret_method(found: Discovery, default: str = "client_secret_basic") -> st
     return default
 
 
-class ClientCredentials(OAuthClient):
+class NonInteractiveClient(OAuthClient):
+    """What the clients without a user share: a credential the MCP server must not be
+    able to redirect (docs/authorization.md, "Where credentials go").
+
+    ``authorization_server``: the issuer identifier (``https://accounts.example.com``)
+    of the one authorization server this client's credentials may be sent to. Without
+    it, an assertion (a workload token, an ID-JAG) goes only to an authorization server
+    its ``aud`` names, and a client secret or private key goes nowhere: a secret names
+    no server. Every token request is checked, a refresh included, before anything is
+    sent, and the token endpoint used is the one that issuer's own metadata names; a
+    refusal is :class:`~trimcp.auth.errors.UntrustedAuthorizationServer`. ValueError
+    when ``authorization_server`` is not an issuer identifier (http(s), a host, no query
+    or fragment).
+    """
+
+    def __init__(self, *, authorization_server: str | None = None, **options: Any) -> None:
+        if authorization_server is not None and issuer_identifier(authorization_server) is None:
+            raise ValueError(
+                f"authorization_server={authorization_server[:200]!r} is not an issuer "
+                "identifier: give the authorization server's issuer URL, e.g. "
+                "'https://accounts.example.com' (http(s), a host, no query or fragment)"
+            )
+        super().__init__(**options)
+        self.authorization_server = authorization_server
+
+    def _secret(self) -> str | None:
+        """What goes along that names no server (a client secret or key), if anything."""
+        if self.private_key is not None:
+            return "the client's private key"
+        if self.client_secret is not None:
+            return "the client secret"
+        return None
+
+    async def destination(
+        self,
+        fetcher: Fetcher,
+        found: Discovery,
+        *,
+        credential: str,
+        audiences: Sequence[str] = (),
+        audiences_from: str = "",
+    ) -> Discovery:
+        """``found`` narrowed to the authorization server ``credential`` may go to (see
+        :func:`~trimcp.auth.destinations.trusted_destination`); ``audiences``: the
+        issuers the credential names, ``audiences_from`` saying whose they are (for the
+        refusal). Raises :class:`~trimcp.auth.errors.UntrustedAuthorizationServer`."""
+        return await trusted_destination(
+            fetcher,
+            found,
+            configured=self.authorization_server,
+            audiences=audiences,
+            audiences_from=audiences_from,
+            credential=credential,
+            secret=self._secret(),
+            owner=type(self).__name__,
+        )
+
+    async def refresh(self, fetcher: Fetcher, found: Discovery, stored: StoredAuth) -> StoredAuth:
+        """The refresh token (and the client's credentials) go to the configured issuer,
+        else back to the issuer that issued the tokens (checked when they were obtained)."""
+        registration = stored.registration
+        issued_by = registration.issuer if registration is not None else None
+        found = await self.destination(
+            fetcher,
+            found,
+            credential="refresh token",
+            audiences=[issued_by] if issued_by else [],
+            audiences_from="the tokens' issuer",
+        )
+        return await super().refresh(fetcher, found, stored)
+
+
+class ClientCredentials(NonInteractiveClient):
     """Tokens by the ``client_credentials`` grant (no user). Give ``client_secret`` or
-    ``private_key`` (a :class:`~trimcp.auth.grants.PrivateKey`); other options as for
+    ``private_key`` (a :class:`~trimcp.auth.grants.PrivateKey`), and
+    ``authorization_server``, the issuer they are registered at: without it they are
+    sent nowhere (see :class:`NonInteractiveClient`). Other options as for
     :class:`OAuthClient` (``scopes``, ``store``, ``timeout``...)."""
 
     def __init__(
@@ -63,17 +141,24 @@ class ClientCredentials(OAuthClient):
         client_id: str,
         client_secret: str | None = None,
         private_key: PrivateKey | None = None,
+        authorization_server: str | None = None,
         **options: Any,
     ) -> None:
         if (client_secret is None) == (private_key is None):
             raise ValueError("give exactly one of client_secret= or private_key=")
         super().__init__(
-            client_id=client_id, client_secret=client_secret, private_key=private_key, **options
+            client_id=client_id,
+            client_secret=client_secret,
+            private_key=private_key,
+            authorization_server=authorization_server,
+            **options,
         )
 
     async def obtain(
         self, fetcher: Fetcher, found: Discovery, scope: str | None, stored: StoredAuth | None
     ) -> StoredAuth:
+        credential = "private-key assertion" if self.private_key is not None else "client secret"
+        found = await self.destination(fetcher, found, credential=credential)
         token_endpoint = found.endpoint("token_endpoint")
         if token_endpoint is None:
             raise AuthorizationFailed(f"{found.issuer} publishes no token endpoint")
@@ -99,13 +184,17 @@ class ClientCredentials(OAuthClient):
 IdTokenSource = Callable[[], Awaitable[str]]
 
 
-class EnterpriseManaged(OAuthClient):
+class EnterpriseManaged(NonInteractiveClient):
     """Enterprise-managed authorization (ID-JAG; see the module docstring).
 
     ``id_token``: the user's ID token (a string, or an async function returning a fresh
     one). ``idp_token_endpoint``: the identity provider's token endpoint, where
     ``idp_client_id`` (and ``idp_client_secret`` if it has one) identify this client.
-    ``client_id`` / ``client_secret``: this client at the MCP server's authorization server.
+    ``client_id`` / ``client_secret``: this client at the MCP server's authorization
+    server. ``authorization_server``: that server's issuer; the ID-JAG is asked for it
+    and sent only to it. Without it, the ID-JAG goes only to the server its ``aud``
+    names (the identity provider's decision), and a ``client_secret`` goes nowhere (see
+    :class:`NonInteractiveClient`).
     """
 
     def __init__(
@@ -117,9 +206,15 @@ class EnterpriseManaged(OAuthClient):
         client_secret: str | None = None,
         idp_client_id: str | None = None,
         idp_client_secret: str | None = None,
+        authorization_server: str | None = None,
         **options: Any,
     ) -> None:
-        super().__init__(client_id=client_id, client_secret=client_secret, **options)
+        super().__init__(
+            client_id=client_id,
+            client_secret=client_secret,
+            authorization_server=authorization_server,
+            **options,
+        )
         self._id_token = id_token
         self.idp_token_endpoint = idp_token_endpoint
         self.idp_client_id = idp_client_id
@@ -133,9 +228,9 @@ class EnterpriseManaged(OAuthClient):
     async def obtain(
         self, fetcher: Fetcher, found: Discovery, scope: str | None, stored: StoredAuth | None
     ) -> StoredAuth:
-        token_endpoint = found.endpoint("token_endpoint")
-        if token_endpoint is None:
-            raise AuthorizationFailed(f"{found.issuer} publishes no token endpoint")
+        if self.authorization_server is not None or self.client_secret is not None:
+            # Checked before the identity provider is asked for an ID-JAG aimed there.
+            found = await self.destination(fetcher, found, credential="ID-JAG")
         # 1. At the identity provider: the ID token for an ID-JAG aimed at the AS.
         exchange = {
             "grant_type": TOKEN_EXCHANGE,
@@ -158,6 +253,18 @@ class EnterpriseManaged(OAuthClient):
             )
             idp_headers = authenticate_client(exchange, idp, assertion_audience="")
         grant = await token_request(fetcher, self.idp_token_endpoint, exchange, idp_headers)
+        if self.authorization_server is None:
+            # Not configured: the ID-JAG goes only where the identity provider aimed it.
+            found = await self.destination(
+                fetcher,
+                found,
+                credential="ID-JAG",
+                audiences=assertion_audiences(grant.access_token),
+                audiences_from="the ID-JAG's aud",
+            )
+        token_endpoint = found.endpoint("token_endpoint")
+        if token_endpoint is None:
+            raise AuthorizationFailed(f"{found.issuer} publishes no token endpoint")
         # 2. At the MCP server's authorization server: the ID-JAG for an access token.
         assert self.client_id is not None
         registration = ClientRegistration(
@@ -180,7 +287,7 @@ class EnterpriseManaged(OAuthClient):
 WorkloadTokenSource = Callable[[], "Awaitable[str] | str"]
 
 
-class WorkloadIdentity(OAuthClient):
+class WorkloadIdentity(NonInteractiveClient):
     """Workload identity federation (MCP SEP-1933): the RFC 7523 JWT-bearer grant with
     the JWT the platform gives this workload (a Kubernetes service-account token, a SPIFFE
     JWT-SVID, a cloud instance token) as the ``assertion``; no user, no stored secret.
@@ -189,9 +296,12 @@ class WorkloadIdentity(OAuthClient):
     token the platform rotates in place is picked up) or ``token`` (the JWT, or a
     function, sync or async, returning the current one; called for every token request).
     ``client_id`` (+ ``client_secret`` or ``private_key``) when the authorization server
-    wants the client named too. A refused grant (``invalid_grant``, ``invalid_scope``,
-    ``unauthorized_client``...) is reported as :class:`AuthorizationFailed`, never retried
-    with another grant. Other options as for :class:`OAuthClient` (``scopes``, ``dpop``...).
+    wants the client named too. ``authorization_server``: the issuer the token is for;
+    without it, the token goes only to a server its ``aud`` names, and a secret or key
+    nowhere (see :class:`NonInteractiveClient`). A refused grant (``invalid_grant``,
+    ``invalid_scope``, ``unauthorized_client``...) is reported as
+    :class:`AuthorizationFailed`, never retried with another grant. Other options as for
+    :class:`OAuthClient` (``scopes``, ``dpop``...).
     """
 
     def __init__(
@@ -202,12 +312,17 @@ class WorkloadIdentity(OAuthClient):
         client_id: str | None = None,
         client_secret: str | None = None,
         private_key: PrivateKey | None = None,
+        authorization_server: str | None = None,
         **options: Any,
     ) -> None:
         if (token_file is None) == (token is None):
             raise ValueError("give exactly one of token_file= or token=")
         super().__init__(
-            client_id=client_id, client_secret=client_secret, private_key=private_key, **options
+            client_id=client_id,
+            client_secret=client_secret,
+            private_key=private_key,
+            authorization_server=authorization_server,
+            **options,
         )
         self.token_file = Path(token_file) if token_file is not None else None
         self._token = token
@@ -242,14 +357,18 @@ class WorkloadIdentity(OAuthClient):
     async def obtain(
         self, fetcher: Fetcher, found: Discovery, scope: str | None, stored: StoredAuth | None
     ) -> StoredAuth:
+        assertion = await self.workload_token()
+        found = await self.destination(
+            fetcher,
+            found,
+            credential="workload token",
+            audiences=assertion_audiences(assertion),
+            audiences_from="the workload token's aud",
+        )
         token_endpoint = found.endpoint("token_endpoint")
         if token_endpoint is None:
             raise AuthorizationFailed(f"{found.issuer} publishes no token endpoint")
-        form = {
-            "grant_type": JWT_BEARER,
-            "assertion": await self.workload_token(),
-            "resource": found.resource,
-        }
+        form = {"grant_type": JWT_BEARER, "assertion": assertion, "resource": found.resource}
         if scope:
             form["scope"] = scope
         headers: dict[str, str] = {}
