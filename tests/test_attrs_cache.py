@@ -7,6 +7,7 @@ what it was written for."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -238,3 +239,18 @@ def test_another_cattrs_compile_is_left_alone(tmp_path: Path) -> None:
     # attrs' classes are still cached; the cattrs hooks the round trip made are not
     assert with_hooks["installed"] == 1
     assert with_hooks["misses"] < plain["misses"]
+
+
+def test_a_cache_of_another_python_is_ignored(tmp_path: Path) -> None:
+    """The file carries this interpreter's bytecode magic number after its format line,
+    and a file with another one (written by another Python, whose code objects this one
+    must not run) is not loaded, even when its contents would load."""
+    path = tmp_path / "cache.marshal"
+    first = start(tmp_path)
+    data = path.read_bytes()
+    header = b"trimcp-attrs-cache-1\n" + importlib.util.MAGIC_NUMBER
+    assert data.startswith(header)
+    other = bytes([importlib.util.MAGIC_NUMBER[0] ^ 0xFF]) + importlib.util.MAGIC_NUMBER[1:]
+    path.write_bytes(b"trimcp-attrs-cache-1\n" + other + data[len(header) :])
+    again = start(tmp_path)
+    assert (again["hits"], again["misses"]) == (0, first["misses"])

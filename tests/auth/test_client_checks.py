@@ -146,6 +146,10 @@ def test_ssrf_guard_refuses(url: str) -> None:
         "127\u30020\u30020\u30021",  # ideographic full stops, folded to dots
         "localhost.",
         "127.0.0.1.",
+        # Every name under localhost is loopback (RFC 6761 §6.3): resolvers answer 127.0.0.1.
+        "app.localhost",
+        "a.b.localhost",
+        "APP.LocalHost.",
     ],
 )
 def test_ssrf_guard_reads_hosts_as_resolvers_do(host: str) -> None:

@@ -23,6 +23,7 @@ from tests.auth.test_server_jwt import Calls, bearer, challenge, make_server
 from tests.auth.tokens import ISSUER, RESOURCE, KeySet, SigningKey
 from tests.http_server.helpers import running_app, tool_call
 from trimcp.auth import InvalidToken, JwtVerifier, ProtectedResource
+from trimcp.auth.jwks import JwksCache
 from trimcp.transports.http_server import HttpServerConfig
 
 KEY = SigningKey("k1")
@@ -175,6 +176,32 @@ async def test_keys_past_max_keys_are_ignored(autojump_clock: trio.abc.Clock) ->
         assert verifier.keys.key_ids == ["k1"]
         assert (await verifier.verify(KEY.mint())).subject == "alice"
         assert await refusal(verifier, SECOND.mint()) == "no signing key with kid 'k2'"
+
+
+async def test_a_refresh_asked_for_during_a_fetch_waits_out_the_back_off(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """Tokens naming unknown kids while a fetch is under way ask for another; it comes
+    ``min_refresh_interval`` after the last attempt began, not at once (the back-off that
+    keeps made-up kids from hammering the authorization server), nor an hour later."""
+    keys = KeySet(KEY)
+    fetched_at: list[float] = []
+
+    async def slow_fetch(url: str) -> Any:
+        fetched_at.append(trio.current_time())
+        await trio.sleep(1)
+        return await keys.fetch(url)
+
+    cache = JwksCache("https://as.example.com/jwks", fetch=slow_fetch, min_refresh_interval=30)
+    async with trio.open_nursery() as nursery:
+        start = trio.current_time()
+        await nursery.start(cache.run)
+        for n in range(5):  # while the first fetch runs: each asks for a refresh
+            with pytest.raises(InvalidToken, match="no signing key"):
+                await cache.get(f"made-up-{n}")
+        await trio.sleep(60)
+        nursery.cancel_scope.cancel()
+    assert [round(t - start) for t in fetched_at] == [0, 30]
 
 
 # --- the cache of accepted tokens ---------------------------------------------------------
