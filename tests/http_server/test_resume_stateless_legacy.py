@@ -33,6 +33,23 @@ async def test_in_memory_store_replays_one_stream_after_an_id() -> None:
         assert await store.replay_after(bad) is None
 
 
+async def test_in_memory_store_knows_only_the_ids_it_issued() -> None:
+    # Every part of a Last-Event-ID is input: the stream must be the one the event was
+    # issued for, and the number written as the store writes it. Before: any stream name
+    # was accepted (a 10 KB one answered with an empty stream of that name), and a
+    # non-ASCII digit raised ValueError.
+    store = InMemoryEventStore(max_events=4)
+    a1 = await store.store("1", b"a1")
+    b1 = await store.store("2", b"b1")
+    assert await store.replay_after(b1) == ("2", [])
+    for forged in ("1_2", "3_2", "x" * 10_000 + "_2", "2_02", "2_+2", "2_\u00b2", "2_2 "):
+        assert await store.replay_after(forged) is None, forged
+    for _ in range(4):
+        await store.store("1", b"a")  # a1 and b1 are evicted now
+    assert (await store.replay_after(a1) or ("", []))[0] == "1"  # lost events of stream 1
+    assert await store.replay_after(b1.replace("2_", "9_")) is None  # no stream 9
+
+
 async def test_in_memory_store_is_bounded() -> None:
     store = InMemoryEventStore(max_events=10, max_bytes=100)
     first = await store.store("1", b"x" * 10)

@@ -10,8 +10,12 @@ import trio
 
 from tests.scale.peers import RedisServer
 from trimcp.stores import RedisStore, StoreUnavailable, store_from_url
+from trimcp.stores.events import RecordsStreams
 from trimcp.stores.redis_client import RedisAddress, RedisClient, RedisReplyError
 from trimcp.transports.http_server import InMemoryEventStore
+
+#: Replica ids (as trimcp.stores.event_ids makes them) for event stores made by hand.
+A, B, C = "aaaaaaaaaaaa", "bbbbbbbbbbbb", "cccccccccccc"
 
 
 def test_redis_urls_parse_and_bad_ones_say_what_is_wrong() -> None:
@@ -141,9 +145,13 @@ async def test_a_post_streams_priming_event_costs_no_round_trip(
         assert await store.client.execute("EXISTS", key) == 1
         await store.client.execute("DEL", key)
         # Resuming right after the priming event, before anything was stored: the stream
-        # is known (empty), not refused, while its replica lives.
+        # is known (empty) once recorded (the server records a stream whose response
+        # starts before it is complete), not refused, while its replica lives.
         async with trio.open_nursery() as nursery:
             await nursery.start(store.run)
+            assert await events.replay_after(prime) is None  # never recorded: unknown
+            assert isinstance(events, RecordsStreams)
+            await events.record_stream("7")
             assert await events.replay_after(prime) == ("7", [])
             answer = await events.store("7", b"answer")
             assert await events.replay_after(prime) == ("7", [(answer, b"answer")])
@@ -163,15 +171,44 @@ async def test_event_streams_are_bounded_and_expire(redis_server: RedisServer) -
     store = RedisStore(redis_server.url, prefix="t2:", max_events=100, event_ttl=60)
     try:
         events = store.event_store("S")
-        ids = [await events.store("s", b"x%d" % i) for i in range(1000)]
+        ids = [await events.store("1", b"x%d" % i) for i in range(1000)]
         length = await store.client.execute("XLEN", "t2:ev:S")
         assert isinstance(length, int)
-        assert 100 <= length < 300  # MAXLEN ~ trims in whole blocks
-        ttl = await store.client.execute("PTTL", "t2:ev:S")
-        assert isinstance(ttl, int)
-        assert 0 < ttl <= 60_000
+        assert 88 <= length <= 100  # trimmed to 7/8 of the bound when past it
+        for key in ("t2:ev:S", "t2:ev:S:bytes"):
+            ttl = await store.client.execute("PTTL", key)
+            assert isinstance(ttl, int)
+            assert 0 < ttl <= 60_000
         found = await events.replay_after(ids[-3])
-        assert found == ("s", [(ids[-2], b"x998"), (ids[-1], b"x999")])
+        assert found == ("1", [(ids[-2], b"x998"), (ids[-1], b"x999")])
+    finally:
+        await store.aclose()
+
+
+async def test_event_logs_and_replays_are_bounded_in_bytes(redis_server: RedisServer) -> None:
+    # Before: only the number of events was bounded (512 events of 1 MiB each: 512 MiB in
+    # Redis for one session, and a replay that size).
+    store = RedisStore(redis_server.url, prefix="t6:", max_event_bytes=64 * 1024)
+    try:
+        events = store.event_store("S")
+        big = b"x" * 10_000
+        name = f"{store.replica}.1"
+        first = await events.store("1", big)
+        ids = [await events.store("1", big) for _ in range(20)]
+        held = await store.client.execute("XRANGE", "t6:ev:S", "-", "+")
+        assert isinstance(held, list)
+        counted = await store.client.execute("GET", "t6:ev:S:bytes")
+        assert counted == str(sum(len(name) + len(big) for _ in held)).encode()
+        assert int(counted) <= 64 * 1024
+        assert len(held) in (5, 6)  # the newest that fit (trimmed to 7/8 when past it)
+        found = await events.replay_after(first)
+        assert found is not None
+        assert [eid for eid, _ in found[1]] == ids[-len(held) :]
+        assert sum(len(data) for _, data in found[1]) <= 64 * 1024
+        # One event bigger than the whole bound is kept alone (the newest always is).
+        huge = await events.store("1", b"y" * 100_000)
+        assert await events.replay_after(ids[-1]) == ("1", [(huge, b"y" * 100_000)])
+        assert await store.client.execute("XLEN", "t6:ev:S") == 1
     finally:
         await store.aclose()
 
@@ -182,15 +219,15 @@ async def test_the_event_store_keeps_streams_going_while_redis_is_down(
     store = RedisStore(redis_server.url, prefix="t3:", timeout=1.0)
     try:
         events = store.event_store("S")
-        first = await events.store("s", b"one")
+        first = await events.store("1", b"one")
         redis_server.stop()
-        unstored = await events.store("s", b"lost")  # an id, no exception: the stream goes on
-        assert unstored.startswith(f"{store.replica}.s_0-")
+        unstored = await events.store("1", b"lost")  # an id, no exception: the stream goes on
+        assert unstored.startswith(f"{store.replica}.1_0-")
         with pytest.raises(StoreUnavailable):
             await events.replay_after(first)
         redis_server.start()  # a fresh, empty Redis
-        later = await events.store("s", b"after")
-        assert await events.replay_after(unstored) == ("s", [(later, b"after")])
+        later = await events.store("1", b"after")
+        assert await events.replay_after(unstored) == ("1", [(later, b"after")])
     finally:
         await store.aclose()
 
@@ -214,11 +251,12 @@ async def test_a_dead_replicas_unanswered_requests_end_with_one_error_each(
         return RedisEventStore(client, "t:cut", replica=replica, gone=gone)
 
     try:
-        a, b, c = store("a"), store("b"), store("c")
+        a, b, c = store(A), store(B), store(C)
         # A batch POST on replica a: a string id (non-ASCII, with a comma) and a number.
         local = a.post_stream_id(4, ["x,é", 7])
         assert "_" not in local
         assert a.post_stream_id(5, ["x" * MAX_NAMED_IDS]) == "5"  # too long: left out
+        await a.record_stream(local)  # (its response starts before it is complete)
         priming = await a.store(local, b"")
         progress = await a.store(local, b'{"jsonrpc":"2.0","method":"notifications/progress"}')
         await a.store(local, b'{"jsonrpc":"2.0","id":7,"result":{}}')
@@ -226,19 +264,23 @@ async def test_a_dead_replicas_unanswered_requests_end_with_one_error_each(
         found = await b.replay_after(progress)
         assert found is not None
         assert [m for _, m in found[1]] == [b'{"jsonrpc":"2.0","id":7,"result":{}}']
-        stopped["a"] = "it shut down"
+        stopped[A] = "it shut down"
+        # A stream a never recorded (nor stored anything for) gets no errors: unknown.
+        length = await client.execute("XLEN", "t:cut")
+        assert await b.replay_after(f"{A}.6.9_0-0") is None
+        assert await client.execute("XLEN", "t:cut") == length
         found = await b.replay_after(progress)
         assert found is not None
         name, events = found
-        assert name == f"a.{local}"
+        assert name == f"{A}.{local}"
         assert len(events) == 2  # the stored answer to 7, then the error for "x,é" only
         error = json.loads(events[1][1])
         assert error["id"] == "x,é"
         assert error["error"]["code"] == -32603
         assert error["error"]["message"].startswith(
-            "replica a that was running this request stopped (it shut down); "
+            f"replica {A} that was running this request stopped (it shut down); "
         )
-        assert error["error"]["data"] == {"replica": "a", "reason": "it shut down"}
+        assert error["error"]["data"] == {"replica": A, "reason": "it shut down"}
         # Resumed again (anywhere, from anywhere): the error is stored, never written twice.
         assert await c.replay_after(events[1][0]) is None  # nothing left
         again = await c.replay_after(priming)
@@ -267,8 +309,8 @@ async def test_a_followed_stream_is_asked_after_while_the_session_is_busy(
     async def beating(replica: str) -> bool:
         return replica not in late
 
-    a = RedisEventStore(client, "t:busy", replica="a", gone=gone, beating=beating)
-    b = RedisEventStore(client, "t:busy", replica="b", gone=gone, beating=beating)
+    a = RedisEventStore(client, "t:busy", replica=A, gone=gone, beating=beating)
+    b = RedisEventStore(client, "t:busy", replica=B, gone=gone, beating=beating)
     delivered: list[tuple[str, bytes]] = []
 
     def deliver(events: list[tuple[str, bytes]]) -> bool:
@@ -294,19 +336,20 @@ async def test_a_followed_stream_is_asked_after_while_the_session_is_busy(
                 assert [eid for eid, _ in delivered] == [second, answer]
                 # a missed a heartbeat: the follow ends (the client resumes again), empty.
                 delivered.clear()
-                late.add("a")
+                late.add(A)
                 local = a.post_stream_id(2, [8])
+                await a.record_stream(local)
                 first = await a.store(local, progress)
                 assert not await b.follow(first, deliver)
                 assert delivered == []
                 # a stopped: its request ends with the error, delivered once.
-                stopped["a"] = "it shut down"
+                stopped[A] = "it shut down"
                 assert await b.follow(first, deliver)
             nursery.cancel_scope.cancel()
         ((eid, message),) = delivered
-        assert eid.startswith(f"a.{local}_")
+        assert eid.startswith(f"{A}.{local}_")
         error = json.loads(message)
         assert error["id"] == 8
-        assert error["error"]["data"] == {"replica": "a", "reason": "it shut down"}
+        assert error["error"]["data"] == {"replica": A, "reason": "it shut down"}
     finally:
         await client.aclose()

@@ -9,6 +9,7 @@ can never replay another session's events.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
 from typing import Final, Protocol, runtime_checkable
 
@@ -19,6 +20,11 @@ from trimcp.protocol.jsonrpc import RequestId
 STANDALONE_STREAM: Final = "0"
 
 logger = logging.getLogger("trimcp.http.events")
+
+#: A sequence number as :class:`InMemoryEventStore` writes it (1, 2, ...; below 10**18).
+_SEQ = re.compile(r"[1-9][0-9]{0,17}")
+#: The longest stream id taken on trust when the store forgot which streams lost events.
+_MAX_STREAM_ID = 64
 
 
 class EventStore(Protocol):
@@ -53,6 +59,18 @@ class FollowsStreams(Protocol):
     ) -> bool:
         """Hand the stream's events after ``event_id`` to ``deliver`` as they are stored,
         until it is complete (True); False: nothing to follow, or ``deliver`` said stop."""
+        ...
+
+
+@runtime_checkable
+class RecordsStreams(Protocol):
+    """An event store shared by processes that must be told when a POST stream is made
+    (see :meth:`~trimcp.stores.redis_events.RedisEventStore.record_stream`): only a stream
+    known to exist is followed, or ended, elsewhere."""
+
+    async def record_stream(self, stream_id: str) -> None:
+        """Record that POST stream ``stream_id`` exists (before its client can learn an
+        event id of it). Never raises for a store outage (logged)."""
         ...
 
 
@@ -167,12 +185,12 @@ class InMemoryEventStore:
 
     async def replay_after(self, event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
         stream_id, _, raw_seq = event_id.rpartition("_")
-        if not stream_id or not raw_seq.isdigit() or len(raw_seq) > 18:
+        if not stream_id or _SEQ.fullmatch(raw_seq) is None:
             return None
         after = int(raw_seq)
-        if after >= self._next:
-            return None  # never issued
         events = self._held()
+        if after >= self._next or not self._issued(events, stream_id, after):
+            return None  # never issued (by this store, for that stream)
         if self._lost_after(stream_id, after):
             logger.warning(
                 "replaying stream %s after event %s: older events were evicted, some may be lost",
@@ -185,3 +203,17 @@ class InMemoryEventStore:
             if seq > after and sid == stream_id and data
         ]
         return stream_id, replay
+
+    def _issued(self, held: list[tuple[int, str, bytes]], stream_id: str, seq: int) -> bool:
+        """Whether event ``seq`` is (or, evicted, may have been) one of ``stream_id``'s:
+        the id a client sends back names both, and must name them as they were. ``held``:
+        the events held (consecutive sequence numbers)."""
+        first = held[0][0] if held else self._next
+        if seq >= first:  # held: its stream is known exactly
+            return held[seq - first][1] == stream_id
+        lost = self._lost
+        if lost is not None and stream_id in lost:
+            return True  # evicted events of that stream
+        # Forgotten (more streams lost events than are remembered; an event after the
+        # floor is of a stream still remembered): any short name may have been its.
+        return seq <= self._lost_floor and len(stream_id) <= _MAX_STREAM_ID

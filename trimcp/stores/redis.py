@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-import secrets
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from trimcp.stores.base import StoreUnavailable
+from trimcp.stores.event_ids import new_replica_id
 
 if TYPE_CHECKING:
     from trimcp.stores.events import EventStore
@@ -38,8 +38,9 @@ class RedisStore:
 
     ``prefix`` starts every key (give each application its own); ``timeout`` bounds every
     call (see :class:`~trimcp.stores.redis_client.RedisClient`); ``event_ttl`` is how long
-    a session's events stay after its last event; ``max_events`` bounds each session's
-    event stream (approximately: Redis trims in whole blocks).
+    a session's events stay after its last event; ``max_events`` and ``max_event_bytes``
+    bound each session's event log (events, and bytes of their messages and stream names;
+    the oldest are trimmed as each is added).
 
     Each process using it is one *replica* with a random id; while :meth:`run` runs it
     says every second that it is alive, so other replicas can tell when the one that ran a
@@ -59,6 +60,7 @@ class RedisStore:
         max_connections: int = 32,
         event_ttl: float = 3600.0,
         max_events: int = 512,
+        max_event_bytes: int = 4 * 1024 * 1024,
     ) -> None:
         try:
             from trimcp.stores.redis_client import RedisAddress, RedisClient
@@ -73,8 +75,9 @@ class RedisStore:
         self.prefix = prefix
         self.event_ttl = event_ttl
         self.max_events = max_events
-        #: This process's id among the replicas (a dot-free token).
-        self.replica = secrets.token_hex(6)
+        self.max_event_bytes = max_event_bytes
+        #: This process's id among the replicas (see :mod:`trimcp.stores.event_ids`).
+        self.replica = new_replica_id()
         self._bus: RedisBus | None = None
 
     @property
@@ -123,6 +126,7 @@ class RedisStore:
             self.client,
             self.key("ev", session_id),
             max_events=self.max_events,
+            max_bytes=self.max_event_bytes,
             ttl=self.event_ttl,
             replica=self.replica,
             alive=self.replica_alive,
@@ -160,10 +164,12 @@ class RedisStore:
         return record if isinstance(record, bytes) else None
 
     async def drop_session(self, session_id: str, ttl: float) -> None:
+        from trimcp.stores.redis_events import event_keys
+
         await self.client.pipeline(
             [
                 ("SET", self.key("session", session_id), b"", "PX", _ms(ttl)),
-                ("DEL", self.key("ev", session_id)),
+                ("DEL", *event_keys(self.key("ev", session_id))),
             ]
         )
 

@@ -2,29 +2,43 @@
 
 One Redis stream per session (``<prefix>ev:<session id>``) holds its events: field ``s``
 is the logical stream, ``m`` the message (empty for a priming event). Event ids are
-``<stream>_<redis entry id>``. Every write trims the stream to about ``max_events``
-entries (``XADD MAXLEN ~``) and pushes its expiry ``ttl`` seconds out, in the same round
-trip: an idle session's events vanish on their own.
+``<stream>_<redis entry id>``. Every write is one script (one round trip) that appends,
+trims (see Bounds, below) and pushes the expiry ``ttl`` seconds out: an idle session's
+events vanish on their own.
 
 A POST stream's priming event is not stored: its id is ``<stream>_0-0``, which sorts
 before every stored entry, so resuming after it replays the whole stream, which is what
-resuming after a priming event means. That leaves one Redis round trip per call (the
-answer), not two. The GET stream's priming events are stored: that stream outlives its
+resuming after a priming event means. That leaves one Redis round trip per quick call
+(the answer), not two. The GET stream's priming events are stored: that stream outlives its
 connections, and resuming after a priming event must not replay what an earlier
 connection already delivered.
 
 Streams: the session's GET stream is one stream whichever replica writes to it. A POST's
 answer stream belongs to the replica running its requests, so its name carries that
-replica's id and the requests' ids (``<replica>.<n>.<ids>``, see :meth:`post_stream_id`;
-the ids cost no Redis call: they travel in the names and event ids). Resumed on another
-replica, it is replayed there. When its replica has died (its heartbeat lapsed, see
+replica's id and the requests' ids (``<replica>.<n>.<ids>``, see
+:mod:`trimcp.stores.event_ids`, whose parser every ``Last-Event-ID`` goes through first:
+a name this store could not have issued is unknown, and costs no Redis call). Resumed on
+another replica, it is replayed there. A stream is *known* when an event of it is stored
+or it is *recorded*: a POST stream whose response starts before it is complete and
+before anything of it is stored is recorded first (:meth:`RedisEventStore.record_stream`,
+a sorted set per session, ``<prefix>ev:<session id>:streams``; quick calls, answered as
+their response starts, are never recorded and cost nothing more). A resume of a stream
+not known is refused (unknown): nobody can make a replica follow, or end, a stream that
+never was. When its replica has died (its heartbeat lapsed, see
 :meth:`~trimcp.stores.RedisStore.replica_gone`) and some of its requests have no answer
 stored, the resuming replica stores and sends, after the replayed events, one JSON-RPC
 error (``-32603``) for each of them, naming the dead replica and why it is taken for
-dead, and the stream ends: every call ends, once, with its answer or that error. (A
-marker key makes sure only one replica writes those errors, however often the client
-resumes.) A stream of a dead replica with nothing left to send is refused (the client's
-resume fails with an HTTP error instead of polling for an answer that will never come).
+dead, and the stream ends: every call ends, once, with its answer or that error. The
+script writing those errors records the stream as ended, so they are written once,
+however often the client resumes. A stream of a dead replica with nothing left to send
+is refused (the client's resume fails with an HTTP error instead of polling for an
+answer that will never come).
+
+Bounds: each session's events are at most ``max_events`` entries and ``max_bytes`` bytes
+of stream names and messages (the newest event is always kept); every write trims the
+oldest in the same script. A replay or a followed batch is read from that log, so it is
+bounded the same way. The log, its byte count and the stream records expire ``ttl``
+after the session's last event.
 
 When Redis is down, :meth:`RedisEventStore.store` still returns an id (the event goes out
 live, unstored, and an error is logged): a stream is never stopped by its store, but a
@@ -35,7 +49,7 @@ from __future__ import annotations
 
 import logging
 import math
-import re
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 import trio
@@ -43,7 +57,14 @@ import trio
 from trimcp.errors import INTERNAL_ERROR, McpError
 from trimcp.protocol.jsonrpc import RequestId, encode_error, parse_json
 from trimcp.stores.base import StoreUnavailable, log_unavailable
-from trimcp.stores.events import STANDALONE_STREAM
+from trimcp.stores.event_ids import (
+    GET_STREAM,
+    MAX_NAMED_IDS,
+    PRIMING,
+    EventName,
+    parse_event_id,
+    post_stream_name,
+)
 from trimcp.stores.redis_client import (
     RedisClient,
     RedisReplyError,
@@ -54,15 +75,16 @@ from trimcp.stores.redis_client import (
 
 logger = logging.getLogger("trimcp.stores.events")
 
-_ENTRY_ID = re.compile(r"\d{1,20}-\d{1,20}")
-#: The entry id of a POST stream's priming event (never stored: before every entry).
-_PRIMING = "0-0"
-#: The longest request ids a POST stream's name carries (longer: left out, and a resume
-#: after its replica died ends without an error for them, as before).
-MAX_NAMED_IDS = 200
-_INT_ID = re.compile(r"-?\d{1,40}")
+__all__ = ["FOLLOW_CHECK", "MAX_NAMED_IDS", "RedisEventStore", "event_keys"]
+
 #: How often a follower asks after the replica running the followed stream.
 FOLLOW_CHECK = 0.25
+
+
+def event_keys(key: str) -> tuple[str, str, str]:
+    """Every key the event store of one session (``key``: its log) writes: the log, its
+    byte count and its stream records (what ending the session deletes)."""
+    return key, f"{key}:bytes", f"{key}:streams"
 
 
 def _entry_key(entry_id: str) -> tuple[int, int]:
@@ -80,10 +102,13 @@ class RedisEventStore:
     __slots__ = (
         "_alive",
         "_beating",
+        "_bytes_key",
         "_client",
         "_gone",
         "_key",
         "_local",
+        "_streams_key",
+        "max_bytes",
         "max_events",
         "replica",
         "ttl_ms",
@@ -95,15 +120,21 @@ class RedisEventStore:
         key: str,
         *,
         max_events: int = 512,
+        max_bytes: int = 4 * 1024 * 1024,
         ttl: float = 3600.0,
-        replica: str = "r",
+        replica: str = "000000000000",
         alive: Callable[[str], Awaitable[bool]] | None = None,
         gone: Callable[[str], Awaitable[str | None]] | None = None,
         beating: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
+        if max_events < 1 or max_bytes < 1:
+            raise ValueError("max_events and max_bytes must be >= 1")
         self._client = client
-        self._key = key
+        # The log; the bytes of names and messages it holds (see the module docstring);
+        # the POST streams recorded as made (see :meth:`record_stream`).
+        self._key, self._bytes_key, self._streams_key = event_keys(key)
         self.max_events = max_events
+        self.max_bytes = max_bytes
         self.ttl_ms = max(1, int(ttl * 1000))
         self.replica = replica
         self._alive = alive
@@ -114,57 +145,75 @@ class RedisEventStore:
         self._local = 0  # ids handed out while Redis was down
 
     def _shared_name(self, stream_id: str) -> str:
-        return stream_id if stream_id == STANDALONE_STREAM else f"{self.replica}.{stream_id}"
+        return stream_id if stream_id == GET_STREAM else f"{self.replica}.{stream_id}"
 
     def post_stream_id(self, number: int, request_ids: Sequence[RequestId]) -> str:
-        """``<number>.<ids>``: the ids comma-separated, a number in decimal, a string as
-        ``s`` and the hex of its UTF-8 (ids that would take more than
-        :data:`MAX_NAMED_IDS` characters are left out: just ``<number>``)."""
-        if len(request_ids) == 1 and type(request_ids[0]) is int:
-            named = str(request_ids[0])  # the usual case (the SDK's ids)
-        else:
-            named = ",".join(
-                str(rid)
-                if type(rid) is int
-                else "s" + str(rid).encode("utf-8", "surrogatepass").hex()
-                for rid in request_ids
-            )
-        if not named or len(named) > MAX_NAMED_IDS:
-            return str(number)
-        return f"{number}.{named}"
+        """``<number>.<ids>``: see :func:`~trimcp.stores.event_ids.post_stream_name`."""
+        return post_stream_name(number, request_ids)
 
     async def store(self, stream_id: str, message: bytes) -> str:
         """Append the event; returns its id. Never raises for a store outage (see module)."""
         name = self._shared_name(stream_id)
-        if not message and stream_id != STANDALONE_STREAM:
-            return f"{name}_{_PRIMING}"  # see the module docstring: nothing to store
+        if not message and stream_id != GET_STREAM:
+            return f"{name}_{PRIMING}"  # see the module docstring: nothing to store
+        key, sizes, ttl = self._key, self._bytes_key, self.ttl_ms
         try:
-            replies = await self._client.pipeline(
+            entry_id, total, count, *_ = await self._client.pipeline(
                 [
-                    (
-                        "XADD",
-                        self._key,
-                        "MAXLEN",
-                        "~",
-                        self.max_events,
-                        "*",
-                        "s",
-                        name,
-                        "m",
-                        message,
-                    ),
-                    ("PEXPIRE", self._key, self.ttl_ms),
+                    ("XADD", key, "*", "s", name, "m", message),
+                    ("INCRBY", sizes, len(name) + len(message)),
+                    ("XLEN", key),
+                    ("PEXPIRE", key, ttl),
+                    ("PEXPIRE", sizes, ttl),
                 ]
             )
         except StoreUnavailable as error:
             why = "event not stored (the stream goes on, unresumable here)"
             log_unavailable(logger, logging.ERROR, error, why)
             return self._unstored_id(name)
-        entry_id = replies[0]
-        if reply_error(entry_id) or not isinstance(entry_id, bytes):
+        if not isinstance(entry_id, bytes):
             logger.error("Redis refused to store an event for %s: %s", self._key, entry_id)
             return self._unstored_id(name)
+        if (
+            not isinstance(total, int)
+            or not isinstance(count, int)
+            or count > self.max_events
+            or total > self.max_bytes
+        ):
+            await self._trim()
         return f"{name}_{entry_id.decode('ascii')}"
+
+    async def _trim(self) -> None:
+        """Trim the log's oldest events to 7/8 of its bounds (one round trip, once every
+        ``max_events / 8`` events or ``max_bytes / 8`` bytes at most). An outage is logged:
+        the next write trims."""
+        keep_events = max(1, self.max_events - self.max_events // 8)
+        keep_bytes = max(1, self.max_bytes - self.max_bytes // 8)
+        try:
+            await self._client.execute(
+                "EVAL", _TRIM, 2, self._key, self._bytes_key, keep_events, keep_bytes
+            )
+        except (StoreUnavailable, RedisReplyError) as error:
+            logger.error("the events of %s were not trimmed: %s", self._key, error)
+
+    async def record_stream(self, stream_id: str) -> None:
+        """Record that this replica made POST stream ``stream_id`` (one round trip): called
+        before the client can learn the stream's first event id, for a stream not complete
+        when its response starts, so that another replica knows the stream exists (to
+        follow it, or to end its requests if this replica dies). The newest
+        ``max_events`` records are kept, for ``ttl``. A store outage is logged (the stream
+        goes on, resumable only here)."""
+        name = self._shared_name(stream_id)
+        try:
+            await self._client.pipeline(
+                [
+                    ("ZADD", self._streams_key, repr(time.time()), name),
+                    ("ZREMRANGEBYRANK", self._streams_key, 0, -self.max_events - 1),
+                    ("PEXPIRE", self._streams_key, self.ttl_ms),
+                ]
+            )
+        except StoreUnavailable as error:
+            log_unavailable(logger, logging.ERROR, error, "stream %s not recorded", name)
 
     def _unstored_id(self, name: str) -> str:
         # "0-<n>" sorts before any stored entry: resuming after it replays the stream's
@@ -173,25 +222,30 @@ class RedisEventStore:
         return f"{name}_0-{self._local}"
 
     async def replay_after(self, event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
-        """The events of ``event_id``'s stream stored after it (None: unknown id, or a
+        """The events of ``event_id``'s stream stored after it (None: an id this store
+        could not have issued, a stream not known (see the module docstring), or a
         stream whose replica died with nothing left to replay).
 
         Raises :class:`~trimcp.stores.StoreUnavailable` when Redis does not answer (the
         client gets an error and may retry)."""
-        name, _, entry_id = event_id.rpartition("_")
-        if not name or not _ENTRY_ID.fullmatch(entry_id):
+        parsed = parse_event_id(event_id)
+        if parsed is None:
             return None
+        name, entry_id = parsed.stream, parsed.entry
         after = _entry_key(entry_id)
-        last_reply, first_reply, entries = await self._client.pipeline(
-            [
-                ("XREVRANGE", self._key, "+", "-", "COUNT", 1),
-                ("XRANGE", self._key, "-", "+", "COUNT", 1),
-                ("XRANGE", self._key, f"({entry_id}", "+", "COUNT", self.max_events * 2),
-            ]
-        )
+        commands: list[tuple[str | int, ...]] = [
+            ("XREVRANGE", self._key, "+", "-", "COUNT", 1),
+            ("XRANGE", self._key, "-", "+", "COUNT", 1),
+            ("XRANGE", self._key, f"({entry_id}", "+", "COUNT", self.max_events),
+        ]
+        if parsed.owner is not None:
+            commands.append(("ZSCORE", self._streams_key, name))
+            if parsed.stored:  # the entry the client last had: of this stream?
+                commands.append(("XRANGE", self._key, entry_id, entry_id))
+        last_reply, first_reply, entries, *known_replies = await self._client.pipeline(commands)
         if not isinstance(last_reply, list) or not isinstance(entries, list):
             return None
-        if not last_reply and entry_id != _PRIMING:
+        if not last_reply and parsed.stored:
             return None  # no events: never issued, or expired
         if last_reply and after > _entry_key(last_reply[0][0].decode("ascii")):
             return None  # never issued by this session
@@ -203,18 +257,16 @@ class RedisEventStore:
                     self._key,
                     event_id,
                 )
-        wanted = name.encode()
-        replay: list[tuple[str, bytes]] = []
-        for raw_id, fields in entries:
-            values = dict(zip(fields[::2], fields[1::2], strict=False))
-            if values.get(b"s") == wanted and values.get(b"m"):
-                replay.append((f"{name}_{raw_id.decode('ascii')}", values[b"m"]))
-        owner, dot, local = name.partition(".")
-        if not dot:
-            return name, replay  # the GET stream, or an id of another store's format
+        replay = _events_of(name, entries)
+        owner = parsed.owner
+        if owner is None:
+            return name, replay  # the GET stream
+        recorded = known_replies[0] is not None
+        if not (recorded or replay or _of_stream(name, known_replies[1:])):
+            return None  # a stream never made (or long gone): nothing to follow or end
         if owner == self.replica:
-            return local, replay  # our own stream: the transport knows it by its local name
-        request_ids = _named_ids(local.partition(".")[2])
+            return parsed.local, replay  # ours: the transport knows it by its local name
+        request_ids = parsed.request_ids
         if request_ids is None:  # a stream named without its requests
             if not replay and await self._why_gone(owner) is not None:
                 logger.info("stream %s of %s: its replica stopped, nothing left", name, self._key)
@@ -226,11 +278,12 @@ class RedisEventStore:
         reason = await self._why_gone(owner)
         if reason is None:
             return name, replay  # its replica runs it still: the client polls for the rest
-        if entry_id != _PRIMING:  # answers the client already had count too
+        if parsed.stored:  # answers the client already had count too
             answered |= await self._answered_until(name, entry_id)
         cut = [rid for rid in request_ids if rid not in answered]
         if cut:
-            replay.extend(await self._end_cut_requests(name, owner, reason, cut))
+            # (Empty: another replica wrote them meanwhile; the client follows, reads them.)
+            replay.extend(await self._end_cut_requests(parsed, reason, cut))
         elif not replay:
             logger.info("stream %s of %s: its replica stopped, nothing left", name, self._key)
             return None
@@ -240,29 +293,34 @@ class RedisEventStore:
         self, event_id: str, deliver: Callable[[list[tuple[str, bytes]]], bool]
     ) -> bool:
         """Follow another replica's POST stream after ``event_id`` (the last event the
-        client has): hand each batch of its events to ``deliver`` as they are stored,
-        until every request the stream carries is answered (True), while its replica is
-        alive and on time. Every :data:`FOLLOW_CHECK` seconds its replica is asked after:
-        if it stopped, its unanswered requests end with the errors :meth:`replay_after`
-        writes (delivered too, then True); if it missed a heartbeat, False (the client
-        resumes again: a stream held open for a replica that may be dead is one a client
-        may lose midway, and some clients, the official SDK among them, then resume from
-        where they started it, and count it as a failed attempt).
+        client has; call it once :meth:`replay_after` has accepted that id, which checks
+        that the stream is known): hand each batch of its events to ``deliver`` as they
+        are stored, until every request the stream carries is answered (True), while its
+        replica is alive and on time. Every :data:`FOLLOW_CHECK` seconds its replica is
+        asked after: if it stopped, its unanswered requests end with the errors
+        :meth:`replay_after` writes (delivered too, then True); if it missed a heartbeat,
+        False (the client resumes again: a stream held open for a replica that may be
+        dead is one a client may lose midway, and some clients, the official SDK among
+        them, then resume from where they started it, and count it as a failed attempt).
 
         False too when there is nothing to follow (our own stream, the GET stream, a
-        stream named without its requests) or ``deliver`` returned False (the client went
-        away). Raises :class:`~trimcp.stores.StoreUnavailable`. One connection of its own
-        while it follows (``XREAD BLOCK`` of at most :data:`FOLLOW_CHECK` seconds at a
-        time: no pooled connection is held). Cancellation: stops; the connection is
-        closed.
+        stream named without its requests, an id this store could not have issued) or
+        ``deliver`` returned False (the client went away). Raises
+        :class:`~trimcp.stores.StoreUnavailable`. One connection of its own while it
+        follows (``XREAD BLOCK`` of at most :data:`FOLLOW_CHECK` seconds at a time: no
+        pooled connection is held). Cancellation: stops; the connection is closed.
         """
-        name, _, cursor = event_id.rpartition("_")
-        owner, dot, local = name.partition(".")
-        request_ids = _named_ids(local.partition(".")[2]) if dot else None
-        if owner == self.replica or request_ids is None or not _ENTRY_ID.fullmatch(cursor):
+        parsed = parse_event_id(event_id)
+        if parsed is None or parsed.owner in (None, self.replica) or parsed.request_ids is None:
             return False
-        answered = await self._answered_until(name, cursor) if cursor != _PRIMING else set()
-        wanted = name.encode()
+        name, cursor, owner, request_ids = (
+            parsed.stream,
+            parsed.entry,
+            parsed.owner,
+            parsed.request_ids,
+        )
+        assert owner is not None
+        answered = await self._answered_until(name, cursor) if parsed.stored else set()
         client = self._client
         try:
             connection = await client.connect()
@@ -281,7 +339,7 @@ class RedisEventStore:
                     if reason is not None:
                         cut = [rid for rid in request_ids if rid not in answered]
                         # Stored (by us, or by a replica that got there first): read next.
-                        await self._end_cut_requests(name, owner, reason, cut)
+                        await self._end_cut_requests(parsed, reason, cut)
                         cut_ended = True
                     elif self._beating is not None and not await self._beating(owner):
                         return False
@@ -299,12 +357,10 @@ class RedisEventStore:
                     raise StoreUnavailable(f"following {name}: no answer from {client.address}")
                 if not isinstance(reply, list) or not reply:
                     continue  # nothing new in the whole session for a while
-                events: list[tuple[str, bytes]] = []
-                for raw_id, fields in reply[0][1]:
-                    cursor = raw_id.decode("ascii")
-                    values = dict(zip(fields[::2], fields[1::2], strict=False))
-                    if values.get(b"s") == wanted and values.get(b"m"):
-                        events.append((f"{name}_{cursor}", values[b"m"]))
+                entries = reply[0][1]
+                if entries:
+                    cursor = entries[-1][0].decode("ascii")
+                events = _events_of(name, entries)
                 if events:
                     answered |= _answered(data for _, data in events)
                     if not deliver(events):
@@ -323,43 +379,47 @@ class RedisEventStore:
     async def _answered_until(self, name: str, entry_id: str) -> set[RequestId]:
         """The requests answered on stream ``name`` up to entry ``entry_id`` (included)."""
         entries = await self._client.execute(
-            "XRANGE", self._key, "-", entry_id, "COUNT", self.max_events * 2
+            "XRANGE", self._key, "-", entry_id, "COUNT", self.max_events
         )
         if not isinstance(entries, list):
             return set()
-        wanted = name.encode()
-        messages = []
-        for _, fields in entries:
-            values = dict(zip(fields[::2], fields[1::2], strict=False))
-            if values.get(b"s") == wanted and values.get(b"m"):
-                messages.append(values[b"m"])
-        return _answered(messages)
+        return _answered(data for _, data in _events_of(name, entries))
 
     async def _end_cut_requests(
-        self, name: str, owner: str, reason: str, cut: list[RequestId]
+        self, parsed: EventName, reason: str, cut: list[RequestId]
     ) -> list[tuple[str, bytes]]:
-        """Store and return an error answer for each of ``cut``, the requests of stream
-        ``name`` that its dead replica ``owner`` never answered.
+        """Store and return an error answer for each of ``cut``, the requests of the
+        stream ``parsed`` names that its dead replica never answered. Only for a stream
+        known to exist (:meth:`replay_after` checked its record or its stored events).
 
-        One atomic script: only the first replica to get here writes them (a marker key
-        says it did); the others return nothing, and their client resumes again and finds
-        the errors stored. Raises StoreUnavailable (then they may or may not be stored:
-        either way the client's next resume ends the requests, once).
+        One atomic script: it records the stream as ended as it writes them, so only the
+        first replica to get here writes them; the others get ``[]``, and their client
+        reads the errors stored. Raises StoreUnavailable (then they may or may not be
+        stored: either way the client's next resume ends the requests, once).
         """
+        owner, name = parsed.owner, parsed.stream
         message = (
             f"replica {owner} that was running this request stopped ({reason}); the "
             "request may or may not have taken effect; retry it if it is safe to"
         )
         data = {"replica": owner, "reason": reason}
         errors = [encode_error(rid, McpError(INTERNAL_ERROR, message, data)) for rid in cut]
-        marker = f"{self._key}:cut:{name}"
         ids = await self._client.execute(
-            "EVAL", _END_CUT, 2, self._key, marker, self.ttl_ms, self.max_events, name, *errors
+            "EVAL",
+            _END_CUT,
+            3,
+            self._key,
+            self._bytes_key,
+            self._streams_key,
+            self.ttl_ms,
+            name,
+            *errors,
         )
         if not isinstance(ids, list) or len(ids) != len(errors):
             if reply_error(ids):
                 logger.error("Redis refused to end the requests of %s: %s", name, ids)
-            return []  # another replica did (or Redis refused: logged)
+            return []  # another replica did
+        await self._trim()
         logger.warning(
             "stream %s of %s: replica %s stopped (%s); %d request(s) ended with an error",
             name,
@@ -374,36 +434,73 @@ class RedisEventStore:
         ]
 
 
-#: KEYS: the events, the marker; ARGV: ttl ms, max events, stream name, the messages.
-#: Adds the messages to the stream unless the marker exists; their entry ids, or nil.
-_END_CUT = """
-if not redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[1]) then return false end
-local ids = {}
-for i = 4, #ARGV do
-  ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*',
-                             's', ARGV[3], 'm', ARGV[i])
+#: KEYS: the log, its byte count; ARGV: the most events and bytes to keep. Removes the
+#: oldest events until the log holds no more (keeping the newest whatever its size), and
+#: subtracts their bytes (names and messages, as :meth:`RedisEventStore.store` counts).
+_TRIM = """
+local total = tonumber(redis.call('GET', KEYS[2]) or '0')
+local count = redis.call('XLEN', KEYS[1])
+local keep_events, keep_bytes = tonumber(ARGV[1]), tonumber(ARGV[2])
+local removed, after = 0, '-'
+while count > 1 and (count > keep_events or total > keep_bytes) do
+  local batch = redis.call('XRANGE', KEYS[1], after, '+', 'COUNT', 32)
+  if #batch == 0 then break end
+  for _, entry in ipairs(batch) do
+    if count <= 1 or (count <= keep_events and total <= keep_bytes) then break end
+    local fields = entry[2]
+    total = total - #(fields[2] or '') - #(fields[4] or '')
+    count = count - 1
+    removed = removed + 1
+    after = '(' .. entry[1]
+  end
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
+if removed > 0 then
+  local first = redis.call('XRANGE', KEYS[1], after, '+', 'COUNT', 1)[1]
+  if first then redis.call('XTRIM', KEYS[1], 'MINID', first[1]) end
+end
+if total < 0 then total = 0 end
+redis.call('SET', KEYS[2], total, 'KEEPTTL')
+return removed
+"""
+
+#: KEYS: the log, its byte count, the stream records; ARGV: ttl ms, the stream's name,
+#: the messages. Appends the messages (counting their bytes) unless the stream was ended
+#: already, and records it as ended (score -1: trimmed first): their entry ids, or nil.
+_END_CUT = """
+local score = redis.call('ZSCORE', KEYS[3], ARGV[2])
+if score and tonumber(score) < 0 then return false end
+redis.call('ZADD', KEYS[3], -1, ARGV[2])
+local ids = {}
+for i = 3, #ARGV do
+  ids[#ids + 1] = redis.call('XADD', KEYS[1], '*', 's', ARGV[2], 'm', ARGV[i])
+  redis.call('INCRBY', KEYS[2], #ARGV[2] + #ARGV[i])
+end
+for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
 return ids
 """
 
 
-def _named_ids(named: str) -> list[RequestId] | None:
-    """The request ids :meth:`RedisEventStore.post_stream_id` put in a name (None: none)."""
-    if not named:
-        return None
-    ids: list[RequestId] = []
-    try:
-        for part in named.split(","):
-            if part.startswith("s"):
-                ids.append(bytes.fromhex(part[1:]).decode("utf-8", "surrogatepass"))
-            elif _INT_ID.fullmatch(part):
-                ids.append(int(part))
-            else:
-                return None
-    except ValueError:
-        return None
-    return ids
+def _events_of(name: str, entries: object) -> list[tuple[str, bytes]]:
+    """The events (id, message) of stream ``name`` among ``entries`` (an XRANGE reply),
+    leaving out priming events."""
+    if not isinstance(entries, list):
+        return []
+    wanted = name.encode()
+    events: list[tuple[str, bytes]] = []
+    for raw_id, fields in entries:
+        values = dict(zip(fields[::2], fields[1::2], strict=False))
+        if values.get(b"s") == wanted and values.get(b"m"):
+            events.append((f"{name}_{raw_id.decode('ascii')}", values[b"m"]))
+    return events
+
+
+def _of_stream(name: str, replies: list[object]) -> bool:
+    """Whether an ``XRANGE <id> <id>`` reply (if any) is an entry of stream ``name``."""
+    if not replies or not isinstance(replies[0], list) or not replies[0]:
+        return False
+    _, fields = replies[0][0]
+    values = dict(zip(fields[::2], fields[1::2], strict=False))
+    return values.get(b"s") == name.encode()
 
 
 def _answered(messages: Iterable[bytes]) -> set[RequestId]:

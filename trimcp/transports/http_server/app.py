@@ -553,6 +553,10 @@ class McpHttpApp:
                 if sink.queued > 1 or sink.finished:
                     break
                 await trio.lowlevel.checkpoint()
+        if not sink.finished:
+            # Not answered yet: the client may resume it, maybe on another replica, which
+            # must know the stream exists before the client sees its priming event.
+            await transport.make_known(stream)
         if sink.finished:
             await pump(send, sink)  # answered already: nothing to wait for
             return

@@ -145,7 +145,10 @@ class OutStream:
     __slots__ = (
         "_done",
         "_finished",
+        "_stored",
+        "_storing",
         "auth",
+        "in_store",
         "json_body",
         "json_mode",
         "pending",
@@ -165,6 +168,11 @@ class OutStream:
         # Made when first waited for: most streams (every idle session's standalone one)
         # are never waited for.
         self._done: trio.Event | None = None
+        #: Whether the event store has something of it (an event stored, or a record
+        #: that it exists): a process resuming it knows it exists.
+        self.in_store = False
+        self._storing = 0  # events of it being stored now
+        self._stored: trio.Event | None = None  # set when none is (made when waited for)
 
     @property
     def finished(self) -> bool:
@@ -180,6 +188,26 @@ class OutStream:
             if self._finished:
                 done.set()
         return done
+
+    def storing(self) -> None:
+        """An event of this stream is being stored (until :meth:`stored`)."""
+        self._storing += 1
+
+    def stored(self) -> None:
+        """That event's store call returned: the stream is in the store."""
+        self._storing -= 1
+        self.in_store = True
+        if not self._storing and self._stored is not None:
+            self._stored.set()
+            self._stored = None
+
+    async def wait_stored(self) -> None:
+        """Wait until no event of this stream is being stored (each store call is bounded
+        by its store). Cancellation: safe."""
+        while self._storing:
+            if self._stored is None:
+                self._stored = trio.Event()
+            await self._stored.wait()
 
     def attach(self, sink: Sink) -> None:
         """Write into ``sink`` from now on; a previously attached sink is finished."""

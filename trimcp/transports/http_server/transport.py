@@ -36,6 +36,7 @@ from trimcp.stores.events import (
     EventStore,
     FollowsStreams,
     NamesPostStreams,
+    RecordsStreams,
 )
 from trimcp.transports.http_server.asgi import feed_bounded
 from trimcp.transports.http_server.streams import (
@@ -268,6 +269,20 @@ class HttpSessionTransport:
             stream.attach(sink)
         return stream
 
+    async def make_known(self, stream: OutStream) -> None:
+        """``stream``'s response starts before the stream is complete (its client may
+        resume it, maybe on another replica): with a store shared by replicas, make sure
+        the store knows the stream exists before the client can learn an id of it (an
+        event of it stored, or else a record, see :class:`RecordsStreams`). Nothing for
+        other stores; never raises for a store outage. Cancellation: safe."""
+        store = self._store
+        if stream.stream_id is None or not isinstance(store, RecordsStreams):
+            return
+        await stream.wait_stored()  # (a quick answer on its way to the store)
+        if not stream.in_store:
+            await store.record_stream(stream.stream_id)
+            stream.in_store = True
+
     def auth_for(self, request_id: RequestId) -> Any:
         """The principal of the POST that carried ``request_id``."""
         stream = self._routes.get(request_id)
@@ -459,7 +474,11 @@ class HttpSessionTransport:
             event_id = None
             if stream.stream_id is not None:
                 assert self._store is not None
-                event_id = _checked(await self._store.store(stream.stream_id, data))
+                stream.storing()
+                try:
+                    event_id = _checked(await self._store.store(stream.stream_id, data))
+                finally:
+                    stream.stored()
             chunk = sse_message(data, event_id)
             if not stream.emit(chunk) and stream is self.standalone:
                 backlog = self._backlog
