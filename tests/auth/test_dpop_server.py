@@ -266,3 +266,26 @@ async def test_the_memory_replay_cache_stays_bounded_and_safe() -> None:
         await cache.first_use("k", "a", later)  # ...yet its replay is still refused
     assert await cache.first_use("k", "d", later + 3)
     assert not await cache.first_use("k", "d", later + 3)
+
+
+@pytest.mark.parametrize("later", [2.0, 60.0, 299.0])
+async def test_a_proof_replayed_while_it_is_fresh_is_refused(later: float) -> None:
+    """A captured proof is refused for as long as it would be accepted (``max_age`` after
+    its ``iat``), not only while the replay cache happens to keep it: the cache and the
+    checker read one clock, moved forward here. Past ``max_age`` it is stale anyway."""
+    now = [time.time()]
+    replay = MemoryReplayCache(clock=lambda: now[0])
+    checker = DpopChecker(replay=replay, clock=lambda: now[0])
+    token = bound_token()
+    proof = CLIENT_KEY.proof("POST", RESOURCE, access_token=token)
+    start = now[0]
+    await checker.check(proof, method="POST", url=RESOURCE, access_token=token)
+    now[0] = start + later
+    # Another proof is remembered meanwhile: the cache has a chance to forget the first.
+    other = CLIENT_KEY.proof("POST", RESOURCE, access_token=token)
+    await checker.check(other, method="POST", url=RESOURCE, access_token=token)
+    with pytest.raises(DpopError, match="already used"):
+        await checker.check(proof, method="POST", url=RESOURCE, access_token=token)
+    now[0] = start + checker.max_age + 2
+    with pytest.raises(DpopError, match="stale"):
+        await checker.check(proof, method="POST", url=RESOURCE, access_token=token)

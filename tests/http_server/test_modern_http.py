@@ -524,7 +524,9 @@ async def test_finished_requests_leave_no_memory_behind() -> None:
     assert after_800 - after_200 < 16 * 1024, (after_200, after_800)
 
 
-async def test_listen_streams_take_no_session_slot_and_are_bounded_per_caller() -> None:
+async def test_listen_streams_take_no_session_slot_and_are_bounded_per_caller(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     # Issue 21: each listen stream took one of max_sessions: 2 listens from one client
     # and every other request got 503. Now streams have their own bounds (per principal,
     # 429; in total, 503) and ordinary requests go on.

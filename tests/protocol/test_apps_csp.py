@@ -178,3 +178,26 @@ def test_whatever_is_declared_the_header_has_the_directives_and_no_line_break(
 def test_every_origin_of_the_grammar_is_accepted(origin: str) -> None:
     if len(origin.split("://", 1)[1].split(":")[0]) <= 253:
         assert csp_source_problem(origin) is None
+
+
+@pytest.mark.parametrize(
+    "wire",
+    [
+        {},
+        {"connectDomains": ["https://api.example"], "resourceDomains": ["https://cdn.example"]},
+        {"frameDomains": []},
+        {"frameDomains": ["'self'", "*"]},  # refused: nothing of it is kept
+    ],
+    ids=["nothing", "other-directives", "empty", "only-refused"],
+)
+def test_a_page_that_declares_no_frame_origin_may_frame_nothing(wire: dict[str, Any]) -> None:
+    """``frame-src 'none'`` by default: not even the page's own origin ('self'), which
+    would let it nest the host's other pages."""
+    frames = [d for d in directives(Csp.from_wire(wire).header()) if d[0] == "frame-src"]
+    assert frames == [["frame-src", "'none'"]]
+
+
+def test_a_page_may_frame_exactly_the_origins_it_declares() -> None:
+    csp = Csp.from_wire({"frameDomains": ["https://a.example", "https://b.example:8443"]})
+    frames = [d for d in directives(csp.header()) if d[0] == "frame-src"]
+    assert frames == [["frame-src", "https://a.example", "https://b.example:8443"]]

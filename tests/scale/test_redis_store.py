@@ -12,6 +12,7 @@ from tests.scale.peers import RedisServer
 from trimcp.stores import RedisStore, StoreUnavailable, store_from_url
 from trimcp.stores.events import RecordsStreams
 from trimcp.stores.redis_client import RedisAddress, RedisClient, RedisReplyError
+from trimcp.stores.redis_events import RedisEventStore
 from trimcp.transports.http_server import InMemoryEventStore
 
 #: Replica ids (as trimcp.stores.event_ids makes them) for event stores made by hand.
@@ -353,3 +354,47 @@ async def test_a_followed_stream_is_asked_after_while_the_session_is_busy(
         assert error["error"]["data"] == {"replica": A, "reason": "it shut down"}
     finally:
         await client.aclose()
+
+
+async def test_replicas_resuming_a_dead_replicas_stream_at_once_end_its_call_once(
+    redis_server: RedisServer,
+) -> None:
+    """Four replicas resume, at the same moment, the stream of a call whose replica
+    stopped before answering: each may answer its client with the error, but the error is
+    stored once, so every later resume, anywhere, replays one answer for the call."""
+    dead = RedisStore(redis_server.url, prefix="t5:")
+    others = [RedisStore(redis_server.url, prefix="t5:") for _ in range(4)]
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(dead.run)
+            events = dead.event_store("S")
+            assert isinstance(events, RedisEventStore)
+            prime = await events.store(events.post_stream_id(1, [7]), b"")
+            nursery.cancel_scope.cancel()  # it stops with call 7 unanswered
+        for store in others:  # connected first, so that the resumes start together
+            assert await store.client.execute("PING") == b"PONG"
+        # Redis holds every write for a moment: each replica reads the stream, finds call
+        # 7 unanswered and its replica gone, before any of them can store the error.
+        assert await others[0].client.execute("CLIENT", "PAUSE", 1000, "WRITE") == b"OK"
+        replays: list[list[tuple[str, bytes]]] = []
+
+        async def resume(store: RedisStore) -> None:
+            found = await store.event_store("S").replay_after(prime)
+            assert found is not None
+            replays.append(found[1])
+
+        async with trio.open_nursery() as nursery:
+            for store in others:
+                nursery.start_soon(resume, store)
+        # Whoever answered its client answered it with the one stored error.
+        answers = {(event_id, message) for replay in replays for event_id, message in replay}
+        assert len(answers) == 1, answers
+        ((_, message),) = answers
+        assert json.loads(message)["id"] == 7
+        assert "stopped" in json.loads(message)["error"]["message"]
+        found = await others[0].event_store("S").replay_after(prime)
+        assert found is not None
+        assert [json.loads(message)["id"] for _, message in found[1]] == [7]
+    finally:
+        for store in (dead, *others):
+            await store.aclose()

@@ -140,3 +140,26 @@ async def test_kinds_the_server_cannot_honour_are_left_out_of_the_ack(
         )
         assert outlet.sent[0][1]["notifications"] == {"resourceSubscriptions": []}
         nursery.cancel_scope.cancel()
+
+
+async def test_one_caller_gets_exactly_its_share_of_streams(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """``listen_max_streams_per_principal`` streams of one caller are open at once, and
+    not one more (every anonymous caller together is one caller), while the server-wide
+    bound has room left."""
+    app = make_server(listen_max_streams_per_principal=3, listen_max_streams=10)
+    async with trio.open_nursery() as nursery:
+        for request_id in (1, 2, 3):
+            outlet, answers = await open_listen(
+                app, request_id, {"toolsListChanged": True}, nursery
+            )
+            assert answers == []  # open: it answers only when it ends
+            assert outlet.sent[0][0] == "notifications/subscriptions/acknowledged"
+        outlet, answers = await open_listen(app, 4, {"toolsListChanged": True}, nursery)
+        [refused] = answers
+        assert refused.error is not None
+        assert "listen_max_streams_per_principal" in refused.error.message
+        assert outlet.sent == []
+        assert app.listen_hub.streams_of(None) == 3
+        nursery.cancel_scope.cancel()
