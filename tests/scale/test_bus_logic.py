@@ -46,11 +46,12 @@ class LoopbackBus:
                 peer._send.send_nowait(message)
 
     async def send(self, tag: int | None, message: BusMessage) -> int:
+        """As Redis's PUBLISH counts: every replica for all (this one too), else the one."""
         if tag is None:
             self.publish_nowait(message)
-        else:
-            self.send_nowait(tag, message)
-        return 1
+            return len(self.peers)
+        self.send_nowait(tag, message)
+        return sum(1 for peer in self.peers if peer.tag == tag)
 
     async def deliver(self, message: BusMessage) -> None:
         await self._subscribers.deliver(message)

@@ -26,9 +26,8 @@ def two_replicas() -> tuple[TaskManager, TaskManager]:
     store = MemoryTaskStore()
     runner, other = TaskManager(store, OPTIONS), TaskManager(store, OPTIONS)
 
-    def deliver(task_id: str, responses: dict[str, Any]) -> None:
-        for key, response in responses.items():
-            runner.answer(task_id, key, response)
+    async def deliver(task_id: str, responses: dict[str, Any]) -> bool:
+        return await runner.answer_here(task_id, responses)
 
     other.answered_elsewhere = deliver
     return runner, other
@@ -74,16 +73,13 @@ async def test_a_question_is_forwarded_once(autojump_clock: trio.abc.Clock) -> N
     deliver = other.answered_elsewhere
     assert deliver is not None
 
-    def late(task_id: str, responses: dict[str, Any]) -> None:
-        async def later() -> None:
-            await trio.sleep(3 * OPTIONS.poll_interval)
-            deliver(task_id, responses)
-            slow.set()
-
-        nursery.start_soon(later)
+    async def late(task_id: str, responses: dict[str, Any]) -> bool:
+        await trio.sleep(3 * OPTIONS.poll_interval)
+        slow.set()
+        return await deliver(task_id, responses)
 
     other.answered_elsewhere = late
-    async with trio.open_nursery() as nursery, runner.open(), other.open():
+    async with runner.open(), other.open():
         record = await runner.create(
             asking_task, owner="u", method="tools/call", protocol_version="2025-11-25", ttl_ms=None
         )

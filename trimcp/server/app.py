@@ -232,7 +232,7 @@ class Server:
             self._count_change,
             max_subscriptions=max_subscriptions,
             on_task_cancelled=self.tasks.stop_if_cancelled,
-            on_task_answered=self.tasks.answer,
+            on_task_answered=self.tasks.answer_here,
         )
         # A tasks/cancel taken here for a task another replica runs: tell that replica.
         self.tasks.cancelled_elsewhere = self._replicas.task_cancelled

@@ -22,15 +22,24 @@ A ``tasks/cancel`` taken by a replica that does not run the task (its record is 
 shared task store; the work runs where it was created) is recorded there, then told to
 the others: the one running it stops the work once the store confirms the cancel.
 
+The answers of a ``tasks/update`` taken by a replica that does not run the task go to
+every replica; the one running it hands them to the task, writes the task's record (it is
+the record's one writer while the task runs) and then confirms to the replica that took
+the update, which answers the client only then: so a ``tasks/get`` on any replica after
+that answer shows the questions answered (read your writes).
+
 On a one-process bus (the default) every session hears every change, as before.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING, Any, get_args
+
+import trio
 
 from trimcp.errors import INTERNAL_ERROR, McpError
 from trimcp.stores.base import StoreUnavailable, log_unavailable
@@ -59,7 +68,7 @@ class ReplicaLink:
         *,
         max_subscriptions: int,
         on_task_cancelled: Callable[[str], Awaitable[None]],
-        on_task_answered: Callable[[str, str, object], bool] | None = None,
+        on_task_answered: Callable[[str, dict[str, Any]], Awaitable[bool]] | None = None,
     ) -> None:
         self._sessions = sessions
         self._hub = hub
@@ -67,6 +76,9 @@ class ReplicaLink:
         self._on_task_cancelled = on_task_cancelled
         self._on_task_answered = on_task_answered
         self._max_subscriptions = max_subscriptions
+        #: The tasks/update answers passed on from here that wait for the replica running
+        #: their task to confirm them, by nonce (one entry per waiting request).
+        self._confirmations: dict[str, trio.Event] = {}
         self.bus: Bus = MemoryBus()
         #: Shared sessions whose log level this replica has read from the store.
         self._learnt: weakref.WeakSet[Session] = weakref.WeakSet()
@@ -100,10 +112,29 @@ class ReplicaLink:
         recorded in the shared store): tell the replica running it (synchronous)."""
         self.bus.publish_nowait({"t": "task-cancel", "id": task_id})
 
-    def task_answered(self, task_id: str, responses: dict[str, object]) -> None:
+    async def task_answered(self, task_id: str, responses: dict[str, Any]) -> bool:
         """``tasks/update`` answered questions of task ``task_id``, which runs on another
-        replica: pass the answers to it (synchronous)."""
-        self.bus.publish_nowait({"t": "task-answer", "id": task_id, "r": responses})
+        replica: pass the answers to it and wait until it confirms that the task has them
+        and its record shows them (True). False at once when no other replica listens.
+        Raises StoreUnavailable, or McpError (-32603) for answers over the bus's size
+        bound. Cancellation: stops waiting (the caller bounds the wait); the answers may
+        have been delivered."""
+        if not self.bus.shared:
+            return False
+        nonce = secrets.token_hex(8)
+        confirmed = self._confirmations[nonce] = trio.Event()
+        try:
+            message = {"t": "task-answer", "id": task_id, "r": responses}
+            try:
+                sent = {**message, "n": nonce, "tag": self.bus.tag}
+                listening = await self.bus.send(None, sent)
+            except ValueError as error:
+                raise McpError(INTERNAL_ERROR, f"Could not pass the answers on: {error}") from None
+            if listening > 1:  # this replica counts too
+                await confirmed.wait()
+        finally:
+            del self._confirmations[nonce]
+        return confirmed.is_set()
 
     # --- heard from the bus ---------------------------------------------------------------
 
@@ -121,8 +152,22 @@ class ReplicaLink:
             and isinstance(message.get("r"), dict)
             and self._on_task_answered is not None
         ):
-            for key, response in message["r"].items():
-                self._on_task_answered(message["id"], key, response)  # not running here: no-op
+            # False unless the task runs here; then its record is written before this
+            # replica confirms (the one that took the update answers its client then).
+            try:
+                confirmed = await self._on_task_answered(message["id"], message["r"])
+            except StoreUnavailable as error:  # not confirmed: the update fails, is resent
+                what = "answers to task %s not recorded"
+                log_unavailable(logger, logging.WARNING, error, what, message["id"])
+                return
+            if confirmed:
+                nonce, tag = message.get("n"), message.get("tag")
+                if isinstance(nonce, str) and type(tag) is int:
+                    self.bus.send_nowait(tag, {"t": "task-answered", "n": nonce})
+        elif kind == "task-answered" and isinstance(message.get("n"), str):
+            waiting = self._confirmations.get(message["n"])
+            if waiting is not None:
+                waiting.set()
         elif kind == "level" and message.get("l") in _LEVELS:
             for session, state in self._sessions.live():
                 if _shared_id(session) == message.get("s"):

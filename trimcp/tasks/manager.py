@@ -94,9 +94,13 @@ class TaskOptions(Record):
     ``max_pending_inputs``: questions (elicitation, sampling) one task may wait on at once.
     ``input_timeout``: how long a task waits for each answer (None: until its TTL).
     ``page_size``: tasks per ``tasks/list`` page. ``notify_timeout``: how long a status
-    notification may wait for a slow session before it is skipped. ``budget``: what the
-    task records may hold, per owner and in total (:class:`~trimcp.tasks.store.TaskBudget`;
-    the server's own in-memory store and a shared store it is given while serving keep it).
+    notification may wait for a slow session before it is skipped. ``answer_timeout``:
+    with a store the replicas share, how long a ``tasks/update`` taken by a replica that
+    does not run the task waits for the one running it to confirm that it has the answers
+    and has recorded them (past it the update fails ``-32603``; send it again).
+    ``budget``: what the task records may hold, per owner and in total
+    (:class:`~trimcp.tasks.store.TaskBudget`; the server's own in-memory store and a
+    shared store it is given while serving keep it).
     """
 
     default_ttl: float = 3600.0
@@ -109,6 +113,7 @@ class TaskOptions(Record):
     input_timeout: float | None = None
     page_size: int = 100
     notify_timeout: float = 1.0
+    answer_timeout: float = 5.0
     budget: TaskBudget = attrs.Factory(TaskBudget)
 
     def __attrs_post_init__(self) -> None:
@@ -118,6 +123,8 @@ class TaskOptions(Record):
             raise ValueError("max_running, max_pending_inputs and page_size must be >= 1")
         if self.shutdown_grace < 0 or self.poll_interval <= 0:
             raise ValueError("shutdown_grace must be >= 0 and poll_interval > 0")
+        if self.answer_timeout <= 0:
+            raise ValueError("answer_timeout must be > 0")
 
     def ttl_ms(self, requested: int | None) -> int:
         """The TTL granted for a requested one (milliseconds), clamped as documented."""
@@ -128,7 +135,7 @@ class TaskOptions(Record):
 class _Live:
     """What only this process has of a running task."""
 
-    __slots__ = ("changed", "inputs", "listener", "reason", "record", "scope")
+    __slots__ = ("changed", "inputs", "listener", "reason", "record", "scope", "writing")
 
     def __init__(self, record: TaskRecord, limit: int, listener: StatusListener | None) -> None:
         self.record = record
@@ -139,6 +146,10 @@ class _Live:
         self.listener = listener
         #: Why the scope was cancelled: "request", "shutdown" (a passed deadline: None).
         self.reason: str | None = None
+        #: Held while the record is written to the store: this process is the one writer
+        #: of a running task's record, and its writes land in the order they were made
+        #: (each writes the state of the moment it goes out), never an older one last.
+        self.writing = trio.Lock()
 
     def touch(self) -> None:
         """Wake everyone waiting for a change (``tasks/result``, watchers)."""
@@ -179,8 +190,11 @@ class TaskManager:
         #: replicas, whose :meth:`stop_if_cancelled` ends it. None: nobody to tell.
         self.cancelled_elsewhere: Callable[[str], None] | None = None
         #: Called with a task id and ``tasks/update``'s answers taken here for a task
-        #: that runs on another replica: the server passes them on (None: nobody to tell).
-        self.answered_elsewhere: Callable[[str, dict[str, Any]], None] | None = None
+        #: that runs on another replica: the server passes them on and returns True once
+        #: the replica running it confirms that it has them and has recorded the task's
+        #: questions left (:meth:`answer_here` there); False when no replica will (None:
+        #: nobody to tell). Waited for at most ``options.answer_timeout``.
+        self.answered_elsewhere: Callable[[str, dict[str, Any]], Awaitable[bool]] | None = None
 
     # --- lifetime -------------------------------------------------------------------
 
@@ -364,13 +378,14 @@ class TaskManager:
                 else:
                     self._record_result(record, outcome[1])
                 record.updated_at = self.now()
-                try:
-                    await self.store.save(record)
-                except TaskStoreFull as exc:
-                    # Over a byte budget: the task fails, saying which limit; the
-                    # result is dropped here, never kept half-accounted.
-                    self._record_refused(record, exc)
-                    await self.store.save(record)
+                async with live.writing:
+                    try:
+                        await self.store.save(record)
+                    except TaskStoreFull as exc:
+                        # Over a byte budget: the task fails, saying which limit; the
+                        # result is dropped here, never kept half-accounted.
+                        self._record_refused(record, exc)
+                        await self.store.save(record)
                 await self._changed(live)
         finally:
             for item in list(live.inputs.pending.values()):
@@ -417,20 +432,42 @@ class TaskManager:
             record.status = "completed"
             record.status_message = None  # a progress message means nothing any more
 
-    async def _set_status(self, live: _Live, status: TaskStatus, message: str | None) -> None:
+    async def _set_status(
+        self, live: _Live, status: TaskStatus, message: str | None, *, force: bool = False
+    ) -> None:
+        """Record a running task's new status (and the questions it waits on) in the
+        store; ``force``: write even when nothing changed here (an earlier write may have
+        failed). Raises what the store raises."""
         record = live.record
-        questions = _questions(live) if status == "input_required" else None
-        if record.terminal or (
-            record.status == status
-            and record.status_message == message
-            and record.input_requests == questions
-        ):
-            return
-        record.status, record.status_message = status, message
-        record.input_requests = questions
-        record.updated_at = self.now()
-        await self.store.save(record)
+        async with live.writing:
+            questions = _questions(live) if status == "input_required" else None
+            if record.terminal or (
+                not force
+                and record.status == status
+                and record.status_message == message
+                and record.input_requests == questions
+            ):
+                return
+            record.status, record.status_message = status, message
+            record.input_requests = questions
+            record.updated_at = self.now()
+            await self.store.save(record)
         await self._changed(live)
+
+    async def _record_questions(self, live: _Live, *, force: bool = False) -> None:
+        """Record the questions ``live`` still waits on: ``input_required`` with them, or
+        ``working`` once none is left (answered, withdrawn)."""
+        questions = _questions(live)
+        if questions:
+            message = live.record.status_message
+            if live.record.status != "input_required":
+                first = next(iter(questions.values()))
+                message = f"Waiting for the client: {first['method']}"
+            await self._set_status(live, "input_required", message, force=force)
+        else:  # a progress message of a working task stays; "waiting for..." goes
+            record = live.record
+            message = None if record.status == "input_required" else record.status_message
+            await self._set_status(live, "working", message, force=force)
 
     async def _changed(self, live: _Live) -> None:
         live.touch()
@@ -470,10 +507,8 @@ class TaskManager:
             if not waited_cancelled(live):
                 with trio.CancelScope(shield=True) as bound:
                     bound.deadline = trio.current_time() + STORE_TIMEOUT
-                    if live.inputs.pending:  # the questions left, where replicas read them
-                        await self._set_status(live, "input_required", live.record.status_message)
-                    else:
-                        await self._set_status(live, "working", None)
+                    # The questions left (those not answered yet), where replicas read them.
+                    await self._record_questions(live)
 
     def pending_inputs(self, task_id: str) -> Sequence[PendingInput]:
         """The questions task ``task_id`` waits on now (none when it runs elsewhere)."""
@@ -481,28 +516,54 @@ class TaskManager:
         return list(live.inputs.pending.values()) if live is not None else ()
 
     async def answer_anywhere(self, task_id: str, responses: dict[str, Any]) -> None:
-        """Deliver ``tasks/update``'s answers: to the task if it runs here, else (a store
-        the replicas share) to the replica running it, through
-        :attr:`answered_elsewhere`; the stored questions lose the answered keys at once,
-        so a ``tasks/get`` on any replica shows only those still open. Raises
-        StoreUnavailable. Cancellation: some answers may have been delivered."""
-        if task_id in self._live or self.answered_elsewhere is None:
-            for key, response in responses.items():
-                # Unknown, answered or superseded keys are ignored, as the extension says.
-                self.answer(task_id, key, response)
+        """Deliver ``tasks/update``'s answers and return once the task's record shows
+        them (read your writes): a ``tasks/get`` on any replica then lists only the
+        questions still open.
+
+        The process running the task is the one writer of its record. If the task runs
+        here, :meth:`answer_here`; else (a store the replicas share) the answers go to
+        the replica running it through :attr:`answered_elsewhere`, which confirms once it
+        has written the record, within ``options.answer_timeout``. Unknown, answered or
+        superseded keys are ignored, as the extension says (a task that ended takes no
+        answers: returns at once). Raises :class:`McpError` ``-32603`` when no replica
+        confirmed in that time and the task still runs (send the answers again), and
+        StoreUnavailable. Cancellation: the answers may or may not have been delivered.
+        """
+        if await self.answer_here(task_id, responses) or self.answered_elsewhere is None:
             return
+        # Not against the stored questions: those may lag behind the ones a tasks/get on
+        # the running replica showed the client. Only a task that ended needs no answer.
+        if not await self._still_running(task_id):
+            return
+        with trio.move_on_after(self.options.answer_timeout):
+            if await self.answered_elsewhere(task_id, responses):
+                return
+        if await self._still_running(task_id):
+            raise McpError(
+                INTERNAL_ERROR,
+                f"the replica running task {task_id} did not confirm these answers (waited "
+                f"at most {self.options.answer_timeout:g}s: TaskOptions.answer_timeout); "
+                "send them again (answers the task already has are ignored)",
+            )
+
+    async def _still_running(self, task_id: str) -> bool:
+        """Whether the stored record of ``task_id`` exists and has not ended."""
         record = await self.store.get(task_id)
-        if record is None or record.terminal or not record.input_requests:
-            return
-        left = {k: v for k, v in record.input_requests.items() if k not in responses}
-        if len(left) == len(record.input_requests):
-            return  # nothing it waits on
-        self.answered_elsewhere(task_id, responses)
-        record.input_requests = left or None
-        if not left:
-            record.status, record.status_message = "working", None
-        record.updated_at = self.now()
-        await self.store.save(record)
+        return record is not None and not record.terminal
+
+    async def answer_here(self, task_id: str, responses: dict[str, Any]) -> bool:
+        """Deliver ``tasks/update``'s answers to task ``task_id`` if it runs here, and
+        write its record (the questions left) before returning True; False when it does
+        not run here. Unknown or answered keys are ignored; the record is written all the
+        same (a retry after a failed write repairs it). Raises what the store raises.
+        Cancellation: the answers may be delivered and the record not yet written."""
+        live = self._live.get(task_id)
+        if live is None:
+            return False
+        for key, response in responses.items():
+            self.answer(task_id, key, response)
+        await self._record_questions(live, force=True)
+        return True
 
     def answer(self, task_id: str, key: str, response: Any) -> bool:
         """Deliver the wire-form answer to question ``key`` (``tasks/update``). Unknown or
@@ -607,7 +668,10 @@ class TaskManager:
                 exc,
             )
             return
-        await self.answer_anywhere(record.task_id, {key: serde.unstructure(value)})
+        try:
+            await self.answer_anywhere(record.task_id, {key: serde.unstructure(value)})
+        except McpError as exc:  # not confirmed: the task's own timeout ends its wait
+            logger.warning("task %s: the answer to %s: %s", record.task_id, key, exc.message)
 
     async def list(
         self, owner: str | None, cursor: str | None
