@@ -18,6 +18,10 @@ import attrs
 import pytest
 
 from trimcp.auth.dpop import DpopChecker, MemoryReplayCache
+from trimcp.authserver import clients as authserver_clients
+from trimcp.authserver import server as authserver_server
+from trimcp.authserver.redis_store import RedisAuthStore
+from trimcp.authserver.store import MemoryAuthStore
 from trimcp.client import Client
 from trimcp.protocol import modern
 from trimcp.protocol import skills as skills_wire
@@ -95,8 +99,14 @@ LIMITS: list[tuple[str, int]] = [
             (MemoryReplayCache, "max_entries_per_key"),
             (RedisReplayCache, "max_entries_per_key"),
             (DpopChecker, "max_skew"),
+            (MemoryAuthStore, "max_entries"),
+            (MemoryAuthStore, "max_per_client"),
+            (RedisAuthStore, "max_per_client"),
         )
     ),
+    ("authserver.server.MAX_FORM_BYTES", authserver_server.MAX_FORM_BYTES),
+    ("authserver.clients.MAX_DOCUMENT_BYTES", authserver_clients.MAX_DOCUMENT_BYTES),
+    ("authserver.clients.MAX_REDIRECT_URIS", authserver_clients.MAX_REDIRECT_URIS),
     *(
         (f"StatelessOptions.{name}", getattr(StatelessOptions(), name))
         for name in ("listen_max_streams", "listen_max_streams_per_principal")

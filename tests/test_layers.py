@@ -42,6 +42,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("transports",),  # stdio, memory, websocket, ndjson
     ("transports/http_client",),
     ("transports/http_server",),
+    ("authserver",),  # trimcp's own authorization server, served by the HTTP app
     ("server", "client", "lowlevel"),
     ("proxy", "testing", "telemetry"),  # telemetry: middleware for both frameworks
     ("cli", "__main__", "trimcp"),

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -193,6 +193,10 @@ class ProtectedResource:
         # The verifier's answer for a token -> what authenticate() made of it: a verifier
         # that caches returns the same object again, and the checks below need not rerun.
         self._admitted: dict[str, tuple[AuthInfo, AuthInfo]] = {}
+        #: Paths besides the metadata this protection answers itself (an authorization
+        #: server of its own: :class:`~trimcp.authserver.AuthorizationServer`); the HTTP
+        #: app hands requests to them to :meth:`serve_endpoint` after its Host check.
+        self.endpoint_paths: frozenset[str] = frozenset()
 
     # --- metadata (RFC 9728) ------------------------------------------------------------
 
@@ -217,6 +221,16 @@ class ProtectedResource:
     @property
     def metadata_body(self) -> bytes:
         return self._metadata_body
+
+    async def serve_endpoint(
+        self,
+        path: str,
+        scope: Mapping[str, Any],
+        receive: Callable[[], Awaitable[dict[str, Any]]],
+        send: Callable[[dict[str, Any]], Awaitable[None]],
+    ) -> None:
+        """Answer an ASGI request to one of :attr:`endpoint_paths` (none here)."""
+        raise HttpRejection(404, "Not found")
 
     # --- challenges ---------------------------------------------------------------------
 

@@ -218,6 +218,12 @@ class McpHttpApp:
             auth = config.auth
             if auth is not None and path in auth.metadata_paths:
                 await _metadata(scope, send, auth.metadata_body)
+            elif auth is not None and path in auth.endpoint_paths:
+                # An authorization server of its own (trimcp.authserver): the Host check
+                # holds; Origin is its own business (CORS for clients, CSRF for consent).
+                if not host_allowed(RequestHeaders(scope["headers"]).get(b"host"), config.hosts):
+                    raise HttpRejection(421, "Host not allowed")
+                await auth.serve_endpoint(path, scope, receive, send)
             elif path == config.path:
                 headers = self._gate(scope)
                 principal = await self._authenticate(scope)
