@@ -37,8 +37,20 @@ await new Promise((resolve) => server.listen(Number(process.env.PORT || 0), '127
 const { port } = server.address();
 const issuer = `http://127.0.0.1:${port}`;
 
+// PROXY_REDIRECT_URI: also register "trimcp-proxy" (secret "trimcp-proxy-secret"), the one
+// client of trimcp's own authorization server (examples/oauth_proxy_server.py) here, with
+// that callback URL. REGISTRATION=off switches dynamic registration off (as at GitHub or
+// Google: only pre-registered clients).
+const proxyClients = process.env.PROXY_REDIRECT_URI
+  ? [{ client_id: 'trimcp-proxy', client_secret: 'trimcp-proxy-secret',
+       grant_types: ['authorization_code'], response_types: ['code'],
+       token_endpoint_auth_method: 'client_secret_post',
+       redirect_uris: process.env.PROXY_REDIRECT_URI.split(' ') }]
+  : [];
+
 const configuration = {
   clients: [
+    ...proxyClients,
     { client_id: 'machine', client_secret: 'machine-secret', grant_types: ['client_credentials'],
       redirect_uris: [], response_types: [], scope: 'mcp files:write' },
     { client_id: 'rs', client_secret: 'rs-secret', grant_types: [], redirect_uris: [],
@@ -49,7 +61,7 @@ const configuration = {
   pkce: { required: () => true },
   features: {
     devInteractions: { enabled: false },
-    registration: { enabled: true },
+    registration: { enabled: process.env.REGISTRATION !== 'off' },
     clientCredentials: { enabled: true },
     introspection: { enabled: true, allowedPolicy: async () => true },
     revocation: { enabled: true },

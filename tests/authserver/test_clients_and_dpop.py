@@ -155,3 +155,27 @@ async def test_a_dpop_proof_at_the_token_endpoint_binds_the_tokens() -> None:
         again = await client.token(refresh, proofs.headers("POST", token_url))
         assert again.status == 200, again.body
         assert again.json()["token_type"] == "DPoP"
+
+
+def _unbound() -> AuthorizationServer:
+    from trimcp.authserver import github
+
+    return AuthorizationServer(resource=None, upstream=github("id", "secret"))
+
+
+async def test_a_server_without_a_resource_is_not_served_by_guess() -> None:
+    from trimcp import Server
+    from trimcp.transports.http_server import serve_http
+
+    app = Server("unbound", auth=_unbound())
+    with pytest.raises(ValueError, match="names no resource"):
+        await serve_http(app, port=0)
+
+
+def test_the_url_served_becomes_the_resource_and_the_issuer() -> None:
+    auth = _unbound()
+    auth.serve_at("http://127.0.0.1:8123/mcp")
+    assert auth.resource == "http://127.0.0.1:8123/mcp"
+    assert auth.issuer == "http://127.0.0.1:8123"
+    auth.serve_at("http://127.0.0.1:9999/mcp")  # a resource, once known, stays
+    assert auth.resource == "http://127.0.0.1:8123/mcp"

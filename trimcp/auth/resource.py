@@ -222,6 +222,13 @@ class ProtectedResource:
     def metadata_body(self) -> bytes:
         return self._metadata_body
 
+    #: True for a protection whose resource is the URL it will be served at (given by
+    #: :meth:`serve_at` when that is known); a ProtectedResource always names its own.
+    awaits_resource = False
+
+    def serve_at(self, resource: str) -> None:
+        """Take ``resource`` (the URL served) when none was given (nothing here)."""
+
     async def serve_endpoint(
         self,
         path: str,

@@ -105,7 +105,9 @@ class _Redirected(Exception):
 class AuthorizationServer(ProtectedResource):
     """An MCP server's own OAuth 2.1 authorization server, in front of ``upstream``.
 
-    ``resource``: the MCP endpoint's URL as clients reach it; its origin is the issuer.
+    ``resource``: the MCP endpoint's URL as clients reach it; its origin is the issuer
+    (None: the URL served, which ``trimcp run`` and ``app.run`` give on loopback with a
+    fixed port; anywhere else, give it).
     ``upstream``: where users log in (:func:`~trimcp.authserver.github`,
     :func:`~trimcp.authserver.google`, :func:`~trimcp.authserver.oidc` or an
     :class:`~trimcp.authserver.Upstream`). ``store``: an :class:`~trimcp.authserver.store.
@@ -129,7 +131,7 @@ class AuthorizationServer(ProtectedResource):
     def __init__(
         self,
         *,
-        resource: str,
+        resource: str | None,
         upstream: Upstream,
         store: AuthStore | None = None,
         secret: str | bytes | None = None,
@@ -153,6 +155,62 @@ class AuthorizationServer(ProtectedResource):
                 "an AuthorizationServer verifies its own tokens: give no verifier or "
                 "authorization_servers"
             )
+        if rotate_keys_every <= access_token_ttl:
+            raise ValueError("rotate_keys_every must be longer than access_token_ttl")
+        self._settings: dict[str, Any] = dict(
+            upstream=upstream,
+            store=store,
+            secret=secret,
+            server_name=server_name,
+            access_token_ttl=access_token_ttl,
+            refresh_token_ttl=refresh_token_ttl,
+            login_lifetime=login_lifetime,
+            code_ttl=code_ttl,
+            login_ttl=login_ttl,
+            client_ttl=client_ttl,
+            consent_ttl=consent_ttl,
+            revocation_lag=revocation_lag,
+            signing_algorithm=signing_algorithm,
+            rotate_keys_every=rotate_keys_every,
+            allow_private_client_ids=allow_private_client_ids,
+            dpop_checker=dpop_checker,
+            protection=protection,
+        )
+        #: True until the resource is known: ``resource=None`` means "the URL served",
+        #: which ``trimcp run`` / ``app.run`` give on loopback with a fixed port.
+        self.awaits_resource = resource is None
+        if resource is not None:
+            self._setup(resource, **self._settings)
+
+    def serve_at(self, resource: str) -> None:
+        """Take ``resource`` (the URL served) as this server's resource, when none was
+        given; a resource given in code is kept."""
+        if self.awaits_resource:
+            self._setup(resource, **self._settings)
+            self.awaits_resource = False
+
+    def _setup(
+        self,
+        resource: str,
+        *,
+        upstream: Upstream,
+        store: AuthStore | None,
+        secret: str | bytes | None,
+        server_name: str | None,
+        access_token_ttl: float,
+        refresh_token_ttl: float,
+        login_lifetime: float,
+        code_ttl: float,
+        login_ttl: float,
+        client_ttl: float,
+        consent_ttl: float,
+        revocation_lag: float,
+        signing_algorithm: str,
+        rotate_keys_every: float,
+        allow_private_client_ids: bool,
+        dpop_checker: DpopChecker | None,
+        protection: dict[str, Any],
+    ) -> None:
         parts = urlsplit(canonical_resource(resource))
         #: This server's issuer: the MCP server's origin.
         self.issuer = f"{parts.scheme}://{parts.netloc}"
@@ -162,8 +220,6 @@ class AuthorizationServer(ProtectedResource):
             verifier=self._verify_own,
             **protection,
         )
-        if rotate_keys_every <= access_token_ttl:
-            raise ValueError("rotate_keys_every must be longer than access_token_ttl")
         self.upstream = UpstreamLogin(upstream)
         self.store: AuthStore = store if store is not None else MemoryAuthStore()
         self._sealer = Sealer(secret)

@@ -355,6 +355,16 @@ def protection(server: Any, settings: ServeSettings) -> Any:
                 f"the auth settings {_AUTH_SETTINGS} are for a server that declares none",
                 hint="set issuer, resource and scopes in the server file, or drop its auth=",
             )
+        if declared.awaits_resource and settings.transport == "http":
+            # An AuthorizationServer(resource=None): the URL served is its resource.
+            if not is_loopback_host(settings.host) or settings.bound_port == 0:
+                raise SettingsError(
+                    f"{label_of(server)}'s AuthorizationServer names no resource: give "
+                    "resource= (this server's URL as clients reach it) in the server file",
+                    hint="on loopback with a fixed --port it defaults to the URL served",
+                )
+            served_url = url_of("http", settings.host, settings.bound_port, settings.path)
+            declared.serve_at(served_url)
         return declared
     if not wanted:
         return None

@@ -149,6 +149,11 @@ def with_declared_auth(handler: object, config: HttpServerConfig) -> HttpServerC
     ValueError when ``config`` names another protection (``auth=`` of its own or an
     ``authenticate=`` hook): two answers to "who may call" would be a guess."""
     declared = declared_auth(handler)
+    if declared is not None and declared.awaits_resource:
+        raise ValueError(
+            "the server's AuthorizationServer names no resource: give resource= (its URL as "
+            "clients reach it), or serve it with app.run / trimcp run on a loopback port"
+        )
     if declared is None or config.auth is declared:
         return config
     if config.auth is not None or config.authenticate is not None:
