@@ -28,9 +28,11 @@ from trimcp.protocol import skills as skills_wire
 from trimcp.protocol.connection import Connection
 from trimcp.protocol.lifecycle import Role
 from trimcp.server import skills as skills_server
+from trimcp.server.state import MAX_KEY_BYTES
 from trimcp.server.stateless import StatelessOptions
 from trimcp.session import SessionOptions
 from trimcp.stores.replay import RedisReplayCache
+from trimcp.stores.user_state import StateBudget
 from trimcp.tasks.store import SMALL_PAYLOAD_BYTES, TaskBudget
 from trimcp.transports.http_server import HttpServerConfig
 from trimcp.transports.http_server.asgi import parse_body
@@ -116,6 +118,11 @@ LIMITS: list[tuple[str, int]] = [
         for field in attrs.fields(TaskBudget)
         if isinstance(field.default, int)
     ),
+    *(
+        (f"StateBudget.{field.name}", getattr(StateBudget(), field.name))
+        for field in attrs.fields(StateBudget)
+    ),
+    ("server.state.MAX_KEY_BYTES", MAX_KEY_BYTES),
 ]
 
 

@@ -64,6 +64,7 @@ from trimcp.server.replicas import ReplicaLink
 from trimcp.server.resolve import Resolved, canonical, check_scopes, resolve
 from trimcp.server.resources import RegisteredResource, RegisteredTemplate, not_found
 from trimcp.server.sessions import SessionTable
+from trimcp.server.state import StateKeeper, StateOptions
 from trimcp.server.stateless import CacheHint, StatelessOptions, StatelessServing
 from trimcp.server.tasks import methods as task_methods
 from trimcp.server.tasks import modern as task_modern
@@ -72,6 +73,7 @@ from trimcp.session import RequestContext, Session, SessionOptions, open_session
 from trimcp.session.transport import Transport
 from trimcp.stores.bus import Bus
 from trimcp.stores.request_state import RequestStateKeyring
+from trimcp.stores.user_state import StateBudget, UserStateStore
 from trimcp.tasks.manager import TaskManager, TaskOptions
 from trimcp.tasks.store import TaskStore
 from trimcp.types import (
@@ -155,6 +157,8 @@ class Server:
     applied wherever it is served over HTTP (``run``, ``trimcp run`` with any flags,
     ``serve_http``, ``create_asgi_app``); the WebSocket transport refuses such a server,
     and stdio serves the local client that started it (see docs/authorization.md).
+    ``state``: where and within which bounds ``ctx.user_state`` and ``ctx.handles`` keep
+    state across calls (see :class:`~trimcp.server.state.StateOptions` and docs/state.md).
     """
 
     def __init__(
@@ -181,6 +185,7 @@ class Server:
         task_owner: task_methods.OwnerFunction | None = None,
         middleware: Sequence[Middleware] = (),
         auth: ProtectedResource | None = None,
+        state: StateOptions | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be at least 1 (or None for one page)")
@@ -226,6 +231,8 @@ class Server:
         self._stateless = StatelessServing(self, stateless or StatelessOptions())
         #: Runs the tools called as tasks (see :mod:`trimcp.server.tasks`).
         self.tasks = TaskManager(task_store, task_options)
+        #: Keeps ``ctx.user_state`` and ``ctx.handles`` (see :mod:`trimcp.server.state`).
+        self.state = StateKeeper(state or StateOptions(), lambda: self.request_state_keyring)
         self._replicas = ReplicaLink(
             self._sessions,
             self._stateless.hub,
@@ -285,6 +292,7 @@ class Server:
         server._change_listeners.append(mount.sync)
         server._mounted_into.append(mount)
         self._lifespan.children.append(server._lifespan)
+        server.state.follow(self.state)  # its tools keep state where this server does
         self._mounts.append(mount)
 
     def _adopt_extensions(self, child: Server) -> None:
@@ -729,6 +737,18 @@ class Server:
         attaches its store's while it serves), so ``tasks/get`` on any replica finds them;
         None: in this process again. A ``task_store`` given to the constructor wins."""
         self.tasks.share(store)
+
+    def attach_state_store(self, store: UserStateStore | None) -> None:
+        """Keep ``ctx.user_state`` and handle states in ``store``, the one the replicas
+        share (``serve_http(store=...)`` attaches its store's while it serves), unless
+        ``StateOptions.store`` names one; None: in this process again."""
+        self.state.attach(store)
+
+    @property
+    def state_budget(self) -> StateBudget:
+        """The bounds of ``ctx.user_state`` and handle states (``StateOptions.budget``):
+        what a shared store attached to this server keeps to."""
+        return self.state.options.budget
 
     @property
     def request_state_keyring(self) -> RequestStateKeyring:

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     # never asks its client for them never loads those wire types (a cold start).
     from trimcp.server.app import Server
     from trimcp.server.elicitation import ElicitationOutcome
+    from trimcp.server.state import Handles, UserState
     from trimcp.session.engine import Session
     from trimcp.types import (
         CreateMessageResult,
@@ -151,7 +152,8 @@ class Context:
 
         Empty at first; what a handler stores is seen by later requests of the same
         session only. A 2026-07-28 stateless request has no session: its dict lives for
-        the request alone.
+        the request alone. For state that outlives a call in both eras and on every
+        replica, use :attr:`user_state` or :attr:`handles`.
         """
         session = self._request.session
         if session is None:
@@ -159,6 +161,22 @@ class Context:
                 self._values = {}
             return self._values
         return self._server.session_values(session)
+
+    @property
+    def user_state(self) -> UserState:
+        """The caller's own values, kept across calls, sessions, both eras and every
+        replica sharing the server's store (see :class:`~trimcp.server.state.UserState`
+        and docs/state.md): ``await ctx.user_state.get(key)``, ``.set(key, value)``,
+        ``.update(key, fn)``, ``.delete(key)``. Keyed by the caller's principal: an
+        anonymous caller gets :class:`~trimcp.server.state.NoPrincipal` saying so."""
+        return self._server.state.user_state(self._request.principal)
+
+    @property
+    def handles(self) -> Handles:
+        """Mint handles for state (``await ctx.handles.mint("cart", [])``) and open the
+        ones callers pass back (``ctx.handles.open(handle, "cart")``): sealed, bound to
+        the caller and to an expiry (see :class:`~trimcp.server.state.Handles`)."""
+        return self._server.state.handles(self._request.principal)
 
     @property
     def cancel_requested(self) -> bool:

@@ -15,8 +15,10 @@ if TYPE_CHECKING:
     from trimcp.stores.events import EventStore
     from trimcp.stores.redis_bus import RedisBus
     from trimcp.stores.redis_client import RedisAddress, RedisClient
+    from trimcp.stores.redis_state import RedisUserStateStore
     from trimcp.stores.replay import RedisReplayCache
     from trimcp.stores.request_state import RequestStateKeyring
+    from trimcp.stores.user_state import StateBudget
     from trimcp.tasks.store import TaskBudget
 
 logger = logging.getLogger("trimcp.stores.redis")
@@ -152,6 +154,15 @@ class RedisStore:
             budget=budget,
             max_ttl=max_ttl,
         )
+
+    def user_state_store(self, *, budget: StateBudget | None = None) -> RedisUserStateStore:
+        """Per-user values and handle states in this Redis (a
+        :class:`~trimcp.stores.redis_state.RedisUserStateStore`), read and written by every
+        replica. ``serve_http(server, store=...)`` gives a :class:`~trimcp.Server` one
+        while it serves, keeping its ``StateOptions.budget``."""
+        from trimcp.stores.redis_state import RedisUserStateStore
+
+        return RedisUserStateStore(self.client, self.prefix, budget)
 
     # --- sessions -------------------------------------------------------------------------
 

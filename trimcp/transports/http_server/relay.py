@@ -25,7 +25,8 @@ replica died meanwhile had nobody waiting for it anyway). Only single messages a
 relayed; a 2025-03-26 batch is handled where it lands.
 
 The same module shares the ``requestState`` keyring through the store (see
-:mod:`trimcp.stores.keyring`) when the server was left with its default keyring.
+:mod:`trimcp.stores.keyring`) when the server was left with its default keyring, and
+gives a ``trimcp.Server`` the store's task records and user state.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from trimcp.protocol.jsonrpc import ErrorResponse, Message, Notification, Respon
 from trimcp.session.transport import Decoded
 from trimcp.stores.base import SharesTasks, StoreUnavailable, log_unavailable
 from trimcp.stores.bus import TAG_SHIFT, BusMessage, tag_of_request_id
+from trimcp.stores.user_state import KeepsUserState
 
 if TYPE_CHECKING:
     from trimcp.session import Session
@@ -91,6 +93,11 @@ class ReplicaRelay:
             tasks = getattr(handler, "tasks", None)  # its TaskManager: the budget it keeps
             budget = getattr(getattr(tasks, "options", None), "budget", None)
             attach_tasks(self.store.task_store(budget=budget))
+        # And its user state and handle states (ctx.user_state, ctx.handles) likewise.
+        attach_state = getattr(handler, "attach_state_store", None)
+        if attach_state is not None and isinstance(self.store, KeepsUserState):
+            state_budget = getattr(handler, "state_budget", None)
+            attach_state(self.store.user_state_store(budget=state_budget))
         try:
             async with open_nursery_unwrapped() as nursery:
                 keyring = getattr(handler, "request_state_keyring", None)
