@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 import pytest
 
+from trimcp.auth import discovery
 from trimcp.auth.dpop import DpopChecker, MemoryReplayCache
 from trimcp.authserver import clients as authserver_clients
 from trimcp.authserver import server as authserver_server
@@ -86,6 +87,7 @@ LIMITS: list[tuple[str, int]] = [
     ),
     ("HttpServerConfig.max_body_bytes", HttpServerConfig().max_body_bytes),
     ("Client(max_pages)", _parameter_default(Client, "max_pages")),
+    ("auth.discovery.MAX_AUTHORIZATION_SERVERS", discovery.MAX_AUTHORIZATION_SERVERS),
     ("Connection.max_batch", Connection(Role.SERVER).max_batch),
     ("SessionOptions.max_in_flight", SessionOptions().max_in_flight),
     ("META_CACHE_ENTRIES", modern.META_CACHE_ENTRIES),

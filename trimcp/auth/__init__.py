@@ -41,6 +41,7 @@ _EXPORTS: dict[str, str] = {
     "TokenStore": "trimcp.auth.tokens",
     "AuthError": "trimcp.auth.errors",
     "AuthorizationFailed": "trimcp.auth.errors",
+    "AuthorizationServerChanged": "trimcp.auth.errors",
     "InvalidToken": "trimcp.auth.errors",
     "UnsafeUrl": "trimcp.auth.errors",
     "UntrustedAuthorizationServer": "trimcp.auth.errors",
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     from trimcp.auth.dpop import NonceSource as NonceSource
     from trimcp.auth.errors import AuthError as AuthError
     from trimcp.auth.errors import AuthorizationFailed as AuthorizationFailed
+    from trimcp.auth.errors import AuthorizationServerChanged as AuthorizationServerChanged
     from trimcp.auth.errors import InvalidToken as InvalidToken
     from trimcp.auth.errors import UnsafeUrl as UnsafeUrl
     from trimcp.auth.errors import UntrustedAuthorizationServer as UntrustedAuthorizationServer
@@ -102,6 +104,7 @@ __all__ = [
     "AuthError",
     "AuthInfo",
     "AuthorizationFailed",
+    "AuthorizationServerChanged",
     "CallableVerifier",
     "ClientCredentials",
     "DpopChecker",

@@ -11,7 +11,10 @@ Interaction` (PKCE S256, ``state``, ``resource``; the answer's ``state`` and RFC
 refreshed first; a 401 with a refresh token tries a refresh before a new login; a 403
 ``insufficient_scope`` asks again with the scopes the server names (at most
 ``max_step_ups`` times in a row). Tokens and the registration live in a
-:class:`~trimcp.auth.tokens.TokenStore`.
+:class:`~trimcp.auth.tokens.TokenStore`, each with the issuer it belongs to: a refresh
+token goes only to the issuer that issued it, a client secret only to the issuer the
+client is registered at (:mod:`trimcp.auth.destinations`); when the MCP server names
+another authorization server, the client registers and logs in there afresh.
 
 One flow at a time per connection: requests that meet a 401 while a refresh or login is
 under way wait for it (bounded by ``flow_timeout``), and the flow runs in a task of the
@@ -28,9 +31,16 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import attrs
 import trio
 
+from trimcp.auth.destinations import (
+    SETTING,
+    home_of_client,
+    home_of_tokens,
+    issuer_identifier,
+    same_issuer,
+)
 from trimcp.auth.discovery import Challenge, Discovery, discover, parse_challenge
 from trimcp.auth.dpop import DpopKey, DpopProofs
-from trimcp.auth.errors import AuthError, AuthorizationFailed
+from trimcp.auth.errors import AuthError, AuthorizationFailed, AuthorizationServerChanged
 from trimcp.auth.fetch import Fetcher, FetchError, is_public_host
 from trimcp.auth.grants import PrivateKey, authenticate_client, token_request
 from trimcp.auth.interaction import Interaction, same_endpoint
@@ -58,7 +68,13 @@ class OAuthClient:
     pre-registered; ``client_metadata_url``: an https URL serving this client's metadata
     document (used as its ``client_id`` where supported); else dynamic registration
     with ``client_name``, ``application_type`` (``"native"`` or ``"web"``) and
-    ``client_uri``. ``scopes``: asked for when neither the server's challenge nor its
+    ``client_uri``. ``authorization_server``: the issuer a pre-registered ``client_id``
+    is registered at: it (with its secret or key) is used there only. Without it, the
+    pre-registered client belongs to the issuer it first logged in at for an MCP server
+    (as the ``store`` keeps it); elsewhere it is refused with
+    :class:`~trimcp.auth.errors.UntrustedAuthorizationServer` before anything is sent.
+    ValueError when it is not an issuer identifier (http(s), a host, no query or
+    fragment). ``scopes``: asked for when neither the server's challenge nor its
     metadata say which. ``allow_private_addresses``: metadata and endpoints may be on
     private/loopback addresses (allowed anyway when the MCP server itself is).
     ``timeout`` bounds each HTTP exchange; ``flow_timeout`` a whole login.
@@ -77,6 +93,7 @@ class OAuthClient:
         client_secret: str | None = None,
         token_endpoint_auth_method: str | None = None,
         private_key: PrivateKey | None = None,
+        authorization_server: str | None = None,
         client_metadata_url: str | None = None,
         client_name: str = "trimcp",
         client_uri: str | None = None,
@@ -89,6 +106,13 @@ class OAuthClient:
         dpop: bool | None = None,
         dpop_algorithm: str = "ES256",
     ) -> None:
+        if authorization_server is not None and issuer_identifier(authorization_server) is None:
+            raise ValueError(
+                f"authorization_server={authorization_server[:200]!r} is not an issuer "
+                "identifier: give the authorization server's issuer URL, e.g. "
+                "'https://accounts.example.com' (http(s), a host, no query or fragment)"
+            )
+        self.authorization_server = authorization_server
         self.interaction = interaction
         self.dpop = dpop
         self.dpop_algorithm = dpop_algorithm
@@ -130,9 +154,47 @@ class OAuthClient:
                 f"{found.resource} needs you to log in at {found.issuer}, but this client "
                 "has no way to ask (give OAuthClient an interaction, e.g. LoopbackBrowser())"
             )
+        found = await self.home_of_registered_client(fetcher, found, stored)
         registration = await self.register(fetcher, found, stored, interaction.redirect_uri)
         tokens = await self.authorization_code(fetcher, found, registration, scope, interaction)
         return StoredAuth(tokens=tokens, registration=registration)
+
+    async def home_of_registered_client(
+        self, fetcher: Fetcher, found: Discovery, stored: StoredAuth | None
+    ) -> Discovery:
+        """``found`` narrowed to the issuer a pre-registered ``client_id`` belongs to:
+        ``authorization_server``, else the one the stored registration of that client
+        names; ``found`` itself without a pre-registered client or on its first login.
+        Raises :class:`~trimcp.auth.errors.UntrustedAuthorizationServer` when the MCP
+        server does not list that issuer."""
+        if self.client_id is None:
+            return found
+        owner = type(self).__name__
+        if self.authorization_server is not None:
+            home = self.authorization_server
+            why = f"{owner} is set with {SETTING}={home!r}"
+        else:
+            before = stored.registration if stored is not None else None
+            if before is None or before.client_id != self.client_id or before.issuer is None:
+                return found
+            home = before.issuer
+            why = f"where this client logged in for {found.resource} before, as the store says"
+        credential = (
+            "its private key"
+            if self.private_key is not None
+            else "its client secret"
+            if self.client_secret is not None
+            else "its client_id"
+        )
+        return await home_of_client(
+            fetcher,
+            found,
+            client_id=self.client_id,
+            home=home,
+            why=why,
+            credential=credential,
+            owner=owner,
+        )
 
     async def register(
         self,
@@ -159,7 +221,7 @@ class OAuthClient:
         if (
             stored is not None
             and stored.registration is not None
-            and (stored.registration.issuer == found.issuer)
+            and same_issuer(stored.registration.issuer, found.issuer)
         ):
             return stored.registration
         if (
@@ -272,14 +334,18 @@ class OAuthClient:
         headers = authenticate_client(
             form, registration, assertion_audience=found.issuer, private_key=self.private_key
         )
-        return await token_request(fetcher, token_endpoint, form, headers)
+        return await token_request(fetcher, token_endpoint, form, headers, issuer=found.issuer)
 
     async def refresh(self, fetcher: Fetcher, found: Discovery, stored: StoredAuth) -> StoredAuth:
-        """New tokens from the refresh token. Raises :class:`AuthorizationFailed`."""
+        """New tokens from the refresh token, asked of the issuer that issued it only (at
+        the token endpoint of its own metadata). Raises :class:`AuthorizationFailed`;
+        :class:`~trimcp.auth.errors.AuthorizationServerChanged`, before anything is sent,
+        when the MCP server no longer lists that issuer."""
         tokens, registration = stored.tokens, stored.registration
-        token_endpoint = found.endpoint("token_endpoint")
         if tokens is None or tokens.refresh_token is None or registration is None:
             raise AuthorizationFailed("no refresh token")
+        found = await home_of_tokens(fetcher, found, stored)
+        token_endpoint = found.endpoint("token_endpoint")
         if token_endpoint is None:
             raise AuthorizationFailed(f"{found.issuer} publishes no token endpoint")
         form = {
@@ -290,7 +356,9 @@ class OAuthClient:
         headers = authenticate_client(
             form, registration, assertion_audience=found.issuer, private_key=self.private_key
         )
-        new = await token_request(fetcher, token_endpoint, form, headers, previous=tokens)
+        new = await token_request(
+            fetcher, token_endpoint, form, headers, previous=tokens, issuer=found.issuer
+        )
         return attrs.evolve(stored, tokens=new)
 
     def wants_dpop(self, found: Discovery, challenge: Challenge) -> bool:
@@ -538,6 +606,10 @@ class AuthSession:
                 self.refreshes += 1
                 await client.store.save(self.server_url, self._stored)
                 return
+            except AuthorizationServerChanged as exc:
+                if kind == "refresh":
+                    raise
+                logger.warning("%s; getting new tokens instead", exc)
             except AuthorizationFailed as exc:
                 if kind == "refresh":
                     raise

@@ -7,12 +7,15 @@
    MCP server's URL or a prefix of it (:func:`resource_allowed`).
 3. The authorization server's metadata: RFC 8414, then OpenID discovery, in the spec's
    path-aware order (:func:`as_metadata_urls`); its ``issuer`` must be the one asked for.
+   Of the servers the resource metadata lists, the first with usable metadata is used
+   (at most :data:`MAX_AUTHORIZATION_SERVERS` are tried).
    A 2025-03-26 server without resource metadata is its own authorization server, and
    one without any metadata uses ``/authorize``, ``/token`` and ``/register`` at its root.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -23,7 +26,12 @@ from trimcp._record import Record
 from trimcp.auth.errors import AuthorizationFailed
 from trimcp.auth.fetch import Fetcher, FetchError
 
+logger = logging.getLogger("trimcp.auth")
+
 PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
+#: Authorization servers of one protected-resource metadata document whose metadata the
+#: client tries, in its order (each costs up to three GETs a hostile MCP server chooses).
+MAX_AUTHORIZATION_SERVERS = 4
 _PARAM = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]*))\s*,?')
 
 
@@ -230,20 +238,35 @@ async def discover(fetcher: Fetcher, server_url: str, challenge: Challenge) -> D
     resource = canonical_server_url(server_url)
     if document is not None:
         resource = str(document["resource"])
-        servers = document.get("authorization_servers")
-        if not isinstance(servers, list) or not servers or not isinstance(servers[0], str):
+        listed = document.get("authorization_servers")
+        servers = [s for s in listed if isinstance(s, str)] if isinstance(listed, list) else []
+        if not servers:
             raise AuthorizationFailed(
                 f"the protected-resource metadata of {server_url} names no authorization server"
             )
-        issuer = servers[0]
-        metadata = await fetch_server_metadata(fetcher, issuer)
-        if metadata is None:
-            raise AuthorizationFailed(
-                f"no authorization server metadata found for {issuer} (tried "
-                f"{', '.join(as_metadata_urls(issuer))})"
+        failures: list[str] = []
+        for issuer in servers[:MAX_AUTHORIZATION_SERVERS]:
+            try:
+                metadata = await fetch_server_metadata(fetcher, issuer)
+            except AuthorizationFailed as exc:
+                failures.append(str(exc))
+                continue
+            if metadata is None:
+                failures.append(
+                    f"no authorization server metadata found for {issuer} (tried "
+                    f"{', '.join(as_metadata_urls(issuer))})"
+                )
+                continue
+            for failure in failures:
+                logger.warning("%s; trying the next authorization server listed", failure)
+            return Discovery(
+                resource=resource, issuer=issuer, metadata=metadata, resource_metadata=document
             )
-        return Discovery(
-            resource=resource, issuer=issuer, metadata=metadata, resource_metadata=document
+        if len(failures) == 1:
+            raise AuthorizationFailed(failures[0])
+        raise AuthorizationFailed(
+            f"none of the first {len(failures)} authorization servers {server_url} lists has "
+            f"usable metadata: {'; '.join(failures)}"
         )
     # 2025-03-26: the MCP server's origin is the authorization server.
     origin = issuer = _origin(server_url)

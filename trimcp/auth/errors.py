@@ -38,3 +38,24 @@ class UntrustedAuthorizationServer(AuthorizationFailed):
         self.authorization_server = authorization_server
         self.mcp_server = mcp_server
         self.setting = setting
+
+
+class AuthorizationServerChanged(AuthorizationFailed):
+    """Stored tokens were not refreshed: the MCP server no longer lists the authorization
+    server that issued them (``issued_by``; None when the store does not say), it names
+    ``authorization_server`` now. Their refresh token and the client's registration there
+    are not sent to it; an interactive client logs in there afresh (see
+    docs/authorization.md, "Where credentials go"). ``mcp_server``: the MCP server."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        issued_by: str | None,
+        authorization_server: str,
+        mcp_server: str,
+    ) -> None:
+        super().__init__(message)
+        self.issued_by = issued_by
+        self.authorization_server = authorization_server
+        self.mcp_server = mcp_server

@@ -30,9 +30,14 @@ from typing import Any
 import trio
 
 from trimcp.auth.client import OAuthClient
-from trimcp.auth.destinations import assertion_audiences, issuer_identifier, trusted_destination
+from trimcp.auth.destinations import (
+    SETTING,
+    assertion_audiences,
+    same_issuer,
+    trusted_destination,
+)
 from trimcp.auth.discovery import Discovery
-from trimcp.auth.errors import AuthorizationFailed
+from trimcp.auth.errors import AuthorizationFailed, AuthorizationServerChanged
 from trimcp.auth.fetch import Fetcher
 from trimcp.auth.grants import (
     JWT_BEARER,
@@ -72,14 +77,7 @@ class NonInteractiveClient(OAuthClient):
     """
 
     def __init__(self, *, authorization_server: str | None = None, **options: Any) -> None:
-        if authorization_server is not None and issuer_identifier(authorization_server) is None:
-            raise ValueError(
-                f"authorization_server={authorization_server[:200]!r} is not an issuer "
-                "identifier: give the authorization server's issuer URL, e.g. "
-                "'https://accounts.example.com' (http(s), a host, no query or fragment)"
-            )
-        super().__init__(**options)
-        self.authorization_server = authorization_server
+        super().__init__(authorization_server=authorization_server, **options)
 
     def _secret(self) -> str | None:
         """What goes along that names no server (a client secret or key), if anything."""
@@ -114,10 +112,18 @@ class NonInteractiveClient(OAuthClient):
         )
 
     async def refresh(self, fetcher: Fetcher, found: Discovery, stored: StoredAuth) -> StoredAuth:
-        """The refresh token (and the client's credentials) go to the configured issuer,
-        else back to the issuer that issued the tokens (checked when they were obtained)."""
-        registration = stored.registration
-        issued_by = registration.issuer if registration is not None else None
+        """The refresh token (and the client's credentials) go back to the issuer that
+        issued the tokens, and only if it is the configured one when one is set."""
+        issued_by = stored.issuer
+        configured = self.authorization_server
+        if configured is not None and not same_issuer(issued_by, configured):
+            raise AuthorizationServerChanged(
+                f"the stored tokens were issued by {issued_by or 'a server they do not name'}, "
+                f"not by {SETTING}={configured!r}: their refresh token is not sent",
+                issued_by=issued_by,
+                authorization_server=configured,
+                mcp_server=found.resource,
+            )
         found = await self.destination(
             fetcher,
             found,
@@ -176,7 +182,7 @@ class ClientCredentials(NonInteractiveClient):
         headers = authenticate_client(
             form, registration, assertion_audience=found.issuer, private_key=self.private_key
         )
-        tokens = await token_request(fetcher, token_endpoint, form, headers)
+        tokens = await token_request(fetcher, token_endpoint, form, headers, issuer=found.issuer)
         return StoredAuth(tokens=tokens, registration=registration)
 
 
@@ -279,7 +285,7 @@ class EnterpriseManaged(NonInteractiveClient):
         if scope:
             form["scope"] = scope
         headers = authenticate_client(form, registration, assertion_audience=found.issuer)
-        tokens = await token_request(fetcher, token_endpoint, form, headers)
+        tokens = await token_request(fetcher, token_endpoint, form, headers, issuer=found.issuer)
         return StoredAuth(tokens=tokens, registration=registration)
 
 
@@ -390,7 +396,7 @@ class WorkloadIdentity(NonInteractiveClient):
             headers = authenticate_client(
                 form, registration, assertion_audience=found.issuer, private_key=self.private_key
             )
-        tokens = await token_request(fetcher, token_endpoint, form, headers)
+        tokens = await token_request(fetcher, token_endpoint, form, headers, issuer=found.issuer)
         return StoredAuth(tokens=tokens, registration=registration)
 
 

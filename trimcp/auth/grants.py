@@ -92,9 +92,11 @@ async def token_request(
     headers: Mapping[str, str],
     *,
     previous: TokenSet | None = None,
+    issuer: str | None = None,
 ) -> TokenSet:
-    """POST to the token endpoint; the new tokens, or :class:`AuthorizationFailed` with
-    the server's ``error`` and ``error_description``.
+    """POST to the token endpoint; the new tokens (recording ``issuer``, the server the
+    endpoint belongs to), or :class:`AuthorizationFailed` with the server's ``error`` and
+    ``error_description``.
 
     With ``fetcher.dpop`` the request carries a DPoP proof (RFC 9449 §5) and, when the
     server answers ``use_dpop_nonce``, is sent once more with its nonce (§8)."""
@@ -126,7 +128,7 @@ async def token_request(
             f"(HTTP {response.status}{': ' + detail[:300] if detail else ''})"
         )
     try:
-        tokens = TokenSet.from_response(answer, previous)
+        tokens = TokenSet.from_response(answer, previous, issuer=issuer)
     except ValueError as exc:
         raise AuthorizationFailed(f"the token endpoint {token_endpoint}: {exc}") from None
     if dpop is None and tokens.token_type == "DPoP":

@@ -24,21 +24,31 @@ from trimcp._record import Record
 @attrs.frozen(kw_only=True, repr=False, eq=False)
 class TokenSet(Record):
     """An access token and what came with it. ``expires_at``: seconds since the epoch;
-    ``token_type``: ``Bearer``, or ``DPoP`` for a token bound to the client's DPoP key."""
+    ``token_type``: ``Bearer``, or ``DPoP`` for a token bound to the client's DPoP key;
+    ``issuer``: the authorization server that issued them, the only one their refresh
+    token is sent to (None in a store written before it was recorded)."""
 
     access_token: str = attrs.field(repr=False)
     token_type: str = "Bearer"
     expires_at: float | None = None
     refresh_token: str | None = attrs.field(default=None, repr=False)
     scope: str | None = None
+    issuer: str | None = None
 
     def expired(self, skew: float = 30.0) -> bool:
         """Whether it expires within ``skew`` seconds (so it is refreshed before use)."""
         return self.expires_at is not None and self.expires_at - skew <= time.time()
 
     @classmethod
-    def from_response(cls, value: Mapping[str, Any], previous: TokenSet | None = None) -> TokenSet:
-        """From a token endpoint's JSON answer; ValueError when it holds no token.
+    def from_response(
+        cls,
+        value: Mapping[str, Any],
+        previous: TokenSet | None = None,
+        *,
+        issuer: str | None = None,
+    ) -> TokenSet:
+        """From a token endpoint's JSON answer (of ``issuer``, the authorization server
+        whose token endpoint it is); ValueError when it holds no token.
 
         A refresh answer without a new refresh token keeps the previous one.
         """
@@ -64,12 +74,14 @@ class TokenSet(Record):
             expires_at=expires_at,
             refresh_token=refresh,
             scope=scope if isinstance(scope, str) else None,
+            issuer=issuer,
         )
 
 
 @attrs.frozen(kw_only=True, repr=False, eq=False)
 class ClientRegistration(Record):
-    """The client's identity at one authorization server (``issuer``)."""
+    """The client's identity at one authorization server (``issuer``): its secret (or
+    the assertions of its private key) is sent to that server only."""
 
     client_id: str
     client_secret: str | None = attrs.field(default=None, repr=False)
@@ -86,6 +98,14 @@ class StoredAuth(Record):
     registration: ClientRegistration | None = None
     dpop_key: str | None = attrs.field(default=None, repr=False)
     dpop_algorithm: str = "ES256"
+
+    @property
+    def issuer(self) -> str | None:
+        """The authorization server the tokens came from: the one they record, else (a
+        store written before tokens recorded it) the one the registration was made at."""
+        if self.tokens is not None and self.tokens.issuer is not None:
+            return self.tokens.issuer
+        return self.registration.issuer if self.registration is not None else None
 
 
 class TokenStore(Protocol):
