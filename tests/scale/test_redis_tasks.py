@@ -169,3 +169,40 @@ async def test_results_are_kept_within_byte_budgets(redis_server: RedisServer) -
         assert await held() == await held("tk4:tasks-bytes")
     finally:
         await store.aclose()
+
+
+async def test_a_task_that_ended_is_never_written_back_to_running(
+    redis_server: RedisServer,
+) -> None:
+    # B takes a tasks/cancel for a task A runs: B records the end. A, not told yet, then
+    # writes the state it has (a question, a progress message, its result): the record
+    # stays as it ended, so A stops the work when it hears of the cancel (it acts only on
+    # a stored "cancelled"), and a client never sees an acknowledged cancel undone. Before,
+    # A's write put the task back to input_required and the cancel was lost.
+    a = RedisStore(redis_server.url, prefix="tk5:")
+    b = RedisStore(redis_server.url, prefix="tk5:")
+    try:
+        on_a, on_b = a.task_store(), b.task_store()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(a.run)
+            await on_a.create(record("t1", owner="dan"))
+            runner = await on_a.get("t1")  # A's own copy of the running task
+            assert runner is not None
+            taken = await on_b.get("t1")
+            assert taken is not None
+            taken.status, taken.status_message = "cancelled", "The task was cancelled by request"
+            await on_b.save(taken)
+            runner.status, runner.input_requests = "input_required", {"input-1": {"method": "x"}}
+            await on_a.save(runner)  # a status write
+            runner.status, runner.result = "completed", {"text": "y" * 5000}
+            await on_a.save(runner)  # a final write, with a result to count
+            for store in (on_a, on_b):
+                seen = await store.get("t1")
+                assert seen is not None
+                assert (seen.status, seen.input_requests, seen.result) == ("cancelled", None, None)
+            kept = await a.client.execute("HGET", "tk5:tasks-bytes-of:dan", "")
+            assert kept in (None, b"0")  # the refused result's bytes were not counted
+            nursery.cancel_scope.cancel()
+    finally:
+        await a.aclose()
+        await b.aclose()

@@ -53,7 +53,9 @@ FORM = {"type": "object", "properties": {"name": {"type": "string"}}}
 
 class SharedRecords:
     """A task store shared by the replicas that, like Redis, hands each one copies: what a
-    replica changes in its record is seen elsewhere only once it is saved."""
+    replica changes in its record is seen elsewhere only once it is saved. Unlike the real
+    stores it lets a late write undo a task's end: the replicas must write right without
+    that guard."""
 
     def __init__(self) -> None:
         self.records: dict[str, TaskRecord] = {}

@@ -17,6 +17,13 @@ A record remembers the replica running the task. When a replica reads a task tha
 still working but whose replica has stopped saying it is alive, the task is failed there
 and then (its runner died: it will never finish), never left working for ever.
 
+A record that has ended is final: every write checks the stored status in the same script
+and leaves an ended record as it is. While a task runs, the replica running it is the one
+writer of its record; its end is written once, by whoever gets there first (the runner
+with its outcome, a replica taking a ``tasks/cancel``, or one finding the runner dead), so
+a write of the runner that was on its way (a question, a progress message) never undoes
+a cancel another replica acknowledged.
+
 Times: a record's ``expires_at`` is on the reading process's Trio clock; Redis keeps the
 expiry as a Unix time, converted on every read and write.
 """
@@ -34,6 +41,7 @@ from trimcp.errors import INTERNAL_ERROR
 from trimcp.stores.redis_client import RedisClient
 from trimcp.tasks.store import (
     SMALL_PAYLOAD_BYTES,
+    TERMINAL,
     TaskBudget,
     TaskRecord,
     TaskStoreFull,
@@ -191,7 +199,8 @@ class RedisTaskStore:
             record.status_message = RUNNER_STOPPED
             record.error = {"code": INTERNAL_ERROR, "message": RUNNER_STOPPED}
             record.updated_at = time.time()
-            await self._write(record, runner)
+            if not await self._write(record, runner):
+                return await self.get(task_id)  # it ended meanwhile: as it ended
         return record
 
     async def save(self, record: TaskRecord) -> None:
@@ -224,15 +233,18 @@ class RedisTaskStore:
             old, owner_bytes, total_bytes = (int(value) for value in reply[1:])
             check_payload(budget, size, old, owner_bytes, total_bytes)  # raises, naming it
 
-    async def _write(self, record: TaskRecord, runner: str) -> None:
-        await self._client.execute(
-            "SET",
+    async def _write(self, record: TaskRecord, runner: str) -> bool:
+        """Write ``record`` unless its stored record has ended (or is gone): whether it
+        was written."""
+        written = await self._client.execute(
+            "EVAL",
+            _WRITE,
+            1,
             self._key(record.task_id),
             _encode(record, runner),
-            "XX",
-            "PX",
             self._ttl_ms(record),
         )
+        return written == 1
 
     async def owned_by(self, owner: str | None) -> Sequence[TaskRecord]:
         owners = self._owner_key(owner)
@@ -258,6 +270,31 @@ class RedisTaskStore:
 def _created(record: TaskRecord) -> tuple[float, str]:
     return (record.created_at, record.task_id)
 
+
+#: Whether the record stored under a key has ended (a terminal status): it is final.
+_ENDED = (
+    """
+local function ended(key)
+  local raw = redis.call('GET', key)
+  if not raw then return false end
+  local status = cjson.decode(raw)['status']
+  return """
+    + " or ".join(f"status == '{status}'" for status in sorted(TERMINAL))
+    + """
+end
+"""
+)
+
+#: KEYS: the task; ARGV: the record, its ttl ms. Writes the record if it exists and has
+#: not ended: 1, else 0.
+_WRITE = (
+    _ENDED
+    + """
+if ended(KEYS[1]) then return 0 end
+if redis.call('SET', KEYS[1], ARGV[1], 'XX', 'PX', ARGV[2]) then return 1 end
+return 0
+"""
+)
 
 #: Removes the expired members of a task set (KEYS[n]) and gives their bytes back to
 #: its byte hash (KEYS[m]), in bounded steps.
@@ -307,13 +344,16 @@ return {'ok', 0}
 #: KEYS: the task, its owner's set, the set of all tasks, their byte hashes; ARGV: the
 #: id, the record, its ttl ms, now (Unix), its payload bytes, the most bytes per task,
 #: per owner and in total, the size always kept, the hashes' ttl ms. Prunes, then
+#: {'ended'} when the stored record has ended (nothing written, nothing counted),
 #: {'over', old, owner bytes, total bytes} when the payload does not fit (nothing
 #: written), else writes the record (if it still exists) and counts its bytes: {'ok'}.
 _SAVE = (
     _PRUNE
+    + _ENDED
     + """
 prune(KEYS[2], KEYS[4], ARGV[4])
 prune(KEYS[3], KEYS[5], ARGV[4])
+if ended(KEYS[1]) then return {'ended'} end
 local size = tonumber(ARGV[5])
 local old = tonumber(redis.call('HGET', KEYS[4], ARGV[1]) or '0')
 local mine = tonumber(redis.call('HGET', KEYS[4], '') or '0')

@@ -174,7 +174,10 @@ class TaskStore(Protocol):
         ...
 
     async def save(self, record: TaskRecord) -> None:
-        """Store the record's new state (status, result...).
+        """Store the record's new state (status, result...). A record that has ended
+        stays as it ended: once a terminal status is stored, saving the task again
+        changes nothing (a store replicas share checks the stored status as it writes,
+        so the first end written wins and a late write never undoes it).
 
         Raises :class:`TaskStoreFull` when its result or error does not fit the store's
         :class:`TaskBudget` (nothing of the new state is kept then)."""
