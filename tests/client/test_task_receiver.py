@@ -468,6 +468,32 @@ async def test_a_handler_that_crashes_fails_its_task_with_an_internal_error(
         assert (await get(session, task_id)).status == "failed"
 
 
+@pytest.mark.parametrize("raised", [SystemExit, KeyboardInterrupt, GeneratorExit])
+async def test_a_handler_raising_a_base_exception_fails_its_task_and_the_client_goes_on(
+    raised: type[BaseException], autojump_clock: trio.testing.MockClock
+) -> None:
+    # The one outcome mapping (trimcp.session.outcome) for the client's tasks too: what
+    # handler code raises fails that task; the client's runner and session go on.
+    calls: list[str] = []
+
+    async def once_broken(ctx: RequestContext, params: CreateMessageRequestParams) -> Any:
+        calls.append("called")
+        if len(calls) == 1:
+            raise raised
+        return ANSWER
+
+    async with pair(sampling_handler=once_broken) as (client, session):
+        broken = await create(session)
+        with pytest.raises(McpError, match="Internal error") as caught:
+            await session.send_request("tasks/result", {"taskId": broken})
+        assert caught.value.code == INTERNAL_ERROR
+        assert (await get(session, broken)).status == "failed"
+        fine = await create(session)
+        result = await session.send_request("tasks/result", {"taskId": fine})
+        assert result["content"] == {"type": "text", "text": "42"}
+        assert client.task_receiver.running
+
+
 async def test_many_tasks_created_and_cancelled_at_random_leave_none_running(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

@@ -14,7 +14,9 @@ propagates as usual. They raise :class:`~trimcp.errors.McpError` with the server
 :class:`~trimcp.errors.RequestTimeout` when the timeout passes (the server has then been
 told to cancel), :class:`~trimcp.errors.SessionClosed` when the session ends first, and
 :class:`~trimcp.errors.LocalProtocolError` when the request is not allowed (for instance,
-the server did not declare the capability it needs).
+the server did not declare the capability it needs). A call a 2026 server runs as a task
+(``call_tool`` of a task-capable tool) is still the caller's: cancelling it or its timeout
+passing sends ``tasks/cancel`` for the task instead (see :meth:`Client.call_tool`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from trimcp._version import __version__
 from trimcp.client.agreement import Agreement
 from trimcp.client.cache import DEFAULT_CACHE_ENTRIES, ResponseCache, cache_key
 from trimcp.client.checks import check_str, json_object, string_map, timed_out
+from trimcp.client.deadline import CallDeadline
 from trimcp.client.errors import ToolOutputError
 from trimcp.client.handlers import (
     ClientHandlers,
@@ -492,12 +495,15 @@ class Client(Agreement):
         timeout: float | None = DEFAULT,
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
+        deadline: CallDeadline | None = None,
     ) -> Any:
         """A request a 2026 server may answer with ``InputRequiredResult`` (see
         :func:`~trimcp.client.mrtr.with_input_rounds`); each attempt has its own
-        ``timeout``."""
+        ``timeout`` (``deadline`` restarts with each)."""
 
         async def attempt(attempt_params: Any) -> Any:
+            if deadline is not None:
+                deadline.restart()
             return await self._request(
                 method.name,
                 attempt_params,
@@ -605,9 +611,21 @@ class Client(Agreement):
         successful result must carry ``structuredContent`` matching it, else
         :class:`ToolOutputError` (which holds the result). In 2026-07-28, a call a
         server refuses with ``HeaderMismatch`` (-32020) is retried once after listing the
-        tools again (their ``x-mcp-header`` annotations may have changed). Cancellation:
-        cancelling the caller sends ``notifications/cancelled`` (see the module
-        docstring).
+        tools again (their ``x-mcp-header`` annotations may have changed).
+
+        A 2026-07-28 server may run the call as a task (a tool with ``task_support``
+        optional or required; this client declares the tasks extension): the call then
+        follows the task and returns its result, and stays the caller's call
+        (:meth:`TaskHandle.follow`): ``timeout`` bounds the whole call, the request that
+        created the task included (with ``reset_timeout_on_progress``, a change of the
+        task's status or status message restarts it), and :class:`RequestTimeout` is
+        raised as for a plain request.
+
+        Cancellation: cancelling the caller sends ``notifications/cancelled`` (see the
+        module docstring); while following a task, it sends ``tasks/cancel`` for it
+        instead (shielded, bounded by ``SessionOptions.cancel_notify_timeout``), and on
+        timeout too: the server cancels the task's scope. To let work outlive the caller,
+        use :meth:`call_tool_as_task`.
         """
         check_str("call_tool", "name", name)
         params = CallToolRequestParams(
@@ -615,6 +633,7 @@ class Client(Agreement):
             arguments=json_object(f"call_tool({name!r})", "arguments", arguments),
             meta=json_object(f"call_tool({name!r})", "meta", meta),
         )
+        deadline = CallDeadline(self.session.options, timeout, reset_timeout_on_progress)
         for attempt in (1, 2):
             try:
                 answer = await self._request_with_input(
@@ -624,6 +643,7 @@ class Client(Agreement):
                     target=name,
                     on_progress=on_progress,
                     reset_timeout_on_progress=reset_timeout_on_progress,
+                    deadline=deadline,
                 )
                 break
             except McpError as exc:
@@ -636,9 +656,10 @@ class Client(Agreement):
                     pass
         if is_task_answer(answer):
             # 2026-07-28: the server chose to run the call as a task (the client declares
-            # the tasks extension); wait for it, as the caller asked for the result.
+            # the tasks extension). The caller asked for a call, not a task: follow it
+            # within the call's deadline, and cancel it if the caller goes.
             handle = self._remember_task(TaskHandle(self, as_task(answer), modern=True))
-            answer = await handle.result()
+            answer = await handle.follow(deadline, name)
         result = expect_result(CALL_TOOL, answer)
         if self.validate_output:
             self._check_output(name, result)
@@ -667,7 +688,12 @@ class Client(Agreement):
         Raises :class:`LocalProtocolError` when the server did not declare task-augmented
         ``tools/call`` (capability ``tasks.requests.tools.call``), the server's
         :class:`McpError` otherwise (``-32601`` for a tool that cannot run as a task).
-        Cancellation: as :meth:`call_tool`; a task already created keeps running.
+        Cancellation: cancelling the caller during the creating request sends
+        ``notifications/cancelled`` (see the module docstring). Once the handle is
+        returned, the task is the caller's to stop: it goes on until ``handle.cancel()``,
+        its TTL or the server's shutdown, whatever happens to the code waiting on it
+        (this is the one way to let work outlive its caller; :meth:`call_tool` cancels a
+        task it follows).
         """
         if self.era is Era.MODERN:
             return await self._call_tool_as_task_modern(name, arguments, timeout, meta)

@@ -22,6 +22,9 @@ client defaults, :data:`CLIENT_TASK_OPTIONS`):
   ``tasks/cancel`` cancels that scope: the handler sees ``trio.Cancelled`` at its next
   checkpoint, its ``finally`` blocks run, and the task is recorded ``cancelled``. A task
   that runs past its TTL is cancelled the same way and recorded ``failed`` (``-32001``).
+  A handler that raises fails its task as it would fail the request (``McpError``: that
+  error; anything else, ``SystemExit`` and ``KeyboardInterrupt`` included: ``-32603``);
+  the client goes on.
 - At most ``max_running`` tasks run at once; one more is refused with ``-32603`` (the
   request, not a task, fails). Finished tasks are kept until their TTL passes, at most
   ``max_kept`` of them (:class:`~trimcp.tasks.MemoryTaskStore`); an unknown or

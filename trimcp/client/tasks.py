@@ -17,6 +17,7 @@ sends its requests; with the 2026-07-28 extension by answering the ``inputReques
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -24,6 +25,7 @@ import attrs
 import trio
 
 from trimcp import serde
+from trimcp.client.deadline import CallDeadline
 from trimcp.errors import INTERNAL_ERROR, McpError, RequestTimeout
 from trimcp.protocol import tasks_ext
 from trimcp.types import (
@@ -95,8 +97,10 @@ class TaskHandle:
     ``status`` is the last :class:`~trimcp.types.Task` state seen (from the creation, a
     poll or a status notification). Methods raise what client requests raise
     (:class:`McpError` with the server's error, ``SessionClosed``...). The handle does not
-    own the task: leaving it alone (or closing the client) does not cancel the task; call
-    :meth:`cancel` for that.
+    own the task: leaving it alone (or closing the client), or cancelling a wait on it,
+    does not cancel the task; call :meth:`cancel` for that. :meth:`follow` is the
+    exception: the wait of a caller who did not ask for a task (``call_tool``), which
+    cancels the task when its caller goes.
     """
 
     def __init__(
@@ -193,14 +197,64 @@ class TaskHandle:
         server's rule). 2026 (extension): cancelling is acknowledged whatever the state and
         takes effect eventually; the state returned is the next ``tasks/get``.
         """
+        await self._send_cancel()
+        if self.modern:
+            return await self.refresh()
+        return self.status
+
+    async def _send_cancel(self) -> None:
         if not self.modern:
             got = await self._client._request(
                 "tasks/cancel", CancelTaskRequestParams(task_id=self.task_id)
             )
             self._update(as_task(got))
-            return self.status
+            return
         await self._client._request("tasks/cancel", {"taskId": self.task_id})
-        return await self.refresh()
+
+    async def follow(self, deadline: CallDeadline, target: str | None) -> CallToolResult:
+        """Wait for the result as the caller's own call: what ``call_tool`` does with a
+        task the server chose to make of a plain call (2026-07-28).
+
+        ``deadline`` is the call's (:class:`~trimcp.client.deadline.CallDeadline`): it
+        bounds the whole call, the request that created the task included; with
+        ``reset_timeout_on_progress`` each change of the task's status or status message
+        (its progress: the extension has no progress notifications for tasks) restarts
+        it, never past the hard maximum. When it passes, or the caller is cancelled, the
+        task is cancelled (``tasks/cancel``, shielded, bounded by
+        ``SessionOptions.cancel_notify_timeout``), then the wait ends: the server cancels
+        the task's scope, its handler sees ``trio.Cancelled``.
+
+        Raises what :meth:`result` raises, and :class:`RequestTimeout` (as a plain
+        request's timeout) when the deadline passes. Cancellation: cancels the task as
+        said, then ``trio.Cancelled`` propagates.
+        """
+        try:
+            with trio.CancelScope(deadline=deadline.at) as scope:
+                first = True
+                async for _task in self:
+                    if not first:
+                        deadline.progressed(scope)
+                    first = False
+                return await self.result()
+        except BaseException:
+            if not self.done:
+                await self._abandon()
+            raise
+        if self.done:  # the end and the deadline raced; the end wins
+            return await self.result()
+        await self._abandon()
+        raise deadline.timed_out("tools/call", target)
+
+    async def _abandon(self) -> None:
+        """Cancel the task for a caller who stopped waiting: shielded, bounded by
+        ``SessionOptions.cancel_notify_timeout``; a failure to tell the server (the
+        session closed, the task ended meanwhile) changes nothing for the caller."""
+        bound = self._client.session.options.cancel_notify_timeout
+        with (
+            trio.CancelScope(shield=True, deadline=trio.current_time() + bound),
+            contextlib.suppress(McpError, trio.BrokenResourceError, trio.ClosedResourceError),
+        ):
+            await self._send_cancel()
 
     async def _answer_inputs(self) -> None:
         """2026: answer the pending ``inputRequests`` with the registered handlers and send
@@ -281,7 +335,8 @@ class TaskHandle:
         """Wait for the task to end and return the tool's result (``tasks/result``).
 
         Raises the task's JSON-RPC error as :class:`McpError` (for a cancelled task too).
-        Cancellation: stops waiting; the task goes on.
+        Cancellation: stops waiting; the task goes on (call :meth:`cancel` to stop it;
+        :meth:`follow` is the wait that cancels the task with its caller).
         """
         if self._result is None and self._error is None:
             await self.wait()

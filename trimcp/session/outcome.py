@@ -1,10 +1,13 @@
-"""How a request handler ended, mapped once for both eras and every transport.
+"""How a handler or a task ended, mapped once for both eras, both sides and every transport.
 
-:func:`run_handler` runs ``handle_request(ctx)`` inside the request's cancel scope and
-returns an :class:`Outcome`: the result, the error to answer with, or nothing to send.
-The session engine (session era, any transport) and
-:func:`trimcp.session.stateless.run_request` (2026-07-28 over HTTP and over stdio) both
-call it, so the same handler behaviour gets the same answer whichever way it came:
+:func:`settle` runs a piece of work inside its cancel scope and maps how it ended; it is the
+one mapping. :func:`run_handler` is what a request needs of it: it runs
+``handle_request(ctx)`` inside the request's cancel scope and returns an :class:`Outcome`:
+the result, the error to answer with, or nothing to send. The session engine (session era,
+any transport) and :func:`trimcp.session.stateless.run_request` (2026-07-28 over HTTP and
+over stdio) both call it, so the same handler behaviour gets the same answer whichever way
+it came; the task runner (:mod:`trimcp.tasks.manager`, a server's tasks and a client's)
+calls :func:`settle` and records the same mapping as the task's status:
 
 - a result is the answer;
 - :class:`~trimcp.errors.McpError` (a tool error is already a result) is the answer;
@@ -12,19 +15,25 @@ call it, so the same handler behaviour gets the same answer whichever way it cam
   exception are logged and answered ``-32603`` with a safe message;
 - ``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit``... raised *by handler code*
   (argparse on the caller's arguments raises ``SystemExit``) answer that call the same way;
-  they never end the session or the process. A real Ctrl-C does not land here: the handler
-  runs KI-protected, so Trio delivers it to the main task;
+  they never end the session, the task runner or the process;
 - the peer cancelled it (``ctx.cancelled_by_peer``): nothing is sent (the spec says so);
 - its scope's deadline (the handler timeout) ended it: ``-32001``.
 
-Trio's own cancellation from outside the request's scope propagates.
+Trio's own cancellation from outside the work's scope propagates.
+
+A real Ctrl-C is not a handler's outcome. :func:`settle` runs the work KI-protected, so when
+SIGINT arrives while handler code runs, Trio delivers ``KeyboardInterrupt`` to the main task
+(``trio.run``'s caller), which stops the server; ``Server.run`` and the CLI catch SIGINT
+earlier still and shut down gracefully. The one exception is Trio's rule for tasks a
+handler starts in a nursery of its own: they are not KI-protected, so a Ctrl-C landing while
+such a task runs Python code is raised there, and answered as that call's error.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 
@@ -33,22 +42,79 @@ from trimcp.session.context import RequestContext
 
 logger = logging.getLogger("trimcp.session")
 
+T = TypeVar("T")
+
 
 class Outcome:
-    """How one handler ended: ``silent`` (send nothing), else ``error`` or ``result``."""
+    """How one piece of work ended: ``silent`` (send nothing), else ``error`` or ``result``;
+    ``cancelled`` when its own scope's cancellation ended it (for a request, the caller
+    decides what that means: the peer's cancel or the handler timeout)."""
 
-    __slots__ = ("error", "result", "silent")
+    __slots__ = ("cancelled", "error", "result", "silent")
 
-    def __init__(self, result: Any = None, error: McpError | None = None, silent: bool = False):
+    def __init__(
+        self,
+        result: Any = None,
+        error: McpError | None = None,
+        silent: bool = False,
+        cancelled: bool = False,
+    ):
         self.result = result
         self.error = error
         #: The peer cancelled the request: the spec says no response.
         self.silent = silent
+        self.cancelled = cancelled
 
 
 def internal_error() -> McpError:
     """The answer for a handler that failed in a way the peer must not see the details of."""
     return McpError(INTERNAL_ERROR, "Internal error")
+
+
+@trio.lowlevel.enable_ki_protection
+async def settle(
+    work: Callable[[T], Awaitable[Any]],
+    arg: T,
+    scope: trio.CancelScope,
+    describe: Callable[[T], str],
+) -> Outcome:
+    """Run ``work(arg)`` inside ``scope`` and map how it ended (see the module docstring):
+    its result, the :class:`McpError` to answer with (``-32603`` for anything else it
+    raised, ``BaseException`` included, logged as ``describe(arg)``), or ``cancelled`` when
+    ``scope``'s own cancellation ended it.
+
+    Runs KI-protected (a real Ctrl-C goes to the main task, not into the work).
+    Cancellation: ``trio.Cancelled`` from outside ``scope`` propagates.
+    """
+    error: McpError | None = None
+    result: Any = None
+    try:
+        with scope:
+            result = await work(arg)
+    except LocalProtocolError:
+        # Our own misuse of the protocol is a bug here, not an answer for the peer.
+        logger.exception("%s misused the protocol", describe(arg))
+        error = internal_error()
+    except McpError as exc:
+        error = exc
+    except Exception:
+        logger.exception("%s failed", describe(arg))
+        error = internal_error()
+    except BaseException as exc:
+        if _is_cancellation(exc):
+            raise
+        logger.error(
+            "%s raised %s; answered as an internal error",
+            describe(arg),
+            type(exc).__name__,
+            exc_info=exc,
+        )
+        error = internal_error()
+    return Outcome(result, error, cancelled=error is None and scope.cancelled_caught)
+
+
+def _describe_request(ctx: RequestContext) -> str:
+    return f"handler for {ctx.method} (id {ctx.request_id!r})"
 
 
 @trio.lowlevel.enable_ki_protection
@@ -61,39 +127,14 @@ async def run_handler(
     started is not run at all. Cancellation: ``trio.Cancelled`` from outside the request's
     scope propagates (nothing is answered); the scope's own cancel is an outcome.
     """
-    scope = ctx.cancel_scope
-    if scope.cancel_called and ctx.cancelled_by_peer:
+    if ctx.cancel_scope.cancel_called and ctx.cancelled_by_peer:
         return Outcome(silent=True)
-    error: McpError | None = None
-    result: Any = None
-    try:
-        with scope:
-            result = await handle_request(ctx)
-    except LocalProtocolError:
-        # Our own misuse of the protocol is a bug here, not an answer for the peer.
-        logger.exception("handler for %s (id %r) misused the protocol", ctx.method, ctx.request_id)
-        error = internal_error()
-    except McpError as exc:
-        error = exc
-    except Exception:
-        logger.exception("handler for %s (id %r) failed", ctx.method, ctx.request_id)
-        error = internal_error()
-    except BaseException as exc:
-        if _is_cancellation(exc):
-            raise
-        logger.error(
-            "handler for %s (id %r) raised %s; answered as an internal error",
-            ctx.method,
-            ctx.request_id,
-            type(exc).__name__,
-            exc_info=exc,
-        )
-        error = internal_error()
+    outcome = await settle(handle_request, ctx, ctx.cancel_scope, _describe_request)
     if ctx.cancelled_by_peer:  # also when it returned anyway
         return Outcome(silent=True)
-    if error is None and scope.cancelled_caught:
-        error = RequestTimeout(f"{ctx.method} exceeded the handler timeout")
-    return Outcome(result, error)
+    if outcome.cancelled:
+        outcome.error = RequestTimeout(f"{ctx.method} exceeded the handler timeout")
+    return outcome
 
 
 def _is_cancellation(exc: BaseException) -> bool:

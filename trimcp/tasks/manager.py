@@ -19,6 +19,12 @@ Lifetimes on a server (see ``docs/tasks.md``):
 - When the nursery's owner leaves (server shutdown), no new task is accepted, running
   tasks get ``TaskOptions.shutdown_grace`` seconds to finish, then they are cancelled and
   their final status (``cancelled``, "the server shut down") is recorded in the store.
+- How the work ended goes through the one outcome mapping
+  (:func:`trimcp.session.outcome.settle`, as a request's handler): a result completes the
+  task, an ``McpError`` fails it with that error, anything else it raises
+  (``SystemExit``, ``KeyboardInterrupt`` included) fails it with ``-32603`` and is
+  logged; the runner goes on. The work runs KI-protected: a real Ctrl-C goes to the
+  main task.
 
 A task is *durably created* before its handle is returned: its record is in the
 :class:`~trimcp.tasks.store.TaskStore` (so ``tasks/get`` finds it) before the work
@@ -50,6 +56,7 @@ from trimcp.errors import (
 )
 from trimcp.protocol.methods import lookup
 from trimcp.protocol.pagination import paginate
+from trimcp.session.outcome import Outcome, settle
 from trimcp.tasks.inputs import InputQueue, PendingInput
 from trimcp.tasks.store import MemoryTaskStore, TaskBudget, TaskRecord, TaskStore, TaskStoreFull
 from trimcp.types import RELATED_TASK_META_KEY, TaskStatus
@@ -344,39 +351,33 @@ class TaskManager:
         return record
 
     async def _run(self, live: _Live, run: Callable[[_TaskHandle], Awaitable[Any]]) -> None:
-        record = live.record
-        outcome: tuple[str, Any] | None = None
+        outcome: Outcome | None = None
         # Shielded: a task is cancelled only through its own scope (tasks/cancel, its TTL,
         # the end of the grace period), never by whatever cancels the code serving it.
         with trio.CancelScope(shield=True):
             try:
-                with live.scope:
-                    try:
-                        outcome = ("result", await run(_TaskHandle(self, live)))
-                    except McpError as exc:
-                        outcome = ("error", exc)
-                    except Exception as exc:
-                        logger.error("task %s raised an exception", record.task_id, exc_info=exc)
-                        outcome = ("error", McpError(INTERNAL_ERROR, "Internal error"))
+                # The one outcome mapping (BaseException included: the task fails, the
+                # runner goes on), KI-protected as a request's handler is.
+                outcome = await settle(run, _TaskHandle(self, live), live.scope, _describe)
             finally:
                 with trio.move_on_after(STORE_TIMEOUT):
                     try:
                         await self._finish(live, outcome)
                     except Exception:  # a store failure must not take the nursery down
-                        logger.exception("cannot record the end of task %s", record.task_id)
+                        logger.exception("cannot record the end of task %s", live.record.task_id)
 
-    async def _finish(self, live: _Live, outcome: tuple[str, Any] | None) -> None:
+    async def _finish(self, live: _Live, outcome: Outcome | None) -> None:
         record = live.record
         try:
             if not record.terminal:
-                if outcome is None:
+                if outcome is None or outcome.cancelled:
                     self._record_cancelled(live)
-                elif outcome[0] == "error":
-                    error: McpError = outcome[1]
+                elif outcome.error is not None:
+                    error = outcome.error
                     record.status, record.error = "failed", error.to_error_object()
                     record.status_message = error.message
                 else:
-                    self._record_result(record, outcome[1])
+                    self._record_result(record, outcome.result)
                 record.updated_at = self.now()
                 async with live.writing:
                     try:
@@ -762,6 +763,10 @@ class _TaskHandle:
         """Change the status message the client sees (status stays)."""
         record = self._live.record
         await self._manager._set_status(self._live, record.status, message)
+
+
+def _describe(handle: _TaskHandle) -> str:
+    return f"task {handle.record.task_id} ({handle.record.method})"
 
 
 def _task_key(record: TaskRecord) -> str:
