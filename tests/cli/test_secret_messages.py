@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from trimcp.cli.workers import WORKER_SETTINGS, supervised_settings
+from trimcp.cli.workers import WORKER_SETTINGS, store_warnings, supervised_settings
+from trimcp.server.serving import ServeSettings
 from trimcp.stores import store_from_url
 from trimcp.stores.redis_client import RedisAddress
 from trimcp.stores.urls import shown_url
@@ -49,3 +50,13 @@ def test_a_worker_reads_its_settings_once_and_leaves_none_to_its_children(
     assert supervised_settings() == {"store": "redis://:hunter2@h:1/0"}
     assert WORKER_SETTINGS not in os.environ
     assert supervised_settings() == {}
+
+
+def test_workers_on_the_in_memory_store_are_told_what_each_keeps_alone() -> None:
+    sessions = store_warnings(ServeSettings())
+    assert len(sessions) == 1
+    assert "sessions, tasks and per-user state" in sessions[0]
+    stateless = store_warnings(ServeSettings(stateless=True), dpop=True)
+    assert any("DPoP proofs" in line for line in stateless)
+    assert any("own tasks and per-user state" in line for line in stateless)
+    assert store_warnings(ServeSettings(store="redis://127.0.0.1:6379/0"), dpop=True) == []

@@ -269,6 +269,29 @@ def shared_state_secret(settings: ServeSettings, default_keyring: bool) -> dict[
     return {STATE_SECRET: secrets.token_urlsafe(32)}
 
 
+def store_warnings(settings: ServeSettings, *, dpop: bool = False) -> list[str]:
+    """What the workers lose by not sharing a store, one warning each (none with Redis):
+    with the in-memory store every worker keeps its own sessions (2025 era), tasks and
+    per-user state (``ctx.user_state``), and remembers only its own DPoP proofs."""
+    if settings.store is not None and not settings.store.startswith("memory"):
+        return []
+    warnings = []
+    if dpop:
+        warnings.append(
+            "warning: DPoP proofs are remembered by each worker alone with the in-memory "
+            "store: a proof replayed to another worker while it is fresh is accepted; use "
+            "--store redis://HOST:PORT/DB so every worker refuses it"
+        )
+    kept = (
+        "tasks and per-user state" if settings.stateless else "sessions, tasks and per-user state"
+    )
+    warnings.append(
+        f"warning: with the in-memory store each worker keeps its own {kept}: a client "
+        "must reach the worker that holds them; use --store redis://HOST:PORT/DB to share them"
+    )
+    return warnings
+
+
 def run_workers(
     target: str,
     settings: ServeSettings,
@@ -285,19 +308,8 @@ def run_workers(
     about when the workers cannot share their replay cache)."""
     if not hasattr(socket, "SO_REUSEPORT"):
         raise CliError("--workers needs SO_REUSEPORT, which this platform does not have")
-    in_memory = settings.store is None or settings.store.startswith("memory")
-    if dpop and in_memory:
-        _say(
-            "warning: DPoP proofs are remembered by each worker alone with the in-memory "
-            "store: a proof replayed to another worker while it is fresh is accepted; use "
-            "--store redis://HOST:PORT/DB so every worker refuses it"
-        )
-    if not settings.stateless and in_memory:
-        _say(
-            "warning: with the in-memory store each worker keeps its own sessions: a 2025 "
-            "client must reach the worker that holds its session; use --store "
-            "redis://HOST:PORT/DB to share them"
-        )
+    for warning in store_warnings(settings, dpop=dpop):
+        _say(warning)
     chosen, holder = pick_port(settings.host, settings.bound_port)
     env = {**shared_state_secret(settings, default_keyring), **worker_environment(settings, chosen)}
     supervisor = Supervisor(worker_argv(target), count, env)
