@@ -7,7 +7,9 @@ A *conventional* server program follows the convention of the programs in
 reason on stderr). Such a program can run every workload. Any other command (``--server-cmd``,
 FastMCP's ``fastmcp_server.py``) only needs ``echo`` over stdio and runs the stdio echo
 workloads; a URL (``--server-url``) runs the HTTP echo workloads against a server someone
-else started.
+else started. The TypeScript SDK's servers (``ts-v1``, ``ts-v2``) are conventional
+programs whose command is known only once their pinned packages are installed: their
+``setup`` (``benchmarks/suite/ts_sdk.py``) installs on first use and returns it.
 """
 
 from __future__ import annotations
@@ -16,8 +18,12 @@ import importlib.util
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from benchmarks.suite import ts_sdk
+from benchmarks.suite.ts_sdk import Installed, NotInstalled
 
 SERVERS = Path(__file__).resolve().parents[1] / "servers"
 
@@ -32,10 +38,11 @@ CHECK_TIMEOUT = 60.0
 class Impl:
     """One implementation under test.
 
-    Exactly one of ``argv`` (a server command, stdio by default) and ``url`` (a running
-    Streamable HTTP endpoint) is set. ``conventional`` says the command follows the
-    options convention above. ``requires`` names a module that must be importable
-    (checked in this process) before anything is spawned.
+    Exactly one of ``argv`` (a server command, stdio by default), ``setup`` (a server
+    installed on first use: returns its command) and ``url`` (a running Streamable HTTP
+    endpoint) is set. ``conventional`` says the command follows the options convention
+    above. ``requires`` names a module that must be importable (checked in this process)
+    before anything is spawned.
     """
 
     name: str
@@ -44,9 +51,41 @@ class Impl:
     conventional: bool = False
     requires: str | None = None
     note: str = ""
+    #: Installs (on first use) and returns the command and the versions it runs; raises
+    #: ``NotInstalled``. Called at most once per process: :meth:`command` keeps the outcome.
+    setup: Callable[[], Installed] | None = None
     _checks: dict[tuple[str, ...], str | None] = field(
         default_factory=dict, compare=False, repr=False
     )
+    _installed: list[Installed | NotInstalled] = field(
+        default_factory=list, compare=False, repr=False
+    )
+
+    @property
+    def spawns(self) -> bool:
+        """Whether the suite starts this implementation as a process (not a URL)."""
+        return self.argv is not None or self.setup is not None
+
+    def command(self) -> tuple[str, ...] | None:
+        """The command that starts the server: ``argv``, or what ``setup`` returns (run on
+        the first call, which may install for minutes; later calls answer at once). None
+        for a URL. Raises ``NotInstalled`` (on every call) when the setup failed."""
+        if self.setup is None:
+            return self.argv
+        if not self._installed:
+            try:
+                self._installed.append(self.setup())
+            except NotInstalled as exc:
+                self._installed.append(exc)
+        outcome = self._installed[0]
+        if isinstance(outcome, NotInstalled):
+            raise NotInstalled(str(outcome))
+        return outcome.command
+
+    def versions(self) -> dict[str, str]:
+        """The versions the setup reported (empty without a setup or before it ran)."""
+        outcome = self._installed[0] if self._installed else None
+        return dict(outcome.versions) if isinstance(outcome, Installed) else {}
 
     def unavailable(self, *options: str) -> str | None:
         """Why this implementation cannot run with ``options``, or None if it can.
@@ -57,20 +96,24 @@ class Impl:
         """
         if self.requires is not None and importlib.util.find_spec(self.requires) is None:
             return f"module {self.requires!r} is not installed (pip install 'trimcp[bench]')"
-        if self.argv is None or not self.conventional:
+        try:
+            argv = self.command()
+        except NotInstalled as exc:
+            return str(exc)
+        if argv is None or not self.conventional:
             return None
         if options in self._checks:
             return self._checks[options]
         try:
             proc = subprocess.run(
-                [*self.argv, "--check", *options],
+                [*argv, "--check", *options],
                 capture_output=True,
                 text=True,
                 timeout=CHECK_TIMEOUT,
                 check=False,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
-            reason: str | None = f"cannot run {self.argv[0]!r}: {exc}"
+            reason: str | None = f"cannot run {argv[0]!r}: {exc}"
         else:
             if proc.returncode == EXIT_UNAVAILABLE:
                 lines = proc.stderr.strip().splitlines()
@@ -85,6 +128,17 @@ class Impl:
 
 def _script(name: str, *extra: str) -> tuple[str, ...]:
     return (sys.executable, str(SERVERS / name), *extra)
+
+
+def _ts_impl(sdk: ts_sdk.TsSdk, what: str) -> Impl:
+    return Impl(
+        sdk.name,
+        setup=sdk.install,
+        conventional=True,
+        note=f"TypeScript SDK {sdk.package} {sdk.pinned_version() or '(unpinned?)'} on Node, "
+        f"{what} ({sdk.server.name}; pinned by {sdk.lock.relative_to(ts_sdk.REPO)}, "
+        "installed into .cache/ on first use)",
+    )
 
 
 def builtin_impls() -> dict[str, Impl]:
@@ -122,6 +176,8 @@ def builtin_impls() -> dict[str, Impl]:
             requires="fastmcp",
             note="standalone FastMCP (fastmcp_server.py), stdio echo workloads only",
         ),
+        _ts_impl(ts_sdk.V1, "McpServer; HTTP: one StreamableHTTPServerTransport per session"),
+        _ts_impl(ts_sdk.V2, "McpServer factory; HTTP: createMcpHandler (stateless, both eras)"),
     ]
     return {impl.name: impl for impl in impls}
 

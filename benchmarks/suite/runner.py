@@ -55,7 +55,8 @@ def _csv(value: str) -> list[str]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="Benchmark trimcp against the official MCP SDK and FastMCP.",
+        description="Benchmark trimcp against the official MCP SDKs (Python; TypeScript v1 and "
+        "v2) and FastMCP.",
         epilog=f"workloads: {', '.join(WORKLOADS)}; implementations: {', '.join(builtin_impls())}",
     )
     parser.add_argument("--quick", action="store_true", help="small counts (about 2 minutes)")
@@ -143,7 +144,7 @@ def participates(impl: Impl, workload: Workload) -> str | None:
     """None when ``impl`` takes part in ``workload``, else why not."""
     scope = workload.scope
     if scope == "any":
-        return None if impl.argv is not None else "needs a stdio server command"
+        return None if impl.spawns else "needs a stdio server command"
     if scope == "conventional":
         return None if impl.conventional else "needs a benchmark server (stats/sleep/--tools)"
     if scope == "http":
@@ -315,6 +316,8 @@ def run_suite(opts: argparse.Namespace, progress: Progress | None = None) -> dic
                 entry["summary"] = report.summarize_runs(entry["runs"], keys)
         report.add_advantages(doc)
     meta = results["meta"]
+    for impl in opts.impls:  # the TypeScript SDK and its Node, once installed
+        meta["versions"].update(impl.versions())
     meta["elapsed_s"] = time.monotonic() - started
     busy_summary = report.summarize(busy_seen)
     meta["busy_median"] = busy_summary["median"] if busy_summary else None

@@ -26,6 +26,7 @@ from benchmarks.loadgen_stdio import (
 from benchmarks.suite import storm
 from benchmarks.suite.impls import Impl
 from benchmarks.suite.procs import StartFailed, Unavailable, http_server
+from benchmarks.suite.ts_sdk import NotInstalled
 
 
 class Skip(Exception):
@@ -182,9 +183,13 @@ def _guard(call: Callable[[int], dict[str, Any]]) -> dict[str, Any]:
 
 
 def _argv(impl: Impl, *options: str) -> list[str]:
-    if impl.argv is None:
+    try:
+        command = impl.command()
+    except NotInstalled as exc:
+        raise Skip(str(exc)) from None
+    if command is None:
         raise Skip("not a stdio server")
-    return [*impl.argv, *options]
+    return [*command, *options]
 
 
 def _pick(raw: dict[str, Any], **paths: str) -> dict[str, Any]:
@@ -408,6 +413,10 @@ def run_idle(impl: Impl, sizes: Sizes) -> dict[str, Any]:
             return loadgen_http.idle_sessions(url, sizes.idle_sessions, pid=pid)
 
     raw = _guard(call)
+    if raw.get("stateless"):
+        # No session id came back (the TypeScript SDK v2's createMcpHandler): nothing is
+        # kept between requests, so there is no per-session memory to measure.
+        raise Skip("keeps no sessions (serves 2025 requests statelessly)")
     metrics = _pick(raw, kib_per_session="kib_per_session", sessions_per_s="sessions_per_s")
     return {"metrics": metrics, "raw": raw}
 

@@ -9,7 +9,9 @@
 #                                                  # tests/interop/ts_everything/package-lock.json
 #
 # stdout carries only shell assignments (TS_EVERYTHING_NODE=..., TS_EVERYTHING_JS=...,
-# TS_EVERYTHING_PRELOAD=...), so `eval "$(tests/interop/ts_everything/setup.sh --quiet)"` works.
+# TS_EVERYTHING_PRELOAD=..., TS_EVERYTHING_NODE_MODULES=... where the locked tree, the SDK v1
+# @modelcontextprotocol/sdk among it, is installed: benchmarks/servers/ts_v1_server.cjs
+# loads it from there), so `eval "$(tests/interop/ts_everything/setup.sh --quiet)"` works.
 # Only the npm registry is used, through npm itself.
 #
 # Node: the package declares no engines; the highest any locked dependency asks for is
@@ -53,3 +55,4 @@ install_locked "$PREFIX" "$PKG@$VERSION" installed_ok manifest "$PKG@$VERSION"
 echo "TS_EVERYTHING_NODE=$NODE_BIN"
 echo "TS_EVERYTHING_JS=$ENTRY"
 echo "TS_EVERYTHING_PRELOAD=$PRELOAD"
+echo "TS_EVERYTHING_NODE_MODULES=$PREFIX/node_modules"

@@ -1,10 +1,12 @@
 'use strict';
-// Serves an SDK v2 fetch-style handler (createMcpHandler) with node:http on 127.0.0.1, a
-// free port printed on stdout as the first line, for the peers of this folder (server.cjs,
-// skills_server.cjs): the SDK hands out a Web-standard handler, the tests need a real port.
+// Serves an SDK v2 fetch-style handler (createMcpHandler) with node:http on 127.0.0.1, the
+// port (a free one unless `port` is given) printed on stdout as the first line, for the peers
+// of this folder (server.cjs, skills_server.cjs) and the benchmark server
+// benchmarks/servers/ts_v2_server.cjs: the SDK hands out a Web-standard handler, the tests
+// and the benchmarks need a real port.
 const http = require('node:http');
 
-function serveHttp(handler) {
+function serveHttp(handler, port = 0) {
     const server = http.createServer(async (req, res) => {
         const chunks = [];
         for await (const chunk of req) chunks.push(chunk);
@@ -40,7 +42,7 @@ function serveHttp(handler) {
         }
         res.end();
     });
-    server.listen(0, '127.0.0.1', () => {
+    server.listen(port, '127.0.0.1', () => {
         process.stdout.write(`${server.address().port}\n`);
     });
     return server;
