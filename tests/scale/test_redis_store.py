@@ -291,6 +291,45 @@ async def test_a_dead_replicas_unanswered_requests_end_with_one_error_each(
         await client.aclose()
 
 
+async def test_a_stream_stays_known_after_its_events_are_trimmed(
+    redis_server: RedisServer,
+) -> None:
+    # A busy session (20 calls at a time) trims a call's events from its log within a
+    # second; the call's replica dies; its client resumes from the last event it got:
+    # the stream must still be known, and its request end with the error. Failed on
+    # bb779b0, where only a stored event or an explicit record made a stream known:
+    # None (400 "Unknown Last-Event-ID"), and the SDK's "reconnection attempts were
+    # exhausted" in tests/scale/test_failures.py.
+    from trimcp.stores.redis_events import RedisEventStore
+
+    client = RedisClient(redis_server.url)
+    stopped: dict[str, str] = {}
+
+    async def gone(replica: str) -> str | None:
+        return stopped.get(replica)
+
+    a = RedisEventStore(client, "t:trimmed", replica=A, gone=gone, max_events=16)
+    b = RedisEventStore(client, "t:trimmed", replica=B, gone=gone, max_events=16)
+    try:
+        local = a.post_stream_id(1, [7])
+        last = await a.store(local, b'{"jsonrpc":"2.0","method":"notifications/progress"}')
+        for n in range(2, 7):  # other calls, each with its events
+            other = a.post_stream_id(n, [n])
+            for _ in range(8):
+                await a.store(other, b'{"jsonrpc":"2.0","method":"notifications/progress"}')
+        assert await client.execute("XRANGE", "t:trimmed", last.rpartition("_")[2], "+") != []
+        assert await client.execute("XRANGE", "t:trimmed", "-", last.rpartition("_")[2]) == []
+        stopped[A] = "it shut down"
+        found = await b.replay_after(last)
+        assert found is not None
+        ((_, error),) = found[1]
+        assert json.loads(error)["id"] == 7
+        # A stream never made is still unknown, trimmed log or not.
+        assert await b.replay_after(f"{A}.99.99_{last.rpartition('_')[2]}") is None
+    finally:
+        await client.aclose()
+
+
 async def test_a_followed_stream_is_asked_after_while_the_session_is_busy(
     redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -18,11 +18,12 @@ answer stream belongs to the replica running its requests, so its name carries t
 replica's id and the requests' ids (``<replica>.<n>.<ids>``, see
 :mod:`trimcp.stores.event_ids`, whose parser every ``Last-Event-ID`` goes through first:
 a name this store could not have issued is unknown, and costs no Redis call). Resumed on
-another replica, it is replayed there. A stream is *known* when an event of it is stored
-or it is *recorded*: a POST stream whose response starts before it is complete and
-before anything of it is stored is recorded first (:meth:`RedisEventStore.record_stream`,
-a sorted set per session, ``<prefix>ev:<session id>:streams``; quick calls, answered as
-their response starts, are never recorded and cost nothing more). A resume of a stream
+another replica, it is replayed there. A stream is *known* when it is *recorded* in a
+sorted set per session (``<prefix>ev:<session id>:streams``, the newest ``max_events``
+kept): each stored event of a POST stream records it, in the event's own round trip, and
+a POST stream whose response starts before anything of it is stored is recorded first
+(:meth:`RedisEventStore.record_stream`, one more round trip for slow calls only), so a
+stream stays known after its events are trimmed from the log. A resume of a stream
 not known is refused (unknown): nobody can make a replica follow, or end, a stream that
 never was. When its replica has died (its heartbeat lapsed, see
 :meth:`~trimcp.stores.RedisStore.replica_gone`) and some of its requests have no answer
@@ -66,6 +67,7 @@ from trimcp.stores.event_ids import (
     post_stream_name,
 )
 from trimcp.stores.redis_client import (
+    Command,
     RedisClient,
     RedisReplyError,
     close_connection,
@@ -157,16 +159,20 @@ class RedisEventStore:
         if not message and stream_id != GET_STREAM:
             return f"{name}_{PRIMING}"  # see the module docstring: nothing to store
         key, sizes, ttl = self._key, self._bytes_key, self.ttl_ms
+        commands: list[Command] = [
+            ("XADD", key, "*", "s", name, "m", message),
+            ("INCRBY", sizes, len(name) + len(message)),
+            ("XLEN", key),
+            ("PEXPIRE", key, ttl),
+            ("PEXPIRE", sizes, ttl),
+        ]
+        if stream_id != GET_STREAM:
+            # Each event of a POST stream records the stream too (score: its newest
+            # event), in the same round trip: it stays known after its events are trimmed.
+            streams = self._streams_key
+            commands += [("ZADD", streams, "GT", _now_ms(), name), ("PEXPIRE", streams, ttl)]
         try:
-            entry_id, total, count, *_ = await self._client.pipeline(
-                [
-                    ("XADD", key, "*", "s", name, "m", message),
-                    ("INCRBY", sizes, len(name) + len(message)),
-                    ("XLEN", key),
-                    ("PEXPIRE", key, ttl),
-                    ("PEXPIRE", sizes, ttl),
-                ]
-            )
+            entry_id, total, count, *_ = await self._client.pipeline(commands)
         except StoreUnavailable as error:
             why = "event not stored (the stream goes on, unresumable here)"
             log_unavailable(logger, logging.ERROR, error, why)
@@ -184,14 +190,22 @@ class RedisEventStore:
         return f"{name}_{entry_id.decode('ascii')}"
 
     async def _trim(self) -> None:
-        """Trim the log's oldest events to 7/8 of its bounds (one round trip, once every
-        ``max_events / 8`` events or ``max_bytes / 8`` bytes at most). An outage is logged:
-        the next write trims."""
+        """Trim the log's oldest events to 7/8 of its bounds, and its stream records to
+        the newest ``max_events`` (one round trip, once every ``max_events / 8`` events or
+        ``max_bytes / 8`` bytes at most). An outage is logged: the next write trims."""
         keep_events = max(1, self.max_events - self.max_events // 8)
         keep_bytes = max(1, self.max_bytes - self.max_bytes // 8)
         try:
             await self._client.execute(
-                "EVAL", _TRIM, 2, self._key, self._bytes_key, keep_events, keep_bytes
+                "EVAL",
+                _TRIM,
+                3,
+                self._key,
+                self._bytes_key,
+                self._streams_key,
+                keep_events,
+                keep_bytes,
+                self.max_events,
             )
         except (StoreUnavailable, RedisReplyError) as error:
             logger.error("the events of %s were not trimmed: %s", self._key, error)
@@ -207,7 +221,7 @@ class RedisEventStore:
         try:
             await self._client.pipeline(
                 [
-                    ("ZADD", self._streams_key, repr(time.time()), name),
+                    ("ZADD", self._streams_key, "GT", _now_ms(), name),
                     ("ZREMRANGEBYRANK", self._streams_key, 0, -self.max_events - 1),
                     ("PEXPIRE", self._streams_key, self.ttl_ms),
                 ]
@@ -434,9 +448,10 @@ class RedisEventStore:
         ]
 
 
-#: KEYS: the log, its byte count; ARGV: the most events and bytes to keep. Removes the
-#: oldest events until the log holds no more (keeping the newest whatever its size), and
-#: subtracts their bytes (names and messages, as :meth:`RedisEventStore.store` counts).
+#: KEYS: the log, its byte count, the stream records; ARGV: the most events and bytes to
+#: keep, the most stream records. Removes the oldest events until the log holds no more
+#: (keeping the newest whatever its size), and subtracts their bytes (names and messages,
+#: as :meth:`RedisEventStore.store` counts); keeps the newest stream records.
 _TRIM = """
 local total = tonumber(redis.call('GET', KEYS[2]) or '0')
 local count = redis.call('XLEN', KEYS[1])
@@ -460,6 +475,7 @@ if removed > 0 then
 end
 if total < 0 then total = 0 end
 redis.call('SET', KEYS[2], total, 'KEEPTTL')
+redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(ARGV[3]) - 1)
 return removed
 """
 
@@ -478,6 +494,10 @@ end
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
 return ids
 """
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def _events_of(name: str, entries: object) -> list[tuple[str, bytes]]:
