@@ -16,8 +16,9 @@ environment (secrets never in code):
   an OpenID Connect provider, found by discovery;
 - ``UPSTREAM_SCOPES``: scopes asked upstream (space-separated);
 - ``RESOURCE``: this server's URL as clients reach it (default: the URL served, on
-  loopback); ``TRIMCP_AUTHSERVER_SECRET``: seals what the store keeps (give every worker or
-  replica the same one).
+  loopback); ``TRIMCP_AUTHSERVER_SECRET``: seals what the store keeps (``trimcp run`` reads
+  it; give every replica the same one). With ``--workers N``, add ``--store
+  redis://HOST:PORT/DB``: the workers then share the logins.
 
 Needs ``pip install 'trimcp[auth]'``. docs/authorization.md ("Log in with GitHub, Google
 or your OIDC provider") runs it on loopback against oidc-provider.
@@ -54,7 +55,6 @@ else:
 auth = AuthorizationServer(
     resource=env.get("RESOURCE"),  # None: the URL served (loopback, fixed port)
     upstream=upstream,
-    secret=env.get("TRIMCP_AUTHSERVER_SECRET"),
     server_name="whoami",
 )
 app = Server("whoami", auth=auth)

@@ -10,7 +10,7 @@ import base64
 import hashlib
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
@@ -43,14 +43,31 @@ class Page:
     headers: dict[str, str] = attrs.field(factory=dict)
 
 
+class OneConnectionEach(Fetcher):
+    """A Fetcher whose every request goes over a new connection (``Connection: close``):
+    to workers sharing a port, each request may reach another one."""
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        body: bytes = b"",
+    ) -> JsonResponse:
+        closing = {**(headers or {}), "connection": "close"}
+        return await super().request(method, url, headers=closing, body=body)
+
+
 class Browser:
     """A user agent: cookies per host, follows redirects until ``stop_at`` (a URL prefix
-    the client listens on) or a page. ``seen`` lists every URL visited."""
+    the client listens on) or a page. ``seen`` lists every URL visited. ``fetcher``:
+    how it sends requests (default: a Fetcher keeping connections)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fetcher: Fetcher | None = None) -> None:
         self.cookies: dict[str, dict[str, str]] = {}
         self.seen: list[str] = []
-        self._fetcher = Fetcher(timeout=TIMEOUT)
+        self._fetcher = fetcher if fetcher is not None else Fetcher(timeout=TIMEOUT)
 
     async def aclose(self) -> None:
         await self._fetcher.aclose()
@@ -148,9 +165,9 @@ async def log_in(
 class SpecClient:
     """The OAuth steps of an MCP client, each one call."""
 
-    def __init__(self, mcp_url: str) -> None:
+    def __init__(self, mcp_url: str, fetcher: Fetcher | None = None) -> None:
         self.mcp_url = mcp_url
-        self.fetcher = Fetcher(timeout=TIMEOUT)
+        self.fetcher = fetcher if fetcher is not None else Fetcher(timeout=TIMEOUT)
         self.metadata: dict[str, Any] = {}
         self.resource_metadata: dict[str, Any] = {}
 

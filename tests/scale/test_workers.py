@@ -13,7 +13,8 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 
 import pytest
 import trio
@@ -26,18 +27,26 @@ SESSIONS = 20  # each worker is missed by 20 connections with probability 2**-19
 
 
 class Supervisor:
-    def __init__(self, store_url: str) -> None:
+    """``trimcp run APP --transport http --workers 2 --store STORE_URL`` (port 0 unless
+    ``flags`` give one), its stderr read line by line."""
+
+    def __init__(
+        self,
+        store_url: str,
+        app: Path = REPLICA_APP,
+        flags: Sequence[str] = ("--port", "0"),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.process = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
                 "trimcp",
                 "run",
-                str(REPLICA_APP),
+                str(app),
                 "--transport",
                 "http",
-                "--port",
-                "0",
+                *flags,
                 "--workers",
                 "2",
                 "--store",
@@ -47,7 +56,7 @@ class Supervisor:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env={**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)},
         )
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
@@ -67,6 +76,17 @@ class Supervisor:
             if text in line:
                 return line
             assert line or self.process.poll() is None, "\n".join(self.seen)
+
+    def wait_for_each(self, *texts: str) -> dict[str, str]:
+        """For each of ``texts``, the next stderr line holding it, in whatever order the
+        lines come (those of two workers may interleave); bounded wait."""
+        found: dict[str, str] = {}
+        while len(found) < len(texts):
+            line = self.lines.get(timeout=LINE_TIMEOUT)
+            self.seen.append(line)
+            found.update((text, line) for text in texts if text in line and text not in found)
+            assert line or self.process.poll() is None, "\n".join(self.seen)
+        return found
 
 
 @pytest.fixture

@@ -229,6 +229,16 @@ class ProtectedResource:
     def serve_at(self, resource: str) -> None:
         """Take ``resource`` (the URL served) when none was given (nothing here)."""
 
+    #: True for a protection that keeps state of its own in this process's memory (an
+    #: authorization server of its own with no shared store: logins under way, codes,
+    #: tokens), which processes sharing a port would not see; a ProtectedResource keeps
+    #: none.
+    state_in_memory = False
+
+    def use_store(self, store: Any) -> None:
+        """Keep what must be shared in ``store``, the HTTP server's (called by the HTTP
+        app before it runs; nothing to keep here)."""
+
     async def serve_endpoint(
         self,
         path: str,

@@ -1,6 +1,7 @@
 """The keys that sign trimcp's access tokens, rotated through the store.
 
-Key ``p<n>`` belongs to period ``n = floor(unix time / rotate_every)``. Each process makes
+Key ``p<n>`` belongs to period ``n = floor(unix time / rotate_every)`` (stored as
+``p<n>.<the sealing key's id>``: processes with one secret share keys). Each process makes
 the keys of this period and the next with a write that only the first writer wins
 (``only_new``), then reads them back, so every replica sharing a store signs with the same
 key and publishes the same key set without coordination. Tokens are signed with this
@@ -66,17 +67,17 @@ class SigningKeys:
         ttl = self.rotate_every * (period + 3) - self._clock()
         fresh = DpopKey.generate(self.algorithm)
         record = {"pem": self._sealer.seal(fresh.pem), "alg": self.algorithm}
-        await self._store.put("signkey", name, record, ttl, only_new=True)
-        stored = await self._store.get("signkey", name)
+        # Stored under the sealing key's id: a process with another secret makes keys of
+        # its own instead of finding keys it cannot open (which would leave it unable to
+        # sign until they expired, days later).
+        stored_as = f"{name}.{self._sealer.key_id}"
+        await self._store.put("signkey", stored_as, record, ttl, only_new=True)
+        stored = await self._store.get("signkey", stored_as)
         if stored is None:
             return None
         pem = self._sealer.open(str(stored.get("pem", "")))
         if pem is None:
-            logger.error(
-                "signing key %s in the store was sealed with another secret: give every "
-                "replica the same TRIMCP_AUTHSERVER_SECRET",
-                name,
-            )
+            logger.error("signing key %s in the store does not open: it was altered", name)
             return None
         key = DpopKey(pem, str(stored.get("alg", self.algorithm)))
         self._keys[name] = key

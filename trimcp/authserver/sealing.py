@@ -19,6 +19,10 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 MIN_SECRET_BYTES = 16
 
 
+def _derive(secret: bytes, info: bytes, length: int) -> bytes:
+    return HKDF(algorithm=hashes.SHA256(), length=length, salt=None, info=info).derive(secret)
+
+
 class Sealer:
     """Seals and opens small strings. ``secret``: at least 16 bytes (None: a random key,
     good for this process only)."""
@@ -32,12 +36,15 @@ class Sealer:
                 raise ValueError(
                     f"the authorization server's secret needs at least {MIN_SECRET_BYTES} bytes"
                 )
-        key = HKDF(
-            algorithm=hashes.SHA256(), length=32, salt=None, info=b"trimcp authserver seal"
-        ).derive(raw)
+        key = _derive(raw, b"trimcp authserver seal", 32)
         self._fernet = Fernet(base64.urlsafe_b64encode(key))
         #: Whether another process with the same secret can open what this one seals.
         self.shared = secret is not None
+        #: Names this key without revealing it (a separate derivation): what is sealed
+        #: with it is stored under names carrying it, so a process with another secret
+        #: (a replica misconfigured, or a restart that changed the secret) makes records
+        #: of its own rather than finding records it cannot open.
+        self.key_id = _derive(raw, b"trimcp authserver key id", 6).hex()
 
     def seal(self, text: str) -> str:
         return self._fernet.encrypt(text.encode("utf-8")).decode("ascii")

@@ -35,7 +35,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 import orjson
 import trio
 
-from trimcp.auth.dpop import DpopChecker, DpopError
+from trimcp.auth.dpop import DpopChecker, DpopError, ReplayCache
 from trimcp.auth.errors import InvalidToken
 from trimcp.auth.pkce import challenge_of, new_verifier
 from trimcp.auth.principal import AuthInfo
@@ -157,10 +157,19 @@ class AuthorizationServer(ProtectedResource):
             )
         if rotate_keys_every <= access_token_ttl:
             raise ValueError("rotate_keys_every must be longer than access_token_ttl")
+        # The store and the sealing secret may still change before serving: trimcp run
+        # and app.run give TRIMCP_AUTHSERVER_SECRET (adopt_secret), the HTTP server its
+        # shared store (use_store).
+        self._own_store = store is not None
+        self.store: AuthStore = store if store is not None else MemoryAuthStore()
+        #: True while the logins live in this process's memory only (no shared store).
+        self.state_in_memory = isinstance(self.store, MemoryAuthStore)
+        self._sealer = Sealer(secret)
+        self._token_replay: ReplayCache | None = None
+        self._serving = False
+        self._set_up = False
         self._settings: dict[str, Any] = dict(
             upstream=upstream,
-            store=store,
-            secret=secret,
             server_name=server_name,
             access_token_ttl=access_token_ttl,
             refresh_token_ttl=refresh_token_ttl,
@@ -194,8 +203,6 @@ class AuthorizationServer(ProtectedResource):
         resource: str,
         *,
         upstream: Upstream,
-        store: AuthStore | None,
-        secret: str | bytes | None,
         server_name: str | None,
         access_token_ttl: float,
         refresh_token_ttl: float,
@@ -221,33 +228,102 @@ class AuthorizationServer(ProtectedResource):
             **protection,
         )
         self.upstream = UpstreamLogin(upstream)
-        self.store: AuthStore = store if store is not None else MemoryAuthStore()
-        self._sealer = Sealer(secret)
         self.server_name = server_name or self.resource
         self.code_ttl = code_ttl
         self.login_ttl = login_ttl
         self.client_ttl = client_ttl
         self.consent_ttl = consent_ttl
         self._secure_cookie = parts.scheme == "https"
-        self.keys = SigningKeys(
-            self.store, self._sealer, algorithm=signing_algorithm, rotate_every=rotate_keys_every
+        self._grants_settings = (
+            access_token_ttl,
+            refresh_token_ttl,
+            login_lifetime,
+            revocation_lag,
         )
-        self.grants = Grants(
-            issuer=self.issuer,
-            audience=self.resource,
-            store=self.store,
-            keys=self.keys,
-            access_token_ttl=access_token_ttl,
-            refresh_token_ttl=refresh_token_ttl,
-            login_lifetime=login_lifetime,
-            revocation_lag=revocation_lag,
-        )
+        self._key_settings = (signing_algorithm, rotate_keys_every)
+        self._set_up = True
+        self._wire()
         self.documents = DocumentClients(allow_private=allow_private_client_ids)
         self.token_dpop = dpop_checker if dpop_checker is not None else DpopChecker()
         self.endpoint_paths = frozenset(
             {AS_METADATA, AUTHORIZE, CONSENT, CALLBACK, TOKEN, REGISTER, REVOKE, JWKS}
         )
         self._as_metadata = orjson.dumps(self.authorization_server_metadata())
+
+    def _wire(self) -> None:
+        """The signing keys and the grants, over the store and sealer held now."""
+        if not self._set_up:
+            return  # serve_at sets up with what is held then
+        algorithm, rotate_every = self._key_settings
+        self.keys = SigningKeys(
+            self.store, self._sealer, algorithm=algorithm, rotate_every=rotate_every
+        )
+        access_ttl, refresh_ttl, lifetime, lag = self._grants_settings
+        self.grants = Grants(
+            issuer=self.issuer,
+            audience=self.resource,
+            store=self.store,
+            keys=self.keys,
+            access_token_ttl=access_ttl,
+            refresh_token_ttl=refresh_ttl,
+            login_lifetime=lifetime,
+            revocation_lag=lag,
+        )
+
+    # --- deployment: the secret and the store -------------------------------------------
+
+    @property
+    def secret_configured(self) -> bool:
+        """Whether what the store keeps is sealed with a secret given (in code, or by
+        :meth:`adopt_secret`) rather than a key random to this process."""
+        return self._sealer.shared
+
+    def adopt_secret(self, secret: str | bytes) -> None:
+        """Seal with ``secret`` when none was given in code (which is kept):
+        ``trimcp run`` and ``app.run`` give ``TRIMCP_AUTHSERVER_SECRET`` here. ValueError
+        for a secret under 16 bytes, RuntimeError once serving."""
+        if self._sealer.shared:
+            return
+        self._not_serving("adopt_secret")
+        self._sealer = Sealer(secret)
+        self._wire()
+
+    def use_store(self, store: Any) -> None:
+        """Keep the logins in ``store`` (the HTTP server's) when it is shared (Redis)
+        and no store was given in code: then every replica and worker on that store
+        completes a login another started, honours its codes and refresh tokens, signs
+        with the same keys, and refuses a DPoP proof at the token endpoint another has
+        seen. RuntimeError once serving."""
+        if self._own_store or not getattr(store, "shared", False):
+            return
+        self._not_serving("use_store")
+        from trimcp.stores.redis import RedisStore
+
+        if not isinstance(store, RedisStore):
+            logger.warning(
+                "the authorization server keeps its logins in this process's memory: "
+                "the shared store %s is not a RedisStore; give AuthorizationServer(store=...)"
+                " a store every replica shares",
+                type(store).__name__,
+            )
+            return
+        from trimcp.authserver.redis_store import RedisAuthStore
+
+        self.store = RedisAuthStore(store)
+        self.state_in_memory = False
+        self._token_replay = store.replay_cache()
+        self._wire()
+        if not self._sealer.shared:
+            logger.warning(
+                "the authorization server's logins are in a shared store, but its secret is "
+                "random to this process: other replicas sign with keys of their own (their "
+                "tokens are refused here) and cannot open the upstream tokens this one keeps; "
+                "set TRIMCP_AUTHSERVER_SECRET (16+ bytes, the same for every replica)"
+            )
+
+    def _not_serving(self, what: str) -> None:
+        if self._serving:
+            raise RuntimeError(f"{what}() must come before the authorization server runs")
 
     # --- metadata -------------------------------------------------------------------------
 
@@ -288,6 +364,7 @@ class AuthorizationServer(ProtectedResource):
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Signing keys, their verifier and the upstream's discovery, for as long as the
         server runs. Cancellation: stops."""
+        self._serving = True
         async with trio.open_nursery() as nursery:
             await nursery.start(self.grants.run)
             await nursery.start(self.upstream.run)
@@ -751,7 +828,9 @@ class AuthorizationServer(ProtectedResource):
         if proof is None:
             return None
         try:
-            return await self.token_dpop.check(proof, method="POST", url=self.issuer + TOKEN)
+            return await self.token_dpop.check(
+                proof, method="POST", url=self.issuer + TOKEN, replay=self._token_replay
+            )
         except DpopError as exc:
             raise GrantError("invalid_dpop_proof", str(exc)) from None
 

@@ -115,7 +115,7 @@ def run_server(args: argparse.Namespace) -> int:
             args.workers,
             label_of(server),
             default_keyring=keyring_to_share(server) is not None,
-            dpop=getattr(auth, "dpop", None) is not None,
+            auth=auth,
         )
     wrap = (lambda transport: WireTap(transport, _say)) if args.verbose else None
     try:

@@ -15,9 +15,12 @@ when set, the store's with ``--store redis://``, else a secret this supervisor m
 and hands each worker in its environment (never on its command line, which ``ps`` shows).
 So does every setting: a worker's command line is ``python -m trimcp run TARGET``, its
 settings (the store URL with its password included) come in ``TRIMCP_WORKER_SETTINGS``.
-A worker that dies is started again (at most ``MAX_QUICK_DEATHS`` quick deaths in a row,
-then everything stops with an error). Worker stderr is forwarded, one line at a time,
-prefixed with its number.
+An authorization server of the server's own (``AuthorizationServer``) needs a shared
+store (refused without one: a login spans requests that reach different workers) and one
+sealing secret: ``TRIMCP_AUTHSERVER_SECRET``, else one this supervisor makes and hands
+each worker the same way. A worker that dies is started again (at most
+``MAX_QUICK_DEATHS`` quick deaths in a row, then everything stops with an error). Worker
+stderr is forwarded, one line at a time, prefixed with its number.
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ from typing import Any
 import attrs
 import trio
 
-from trimcp.cli.errors import EXIT_OK, CliError
+from trimcp.cli.errors import EXIT_OK, CliError, UsageError
 from trimcp.server.serving import (
+    AUTHSERVER_SECRET,
     STATE_SECRET,
     ServeSettings,
     SettingsError,
@@ -292,6 +296,24 @@ def store_warnings(settings: ServeSettings, *, dpop: bool = False) -> list[str]:
     return warnings
 
 
+def shared_authserver_secret(auth: Any) -> dict[str, str]:
+    """What the workers' environment needs so that trimcp's own authorization server
+    (``auth``, given no secret in code) seals and signs alike in every worker, and in
+    every worker a reload starts: a ``TRIMCP_AUTHSERVER_SECRET`` made here when the
+    environment holds none (warned: what it sealed is lost when this supervisor
+    restarts)."""
+    if getattr(auth, "secret_configured", True) or os.environ.get(AUTHSERVER_SECRET):
+        return {}  # a secret in code, or one the workers inherit
+    _say(
+        "warning: the authorization server's signing keys and the upstream tokens it keeps "
+        "are sealed with a random key this supervisor gave its workers (reloads keep it): "
+        "once the supervisor restarts, clients must refresh their access tokens and the "
+        f"upstream tokens kept are lost; set {AUTHSERVER_SECRET} (a secret of 16+ bytes) to "
+        "keep them"
+    )
+    return {AUTHSERVER_SECRET: secrets.token_urlsafe(32)}
+
+
 def run_workers(
     target: str,
     settings: ServeSettings,
@@ -299,19 +321,37 @@ def run_workers(
     label: str,
     *,
     default_keyring: bool = True,
-    dpop: bool = False,
+    auth: Any = None,
 ) -> int:
     """Supervise ``count`` worker processes until SIGINT/SIGTERM; SIGHUP reloads them.
 
     ``default_keyring``: the server was left with its default ``requestState`` keyring
-    (see :func:`shared_state_secret`). ``dpop``: the server takes DPoP proofs (warned
-    about when the workers cannot share their replay cache)."""
+    (see :func:`shared_state_secret`). ``auth``: the server's protection (None: open):
+    warned about when it takes DPoP proofs the workers cannot share a replay cache for;
+    refused when it is an authorization server of its own with nowhere to share its
+    logins (a UsageError naming ``--store``)."""
     if not hasattr(socket, "SO_REUSEPORT"):
         raise CliError("--workers needs SO_REUSEPORT, which this platform does not have")
-    for warning in store_warnings(settings, dpop=dpop):
+    in_memory = settings.store is None or settings.store.startswith("memory")
+    if in_memory and getattr(auth, "state_in_memory", False):
+        # A login is several requests (consent, the upstream's callback, the token), each
+        # on whichever worker its connection reaches: each worker's memory would hold a
+        # part, and most logins would fail.
+        raise UsageError(
+            "--workers: this server is its own authorization server, and with the "
+            "in-memory store each worker would keep its own logins, so a login started on "
+            "one worker would fail on another",
+            hint="add --store redis://HOST:PORT/DB (or TRIMCP_STORE) so that every worker "
+            "shares them",
+        )
+    for warning in store_warnings(settings, dpop=getattr(auth, "dpop", None) is not None):
         _say(warning)
     chosen, holder = pick_port(settings.host, settings.bound_port)
-    env = {**shared_state_secret(settings, default_keyring), **worker_environment(settings, chosen)}
+    env = {
+        **shared_state_secret(settings, default_keyring),
+        **shared_authserver_secret(auth),
+        **worker_environment(settings, chosen),
+    }
     supervisor = Supervisor(worker_argv(target), count, env)
 
     async def main() -> int:

@@ -65,6 +65,10 @@ ENV: Final = {
 #: command line. No separator: a secret may hold any character.
 STATE_SECRET: Final = "TRIMCP_STATE_SECRET"
 OLD_STATE_SECRET: Final = "TRIMCP_STATE_SECRET_OLD"
+#: The secret sealing what trimcp's own authorization server keeps in its store (the
+#: upstream tokens, its signing keys), for an ``AuthorizationServer`` given none in code:
+#: the same for every worker and replica. Environment only, like the state secret.
+AUTHSERVER_SECRET: Final = "TRIMCP_AUTHSERVER_SECRET"
 _TRUE: Final = ("1", "true", "yes", "on")
 _FALSE: Final = ("0", "false", "no", "off", "")
 
@@ -365,6 +369,7 @@ def protection(server: Any, settings: ServeSettings) -> Any:
                 )
             served_url = url_of("http", settings.host, settings.bound_port, settings.path)
             declared.serve_at(served_url)
+        use_authserver_secret(declared)
         return declared
     if not wanted:
         return None
@@ -400,6 +405,20 @@ def protection(server: Any, settings: ServeSettings) -> Any:
         )
     except ValueError as exc:
         raise SettingsError(f"auth settings: {exc}") from None
+
+
+def use_authserver_secret(auth: Any, environ: Mapping[str, str] | None = None) -> None:
+    """Seal with ``TRIMCP_AUTHSERVER_SECRET`` when ``auth`` is trimcp's own authorization
+    server and was given no secret in code (one given in code is kept). Raises
+    :class:`SettingsError` naming the variable for a secret too short."""
+    adopt = getattr(auth, "adopt_secret", None)
+    secret = (os.environ if environ is None else environ).get(AUTHSERVER_SECRET, "")
+    if adopt is None or not secret:
+        return
+    try:
+        adopt(secret)
+    except ValueError as exc:
+        raise SettingsError(f"{AUTHSERVER_SECRET}: {exc}") from None
 
 
 def describe_protection(auth: Any) -> str:

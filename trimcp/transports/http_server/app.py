@@ -120,6 +120,10 @@ class McpHttpApp:
         self.config = config
         self.manager = SessionManager(factory, config)
         store = config.store
+        if config.auth is not None and store is not None:
+            # An authorization server of its own keeps its logins where every replica
+            # and worker sharing this store finds them.
+            config.auth.use_store(store)
         #: Sessions shared with other replicas through ``config.store`` (None: local only).
         self.sharing = (
             SharedSessions(self.manager, store, self._adopt)
