@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Sequence
 
 import pytest
 import trio
@@ -333,12 +334,13 @@ async def test_a_stream_stays_known_after_its_events_are_trimmed(
 async def test_a_followed_stream_is_asked_after_while_the_session_is_busy(
     redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The session's other streams keep every XREAD of the follower busy: the replica
+    # The session's other streams keep every XREAD of the reader busy: the replica
     # running the followed stream must still be asked after, on a clock.
-    from trimcp.stores import redis_events
+    from trimcp.stores import redis_follow
     from trimcp.stores.redis_events import RedisEventStore
+    from trimcp.stores.redis_follow import ReplicaState, StreamWatcher
 
-    monkeypatch.setattr(redis_events, "FOLLOW_CHECK", 0.05)
+    monkeypatch.setattr(redis_follow, "FOLLOW_CHECK", 0.05)
     client = RedisClient(redis_server.url)
     stopped: dict[str, str] = {}
     late: set[str] = set()
@@ -346,11 +348,12 @@ async def test_a_followed_stream_is_asked_after_while_the_session_is_busy(
     async def gone(replica: str) -> str | None:
         return stopped.get(replica)
 
-    async def beating(replica: str) -> bool:
-        return replica not in late
+    async def states(replicas: Sequence[str]) -> dict[str, ReplicaState]:
+        return {r: ReplicaState(gone=stopped.get(r), beating=r not in late) for r in replicas}
 
-    a = RedisEventStore(client, "t:busy", replica=A, gone=gone, beating=beating)
-    b = RedisEventStore(client, "t:busy", replica=B, gone=gone, beating=beating)
+    watcher = StreamWatcher(client, states)
+    a = RedisEventStore(client, "t:busy", replica=A, gone=gone, watcher=watcher)
+    b = RedisEventStore(client, "t:busy", replica=B, gone=gone, watcher=watcher)
     delivered: list[tuple[str, bytes]] = []
 
     def deliver(events: list[tuple[str, bytes]]) -> bool:
@@ -366,6 +369,7 @@ async def test_a_followed_stream_is_asked_after_while_the_session_is_busy(
         local = a.post_stream_id(1, [7])
         first = await a.store(local, progress)
         async with trio.open_nursery() as nursery:
+            await nursery.start(watcher.run)
             nursery.start_soon(busy)
             # Before the fix: followed the busy session for ever once a stopped.
             with trio.fail_after(20):
@@ -385,9 +389,17 @@ async def test_a_followed_stream_is_asked_after_while_the_session_is_busy(
                 # a stopped: its request ends with the error, delivered once.
                 stopped[A] = "it shut down"
                 assert await b.follow(first, deliver)
+                # A follow has a time bound: a stream that never ends is left, and the
+                # watcher reads for no follow once it has.
+                late.clear()
+                del stopped[A]
+                local = a.post_stream_id(3, [9])
+                third = await a.store(local, progress)
+                assert not await b.follow(third, deliver, timeout=0.2)
+                assert watcher.follows == 0
             nursery.cancel_scope.cancel()
         ((eid, message),) = delivered
-        assert eid.startswith(f"{A}.{local}_")
+        assert eid.startswith(f"{A}.2.8_")
         error = json.loads(message)
         assert error["id"] == 8
         assert error["error"]["data"] == {"replica": A, "reason": "it shut down"}

@@ -55,10 +55,15 @@ class FollowsStreams(Protocol):
     :meth:`~trimcp.stores.redis_events.RedisEventStore.follow`."""
 
     async def follow(
-        self, event_id: str, deliver: Callable[[list[tuple[str, bytes]]], bool]
+        self,
+        event_id: str,
+        deliver: Callable[[list[tuple[str, bytes]]], bool],
+        *,
+        timeout: float = ...,
     ) -> bool:
         """Hand the stream's events after ``event_id`` to ``deliver`` as they are stored,
-        until it is complete (True); False: nothing to follow, or ``deliver`` said stop."""
+        until it is complete (True); False: nothing to follow, ``deliver`` said stop, or
+        ``timeout`` seconds passed."""
         ...
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,8 @@ if TYPE_CHECKING:
     from trimcp.stores.events import EventStore
     from trimcp.stores.redis_bus import RedisBus
     from trimcp.stores.redis_client import RedisAddress, RedisClient
+    from trimcp.stores.redis_follow import ReplicaState, StreamWatcher
+    from trimcp.stores.redis_leases import RedisLeases
     from trimcp.stores.redis_state import RedisUserStateStore
     from trimcp.stores.replay import RedisReplayCache
     from trimcp.stores.request_state import RequestStateKeyring
@@ -81,6 +84,8 @@ class RedisStore:
         #: This process's id among the replicas (see :mod:`trimcp.stores.event_ids`).
         self.replica = new_replica_id()
         self._bus: RedisBus | None = None
+        self._watcher: StreamWatcher | None = None
+        self._leases: RedisLeases | None = None
 
     @property
     def bus(self) -> RedisBus:
@@ -90,6 +95,25 @@ class RedisStore:
 
             self._bus = RedisBus(self.client, self.prefix, self.replica)
         return self._bus
+
+    @property
+    def watcher(self) -> StreamWatcher:
+        """The one reader of the streams this replica follows (see
+        :mod:`trimcp.stores.redis_follow`; made on first use, :meth:`run` runs it)."""
+        if self._watcher is None:
+            from trimcp.stores.redis_follow import StreamWatcher
+
+            self._watcher = StreamWatcher(self.client, self.replica_states, count=self.max_events)
+        return self._watcher
+
+    def leases(self) -> RedisLeases:
+        """The budgets of open things every replica counts in (see
+        :mod:`trimcp.stores.redis_leases`; :meth:`run` renews what this replica holds)."""
+        if self._leases is None:
+            from trimcp.stores.redis_leases import RedisLeases
+
+            self._leases = RedisLeases(self.client, self.prefix, self.replica)
+        return self._leases
 
     async def request_state_keyring(self, *, rotate_every: float) -> RequestStateKeyring:
         """The ``requestState`` keyring every replica using this store shares (see
@@ -133,7 +157,7 @@ class RedisStore:
             replica=self.replica,
             alive=self.replica_alive,
             gone=self.replica_gone,
-            beating=self.replica_beating,
+            watcher=self.watcher,
         )
 
     def task_store(self, *, budget: TaskBudget | None = None, max_ttl: float = 24 * 3600.0) -> Any:
@@ -197,35 +221,44 @@ class RedisStore:
         StoreUnavailable."""
         if replica == self.replica:
             return None
-        state = await self.client.execute("GET", self.key("replica", replica))
-        if state == _ALIVE:
-            return None
-        if state == _STOPPED:
-            return "it shut down"
-        return (
-            f"it has not said it is alive for {HEARTBEAT_TTL:g} s: killed, crashed, "
-            "or cut off from Redis"
-        )
+        return _gone(await self.client.execute("GET", self.key("replica", replica)))
 
     async def replica_beating(self, replica: str) -> bool:
         """Whether the replica with this id said it was alive within the last
         ``HEARTBEAT_EVERY + HEARTBEAT_LATE`` seconds: one that missed a heartbeat may have
         died (it counts as gone only once its heartbeat lapses). Raises StoreUnavailable."""
-        if replica == self.replica:
-            return True
-        key = self.key("replica", replica)
-        state, left = await self.client.pipeline([("GET", key), ("PTTL", key)])
-        fresh = HEARTBEAT_TTL - HEARTBEAT_EVERY - HEARTBEAT_LATE
-        return state == _ALIVE and isinstance(left, int) and left >= _ms(fresh)
+        return (await self.replica_states([replica]))[replica].beating
+
+    async def replica_states(self, replicas: Sequence[str]) -> dict[str, ReplicaState]:
+        """:meth:`replica_gone` and :meth:`replica_beating` of each replica, in one round
+        trip. Raises StoreUnavailable."""
+        from trimcp.stores.redis_follow import ReplicaState
+
+        others = [replica for replica in replicas if replica != self.replica]
+        commands: list[tuple[str, str]] = []
+        for replica in others:
+            key = self.key("replica", replica)
+            commands += [("GET", key), ("PTTL", key)]
+        replies = await self.client.pipeline(commands) if commands else []
+        fresh = _ms(HEARTBEAT_TTL - HEARTBEAT_EVERY - HEARTBEAT_LATE)
+        states = {self.replica: ReplicaState(gone=None, beating=True)}
+        for n, replica in enumerate(others):
+            state, left = replies[2 * n], replies[2 * n + 1]
+            beating = state == _ALIVE and isinstance(left, int) and left >= fresh
+            states[replica] = ReplicaState(gone=_gone(state), beating=beating)
+        return {replica: states[replica] for replica in replicas}
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Say this replica is alive every ``HEARTBEAT_EVERY`` seconds, and carry the
-        bus's messages, until cancelled.
+        """Say this replica is alive every ``HEARTBEAT_EVERY`` seconds, carry the bus's
+        messages, read the streams this replica follows and renew the leases it holds,
+        until cancelled.
 
         A Redis outage is logged (once) and retried; it never stops the server.
         """
         async with trio.open_nursery() as nursery:
             await nursery.start(self.bus.run)
+            await nursery.start(self.watcher.run)
+            await nursery.start(self.leases().run)
             await self._beat(task_status=task_status)
 
     async def _beat(self, *, task_status: trio.TaskStatus[None]) -> None:
@@ -250,6 +283,18 @@ class RedisStore:
 
     def __repr__(self) -> str:
         return f"RedisStore({str(self.address)!r}, prefix={self.prefix!r})"
+
+
+def _gone(state: object) -> str | None:
+    """Why a replica whose key holds ``state`` runs no more (None: alive)."""
+    if state == _ALIVE:
+        return None
+    if state == _STOPPED:
+        return "it shut down"
+    return (
+        f"it has not said it is alive for {HEARTBEAT_TTL:g} s: killed, crashed, "
+        "or cut off from Redis"
+    )
 
 
 def _ms(seconds: float) -> int:

@@ -66,21 +66,12 @@ from trimcp.stores.event_ids import (
     parse_event_id,
     post_stream_name,
 )
-from trimcp.stores.redis_client import (
-    Command,
-    RedisClient,
-    RedisReplyError,
-    close_connection,
-    pack,
-    reply_error,
-)
+from trimcp.stores.redis_client import Command, RedisClient, RedisReplyError, reply_error
+from trimcp.stores.redis_follow import FOLLOW_CHECK, StreamWatcher
 
 logger = logging.getLogger("trimcp.stores.events")
 
 __all__ = ["FOLLOW_CHECK", "MAX_NAMED_IDS", "RedisEventStore", "event_keys"]
-
-#: How often a follower asks after the replica running the followed stream.
-FOLLOW_CHECK = 0.25
 
 
 def event_keys(key: str) -> tuple[str, str, str]:
@@ -103,13 +94,13 @@ class RedisEventStore:
 
     __slots__ = (
         "_alive",
-        "_beating",
         "_bytes_key",
         "_client",
         "_gone",
         "_key",
         "_local",
         "_streams_key",
+        "_watcher",
         "max_bytes",
         "max_events",
         "replica",
@@ -127,7 +118,7 @@ class RedisEventStore:
         replica: str = "000000000000",
         alive: Callable[[str], Awaitable[bool]] | None = None,
         gone: Callable[[str], Awaitable[str | None]] | None = None,
-        beating: Callable[[str], Awaitable[bool]] | None = None,
+        watcher: StreamWatcher | None = None,
     ) -> None:
         if max_events < 1 or max_bytes < 1:
             raise ValueError("max_events and max_bytes must be >= 1")
@@ -142,8 +133,8 @@ class RedisEventStore:
         self._alive = alive
         #: Why a replica runs no more (None: alive); preferred to ``alive`` when given.
         self._gone = gone
-        #: Whether a replica's heartbeat is on time (None: taken as on time).
-        self._beating = beating
+        #: The replica's reader of followed streams (None: streams are not followed).
+        self._watcher = watcher
         self._local = 0  # ids handed out while Redis was down
 
     def _shared_name(self, stream_id: str) -> str:
@@ -304,84 +295,80 @@ class RedisEventStore:
         return name, replay
 
     async def follow(
-        self, event_id: str, deliver: Callable[[list[tuple[str, bytes]]], bool]
+        self,
+        event_id: str,
+        deliver: Callable[[list[tuple[str, bytes]]], bool],
+        *,
+        timeout: float = math.inf,
     ) -> bool:
         """Follow another replica's POST stream after ``event_id`` (the last event the
         client has; call it once :meth:`replay_after` has accepted that id, which checks
         that the stream is known): hand each batch of its events to ``deliver`` as they
         are stored, until every request the stream carries is answered (True), while its
-        replica is alive and on time. Every :data:`FOLLOW_CHECK` seconds its replica is
-        asked after: if it stopped, its unanswered requests end with the errors
+        replica is alive and on time, for at most ``timeout`` seconds. Every
+        :data:`~trimcp.stores.redis_follow.FOLLOW_CHECK` seconds its replica is asked
+        after: if it stopped, its unanswered requests end with the errors
         :meth:`replay_after` writes (delivered too, then True); if it missed a heartbeat,
         False (the client resumes again: a stream held open for a replica that may be
         dead is one a client may lose midway, and some clients, the official SDK among
         them, then resume from where they started it, and count it as a failed attempt).
 
         False too when there is nothing to follow (our own stream, the GET stream, a
-        stream named without its requests, an id this store could not have issued) or
-        ``deliver`` returned False (the client went away). Raises
-        :class:`~trimcp.stores.StoreUnavailable`. One connection of its own while it
-        follows (``XREAD BLOCK`` of at most :data:`FOLLOW_CHECK` seconds at a time: no
-        pooled connection is held). Cancellation: stops; the connection is closed.
+        stream named without its requests, an id this store could not have issued, no
+        watcher), ``deliver`` returned False (the client went away) or ``timeout``
+        passed. Raises :class:`~trimcp.stores.StoreUnavailable`. The replica's one
+        :class:`~trimcp.stores.redis_follow.StreamWatcher` reads for every follow: no
+        connection of its own. Cancellation: stops.
         """
         parsed = parse_event_id(event_id)
-        if parsed is None or parsed.owner in (None, self.replica) or parsed.request_ids is None:
+        watcher = self._watcher
+        if (
+            watcher is None
+            or parsed is None
+            or parsed.owner is None
+            or parsed.owner == self.replica
+            or parsed.request_ids is None
+        ):
             return False
-        name, cursor, owner, request_ids = (
-            parsed.stream,
-            parsed.entry,
-            parsed.owner,
-            parsed.request_ids,
+        name, cursor, owner = parsed.stream, parsed.entry, parsed.owner
+        request_ids = parsed.request_ids
+        with trio.move_on_after(timeout):
+            answered = await self._answered_until(name, cursor) if parsed.stored else set()
+            async with watcher.watch(self._key, owner, cursor) as watch:
+                # What was stored before the watch began (entries read twice are left out).
+                watch.take(await self._entries_after(cursor))
+                checks = 0
+                cut_ended = False
+                while True:
+                    events = _events_of(name, watch.entries())
+                    if events:
+                        answered |= _answered(data for _, data in events)
+                        if not deliver(events):
+                            return False
+                    if answered.issuperset(request_ids):
+                        return True
+                    if watch.failed is not None:
+                        raise watch.failed
+                    state = watch.state
+                    if state is not None and watch.checks != checks:
+                        checks = watch.checks
+                        if cut_ended:
+                            return False  # the errors were not stored: the client resumes
+                        if state.gone is not None:
+                            cut = [rid for rid in request_ids if rid not in answered]
+                            # Stored (by us, or by a replica that got there first): read next.
+                            await self._end_cut_requests(parsed, state.gone, cut)
+                            cut_ended = True
+                        elif not state.beating:
+                            return False
+                    await watch.wait()
+        return False  # timed out: the client resumes again
+
+    async def _entries_after(self, cursor: str) -> list[list[object]]:
+        entries = await self._client.execute(
+            "XRANGE", self._key, f"({cursor}", "+", "COUNT", self.max_events
         )
-        assert owner is not None
-        answered = await self._answered_until(name, cursor) if parsed.stored else set()
-        client = self._client
-        try:
-            connection = await client.connect()
-        except (OSError, RedisReplyError) as error:
-            raise StoreUnavailable(f"cannot follow {name} in {client.address}: {error}") from None
-        try:
-            check_at = trio.current_time()  # now: before the first wait
-            cut_ended = False
-            while not answered.issuperset(request_ids):
-                # On a clock: the session's other streams may keep every XREAD busy.
-                if trio.current_time() >= check_at:
-                    check_at = trio.current_time() + FOLLOW_CHECK
-                    if cut_ended:
-                        return False  # the errors were not stored: the client resumes again
-                    reason = await self._why_gone(owner)
-                    if reason is not None:
-                        cut = [rid for rid in request_ids if rid not in answered]
-                        # Stored (by us, or by a replica that got there first): read next.
-                        await self._end_cut_requests(parsed, reason, cut)
-                        cut_ended = True
-                    elif self._beating is not None and not await self._beating(owner):
-                        return False
-                # At least 1 ms: BLOCK 0 would wait for ever.
-                block_ms = max(1, math.ceil((check_at - trio.current_time()) * 1000))
-                command = ("XREAD", "COUNT", self.max_events, "BLOCK", block_ms)
-                with trio.move_on_after(FOLLOW_CHECK + client.timeout) as bound:
-                    try:
-                        (reply,) = await connection.roundtrip(
-                            pack((*command, "STREAMS", self._key, cursor)), 1
-                        )
-                    except (OSError, trio.BrokenResourceError) as error:
-                        raise StoreUnavailable(f"following {name}: {error}") from None
-                if bound.cancelled_caught:
-                    raise StoreUnavailable(f"following {name}: no answer from {client.address}")
-                if not isinstance(reply, list) or not reply:
-                    continue  # nothing new in the whole session for a while
-                entries = reply[0][1]
-                if entries:
-                    cursor = entries[-1][0].decode("ascii")
-                events = _events_of(name, entries)
-                if events:
-                    answered |= _answered(data for _, data in events)
-                    if not deliver(events):
-                        return False
-            return True
-        finally:
-            await close_connection(connection)
+        return entries if isinstance(entries, list) else []
 
     async def _why_gone(self, replica: str) -> str | None:
         if self._gone is not None:

@@ -68,6 +68,7 @@ from trimcp.transports.http_server.asgi import (
     session_gone,
     wait_for_disconnect,
 )
+from trimcp.transports.http_server.budgets import StreamBudgets
 from trimcp.transports.http_server.config import HttpServerConfig, with_declared_auth
 from trimcp.transports.http_server.manager import SessionEntry, SessionManager
 from trimcp.transports.http_server.modern import ModernEndpoint
@@ -87,6 +88,11 @@ logger = logging.getLogger("trimcp.http")
 SESSION_HEADER = b"mcp-session-id"
 #: Scheduler passes a POST stream's priming event waits to share a write with the answer.
 PRIMING_PASSES = 8
+#: The refusal of a ``Last-Event-ID`` the session's event store does not know.
+UNKNOWN_EVENT_ID = (
+    "Unknown Last-Event-ID: no event of this session has that id (never issued, expired, "
+    "or of a stream with nothing more to send); open the stream again without it"
+)
 #: Seconds a JSON-mode POST waits for its answer before it also watches for the client
 #: leaving (a client that leaves is noticed at most this late).
 QUICK_ANSWER = 0.05
@@ -137,13 +143,16 @@ class McpHttpApp:
             else None
         )
         self._factory = factory
+        #: What requests may hold open (follows, listen streams), across replicas when
+        #: the store is shared.
+        self.budgets = StreamBudgets(config, store)
         #: DPoP proofs already used, as every replica sees them (None: the checker's own).
         self._replay = store.replay_cache() if isinstance(store, SharesReplayCache) else None
         # A shared handler with a lifespan (trimcp.Server): entered with the manager.
         self._lifespan_of = lifespan_of
         # A shared handler that serves 2026-07-28 requests too (trimcp.Server).
         self._modern = (
-            ModernEndpoint(lifespan_of, config, self.manager)
+            ModernEndpoint(lifespan_of, config, self.manager, self.budgets)
             if isinstance(lifespan_of, StatelessHandler)
             else None
         )
@@ -653,9 +662,11 @@ class McpHttpApp:
             last_event_id = headers.get(b"last-event-id")
             resumed: Callable[[], Awaitable[None]] | bool = False
             if last_event_id is not None and transport.resumable:
-                resumed = await transport.resume(last_event_id, sink)
+                resumed = await transport.resume(
+                    last_event_id, sink, follow_timeout=config.follow_timeout
+                )
                 if not resumed:
-                    raise HttpRejection(400, "Unknown Last-Event-ID")
+                    raise HttpRejection(400, UNKNOWN_EVENT_ID)
             if not resumed:
                 session = entry.session
                 version = session.protocol_version if session is not None else None
@@ -664,13 +675,17 @@ class McpHttpApp:
             if self.relay is not None and transport.has_standalone_stream():
                 await self.relay.claim_stream(entry)
             start_headers = [*SSE_HEADERS, (SESSION_HEADER, entry.session_id.encode("ascii"))]
-            await send({"type": "http.response.start", "status": 200, "headers": start_headers})
             if callable(resumed):  # a call running on another replica: follow its stream
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(resumed)
-                    await pump_until_disconnect(send, receive, sink)
-                    nursery.cancel_scope.cancel()
+                async with self.budgets.follow(entry.session_id, principal):  # 429, 503
+                    await send(
+                        {"type": "http.response.start", "status": 200, "headers": start_headers}
+                    )
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(resumed)
+                        await pump_until_disconnect(send, receive, sink)
+                        nursery.cancel_scope.cancel()
             else:
+                await send({"type": "http.response.start", "status": 200, "headers": start_headers})
                 await pump_until_disconnect(send, receive, sink)
         finally:
             sink.finish()

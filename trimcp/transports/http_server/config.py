@@ -85,6 +85,11 @@ class HttpServerConfig(Record):
       server messages kept while no GET stream is open (oldest dropped, logged).
       ``event_store_factory``: called with each session id; None disables resumability
       (no event ids, no priming events). ``retry_ms``: the SSE ``retry`` the server sends.
+      ``max_follows`` / ``max_follows_per_principal`` / ``max_follows_per_session``: with
+      replicas, resumed streams of calls running on another replica that this server
+      follows (counted across every replica through a shared store; 503 past the total,
+      429 past a caller's or a session's share), each for at most ``follow_timeout``
+      seconds (then it ends with ``retry``: the client resumes again).
     Modes:
       ``stateless``: no session ids; each POST runs in a fresh session, initialized
       implicitly from ``MCP-Protocol-Version``; the server cannot send requests to the
@@ -115,6 +120,10 @@ class HttpServerConfig(Record):
     backlog_size: int = attrs.field(default=64, validator=positive)
     event_store_factory: Callable[[str], EventStore] | None = default_event_store
     retry_ms: int = attrs.field(default=1000, validator=positive)
+    max_follows: int = attrs.field(default=1000, validator=positive)
+    max_follows_per_principal: int = attrs.field(default=200, validator=positive)
+    max_follows_per_session: int = attrs.field(default=128, validator=positive)
+    follow_timeout: float = attrs.field(default=600.0, validator=positive)
     stateless: bool = False
     json_response: bool = False
     rest_after: float | None = attrs.field(default=0.02, validator=optional_positive)

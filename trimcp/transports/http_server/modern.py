@@ -33,6 +33,7 @@ import functools
 import logging
 import math
 from collections.abc import Hashable, Mapping
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any, Protocol, runtime_checkable
 
 import trio
@@ -57,6 +58,7 @@ from trimcp.transports.http_server.asgi import (
     Send,
     respond,
 )
+from trimcp.transports.http_server.budgets import StreamBudgets
 from trimcp.transports.http_server.config import HttpServerConfig
 from trimcp.transports.http_server.manager import SessionManager
 from trimcp.transports.http_server.slow import SlowRequests
@@ -190,11 +192,17 @@ class ModernEndpoint:
     """Answers 2026-07-28 POSTs for one HTTP app (see the module docstring)."""
 
     def __init__(
-        self, handler: StatelessHandler, config: HttpServerConfig, manager: SessionManager
+        self,
+        handler: StatelessHandler,
+        config: HttpServerConfig,
+        manager: SessionManager,
+        budgets: StreamBudgets,
     ) -> None:
         self.handler = handler
         self.config = config
         self.manager = manager
+        #: Listen streams counted across replicas (when the store is shared).
+        self.budgets = budgets
         self._server_info = serde.unstructure(getattr(handler, "info", None))
         self._header_params = handler if isinstance(handler, HeaderParameters) else None
         #: Starts disconnect watchers for slow requests; run by the app (:meth:`run`).
@@ -264,54 +272,79 @@ class ModernEndpoint:
             )
             await _error(send, 400, encode_error(request.id, error))
             return
-        if listen:
-            self._admit_listen(principal, request.id)  # its own bound: no session slot
-            self.manager.hold()
-        else:
+        if not listen:
             self.manager.reserve()
-        try:
-            timeout = None if listen else config.session_options.handler_timeout
-            # The request's own cancel scope: its deadline is the handler timeout, and
-            # a client that leaves cancels it, which is watched only once the request
-            # outlives a short grace (see trimcp.transports.http_server.slow).
-            deadline = math.inf if timeout is None else trio.current_time() + timeout
-            scope = response.request_scope = trio.CancelScope(deadline=deadline)
-            watch = self.slow.add(functools.partial(_watch_disconnect, receive, response, scope))
             try:
-                answer = await run_request(
-                    self.handler, prepared, response, principal=principal, scope=scope
-                )
+                await self._run(receive, response, prepared, principal, listen=False)
             finally:
-                await watch.end()
-            response.request_scope = None
-            if response.gone:
-                return  # the client went away: the spec says nothing more is sent
-            data = answer.encode(self._server_info)
-            if data is None:
-                await response.end_empty()
-                return
-            status = 200 if answer.error is None else modern.http_status(answer.error.code)
-            try:
-                await response.finish(data, status)
-            except ClientGone:
-                return
-        finally:
-            if listen:
-                self.manager.unhold()
-            else:
                 self.manager.release()
+            return
+        # Its own bounds, no session slot: this process's count, then every replica's.
+        bounds = self._admit_listen(principal, request.id)
+        if bounds is None:
+            lease: AbstractAsyncContextManager[None] = nullcontext()
+        else:
+            lease = self.budgets.listen(
+                principal, request.id, max_streams=bounds[0], max_per_principal=bounds[1]
+            )
+        async with lease:
+            self.manager.hold()
+            try:
+                await self._run(receive, response, prepared, principal, listen=True)
+            finally:
+                self.manager.unhold()
 
-    def _admit_listen(self, principal: Hashable | None, request_id: RequestId) -> None:
-        """Refuse a listen stream past the hub's bounds: 429 for one caller's, 503 for
-        the server's (checked again, as a ``-32603``, when the stream starts)."""
+    async def _run(
+        self,
+        receive: Receive,
+        response: _Response,
+        prepared: Any,
+        principal: Hashable | None,
+        *,
+        listen: bool,
+    ) -> None:
+        """Run the admitted request and write its answer."""
+        timeout = None if listen else self.config.session_options.handler_timeout
+        # The request's own cancel scope: its deadline is the handler timeout, and a
+        # client that leaves cancels it, which is watched only once the request outlives
+        # a short grace (see trimcp.transports.http_server.slow).
+        deadline = math.inf if timeout is None else trio.current_time() + timeout
+        scope = response.request_scope = trio.CancelScope(deadline=deadline)
+        watch = self.slow.add(functools.partial(_watch_disconnect, receive, response, scope))
+        try:
+            answer = await run_request(
+                self.handler, prepared, response, principal=principal, scope=scope
+            )
+        finally:
+            await watch.end()
+        response.request_scope = None
+        if response.gone:
+            return  # the client went away: the spec says nothing more is sent
+        data = answer.encode(self._server_info)
+        if data is None:
+            await response.end_empty()
+            return
+        status = 200 if answer.error is None else modern.http_status(answer.error.code)
+        try:
+            await response.finish(data, status)
+        except ClientGone:
+            return
+
+    def _admit_listen(
+        self, principal: Hashable | None, request_id: RequestId
+    ) -> tuple[int, int] | None:
+        """Refuse a listen stream past the hub's bounds in this process: 429 for one
+        caller's, 503 for the server's (checked again, as a ``-32603``, when the stream
+        starts). The hub's bounds, in total and per principal (None: no hub)."""
         hub = getattr(self.handler, "listen_hub", None)
         if hub is None:
-            return
+            return None
         refused = hub.refusal(principal_key(principal))
         if refused is not None:
             limit, message = refused
             status = 429 if limit == "max_per_principal" else 503
             raise HttpRejection(status, message, code=INTERNAL_ERROR, request_id=request_id)
+        return int(hub.max_streams), int(hub.max_per_principal)
 
     def _check_headers(self, headers: RequestHeaders, request: Request) -> None:
         wire = {

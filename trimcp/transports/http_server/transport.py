@@ -19,6 +19,7 @@ bytes, so any id (non-ASCII, escaped) routes alike.
 from __future__ import annotations
 
 import logging
+import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
@@ -337,7 +338,9 @@ class HttpSessionTransport:
             self._backlog = None
             self.standalone.attach(sink)
 
-    async def resume(self, last_event_id: str, sink: Sink) -> Callable[[], Awaitable[None]] | bool:
+    async def resume(
+        self, last_event_id: str, sink: Sink, *, follow_timeout: float = math.inf
+    ) -> Callable[[], Awaitable[None]] | bool:
         """Replay the events after ``last_event_id`` into ``sink``, then attach it to the
         stream if that stream is still live (else the sink ends after the replay).
 
@@ -368,7 +371,7 @@ class HttpSessionTransport:
                 stream = self._live.get(stream_id)
             if stream is None and not self.closed and isinstance(store, FollowsStreams):
                 if not events:
-                    return partial(self._follow, store, last_event_id, sink)
+                    return partial(self._follow, store, last_event_id, sink, follow_timeout)
                 # Behind another replica's stream: end after the replay, so the client's
                 # next resume starts from the last event it got. Following on would risk a
                 # duplicate: clients (the official SDK among them) that lose a resumed
@@ -380,7 +383,7 @@ class HttpSessionTransport:
                 stream.attach(sink)
             return True
 
-    async def _follow(self, store: FollowsStreams, after: str, sink: Sink) -> None:
+    async def _follow(self, store: FollowsStreams, after: str, sink: Sink, timeout: float) -> None:
         """Follow another process's stream into ``sink``, then end it (with a ``retry``
         field when the stream is not complete, so the client resumes again)."""
 
@@ -391,7 +394,7 @@ class HttpSessionTransport:
 
         complete = False
         try:
-            complete = await store.follow(after, deliver)
+            complete = await store.follow(after, deliver, timeout=timeout)
         except StoreUnavailable as error:
             logger.warning("a resumed stream stopped following its replica: %s", error)
         finally:
