@@ -322,7 +322,7 @@ class Session:
             self.options.outbox_size,
             on_peer_gone=lambda _unwritten: self.request_close("the peer stopped reading"),
             # Going to rest: the next run drains what is queued meanwhile.
-            keep_queue=None if resting is None else resting.keeps_queue,
+            keep_queue=None if resting is None else resting.winding_down,
             send_now=transport.send_now if isinstance(transport, ImmediateTransport) else None,
             carry=None if carry is None else carry.outbox,
         )
@@ -681,7 +681,8 @@ class Session:
             await self._reply(request_id, self._connection.send_result(request_id, {}), batch)
             return
         refusal: McpError | None = None
-        if self.closing:
+        closer = self._closer  # self.closing, inlined: once per request
+        if closer is not None and closer.closing:
             refusal = McpError(CONNECTION_CLOSED, "Session is closing")
         elif len(self._inbound) >= self.options.max_in_flight:
             refusal = McpError(INTERNAL_ERROR, "Too many requests in flight; try again later")
@@ -756,7 +757,8 @@ class Session:
         if batch is None:
             message = Outgoing(data, request_id, (request_id,))
             outbox = self._run.outbox
-            if self.closing or not await outbox.reply_directly(message):
+            closer = self._closer  # self.closing, inlined: once per reply
+            if (closer is not None and closer.closing) or not await outbox.reply_directly(message):
                 await outbox.queue(message)
             return
         batch.pending.discard(request_id)
@@ -854,7 +856,7 @@ class Session:
                     resting = self._resting
                     if (
                         resting is not None
-                        and resting.keeps_queue()
+                        and resting.winding_down()
                         and not run.services_done.is_set()
                     ):
                         # Cancelled from outside while going to rest: nothing is under way.

@@ -80,8 +80,9 @@ class Resting:
         run.services.cancel()
         return True
 
-    def keeps_queue(self) -> bool:
-        """Whether a writer ending now keeps its queue (for the next run, after a wake)."""
+    def winding_down(self) -> bool:
+        """Whether its tasks are ending, to rest (a writer ending now keeps its queue for
+        the next run, in case of a wake meanwhile)."""
         return self.phase == WINDING_DOWN
 
     def wake(self, session: Session) -> bool:
