@@ -122,6 +122,13 @@ def test_follows_share_one_reader_are_budgeted_across_replicas_and_end(
         time.sleep(0.05)  # other processes: nothing to wait on but what Redis holds
     assert follows_counted(redis_server) == 0
     assert connected_clients(redis_server) - before < 10
+    # And every key the replicas wrote expires (sessions, events, stream records, the
+    # bus's keys of each session, leases, heartbeats).
+    keys = redis(redis_server, "KEYS", "*")
+    assert isinstance(keys, list)
+    assert keys
+    for key in keys:
+        assert redis(redis_server, "PTTL", key.decode()) != -1, key
 
 
 async def test_listen_streams_are_budgeted_across_replicas(

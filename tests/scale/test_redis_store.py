@@ -234,6 +234,32 @@ async def test_the_event_store_keeps_streams_going_while_redis_is_down(
         await store.aclose()
 
 
+async def test_what_a_session_keeps_expires_with_it(redis_server: RedisServer) -> None:
+    # Before: the replica holding the GET stream was kept 24 h, subscriptions and values
+    # (the log level) 24 h after set, whatever the session's expiry.
+    store = RedisStore(redis_server.url, prefix="t7:")
+    kept = ("t7:get:S", "t7:subs:S", "t7:sv:S")
+
+    async def ttls() -> list[object]:
+        return [await store.client.execute("PTTL", key) for key in kept]
+
+    try:
+        await store.save_session("S", b"{}", 60)
+        await store.bus.set_stream_holder("S", 24 * 3600)
+        assert await store.bus.add_subscription("S", "file:///a", 10)
+        await store.bus.save_session_value("S", "log-level", "debug")
+        assert all(isinstance(t, int) and 0 < t <= 60_000 for t in await ttls())
+        assert await store.bus.load_session_value("S", "log-level") == "debug"
+        # Each request pushes them out with the record ...
+        assert await store.load_session("S", 120) == b"{}"
+        assert all(isinstance(t, int) and 60_000 < t <= 120_000 for t in await ttls())
+        # ... and ending the session deletes them.
+        await store.drop_session("S", 10)
+        assert [await store.client.execute("EXISTS", key) for key in kept] == [0, 0, 0]
+    finally:
+        await store.aclose()
+
+
 async def test_the_memory_store_is_the_in_memory_event_store() -> None:
     assert isinstance(store_from_url("memory://").event_store("S"), InMemoryEventStore)
 

@@ -7,8 +7,10 @@ from collections.abc import Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import trio
 
+from trimcp.session.options import DEFAULT_IDLE_TIMEOUT
 from trimcp.stores.base import StoreUnavailable
 from trimcp.stores.event_ids import new_replica_id
 
@@ -43,9 +45,10 @@ class RedisStore:
 
     ``prefix`` starts every key (give each application its own); ``timeout`` bounds every
     call (see :class:`~trimcp.stores.redis_client.RedisClient`); ``event_ttl`` is how long
-    a session's events stay after its last event; ``max_events`` and ``max_event_bytes``
-    bound each session's event log (events, and bytes of their messages and stream names;
-    the oldest are trimmed as each is added).
+    a session's events stay after its last event (by default the sessions' idle timeout,
+    so they do not outlive a session: keep it no longer than ``idle_timeout``);
+    ``max_events`` and ``max_event_bytes`` bound each session's event log (events, and
+    bytes of their messages and stream names; the oldest are trimmed as each is added).
 
     Each process using it is one *replica* with a random id; while :meth:`run` runs it
     says every second that it is alive, so other replicas can tell when the one that ran a
@@ -63,7 +66,7 @@ class RedisStore:
         prefix: str = DEFAULT_PREFIX,
         timeout: float = 2.0,
         max_connections: int = 32,
-        event_ttl: float = 3600.0,
+        event_ttl: float = DEFAULT_IDLE_TIMEOUT,
         max_events: int = 512,
         max_event_bytes: int = 4 * 1024 * 1024,
     ) -> None:
@@ -191,20 +194,37 @@ class RedisStore:
     # --- sessions -------------------------------------------------------------------------
 
     async def save_session(self, session_id: str, record: bytes, ttl: float) -> None:
-        await self.client.execute("SET", self.key("session", session_id), record, "PX", _ms(ttl))
+        keys = session_keys(self.prefix, session_id)
+        ms = _ms(ttl)
+        await self.client.pipeline(
+            [
+                ("SET", keys.record, record, "PX", ms),
+                *[("PEXPIRE", key, ms) for key in keys.kept_with_record],
+            ]
+        )
 
     async def load_session(self, session_id: str, ttl: float) -> bytes | None:
-        key = self.key("session", session_id)
-        record, _ = await self.client.pipeline([("GET", key), ("PEXPIRE", key, _ms(ttl))])
+        # What the bus keeps of the session expires with its record (see session_keys):
+        # pushed out together, in the same round trip.
+        keys = session_keys(self.prefix, session_id)
+        ms = _ms(ttl)
+        record, *_ = await self.client.pipeline(
+            [
+                ("GET", keys.record),
+                ("PEXPIRE", keys.record, ms),
+                *[("PEXPIRE", key, ms) for key in keys.kept_with_record],
+            ]
+        )
         return record if isinstance(record, bytes) else None
 
     async def drop_session(self, session_id: str, ttl: float) -> None:
         from trimcp.stores.redis_events import event_keys
 
+        keys = session_keys(self.prefix, session_id)
         await self.client.pipeline(
             [
-                ("SET", self.key("session", session_id), b"", "PX", _ms(ttl)),
-                ("DEL", *event_keys(self.key("ev", session_id))),
+                ("SET", keys.record, b"", "PX", _ms(ttl)),
+                ("DEL", *keys.kept_with_record, *event_keys(self.key("ev", session_id))),
             ]
         )
 
@@ -283,6 +303,34 @@ class RedisStore:
 
     def __repr__(self) -> str:
         return f"RedisStore({str(self.address)!r}, prefix={self.prefix!r})"
+
+
+@attrs.frozen(slots=True)
+class SessionKeys:
+    """The keys of one shared session: its record (see
+    :meth:`~trimcp.stores.RedisStore.save_session`) and what the bus keeps of it. These
+    expire with the record: set to its expiry when written, and pushed out with it on
+    every request (:meth:`~trimcp.stores.RedisStore.load_session`); ending the session
+    deletes them all."""
+
+    record: str
+    subscriptions: str
+    values: str
+    holder: str
+
+    @property
+    def kept_with_record(self) -> tuple[str, str, str]:
+        return (self.subscriptions, self.values, self.holder)
+
+
+def session_keys(prefix: str, session_id: str) -> SessionKeys:
+    """The keys of session ``session_id`` under ``prefix``."""
+    return SessionKeys(
+        record=f"{prefix}session:{session_id}",
+        subscriptions=f"{prefix}subs:{session_id}",
+        values=f"{prefix}sv:{session_id}",
+        holder=f"{prefix}get:{session_id}",
+    )
 
 
 def _gone(state: object) -> str | None:

@@ -27,9 +27,11 @@ import hiredis
 import trio
 
 from trimcp.protocol.jsonrpc import dump_json, parse_json
+from trimcp.session.options import DEFAULT_IDLE_TIMEOUT
 from trimcp.stores.base import StoreUnavailable
 from trimcp.stores.bus import TAG_BITS, BusHandler, BusMessage, Subscribers
-from trimcp.stores.redis_client import Connection, RedisClient, RedisReplyError, pack
+from trimcp.stores.redis import SessionKeys, session_keys
+from trimcp.stores.redis_client import Command, Connection, RedisClient, RedisReplyError, pack
 
 logger = logging.getLogger("trimcp.stores.bus")
 
@@ -63,12 +65,14 @@ class RedisBus:
         backoff_min: float = 0.1,
         backoff_max: float = 5.0,
         handler_timeout: float = 5.0,
-        subscription_ttl: float = 24 * 3600.0,
+        session_ttl: float = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         self.client = client
         self.prefix = prefix
-        #: How long a session's resource subscriptions outlive its last ``subscribe``.
-        self.subscription_ttl_ms = max(1, int(subscription_ttl * 1000))
+        #: How long what the bus keeps of a session (its subscriptions, small values, the
+        #: replica holding its GET stream) lasts when the session's own record is not in
+        #: Redis; with a record, it expires with the record (see :func:`session_keys`).
+        self.session_ttl_ms = max(1, int(session_ttl * 1000))
         self.replica = replica
         self._tag = int(replica[:5], 16) % (1 << TAG_BITS) or 1  # 0: "no replica"
         self.channel = prefix + "bus"
@@ -105,13 +109,17 @@ class RedisBus:
 
     # --- subscriptions of shared sessions -------------------------------------------------
 
-    def _subs_key(self, session_id: str) -> str:
-        return f"{self.prefix}subs:{session_id}"
+    def _keys(self, session_id: str) -> SessionKeys:
+        return session_keys(self.prefix, session_id)
+
+    def _expire_with_session(self, key: str, session_id: str) -> Command:
+        """The command giving ``key`` the expiry of the session's record."""
+        return ("EVAL", _EXPIRE_WITH, 2, key, self._keys(session_id).record, self.session_ttl_ms)
 
     async def add_subscription(self, session_id: str, uri: str, limit: int) -> bool:
-        key = self._subs_key(session_id)
+        key = self._keys(session_id).subscriptions
         added, count, _ = await self.client.pipeline(
-            [("SADD", key, uri), ("SCARD", key), ("PEXPIRE", key, self.subscription_ttl_ms)]
+            [("SADD", key, uri), ("SCARD", key), self._expire_with_session(key, session_id)]
         )
         if isinstance(count, int) and count > limit:
             if added == 1:
@@ -120,32 +128,39 @@ class RedisBus:
         return True
 
     async def remove_subscription(self, session_id: str, uri: str) -> None:
-        await self.client.execute("SREM", self._subs_key(session_id), uri)
+        await self.client.execute("SREM", self._keys(session_id).subscriptions, uri)
 
     async def subscribed(self, session_ids: list[str], uri: str) -> list[bool]:
         replies = await self.client.pipeline(
-            [("SISMEMBER", self._subs_key(sid), uri) for sid in session_ids]
+            [("SISMEMBER", self._keys(sid).subscriptions, uri) for sid in session_ids]
         )
         return [reply == 1 for reply in replies]
 
     # --- small values of shared sessions (e.g. the log level) ------------------------------
 
     async def save_session_value(self, session_id: str, name: str, value: str) -> None:
-        key = f"{self.prefix}sv:{session_id}:{name}"
-        await self.client.execute("SET", key, value, "PX", self.subscription_ttl_ms)
+        key = self._keys(session_id).values
+        await self.client.pipeline(
+            [("HSET", key, name, value), self._expire_with_session(key, session_id)]
+        )
 
     async def load_session_value(self, session_id: str, name: str) -> str | None:
-        reply = await self.client.execute("GET", f"{self.prefix}sv:{session_id}:{name}")
+        reply = await self.client.execute("HGET", self._keys(session_id).values, name)
         return reply.decode("utf-8", "replace") if isinstance(reply, bytes) else None
 
     # --- which replica holds a session's GET stream ------------------------------------------
 
     async def set_stream_holder(self, session_id: str, ttl: float) -> None:
-        key = f"{self.prefix}get:{session_id}"
-        await self.client.execute("SET", key, self._tag, "PX", max(1, int(ttl * 1000)))
+        key = self._keys(session_id).holder
+        await self.client.pipeline(
+            [
+                ("SET", key, self._tag, "PX", max(1, int(ttl * 1000))),
+                self._expire_with_session(key, session_id),
+            ]
+        )
 
     async def stream_holder(self, session_id: str) -> int | None:
-        reply = await self.client.execute("GET", f"{self.prefix}get:{session_id}")
+        reply = await self.client.execute("GET", self._keys(session_id).holder)
         return int(reply) if isinstance(reply, bytes) and reply.isdigit() else None
 
     # --- publishing -----------------------------------------------------------------------
@@ -344,3 +359,14 @@ class RedisBus:
         if not isinstance(message, dict) or message.get("o") == self.replica:
             return  # our own event: handled when it was raised
         self._hand_over(message)
+
+
+#: KEYS: a key, the session's record; ARGV: the ttl ms to use without a record. Gives the
+#: key the record's expiry, never a longer one.
+_EXPIRE_WITH = """
+local left = redis.call('PTTL', KEYS[2])
+if left < 0 then left = tonumber(ARGV[1]) end
+local mine = redis.call('PTTL', KEYS[1])
+if mine < 0 or mine > left then redis.call('PEXPIRE', KEYS[1], left) end
+return left
+"""

@@ -57,6 +57,7 @@ import trio
 
 from trimcp.errors import INTERNAL_ERROR, McpError
 from trimcp.protocol.jsonrpc import RequestId, encode_error, parse_json
+from trimcp.session.options import DEFAULT_IDLE_TIMEOUT
 from trimcp.stores.base import StoreUnavailable, log_unavailable
 from trimcp.stores.event_ids import (
     GET_STREAM,
@@ -114,7 +115,7 @@ class RedisEventStore:
         *,
         max_events: int = 512,
         max_bytes: int = 4 * 1024 * 1024,
-        ttl: float = 3600.0,
+        ttl: float = DEFAULT_IDLE_TIMEOUT,
         replica: str = "000000000000",
         alive: Callable[[str], Awaitable[bool]] | None = None,
         gone: Callable[[str], Awaitable[str | None]] | None = None,

@@ -57,10 +57,6 @@ _CANCELLED = "notifications/cancelled"
 #: How long a replica trusts what it learnt of where a session's GET stream is.
 HOLDER_RECHECK = 1.0
 MAX_HOLDERS_CACHED = 10_000
-#: How long the record of a GET stream's replica lasts. Long on purpose (a GET stream can
-#: stay open for hours): a stale record is harmless, since a replica without the stream
-#: keeps what it is sent (stored, resumable) and one that stopped is not sent anything.
-HOLDER_TTL = 24 * 3600.0
 
 
 class ReplicaRelay:
@@ -132,7 +128,9 @@ class ReplicaRelay:
         self._remember(session_id, self.bus.tag)
         self.bus.publish_nowait({"t": "claim", "s": session_id, "tag": self.bus.tag})
         try:
-            await self.bus.set_stream_holder(session_id, HOLDER_TTL)
+            # No longer than the session: it expires with the session's record, which
+            # every request (this GET's included) pushes out (see RedisStore.load_session).
+            await self.bus.set_stream_holder(session_id, self.manager.config.idle_timeout)
         except StoreUnavailable as error:
             log_unavailable(
                 logger, logging.WARNING, error, "GET stream of %s… not claimed", session_id[:8]
