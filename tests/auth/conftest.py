@@ -14,7 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import attrs
@@ -44,8 +44,9 @@ def _need_peer(reason: str) -> None:
     missing_peer(reason, "CI must run the authorization-server tests")
 
 
-@pytest.fixture(scope="session")
-def oidc_provider() -> Iterator[OidcProvider]:
+def start_provider(**env: str) -> Generator[OidcProvider]:
+    """oidc-provider (installed when missing) with ``env`` on top of the defaults, for as
+    long as the generator is suspended; skips without npm (fails under CI)."""
     if shutil.which("npm") is None:
         _need_peer("npm is not installed")
     setup = subprocess.run(
@@ -54,12 +55,11 @@ def oidc_provider() -> Iterator[OidcProvider]:
     if setup.returncode != 0:
         pytest.fail(f"examples/oidc/setup.sh failed:\n{setup.stderr[-2000:]}")
     values = dict(line.split("=", 1) for line in setup.stdout.splitlines() if "=" in line)
-    env = {**os.environ, "OIDC_MODULES": values["OIDC_MODULES"], "ACCESS_TTL": "300"}
     process = subprocess.Popen(
         [values["OIDC_NODE"], str(PROVIDER)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env=env,
+        env={**os.environ, "OIDC_MODULES": values["OIDC_MODULES"], "ACCESS_TTL": "300", **env},
         start_new_session=True,
     )
     try:
@@ -71,6 +71,11 @@ def oidc_provider() -> Iterator[OidcProvider]:
         with_timeout_kill(process)
         if process.stdout is not None:
             process.stdout.close()
+
+
+@pytest.fixture(scope="session")
+def oidc_provider() -> Iterator[OidcProvider]:
+    yield from start_provider()
 
 
 def _read_line(process: subprocess.Popen[bytes], timeout: float) -> bytes:

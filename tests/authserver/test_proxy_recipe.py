@@ -74,7 +74,7 @@ def test_the_proxy_recipe_works(oidc_provider: OidcProvider, tmp_path: Path) -> 
         assert server.stderr is not None
         assert "trimcp: serving 'whoami'" in read_line(server.stderr, BOUND)
         line = read_line(server.stderr, BOUND)
-        assert f"from http://127.0.0.1:{server_port} for" in line, line
+        assert f"from http://127.0.0.1:{server_port} (this server; users log in at" in line, line
         called = subprocess.run(
             ["bash", "-euc", steps[2]],
             cwd=ROOT,

@@ -270,6 +270,11 @@ class AuthorizationServer(ProtectedResource):
             revocation_lag=lag,
         )
 
+    @property
+    def upstream_name(self) -> str:
+        """The identity provider users log in at, as the consent page names it."""
+        return self.upstream.upstream.display_name
+
     # --- deployment: the secret and the store -------------------------------------------
 
     @property
@@ -539,7 +544,7 @@ class AuthorizationServer(ProtectedResource):
             redirect_host=_shown_host(redirect_uri),
             scopes=request["scope"].split(),
             server_name=self.server_name,
-            upstream_name=self.upstream.upstream.display_name,
+            upstream_name=self.upstream_name,
             action=CONSENT,
             ask=ask,
         )

@@ -191,6 +191,15 @@ def build_parser() -> argparse.ArgumentParser:
         "server that declares no auth= itself (env TRIMCP_AUTH_ISSUER)",
     )
     run.add_argument(
+        "--auth-upstream",
+        default=None,
+        metavar="PROVIDER",
+        help="http: be the authorization server clients see, users logging in at github, "
+        "google or oidc:ISSUER_URL; client id and secret from env "
+        "TRIMCP_AUTH_UPSTREAM_CLIENT_ID and TRIMCP_AUTH_UPSTREAM_CLIENT_SECRET only (env "
+        "TRIMCP_AUTH_UPSTREAM)",
+    )
+    run.add_argument(
         "--auth-resource",
         default=None,
         metavar="URL",

@@ -47,6 +47,7 @@ FLAGS = {
     "auth_resource": "auth_resource",
     "auth_scope": "auth_scopes",
     "auth_dpop": "auth_dpop",
+    "auth_upstream": "auth_upstream",
 }
 
 

@@ -58,6 +58,7 @@ ENV: Final = {
     "TRIMCP_AUTH_RESOURCE": "auth_resource",
     "TRIMCP_AUTH_SCOPES": "auth_scopes",
     "TRIMCP_AUTH_DPOP": "auth_dpop",
+    "TRIMCP_AUTH_UPSTREAM": "auth_upstream",
 }
 #: The secret sealing 2026-07-28 ``requestState`` (see
 #: :meth:`RequestStateKeyring.from_secret`), and the one it replaced, which still opens
@@ -69,6 +70,10 @@ OLD_STATE_SECRET: Final = "TRIMCP_STATE_SECRET_OLD"
 #: upstream tokens, its signing keys), for an ``AuthorizationServer`` given none in code:
 #: the same for every worker and replica. Environment only, like the state secret.
 AUTHSERVER_SECRET: Final = "TRIMCP_AUTHSERVER_SECRET"
+#: trimcp's client id and secret at the identity provider ``auth_upstream`` names.
+#: Environment only: a command line is visible to every user of the machine.
+UPSTREAM_CLIENT_ID: Final = "TRIMCP_AUTH_UPSTREAM_CLIENT_ID"
+UPSTREAM_CLIENT_SECRET: Final = "TRIMCP_AUTH_UPSTREAM_CLIENT_SECRET"
 _TRUE: Final = ("1", "true", "yes", "on")
 _FALSE: Final = ("0", "false", "no", "off", "")
 
@@ -160,6 +165,25 @@ def _dpop_mode(value: str) -> str:
     return mode
 
 
+#: What ``auth_upstream`` may name besides ``oidc:ISSUER``.
+UPSTREAMS: Final = ("github", "google")
+
+
+def _upstream(value: str | None) -> str | None:
+    if value is None:
+        return None
+    name = value.strip()
+    if name in UPSTREAMS:
+        return name
+    issuer = name.removeprefix("oidc:")
+    if issuer != name and issuer.startswith(("https://", "http://")):
+        return f"oidc:{issuer.rstrip('/')}"
+    raise SettingsError(
+        f"unknown identity provider {value!r}: use github, google or oidc:ISSUER_URL",
+        hint="e.g. --auth-upstream oidc:https://login.example.com/realms/staff",
+    )
+
+
 def _scopes(value: Any) -> tuple[str, ...]:
     # Scopes are space-separated in OAuth; commas are accepted too (like the other lists).
     if isinstance(value, str):
@@ -192,6 +216,10 @@ class ServeSettings(Record):
     requiring those scopes (see :func:`protection`). ``auth_dpop``: ``off`` (Bearer
     tokens), ``accept`` (DPoP-bound tokens too) or ``require`` (only DPoP-bound tokens,
     each request with a fresh proof; replicas on one Redis store share the replay cache).
+    ``auth_upstream``: instead of an issuer, make this server the authorization server its
+    clients see, users logging in at ``github``, ``google`` or ``oidc:ISSUER_URL`` (its
+    client id and secret from ``TRIMCP_AUTH_UPSTREAM_CLIENT_ID`` and
+    ``TRIMCP_AUTH_UPSTREAM_CLIENT_SECRET``; see :func:`protection`).
     """
 
     transport: str = attrs.field(default="stdio", converter=_transport)
@@ -209,6 +237,7 @@ class ServeSettings(Record):
     auth_resource: str | None = None
     auth_scopes: tuple[str, ...] = attrs.field(default=(), converter=_scopes)
     auth_dpop: str = attrs.field(default="off", converter=_dpop_mode)
+    auth_upstream: str | None = attrs.field(default=None, converter=_upstream)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ServeSettings:
@@ -332,22 +361,29 @@ def use_state_secret(
     )
 
 
-_AUTH_SETTINGS: Final = "--auth-issuer/--auth-resource/--auth-scope/--auth-dpop (TRIMCP_AUTH_*)"
+_AUTH_SETTINGS: Final = (
+    "--auth-issuer/--auth-upstream/--auth-resource/--auth-scope/--auth-dpop (TRIMCP_AUTH_*)"
+)
 
 
 def protection(server: Any, settings: ServeSettings) -> Any:
     """The OAuth protection (a :class:`~trimcp.auth.ProtectedResource`) serving ``server``
     over HTTP applies: the one it declares (``Server(auth=...)``), else one made from the
-    ``auth_*`` settings (JWT access tokens of ``auth_issuer``), else None: open.
+    ``auth_*`` settings (JWT access tokens of ``auth_issuer``, or trimcp's own
+    authorization server in front of ``auth_upstream``), else None: open. An
+    ``AuthorizationServer`` given no secret in code takes ``TRIMCP_AUTHSERVER_SECRET``.
 
     Raises :class:`SettingsError` when both the server and the settings name one (which
-    would win is a guess), for auth settings without an issuer, for a resource that
-    cannot be derived, or (ImportError) when the ``auth`` extra is missing."""
+    would win is a guess), for auth settings without an issuer or upstream (or with
+    both), for an upstream without its client id (or secret) in the environment, for a
+    resource that cannot be derived, or (ImportError) when the ``auth`` extra is
+    missing."""
     from trimcp.auth.declared import declared_auth
 
     declared = declared_auth(server)
     wanted = (
         settings.auth_issuer
+        or settings.auth_upstream
         or settings.auth_resource
         or settings.auth_scopes
         or settings.auth_dpop != "off"
@@ -374,23 +410,33 @@ def protection(server: Any, settings: ServeSettings) -> Any:
     if not wanted:
         return None
     issuer = settings.auth_issuer
-    if not issuer:
+    if issuer and settings.auth_upstream:
+        raise SettingsError(
+            "--auth-issuer and --auth-upstream both say who issues this server's tokens: give one",
+            hint="--auth-issuer: an authorization server you run; --auth-upstream: this "
+            "server is the authorization server, and users log in at that provider",
+        )
+    if not issuer and not settings.auth_upstream:
         raise SettingsError(
             "--auth-resource, --auth-scope and --auth-dpop need --auth-issuer "
             "(TRIMCP_AUTH_ISSUER): the URL of the authorization server whose tokens this "
-            "server accepts"
+            "server accepts, or --auth-upstream (TRIMCP_AUTH_UPSTREAM)"
         )
     resource = settings.auth_resource
     if not resource:
         served = settings.transport == "http" and is_loopback_host(settings.host)
         if not served or settings.bound_port == 0:
+            flag = "--auth-issuer" if issuer else "--auth-upstream"
             raise SettingsError(
-                "--auth-issuer needs --auth-resource (TRIMCP_AUTH_RESOURCE): this server's "
+                f"{flag} needs --auth-resource (TRIMCP_AUTH_RESOURCE): this server's "
                 "URL as clients reach it, which tokens must name as their audience",
                 hint="e.g. --auth-resource https://mcp.example.com/mcp (on loopback with a "
                 "fixed --port it defaults to the URL served)",
             )
         resource = url_of("http", settings.host, settings.bound_port, settings.path)
+    if settings.auth_upstream:
+        return own_authorization_server(settings.auth_upstream, resource, settings)
+    assert issuer is not None
     from trimcp.auth.resource import ProtectedResource
     from trimcp.auth.verifiers import JwtVerifier
 
@@ -405,6 +451,60 @@ def protection(server: Any, settings: ServeSettings) -> Any:
         )
     except ValueError as exc:
         raise SettingsError(f"auth settings: {exc}") from None
+
+
+def own_authorization_server(
+    name: str, resource: str, settings: ServeSettings, environ: Mapping[str, str] | None = None
+) -> Any:
+    """trimcp's own ``AuthorizationServer`` for ``resource``, users logging in at the
+    provider ``name`` (``github``, ``google``, ``oidc:ISSUER``) with the client id and
+    secret the environment holds, requiring ``settings.auth_scopes``, DPoP as
+    ``settings.auth_dpop`` says, sealing with ``TRIMCP_AUTHSERVER_SECRET``. Raises
+    :class:`SettingsError` naming the variable that is missing."""
+    from urllib.parse import urlsplit
+
+    from trimcp.auth.resource import canonical_resource
+    from trimcp.authserver import AuthorizationServer, Upstream, github, google, oidc
+
+    environ = os.environ if environ is None else environ
+    client_id = environ.get(UPSTREAM_CLIENT_ID, "")
+    secret = environ.get(UPSTREAM_CLIENT_SECRET) or None
+    parts = urlsplit(canonical_resource(resource))
+    callback = f"{parts.scheme}://{parts.netloc}/oauth/callback"
+    where = f"register this server there as an OAuth application with the callback {callback}"
+    if not client_id:
+        raise SettingsError(
+            f"--auth-upstream {name} needs {UPSTREAM_CLIENT_ID} (and {UPSTREAM_CLIENT_SECRET}) "
+            "in the environment: this server's client id at the provider",
+            hint=where,
+        )
+    if secret is None and name in UPSTREAMS:
+        raise SettingsError(
+            f"--auth-upstream {name} needs {UPSTREAM_CLIENT_SECRET} in the environment: "
+            "this server's client secret at the provider",
+            hint=where,
+        )
+    upstream: Upstream
+    if name == "github":
+        assert secret is not None
+        upstream = github(client_id, secret)
+    elif name == "google":
+        assert secret is not None
+        upstream = google(client_id, secret)
+    else:
+        upstream = oidc(name.removeprefix("oidc:"), client_id, secret)
+    try:
+        auth = AuthorizationServer(
+            resource=resource,
+            upstream=upstream,
+            required_scopes=settings.auth_scopes,
+            dpop=settings.auth_dpop != "off",
+            require_dpop=settings.auth_dpop == "require",
+        )
+    except ValueError as exc:
+        raise SettingsError(f"auth settings: {exc}") from None
+    use_authserver_secret(auth, environ)
+    return auth
 
 
 def use_authserver_secret(auth: Any, environ: Mapping[str, str] | None = None) -> None:
@@ -424,6 +524,9 @@ def use_authserver_secret(auth: Any, environ: Mapping[str, str] | None = None) -
 def describe_protection(auth: Any) -> str:
     """One line saying how a protected server is protected, for the startup lines."""
     issuers = ", ".join(auth.authorization_servers)
+    upstream = getattr(auth, "upstream_name", None)
+    if upstream is not None:  # trimcp's own authorization server
+        issuers = f"{issuers} (this server; users log in at {upstream})"
     scopes = " ".join(sorted(auth.required_scopes)) or "none"
     dpop = getattr(auth, "dpop", None)
     kind = "OAuth access tokens"
