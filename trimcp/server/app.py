@@ -59,7 +59,8 @@ from trimcp.server.lowlevel import answer_initialize
 from trimcp.server.middleware import Call, Middleware, Next, build_chain
 from trimcp.server.mount import Mount, prefixed_uri
 from trimcp.server.prompts import RegisteredPrompt
-from trimcp.server.registry import Registry
+from trimcp.server.providers import Catalog, Kind, LocalProvider, Provider
+from trimcp.server.registry import Handle, Registry
 from trimcp.server.replicas import ReplicaLink
 from trimcp.server.resolve import Resolved, canonical, check_scopes, resolve
 from trimcp.server.resources import RegisteredResource, RegisteredTemplate, not_found
@@ -103,6 +104,8 @@ if TYPE_CHECKING:
     # completion types are imported where used (a server that never completes, a stdio
     # server starting, never loads them)
     from trimcp.auth.resource import ProtectedResource
+    from trimcp.server.providers import PromptComponent, ToolComponent
+    from trimcp.server.transforms import Transform
     from trimcp.types import (
         CallToolRequestParams,
         CompleteRequestParams,
@@ -120,6 +123,8 @@ if TYPE_CHECKING:
 P = ParamSpec("P")
 R = TypeVar("R")
 T = TypeVar("T")
+P_ = TypeVar("P_", bound=Provider)
+T_ = TypeVar("T_", bound="Transform")
 F = TypeVar("F", bound=Callable[..., Any])
 
 NotificationHandler = Callable[[Session, Any], Any]
@@ -224,6 +229,8 @@ class Server:
         self.resources: Registry[RegisteredResource] = Registry("resources", self._changed)
         self.templates: Registry[RegisteredTemplate] = Registry("templates", self._changed)
         self.prompts: Registry[RegisteredPrompt] = Registry("prompts", self._changed)
+        # The providers (these decorated components first) and the transforms.
+        self._catalog = Catalog(LocalProvider(self), self._changed)
         self.completions = Completions()
         self._log_buffer = LogBuffer(log_buffer)
         self._sessions = SessionTable(self._log_buffer, notify_timeout=notify_timeout)
@@ -304,6 +311,45 @@ class Server:
     def mounted_servers(self) -> list[Server]:
         """The servers mounted into this one (directly), in mount order."""
         return [mount.child for mount in self._mounts]
+
+    def add_provider(self, provider: P_, *, transforms: Sequence[Transform] = ()) -> P_:
+        """Serve ``provider``'s tools, prompts, resources and templates too, shaped by
+        ``transforms`` (that provider's only, first to last); see
+        :mod:`trimcp.server.providers`. Returns ``provider``.
+
+        Where two providers serve the same name or URI, the one added first wins (this
+        server's own decorated components come first). Its :meth:`Provider.lifespan
+        <trimcp.server.providers.Provider.lifespan>` is entered with this server's
+        lifespan (add providers before serving). Clients are told the lists changed.
+        Raises ``TypeError`` for what is not a Provider or Transform, ``ValueError`` for a
+        provider added twice. Only this server's own components are carried into a
+        server this one is mounted into.
+        """
+        self._catalog.add_provider(provider, transforms)
+        self._lifespan.children.append(
+            LifespanRunner(f"provider {provider!r}", _provider_lifespan, provider)
+        )
+        return provider
+
+    def add_transform(self, transform: T_) -> T_:
+        """Shape everything this server serves with ``transform``, after the transforms
+        added before (see :mod:`trimcp.server.transforms`). Returns ``transform``.
+
+        Takes effect for requests that arrive after the call; clients are told the lists
+        changed. Raises ``TypeError`` for what is not a Transform.
+        """
+        self._catalog.add_transform(transform)
+        return transform
+
+    @property
+    def providers(self) -> tuple[Provider, ...]:
+        """Where components come from, in order: the decorated ones first."""
+        return self._catalog.providers
+
+    @property
+    def transforms(self) -> tuple[Transform, ...]:
+        """The server-wide transforms, nearest the providers first."""
+        return self._catalog.transforms
 
     # --- extensions ---------------------------------------------------------------------
 
@@ -386,6 +432,7 @@ class Server:
         run_sync_in_thread: bool = False,
         cache: CacheHint | None = None,
         ui: ToolUi | str | None = None,
+        tags: Iterable[str] | None = None,
     ) -> Callable[[Callable[P, R]], RegisteredTool[P, R]]: ...
     def tool(self, name: Any = None, **options: Any) -> Any:
         """Register the decorated function as a tool (``@app.tool`` or ``@app.tool(...)``).
@@ -395,7 +442,8 @@ class Server:
         validation, results and errors; raises ``TypeError``/``ValueError`` at
         registration for what cannot be a tool (bad name, unsupported types, duplicate).
         ``ui``: the app page (``ui://...``) a host renders the tool's results with, or a
-        :class:`~trimcp.server.apps.ToolUi` (see :mod:`trimcp.server.apps`).
+        :class:`~trimcp.server.apps.ToolUi` (see :mod:`trimcp.server.apps`). ``tags``:
+        labels that transforms select by (:mod:`trimcp.server.transforms`).
         """
         if callable(name):
             return self.add_tool(name)
@@ -412,15 +460,15 @@ class Server:
         """Register ``fn`` as a tool now; the options are those of :meth:`tool`.
 
         ``cache``: the cache hint of ``tools/list`` pages listing it (2026-07-28).
+        ``tags``: labels transforms select by (see :mod:`trimcp.server.transforms`).
         """
-        cache = options.pop("cache", None)
-        tool = RegisteredTool(fn, name=name, **options)
+        cache, tags = options.pop("cache", None), options.pop("tags", None)
+        tool = _label(RegisteredTool(fn, name=name, **options), cache, tags)
         try:
             headers = modern.header_parameters(tool.definition().input_schema)
         except ValueError as exc:
             raise ValueError(f"tool {tool.name!r}: {exc}") from None
         added = self.tools.add(tool.name, tool)
-        self._hint("tools", tool.name, cache)
         if headers:
             self._header_params[tool.name] = headers
         return added
@@ -428,15 +476,8 @@ class Server:
     def remove_tool(self, name: str) -> RegisteredTool[Any, Any]:
         """Unregister the tool ``name`` (``KeyError`` if there is none)."""
         removed = self.tools.remove(name)
-        self._stateless.hints.pop(("tools", name), None)
         self._header_params.pop(name, None)
         return removed
-
-    def _hint(self, kind: str, key: str, hint: CacheHint | None) -> None:
-        if hint is not None:
-            if not isinstance(hint, CacheHint):
-                raise TypeError(f"cache must be a CacheHint, not {hint!r}")
-            self._stateless.hints[(kind, key)] = hint
 
     def get_tool(self, name: str) -> RegisteredTool[Any, Any] | None:
         """The tool ``name`` (enabled or not), or None."""
@@ -457,11 +498,12 @@ class Server:
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
         meta: Mapping[str, Any] | None = None,
         cache: CacheHint | None = None,
+        tags: Iterable[str] | None = None,
     ) -> Callable[[Callable[..., Any]], RegisteredResource | RegisteredTemplate]:
         """Register the decorated function as the resource ``uri``, or as a template when
         ``uri`` holds ``{variables}`` (see :mod:`trimcp.server.resources`). ``cache``: the
         cache hint of its ``resources/read`` results and of list pages naming it
-        (2026-07-28).
+        (2026-07-28). ``tags``: labels that transforms select by.
 
         The URI is required: a bare ``@app.resource`` (no parentheses) raises ``TypeError``
         at once, naming the function.
@@ -487,6 +529,7 @@ class Server:
                 icons=icons,
                 meta=meta,
                 cache=cache,
+                tags=tags,
             )
 
         return register
@@ -498,6 +541,7 @@ class Server:
         *,
         size: int | None = None,
         cache: CacheHint | None = None,
+        tags: Iterable[str] | None = None,
         **options: Any,
     ) -> RegisteredResource | RegisteredTemplate:
         """Register ``fn`` for ``uri`` now; the options are those of :meth:`resource`."""
@@ -506,18 +550,13 @@ class Server:
         if "{" in uri:
             if size is not None:
                 raise TypeError("A resource template has no size")
-            template = RegisteredTemplate(uri, fn, **options)
-            added_template = self.templates.add(template.uri_template, template)
-            self._hint("resources", template.uri_template, cache)
-            return added_template
-        resource = RegisteredResource(uri, fn, size=size, **options)
-        added = self.resources.add(resource.uri, resource)
-        self._hint("resources", resource.uri, cache)
-        return added
+            template = _label(RegisteredTemplate(uri, fn, **options), cache, tags)
+            return self.templates.add(template.uri_template, template)
+        resource = _label(RegisteredResource(uri, fn, size=size, **options), cache, tags)
+        return self.resources.add(resource.uri, resource)
 
     def remove_resource(self, uri: str) -> RegisteredResource | RegisteredTemplate:
         """Unregister the resource or template registered for ``uri`` (``KeyError`` if none)."""
-        self._stateless.hints.pop(("resources", uri), None)
         if uri in self.templates:
             return self.templates.remove(uri)
         return self.resources.remove(uri)
@@ -577,9 +616,7 @@ class Server:
 
         ui = apps.resource_meta(csp, permissions, domain, prefers_border)
         resource = apps.RegisteredUiResource(uri, apps.page_function(page), ui=ui, **options)
-        added = self.resources.add(resource.uri, resource)
-        self._hint("resources", resource.uri, cache)
-        return added
+        return self.resources.add(resource.uri, _label(resource, cache, None))
 
     # --- prompts ------------------------------------------------------------------------
 
@@ -595,6 +632,7 @@ class Server:
         icons: Sequence[Icon | Mapping[str, Any]] | None = None,
         meta: Mapping[str, Any] | None = None,
         cache: CacheHint | None = None,
+        tags: Iterable[str] | None = None,
     ) -> Callable[[Callable[..., Any]], RegisteredPrompt]: ...
     def prompt(self, name: Any = None, **options: Any) -> Any:
         """Register the decorated function as a prompt (see :mod:`trimcp.server.prompts`)."""
@@ -612,14 +650,11 @@ class Server:
     ) -> RegisteredPrompt:
         """Register ``fn`` as a prompt now; the options are those of :meth:`prompt`
         (``cache``: the cache hint of ``prompts/list`` pages listing it, 2026-07-28)."""
-        cache = options.pop("cache", None)
-        prompt = RegisteredPrompt(fn, name=name, **options)
-        added = self.prompts.add(prompt.name, prompt)
-        self._hint("prompts", prompt.name, cache)
-        return added
+        cache, tags = options.pop("cache", None), options.pop("tags", None)
+        prompt = _label(RegisteredPrompt(fn, name=name, **options), cache, tags)
+        return self.prompts.add(prompt.name, prompt)
 
     def remove_prompt(self, name: str) -> RegisteredPrompt:
-        self._stateless.hints.pop(("prompts", name), None)
         return self.prompts.remove(name)
 
     # --- completion ---------------------------------------------------------------------
@@ -762,26 +797,40 @@ class Server:
         ``server/discover`` declares, tasks as the ``io.modelcontextprotocol/tasks``
         extension instead of the 2025-11-25 ``tasks`` slot)."""
         has_tasks = self._has_task_tools()
-        has_resources = bool(len(self.resources) or len(self.templates))
+        has_resources = self._serves("resources") or self._serves("templates")
+        has_prompts = self._serves("prompts")
         return ServerCapabilities(
-            tools=ToolsCapability(list_changed=True) if len(self.tools) else None,
+            tools=ToolsCapability(list_changed=True) if self._serves("tools") else None,
             resources=ResourcesCapability(subscribe=True, list_changed=True)
             if has_resources
             else None,
-            prompts=PromptsCapability(list_changed=True) if len(self.prompts) else None,
+            prompts=PromptsCapability(list_changed=True) if has_prompts else None,
             # Prompts and templates complete their Literal/Enum arguments by themselves.
-            completions={} if self.completions or has_resources or len(self.prompts) else None,
+            completions={} if self.completions or has_resources or has_prompts else None,
             logging={},
             tasks=task_methods.tasks_capability() if has_tasks and not stateless else None,
             extensions=self._declared_extensions(tasks=has_tasks and stateless),
         )
+
+    def _serves(self, kind: Kind) -> bool:
+        """Whether anything of ``kind`` is registered (disabled or not) or provided."""
+        return bool(len(getattr(self, kind))) or (
+            not self._catalog.plain and self._catalog.serves(kind)
+        )
+
+    def _provided_tools(self) -> list[ToolComponent]:
+        """The tools the providers other than this server's registry serve."""
+        return [tool for p in self.providers[1:] for tool in p.components("tools")]
 
     def _has_apps(self) -> bool:
         # A page registered, or a tool naming one: declare MCP Apps (both eras).
         return any(
             apps_ext.is_ui_uri(resource.uri) and resource.mime_type == apps_ext.MIME_TYPE
             for resource in self.resources
-        ) or any(apps_ext.META_KEY in (tool.definition().meta or {}) for tool in self.tools)
+        ) or any(
+            apps_ext.META_KEY in (tool.definition().meta or {})
+            for tool in [*self.tools, *self._provided_tools()]
+        )
 
     def _declared_extensions(self, *, tasks: bool = False) -> dict[str, Any] | None:
         """``capabilities.extensions``: every extension added, the tasks extension when
@@ -794,7 +843,10 @@ class Server:
         return declared or None
 
     def _has_task_tools(self) -> bool:
-        return any(task_methods.task_support(tool) != "forbidden" for tool in self.tools.enabled())
+        tools: list[Any] = self.tools.enabled()
+        if not self._catalog.plain:
+            tools += self._provided_tools()
+        return any(task_methods.task_support(tool) != "forbidden" for tool in tools)
 
     def initialize_result(self, params: InitializeRequestParams) -> InitializeResult:
         return answer_initialize(
@@ -823,12 +875,49 @@ class Server:
     def header_parameters(self, tool: str) -> dict[str, tuple[str, ...]]:
         """The ``x-mcp-header`` parameters of ``tool``: header name (lower case) -> property
         path (empty for most tools). The HTTP transport checks ``Mcp-Param-*`` with it."""
-        return self._header_params.get(tool, {})
+        if self._catalog.plain:
+            return self._header_params.get(tool, {})
+        found = self._catalog.component("tools", tool, None)
+        if found is None:
+            return {}
+        try:
+            return modern.header_parameters(found.definition().input_schema)
+        except ValueError:
+            return {}
 
     @property
     def listen_hub(self) -> ListenHub:
         """The open ``subscriptions/listen`` streams (a transport closes them at shutdown)."""
         return self._stateless.hub
+
+    def cache_hint(self, kind: Kind, key: str, ctx: RequestContext | None) -> CacheHint | None:
+        """The cache hint of the ``kind`` component the request ``ctx`` reaches under
+        ``key`` (None: none given, or no such component)."""
+        catalog = self._catalog
+        if catalog.plain:
+            found: Any = getattr(self, kind).get(key)
+        else:
+            found = catalog.component(kind, key, ctx)
+        return None if found is None else found.cache_hint
+
+    def read_hint(self, uri: str, ctx: RequestContext | None) -> CacheHint | None:
+        """The cache hint of what serves ``uri`` (None: none given, or nothing)."""
+        try:
+            resolved = self.resolve_resource(uri, ctx)
+        except McpError:
+            return None
+        if resolved is None:
+            return None
+        served = resolved.resource if resolved.resource is not None else resolved.template
+        return served.cache_hint if served is not None else None
+
+    def lists_vary(self, ctx: RequestContext) -> bool:
+        """Whether what lists hold depends on who asks (a per-principal transform, or a
+        token whose ``ProtectedResource`` hides what it does not reach)."""
+        auth = ctx.principal
+        return self._catalog.per_principal or (
+            isinstance(auth, AuthInfo) and auth.hide_unauthorized
+        )
 
     def resource_exists(self, uri: str) -> bool:
         """Whether ``uri`` is a resource of this server (static, or matching a template);
@@ -850,16 +939,22 @@ class Server:
             return resolved.template.uri_template
         return resolved.uri
 
-    def resolve_resource(self, uri: str) -> Resolved | None:
-        """What serves ``uri`` and under which canonical name (None: nothing); raises
+    def resolve_resource(self, uri: str, ctx: RequestContext | None = None) -> Resolved | None:
+        """What serves ``uri`` and under which canonical name (None: nothing), for the
+        request ``ctx`` when given (transforms may show a caller less); raises
         :class:`McpError` ``-32602`` for a URI with no single reading. See
         :mod:`trimcp.server.resolve`."""
-        return resolve(uri, self.resources, self.templates.enabled())
+        catalog = self._catalog
+        if catalog.plain:
+            return resolve(uri, self.resources, self.templates.enabled())
+        return resolve(
+            uri, _Lookup(catalog, "resources", ctx), catalog.components("templates", ctx)
+        )
 
     def admit_resource(self, ctx: RequestContext, method: str, uri: str) -> Resolved:
         """Resolve ``uri`` for the request ``ctx`` and check its caller's resource scopes
         on the canonical names (``-32602`` when refused, ``-32002`` when unknown)."""
-        resolved = self.resolve_resource(uri)
+        resolved = self.resolve_resource(uri, ctx)
         if resolved is None:
             raise not_found(uri)
         auth = ctx.principal
@@ -940,16 +1035,16 @@ class Server:
         self, ctx: RequestContext, params: PaginatedRequestParams | None
     ) -> ListToolsResult:
         version = ctx.negotiated.protocol_version if ctx.negotiated else None
-        tools = [
-            tool.definition(version)
-            for tool in _visible(self.tools.enabled(), ctx, "tools/call", "name")
-        ]
+        catalog = self._catalog
+        listed = self.tools.enabled() if catalog.plain else catalog.components("tools", ctx)
+        tools = [tool.definition(version) for tool in _visible(listed, ctx, "tools/call", "name")]
         page, cursor = self._page(tools, _cursor(params), "tools/list", _by_name)
         return ListToolsResult(tools=page, next_cursor=cursor)
 
     async def _call_tool(self, ctx: RequestContext, params: CallToolRequestParams) -> Any:
         name = params.name
-        tool = self.tools.get(name)
+        catalog = self._catalog
+        tool = self.tools.get(name) if catalog.plain else catalog.component("tools", name, ctx)
         if tool is None:
             raise McpError(INVALID_PARAMS, f"Unknown tool: {name[:200]}", {"tool": name})
         if tool.task_start == "auto" and task_methods.runs_as_task(tool, ctx):
@@ -961,9 +1056,10 @@ class Server:
     async def _list_resources(
         self, ctx: RequestContext, params: PaginatedRequestParams | None
     ) -> ListResourcesResult:
+        catalog = self._catalog
+        listed = self.resources.enabled() if catalog.plain else catalog.components("resources", ctx)
         resources = [
-            resource.definition()
-            for resource in _visible(self.resources.enabled(), ctx, "resources/read", "uri")
+            resource.definition() for resource in _visible(listed, ctx, "resources/read", "uri")
         ]
         page, cursor = self._page(resources, _cursor(params), "resources/list", _by_uri)
         return ListResourcesResult(resources=page, next_cursor=cursor)
@@ -971,7 +1067,9 @@ class Server:
     async def _list_templates(
         self, ctx: RequestContext, params: PaginatedRequestParams | None
     ) -> ListResourceTemplatesResult:
-        templates = [template.definition() for template in self.templates.enabled()]
+        catalog = self._catalog
+        listed = self.templates.enabled() if catalog.plain else catalog.components("templates", ctx)
+        templates = [template.definition() for template in listed]
         page, cursor = self._page(
             templates, _cursor(params), "resources/templates/list", _by_template
         )
@@ -988,7 +1086,7 @@ class Server:
         """Read ``uri`` from this server (looked up in canonical form): a static resource,
         else the first matching template. Raises ``McpError(-32002)`` when nothing matches,
         ``-32602`` for a URI with no single reading."""
-        resolved = self.resolve_resource(uri)
+        resolved = self.resolve_resource(uri, ctx.request_context)
         if resolved is None:
             raise not_found(uri)
         return await _read_resolved(resolved, ctx)
@@ -1021,10 +1119,9 @@ class Server:
     async def _list_prompts(
         self, ctx: RequestContext, params: PaginatedRequestParams | None
     ) -> ListPromptsResult:
-        prompts = [
-            prompt.definition()
-            for prompt in _visible(self.prompts.enabled(), ctx, "prompts/get", "name")
-        ]
+        catalog = self._catalog
+        listed = self.prompts.enabled() if catalog.plain else catalog.components("prompts", ctx)
+        prompts = [prompt.definition() for prompt in _visible(listed, ctx, "prompts/get", "name")]
         page, cursor = self._page(prompts, _cursor(params), "prompts/list", _by_name)
         return ListPromptsResult(prompts=page, next_cursor=cursor)
 
@@ -1032,7 +1129,10 @@ class Server:
         self, ctx: RequestContext, params: GetPromptRequestParams
     ) -> GetPromptResult:
         name = params.name
-        prompt = self.prompts.get(name)
+        catalog = self._catalog
+        prompt: PromptComponent | None = (
+            self.prompts.get(name) if catalog.plain else catalog.component("prompts", name, ctx)
+        )
         if prompt is None:
             raise McpError(INVALID_PARAMS, f"Unknown prompt: {name[:200]}", {"prompt": name})
         return await prompt.get(params.arguments, Context(self, ctx))
@@ -1232,6 +1332,38 @@ def _bind(owner: Server, handler: Callable[[Context], Any]) -> Callable[[Request
         return await handler(Context(owner, ctx))
 
     return answer
+
+
+H = TypeVar("H", bound=Handle)
+
+
+def _label(handle: H, cache: CacheHint | None, tags: Iterable[str] | None) -> H:
+    """``handle`` with its cache hint and tags (checked: a wrong type raises here)."""
+    if cache is not None:
+        if not isinstance(cache, CacheHint):
+            raise TypeError(f"cache must be a CacheHint, not {cache!r}")
+        handle.cache_hint = cache
+    if tags is not None:
+        if isinstance(tags, str) or not all(isinstance(tag, str) for tag in tags):
+            raise TypeError(f"tags must be a collection of str (e.g. {{'admin'}}), not {tags!r}")
+        handle.tags = frozenset(tags)
+    return handle
+
+
+class _Lookup:
+    """The catalog's ``kind`` for one request, as :func:`resolve` looks keys up."""
+
+    __slots__ = ("_catalog", "_ctx", "_kind")
+
+    def __init__(self, catalog: Catalog, kind: Kind, ctx: RequestContext | None) -> None:
+        self._catalog, self._kind, self._ctx = catalog, kind, ctx
+
+    def get(self, key: str) -> Any | None:
+        return self._catalog.component(self._kind, key, self._ctx)
+
+
+def _provider_lifespan(provider: Provider) -> contextlib.AbstractAsyncContextManager[None]:
+    return provider.lifespan()
 
 
 def _cursor(params: PaginatedRequestParams | None) -> str | None:

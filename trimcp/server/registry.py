@@ -9,7 +9,10 @@ and from inside handlers alike.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, Generic, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+
+if TYPE_CHECKING:
+    from trimcp.server.stateless import CacheHint
 
 H = TypeVar("H", bound="Handle")
 P = ParamSpec("P")
@@ -21,11 +24,17 @@ class Handle:
 
     A disabled entry is left out of list results and is unknown to calls/reads/gets, as if
     it had been removed, but keeps its place and can come back with :meth:`enable`.
+
+    ``tags``: labels that transforms select by (``Hide(tags=...)``; never sent to clients).
+    ``cache_hint``: how long 2026-07-28 clients may cache list pages naming it (and its
+    reads, for a resource); None: the server's defaults.
     """
 
     _registry: Registry[Any] | None = None
     key: str = ""
     enabled: bool = True
+    tags: frozenset[str] = frozenset()
+    cache_hint: CacheHint | None = None
 
     def _attach(self, registry: Registry[Any], key: str) -> None:
         self._registry = registry

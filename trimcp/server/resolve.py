@@ -21,15 +21,20 @@ Pure functions over the registries; no I/O.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
 from trimcp.auth.principal import AuthInfo
 from trimcp.errors import INVALID_PARAMS, McpError
 from trimcp.protocol.uris import AmbiguousUri, canonical_uri
-from trimcp.server.registry import Registry
 from trimcp.server.resources import RegisteredResource, RegisteredTemplate
+
+
+class Resources(Protocol):
+    """Static resources by (canonical) URI: a registry, or a server's providers."""
+
+    def get(self, key: str) -> RegisteredResource | None: ...
 
 
 @attrs.frozen
@@ -62,7 +67,7 @@ def canonical(uri: str) -> str:
 
 def resolve(
     uri: str,
-    resources: Registry[RegisteredResource],
+    resources: Resources,
     templates: Iterable[RegisteredTemplate],
 ) -> Resolved | None:
     """What serves ``uri`` (None: nothing), or ``McpError(-32602)`` when it is ambiguous."""

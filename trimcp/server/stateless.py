@@ -12,7 +12,8 @@ the same method table as a session-era request; what differs is around it:
   (:mod:`trimcp.server.input_required`).
 - Cacheable results get ``ttlMs``/``cacheScope`` (:class:`CacheHint`: per registration,
   else the server's defaults); a list page takes the shortest TTL of its items and is
-  ``private`` when any item is.
+  ``private`` when any item is, or when what a list holds depends on who asks (a
+  per-principal transform, or a ``ProtectedResource`` with ``hide_unauthorized``).
 - Resource-not-found is ``-32602`` (with the URI) instead of 2025's ``-32002``.
 """
 
@@ -44,6 +45,7 @@ from trimcp.types import (
 
 if TYPE_CHECKING:
     from trimcp.server.app import Server
+    from trimcp.server.providers import Kind
 
 
 #: The registry's change key, what ``initialize`` declares, what ``server/discover`` does.
@@ -100,8 +102,6 @@ class StatelessServing:
             idle_timeout=options.listen_idle_timeout,
             keepalive=options.listen_keepalive,
         )
-        #: Cache hints given at registration: (kind, name or URI) -> hint.
-        self.hints: dict[tuple[str, str], CacheHint] = {}
         #: Bumped on every registry change; keys the capabilities cache.
         self.changes = 0
         self._capabilities: _Declared | None = None
@@ -185,35 +185,27 @@ class StatelessServing:
 
     # --- cache hints ---------------------------------------------------------------------
 
-    def _page_hint(self, kind: str, names: Iterable[str]) -> CacheHint:
+    def _page_hint(self, kind: Kind, names: Iterable[str], ctx: RequestContext) -> CacheHint:
         default = self.options.list_cache
-        hints = [self.hints.get((kind, name), default) for name in names]
-        if not hints:
-            return default
+        server = self.server
+        hints = [server.cache_hint(kind, name, ctx) or default for name in names] or [default]
         ttl = min(hint.ttl_ms for hint in hints)
-        scope: Literal["public", "private"] = (
-            "private" if any(hint.scope == "private" for hint in hints) else "public"
-        )
-        return CacheHint(ttl, scope)
+        private = server.lists_vary(ctx) or any(hint.scope == "private" for hint in hints)
+        return CacheHint(ttl, "private" if private else "public")
 
     def _with_cache(self, method: str, ctx: RequestContext, result: Any) -> Any:
         hint: CacheHint | None = None
         if isinstance(result, ListToolsResult):
-            hint = self._page_hint("tools", (t.name for t in result.tools))
+            hint = self._page_hint("tools", (t.name for t in result.tools), ctx)
         elif isinstance(result, ListPromptsResult):
-            hint = self._page_hint("prompts", (p.name for p in result.prompts))
+            hint = self._page_hint("prompts", (p.name for p in result.prompts), ctx)
         elif isinstance(result, ListResourcesResult):
-            hint = self._page_hint("resources", (r.uri for r in result.resources))
+            hint = self._page_hint("resources", (r.uri for r in result.resources), ctx)
         elif isinstance(result, ListResourceTemplatesResult):
-            hint = self._page_hint("resources", (t.uri_template for t in result.resource_templates))
+            uris = (t.uri_template for t in result.resource_templates)
+            hint = self._page_hint("templates", uris, ctx)
         elif isinstance(result, ReadResourceResult):
-            uri = ctx.params.uri
-            key = self.server.resource_key(uri)
-            hint = (
-                self.hints.get(("resources", key), self.options.read_cache)
-                if key is not None
-                else self.options.read_cache
-            )
+            hint = self.server.read_hint(ctx.params.uri, ctx) or self.options.read_cache
         if hint is None:
             return result
         return attrs.evolve(result, ttl_ms=hint.ttl_ms, cache_scope=hint.scope)

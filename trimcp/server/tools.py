@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, ParamSpec, TypeVar
 
 import trio
@@ -40,7 +40,7 @@ from trimcp.protocol.apps_ext import ToolUi, tool_meta
 from trimcp.protocol.versions import V2025_06_18, input_errors_are_tool_errors
 from trimcp.server.context import Context
 from trimcp.server.convert import ValidationError
-from trimcp.server.registry import FunctionHandle
+from trimcp.server.registry import FunctionHandle, Handle
 from trimcp.server.results import OutputSpec, ResultError, output_spec, text_result, to_call_result
 from trimcp.server.signature import ArgumentBinder, call, inspect_function
 from trimcp.types import CallToolResult, Icon, Tool, ToolAnnotations, ToolExecution
@@ -78,7 +78,22 @@ def icon_list(icons: Sequence[Icon | Mapping[str, Any]] | None) -> list[Icon] | 
     return [icon if isinstance(icon, Icon) else serde.structure(dict(icon), Icon) for icon in icons]
 
 
-class RegisteredTool(FunctionHandle[P, R]):
+class _Defined:
+    """A tool's definition, and the same without output schema for older clients."""
+
+    _tool: Tool
+    _legacy_tool: Tool | None = None
+
+    def definition(self, version: str | None = None) -> Tool:
+        """The ``Tool`` sent in ``tools/list`` (no output schema before 2025-06-18)."""
+        if version is None or version >= V2025_06_18 or self._tool.output_schema is None:
+            return self._tool
+        if self._legacy_tool is None:
+            self._legacy_tool = without_output_schema(self._tool)
+        return self._legacy_tool
+
+
+class RegisteredTool(FunctionHandle[P, R], _Defined):
     """A tool registered on a server. Calling it calls the function (handy in tests)."""
 
     def __init__(
@@ -142,27 +157,11 @@ class RegisteredTool(FunctionHandle[P, R]):
             icons=icon_list(icons),
             meta=dict(meta) if meta is not None else None,
         )
-        self._legacy_tool: Tool | None = None
+        self._legacy_tool = None
 
     def __repr__(self) -> str:
         state = "" if self.enabled else ", disabled"
         return f"<RegisteredTool {self.name!r}{state}>"
-
-    def definition(self, version: str | None = None) -> Tool:
-        """The ``Tool`` sent in ``tools/list`` (no output schema before 2025-06-18)."""
-        if version is None or version >= V2025_06_18 or self._tool.output_schema is None:
-            return self._tool
-        if self._legacy_tool is None:
-            self._legacy_tool = Tool(
-                name=self._tool.name,
-                input_schema=self._tool.input_schema,
-                title=self._tool.title,
-                description=self._tool.description,
-                annotations=self._tool.annotations,
-                icons=self._tool.icons,
-                meta=self._tool.meta,
-            )
-        return self._legacy_tool
 
     async def run(self, arguments: Mapping[str, Any] | None, ctx: Context) -> CallToolResult:
         """Validate, call and shape the result (see the module docs for errors).
@@ -190,23 +189,92 @@ class RegisteredTool(FunctionHandle[P, R]):
             return self._failure(exc, mask=ctx.server.mask_error_details)
 
     def _failure(self, exc: Exception, *, mask: bool = False) -> CallToolResult:
-        if isinstance(exc, BaseExceptionGroup):
-            only = single_exception(exc)
-            if isinstance(only, Exception):
-                exc = only
-        if isinstance(exc, ToolError):
-            return text_result(str(exc) or f"Tool {self.name!r} failed", is_error=True)
-        if isinstance(exc, LocalProtocolError):
-            return text_result(exc.message, is_error=True)
-        if isinstance(exc, McpError):
-            raise exc
-        if isinstance(exc, ResultError):
-            logger.error("tool %r: %s", self.name, exc)
-        else:
-            logger.error("tool %r raised an exception", self.name, exc_info=exc)
-        if mask:
-            return text_result(f"Tool {self.name!r} failed with an internal error", is_error=True)
-        return text_result(f"Tool {self.name!r} failed: {describe_exception(exc)}", is_error=True)
+        return tool_failure(self.name, exc, mask=mask)
+
+
+def without_output_schema(tool: Tool) -> Tool:
+    """``tool`` as clients older than 2025-06-18 are sent it (they know no output schema)."""
+    return Tool(
+        name=tool.name,
+        input_schema=tool.input_schema,
+        title=tool.title,
+        description=tool.description,
+        annotations=tool.annotations,
+        icons=tool.icons,
+        meta=tool.meta,
+    )
+
+
+def tool_failure(name: str, exc: Exception, *, mask: bool = False) -> CallToolResult:
+    """The answer for a tool ``name`` that raised ``exc`` (see the module docs): an
+    ``isError`` result, or ``exc`` raised again when it is a JSON-RPC error to answer."""
+    if isinstance(exc, BaseExceptionGroup):
+        only = single_exception(exc)
+        if isinstance(only, Exception):
+            exc = only
+    if isinstance(exc, ToolError):
+        return text_result(str(exc) or f"Tool {name!r} failed", is_error=True)
+    if isinstance(exc, LocalProtocolError):
+        return text_result(exc.message, is_error=True)
+    if isinstance(exc, McpError):
+        raise exc
+    if isinstance(exc, ResultError):
+        logger.error("tool %r: %s", name, exc)
+    else:
+        logger.error("tool %r raised an exception", name, exc_info=exc)
+    if mask:
+        return text_result(f"Tool {name!r} failed with an internal error", is_error=True)
+    return text_result(f"Tool {name!r} failed: {describe_exception(exc)}", is_error=True)
+
+
+class SchemaTool(Handle, _Defined):
+    """A tool given by its wire definition and an ``async def call(arguments, ctx)``: for
+    providers whose tools are not Python functions (an OpenAPI operation, a tool made up
+    by a transform).
+
+    ``definition.input_schema`` is advertised as is; ``call`` gets the arguments the
+    client sent (a dict, ``{}`` when none) and checks what it needs. What it returns is
+    shaped as a function tool's return value (:mod:`trimcp.server.results`): with an
+    output schema, a JSON value goes into ``structuredContent`` (wrapped as
+    ``{"result": value}`` when ``wrap_result``; the schema must say so) and into a text
+    block; a ``CallToolResult`` passes through. A :class:`ToolError` it raises is an
+    ``isError`` result with its message; other exceptions as for any tool. Cancellation:
+    ``call`` runs in the request's task and cancel scope and is cancelled with it.
+    """
+
+    task_start: TaskStart = "auto"
+
+    def __init__(
+        self,
+        definition: Tool,
+        call: Callable[[dict[str, Any], Context], Awaitable[Any]],
+        *,
+        wrap_result: bool = False,
+        tags: Iterable[str] = (),
+    ) -> None:
+        if not TOOL_NAME.fullmatch(definition.name):
+            raise ValueError(
+                f"Invalid tool name {definition.name!r}: use 1-128 letters, digits, '_', '-' or '.'"
+            )
+        if definition.input_schema.get("type") != "object":
+            raise ValueError(f'Tool {definition.name!r}: input_schema must have "type": "object"')
+        self.name = definition.name
+        self._tool = definition
+        self._call = call
+        self._output = OutputSpec(definition.output_schema, wrap_result)
+        self.tags = frozenset(tags)
+
+    def __repr__(self) -> str:
+        return f"<SchemaTool {self.name!r}>"
+
+    async def run(self, arguments: Mapping[str, Any] | None, ctx: Context) -> CallToolResult:
+        """Call ``call`` and shape its value (see the class docs). Cancellation: with the
+        request."""
+        try:
+            value = await self._call(dict(arguments or {}), ctx)
+            return to_call_result(value, self._output, self.name, ctx.protocol_version)
+        except Exception as exc:
+            return tool_failure(self.name, exc, mask=ctx.server.mask_error_details)
 
 
 def describe_exception(exc: BaseException) -> str:
