@@ -6,6 +6,7 @@ to two replicas of ``tests/scale/replica_app.py`` sharing a real Redis.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -125,6 +126,30 @@ def test_a_stream_a_live_replica_never_made_is_not_followed(
     assert status == 400, body[:300]
     assert b"Unknown Last-Event-ID" in body
     assert snapshot(redis_server) == before
+
+
+async def _gets(url: str) -> int:
+    client = RedisClient(url)
+    try:
+        info = await client.execute("INFO", "commandstats")
+        assert isinstance(info, bytes)
+        found = re.search(rb"cmdstat_get:calls=(\d+)", info)
+        return int(found[1]) if found else 0
+    finally:
+        await client.aclose()
+
+
+@pytest.mark.parametrize("session", ["x" * 10_000, "not-a-session", "A" * 31, "A" * 33])
+def test_a_session_id_the_server_could_not_have_made_costs_no_redis_call(
+    replicas: list[Replica], redis_server: RedisServer, session: str
+) -> None:
+    # Session ids are 32 URL-safe characters (new_session_id): any other is 404 before
+    # the store is asked. Before: a GET of the session's record (a 10 KB key) first.
+    _, b = replicas
+    before = trio.run(_gets, redis_server.url)
+    status, body = refused(b.port, session, "0_1-0")
+    assert status == 404, body[:300]
+    assert trio.run(_gets, redis_server.url) == before
 
 
 def test_a_real_stream_still_resumes_on_either_replica(replicas: list[Replica]) -> None:

@@ -14,7 +14,7 @@ from tests.tasks.helpers import make_app, serve
 from trimcp.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, McpError, RequestTimeout
 from trimcp.protocol.jsonrpc import dump_json
 from trimcp.server.tasks import TaskOptions
-from trimcp.tasks.store import SMALL_PAYLOAD_BYTES
+from trimcp.tasks.store import SMALL_PAYLOAD_BYTES, MemoryTaskStore, TaskRecord
 from trimcp.testing import open_test_client
 from trimcp.types import (
     CallToolRequestParams,
@@ -45,6 +45,40 @@ async def test_unknown_task_id(method: str) -> None:
         with pytest.raises(McpError) as error:
             await client.session.send_request(method, METHODS[method](task_id="\udc80"))
         assert error.value.code == INVALID_REQUEST
+
+
+class _CountingStore(MemoryTaskStore):
+    """The in-memory store, noting every id it is asked about."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        self.asked.append(task_id)
+        return await super().get(task_id)
+
+    async def expired(self, task_id: str) -> bool:
+        self.asked.append(task_id)
+        return await super().expired(task_id)
+
+
+async def test_a_task_id_the_server_could_not_have_made_is_never_looked_up() -> None:
+    # Task ids are 32 lower-case hex characters (TaskManager mints them): any other is
+    # unknown before the store is asked (a Redis store: no GET of a 10 KB key, no
+    # second one for its "expired" marker). Before: every id was looked up, twice.
+    store = _CountingStore()
+    app = make_app(task_store=store)
+    async with serve(app) as client:
+        for task_id in ("nope", "x" * 10_000, "A" * 32, "0" * 31, "0" * 33):
+            with pytest.raises(McpError, match="Task not found"):
+                await client.session.send_request(
+                    "tasks/get", GetTaskRequestParams(task_id=task_id)
+                )
+        assert store.asked == []
+        with pytest.raises(McpError, match="Task not found"):  # well formed: looked up
+            await client.session.send_request("tasks/get", GetTaskRequestParams(task_id="0" * 32))
+        assert store.asked == ["0" * 32, "0" * 32]
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))

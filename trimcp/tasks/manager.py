@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import re
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -65,6 +66,9 @@ logger = logging.getLogger("trimcp.tasks")
 
 #: Seconds a store call made while recording a final status may take (it is shielded).
 STORE_TIMEOUT: Final = 5.0
+#: A task id's random bytes: ids are their lower-case hex, and only such ids are looked up.
+TASK_ID_BYTES: Final = 16
+_TASK_ID: Final = re.compile(rf"[0-9a-f]{{{2 * TASK_ID_BYTES}}}")
 
 #: ``forward(method, params)`` sends one of a task's questions to the client and returns
 #: the typed answer (the ``tasks/result`` handler's session does it).
@@ -322,7 +326,7 @@ class TaskManager:
         granted = self.options.ttl_ms(ttl_ms)
         now = self.now()
         record = TaskRecord(
-            task_id=secrets.token_hex(16),
+            task_id=secrets.token_hex(TASK_ID_BYTES),
             owner=owner,
             method=method,
             protocol_version=protocol_version,
@@ -589,7 +593,10 @@ class TaskManager:
     async def find(self, task_id: str, owner: str | None) -> TaskRecord:
         """The record of ``task_id`` if ``owner`` may see it, else ``-32602`` (the same
         error for another principal's task as for an unknown one)."""
-        record = await self.store.get(task_id) if isinstance(task_id, str) else None
+        if not isinstance(task_id, str) or _TASK_ID.fullmatch(task_id) is None:
+            # Not an id this manager makes: unknown, without asking the store.
+            raise McpError(INVALID_PARAMS, "Failed to retrieve task: Task not found")
+        record = await self.store.get(task_id)
         if record is None or record.owner != owner:
             if record is None and await self.store.expired(task_id):
                 raise McpError(INVALID_PARAMS, "Failed to retrieve task: Task has expired")

@@ -70,7 +70,7 @@ from trimcp.transports.http_server.asgi import (
 )
 from trimcp.transports.http_server.budgets import StreamBudgets
 from trimcp.transports.http_server.config import HttpServerConfig, with_declared_auth
-from trimcp.transports.http_server.manager import SessionEntry, SessionManager
+from trimcp.transports.http_server.manager import SessionEntry, SessionManager, is_session_id
 from trimcp.transports.http_server.modern import ModernEndpoint
 from trimcp.transports.http_server.relay import ReplicaRelay
 from trimcp.transports.http_server.sharing import SharedSessions
@@ -337,6 +337,8 @@ class McpHttpApp:
         session_id = headers.get(SESSION_HEADER)
         if session_id is None:
             raise HttpRejection(400, "Missing Mcp-Session-Id header")
+        if not is_session_id(session_id):
+            raise session_gone()  # no session could have this id: not looked up anywhere
         if self.sharing is not None:  # held here, or taken over from the shared store
             entry = await self.sharing.find(session_id, principal, "streamable")
         else:

@@ -15,6 +15,7 @@ the engine's bounded close sequence, all in parallel, within ``config.shutdown_b
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -37,9 +38,20 @@ logger = logging.getLogger("trimcp.http")
 SESSION_ID_BYTES = 24
 
 
+#: The form :func:`new_session_id` gives (base64url of SESSION_ID_BYTES bytes, unpadded).
+_SESSION_ID = re.compile(rf"[A-Za-z0-9_-]{{{SESSION_ID_BYTES * 4 // 3}}}")
+
+
 def new_session_id() -> str:
     """A fresh session id: 32 URL-safe characters (visible ASCII), 192 random bits."""
     return secrets.token_urlsafe(SESSION_ID_BYTES)
+
+
+def is_session_id(text: str) -> bool:
+    """Whether ``text`` has the form :func:`new_session_id` gives: a client's
+    ``Mcp-Session-Id`` of any other form names no session, and is refused (404) before
+    any lookup, in this process or a shared store."""
+    return _SESSION_ID.fullmatch(text) is not None
 
 
 class SessionEntry:
