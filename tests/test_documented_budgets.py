@@ -32,6 +32,9 @@ from trimcp.server import skills as skills_server
 from trimcp.server.state import MAX_KEY_BYTES
 from trimcp.server.stateless import StatelessOptions
 from trimcp.session import SessionOptions
+from trimcp.stores import RedisStore
+from trimcp.stores.event_ids import MAX_EVENT_ID_CHARS, MAX_NAMED_IDS
+from trimcp.stores.events import InMemoryEventStore
 from trimcp.stores.replay import RedisReplayCache
 from trimcp.stores.user_state import StateBudget
 from trimcp.tasks.store import SMALL_PAYLOAD_BYTES, TaskBudget
@@ -86,6 +89,20 @@ LIMITS: list[tuple[str, int]] = [
         _parameter_default(serve_websocket, "max_message_bytes"),
     ),
     ("HttpServerConfig.max_body_bytes", HttpServerConfig().max_body_bytes),
+    *(
+        (f"HttpServerConfig.{name}", getattr(HttpServerConfig(), name))
+        for name in ("max_follows", "max_follows_per_principal", "max_follows_per_session")
+    ),
+    ("MAX_EVENT_ID_CHARS", MAX_EVENT_ID_CHARS),
+    ("MAX_NAMED_IDS", MAX_NAMED_IDS),
+    *(
+        (f"InMemoryEventStore({name})", _parameter_default(InMemoryEventStore, name))
+        for name in ("max_events", "max_bytes")
+    ),
+    *(
+        (f"RedisStore({name})", _parameter_default(RedisStore, name))
+        for name in ("max_events", "max_event_bytes")
+    ),
     ("Client(max_pages)", _parameter_default(Client, "max_pages")),
     ("auth.discovery.MAX_AUTHORIZATION_SERVERS", discovery.MAX_AUTHORIZATION_SERVERS),
     ("Connection.max_batch", Connection(Role.SERVER).max_batch),
