@@ -1,6 +1,9 @@
 """The server every replica of the bus tests runs (``trimcp run`` on this file).
 
-``ask`` elicits a name (the answer may reach another replica: relayed); ``touch`` tells
+``ask`` elicits a name (the answer may reach another replica: relayed); ``ask_marked``
+and ``ask_in_task`` (which may run as a task) ask the same after leaving ``<tag>.asked``
+(the pid of the replica asking), so a test knows which replica an input round reached;
+``touch`` tells
 the subscribers of ``bus://N`` that it changed; ``grow`` adds a tool (a list change);
 ``hold`` waits until cancelled and leaves ``<tag>.started`` / ``<tag>.cancelled`` in the
 directory ``$BUS_MARKS`` (the test reads them: which replica saw the cancel does not
@@ -33,6 +36,24 @@ class Name:
 @app.tool()
 async def ask(*, ctx: trimcp.Context) -> str:
     """Ask the client for a name and greet it (with the pid of the replica that asked)."""
+    return await _greet(ctx)
+
+
+@app.tool()
+async def ask_marked(tag: str, *, ctx: trimcp.Context) -> str:
+    """``ask``, leaving ``<tag>.asked`` first."""
+    (MARKS / f"{tag}.asked").write_text(str(os.getpid()))
+    return await _greet(ctx)
+
+
+@app.tool(task_support="optional")
+async def ask_in_task(tag: str, *, ctx: trimcp.Context) -> str:
+    """``ask_marked``, as a task when the client asks for one (or the server chooses)."""
+    (MARKS / f"{tag}.asked").write_text(str(os.getpid()))
+    return await _greet(ctx)
+
+
+async def _greet(ctx: trimcp.Context) -> str:
     answer = await ctx.elicit("Your name?", Name)
     if answer.data is None:
         return f"declined {os.getpid()}"

@@ -13,9 +13,10 @@ HEADERS = {"mcp-protocol-version": VERSION}
 
 
 @contextlib.contextmanager
-def _post(
+def post(
     port: int, message: Mapping[str, object], session: str | None
 ) -> Iterator[http.client.HTTPResponse]:
+    """POST ``message`` (in ``session``); the response, read as the caller likes."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     headers = {
         **HEADERS,
@@ -51,24 +52,25 @@ def read_events(
     return events
 
 
-def open_session(port: int) -> str:
+def open_session(port: int, capabilities: Mapping[str, object] | None = None) -> str:
+    """Initialize a session (the client declaring ``capabilities``, none by default)."""
     initialize = {
         "jsonrpc": "2.0",
         "id": 0,
         "method": "initialize",
         "params": {
             "protocolVersion": VERSION,
-            "capabilities": {},
+            "capabilities": dict(capabilities or {}),
             "clientInfo": {"name": "raw", "version": "1"},
         },
     }
-    with _post(port, initialize, None) as response:
+    with post(port, initialize, None) as response:
         response.read()
         session = response.getheader("mcp-session-id")
         assert response.status == 200
     assert session
     initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    with _post(port, initialized, session) as response:
+    with post(port, initialized, session) as response:
         response.read()
         assert response.status == 202
     return session
@@ -89,7 +91,7 @@ def start_slow_call(
             "_meta": {"progressToken": "p"},
         },
     }
-    with _post(port, call, session) as response:
+    with post(port, call, session) as response:
         assert response.status == 200
         events = read_events(response, 1 + progress)
     assert len(events) == 1 + progress

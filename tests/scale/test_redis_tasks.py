@@ -63,7 +63,12 @@ async def test_a_task_is_read_on_another_replica_and_fails_when_its_runner_dies(
         assert lost is not None
         assert lost.status == "failed"
         assert lost.status_message == RUNNER_STOPPED
-        assert lost.error is not None
+        # The error names the replica that died (as a cut call's does).
+        assert lost.error == {
+            "code": -32603,
+            "message": RUNNER_STOPPED,
+            "data": {"replica": a.replica},
+        }
         again = await on_a.get("t2")
         assert again is not None
         assert again.status == "failed"

@@ -160,7 +160,7 @@ async def call(client: trimcp.Client, method: str, **params: Any) -> dict[str, A
 
 class Cluster:
     def __init__(self) -> None:
-        shared = SharedRecords()
+        self.shared = shared = SharedRecords()
         peers: list[LoopbackBus] = []
         subscriptions: dict[str, set[str]] = {}
         self.stores = (ReplicaView(shared), ReplicaView(shared))
@@ -336,4 +336,32 @@ async def test_an_answer_to_a_question_not_stored_yet_reaches_the_task(
         done = await call(on_b, "tasks/get", taskId=task_id)
         assert done["status"] == "completed", done  # the answer reached the task
         assert done["result"]["content"][0]["text"] == "second: q"
+        nursery.cancel_scope.cancel()
+
+
+async def test_an_update_nobody_else_hears_ends_when_the_task_reads_failed(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # A, running the task, died: it is gone from the bus (nobody but B hears the update),
+    # and its record reads failed once its heartbeat lapses (3 s; set here by hand, as the
+    # Redis store does when it reads a task whose runner is not alive). The update is
+    # acknowledged then (a task that ended takes no answers) and tasks/get says why.
+    # Before, it failed at once saying to send the answers again, to a task as good as
+    # over: a 2026 client following the task ended with that error, not the task's.
+    async with trio.open_nursery() as nursery, cluster(nursery) as (c, on_a, on_b):
+        nursery.start_soon(c.buses[0].run)
+        task_id, (key,) = await started_on_a(on_a, "confirm", 1)
+        c.buses[0].peers.remove(c.buses[0])
+
+        async def heartbeat_lapses() -> None:
+            await trio.sleep(3)
+            record = c.shared.records[task_id]
+            record.status, record.error = "failed", {"code": -32603, "message": "stopped"}
+
+        nursery.start_soon(heartbeat_lapses)
+        start = trio.current_time()
+        await call(on_b, "tasks/update", taskId=task_id, inputResponses={key: answer("z")})
+        assert 3 <= trio.current_time() - start < TaskOptions().answer_timeout
+        task = await call(on_b, "tasks/get", taskId=task_id)
+        assert (task["status"], task["error"]["message"]) == ("failed", "stopped")
         nursery.cancel_scope.cancel()

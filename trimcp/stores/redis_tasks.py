@@ -15,7 +15,8 @@ and pruning an expired task gives its bytes back. A marker per task
 
 A record remembers the replica running the task. When a replica reads a task that is
 still working but whose replica has stopped saying it is alive, the task is failed there
-and then (its runner died: it will never finish), never left working for ever.
+and then (its runner died: it will never finish), never left working for ever; its error
+(``-32603``, :data:`RUNNER_STOPPED`) names that replica in ``data``: ``{"replica": id}``.
 
 A record that has ended is final: every write checks the stored status in the same script
 and leaves an ended record as it is. While a task runs, the replica running it is the one
@@ -197,7 +198,8 @@ class RedisTaskStore:
         if not record.terminal and runner != self.replica and not await self._alive(runner):
             record.status = "failed"
             record.status_message = RUNNER_STOPPED
-            record.error = {"code": INTERNAL_ERROR, "message": RUNNER_STOPPED}
+            error_data = {"replica": runner}  # which one: as a cut call's error says
+            record.error = {"code": INTERNAL_ERROR, "message": RUNNER_STOPPED, "data": error_data}
             record.updated_at = time.time()
             if not await self._write(record, runner):
                 return await self.get(task_id)  # it ended meanwhile: as it ended

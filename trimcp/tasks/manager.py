@@ -70,6 +70,9 @@ STORE_TIMEOUT: Final = 5.0
 TASK_ID_BYTES: Final = 16
 _TASK_ID: Final = re.compile(rf"[0-9a-f]{{{2 * TASK_ID_BYTES}}}")
 
+#: How often a ``tasks/update`` that no other replica heard asks after the task's record.
+RUNNER_CHECK: Final = 0.25
+
 #: ``forward(method, params)`` sends one of a task's questions to the client and returns
 #: the typed answer (the ``tasks/result`` handler's session does it).
 Forward = Callable[[str, dict[str, Any]], Awaitable[Any]]
@@ -530,7 +533,8 @@ class TaskManager:
         the replica running it through :attr:`answered_elsewhere`, which confirms once it
         has written the record, within ``options.answer_timeout``. Unknown, answered or
         superseded keys are ignored, as the extension says (a task that ended takes no
-        answers: returns at once). Raises :class:`McpError` ``-32603`` when no replica
+        answers: returns at once; one whose replica died while it waited is one, once
+        its record reads failed). Raises :class:`McpError` ``-32603`` when no replica
         confirmed in that time and the task still runs (send the answers again), and
         StoreUnavailable. Cancellation: the answers may or may not have been delivered.
         """
@@ -543,6 +547,14 @@ class TaskManager:
         with trio.move_on_after(self.options.answer_timeout):
             if await self.answered_elsewhere(task_id, responses):
                 return
+            # No replica but this one heard the answers: the one running the task is gone
+            # from the bus (dead, or cut off from the store). If it died, its record reads
+            # failed once its heartbeat lapses, within the bound: the task has ended and
+            # takes no answers, and the client's next tasks/get shows why.
+            while True:  # (a record in another process: asked after, no event to wait on)
+                if not await self._still_running(task_id):
+                    return
+                await trio.sleep(RUNNER_CHECK)
         if await self._still_running(task_id):
             raise McpError(
                 INTERNAL_ERROR,
