@@ -3,8 +3,9 @@ support and calls ``whoami``; prints a JSON report.
 
 Usage: ``python tests/auth/sdk_oauth_peer.py URL``. The SDK registers dynamically, sends
 the user to the authorization server; this script plays the user: it follows the
-redirects (keeping cookies), signs in as ``dave`` on oidc-provider's login form, and
-hands the code that comes back to the SDK.
+redirects (keeping cookies), allows a consent page (trimcp's own authorization server's),
+signs in as ``dave`` on oidc-provider's login form, and hands the code that comes back to
+the SDK.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ class User:
 
     def __init__(self) -> None:
         self.result: AuthorizationCodeResult | None = None
+        #: The consent forms this user allowed.
+        self.consented: list[str] = []
 
     async def visit(self, url: str) -> None:
         async with httpx2.AsyncClient(follow_redirects=False, timeout=30) as browser:
@@ -75,7 +78,14 @@ class User:
                 action = re.search(r'action="([^"]+)"', response.text)
                 if action is None:
                     raise RuntimeError(f"no login form at {url}: HTTP {response.status_code}")
-                url, method, data = urljoin(url, action.group(1)), "POST", {"login": "dave"}
+                url, method = urljoin(url, action.group(1).replace("&amp;", "&")), "POST"
+                data = {"login": "dave"}
+                if 'name="decision"' in response.text:  # a consent page (trimcp's): allow
+                    hidden = re.findall(
+                        r'type="hidden" name="([^"]+)" value="([^"]*)"', response.text
+                    )
+                    data = {**dict(hidden), "decision": "approve"}
+                    self.consented.append(url)
         raise RuntimeError("too many redirects")
 
     async def callback(self) -> AuthorizationCodeResult:
@@ -109,6 +119,7 @@ async def main(url: str) -> dict[str, Any]:
             result = await session.call_tool("whoami", {})
             texts = [c.text for c in result.content if isinstance(c, types.TextContent)]
             report["whoami"] = json.loads(texts[0])
+    report["consented"] = user.consented
     return report
 
 
