@@ -82,6 +82,20 @@ logger = logging.getLogger("trimcp.session")
 _PEER_GONE = (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError)
 
 
+class _Sealed(dict[Any, Any]):
+    """The tables of every resting session: empty, shared, and loud when something forgot
+    to wake the session before adding to one (like the resting run's closed queues)."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise RuntimeError("a resting session's tables take nothing: wake it first")
+
+
+#: A resting session's inbound and outbound tables (waking makes fresh ones).
+_RESTING_TABLE = _Sealed()
+
+
 class SessionHandler(Protocol):
     """What answers the peer: the server or client framework, or a low-level registry."""
 
@@ -311,6 +325,7 @@ class Session:
         """
         resting = self._resting
         if resting is not None and resting.phase and resting.wake(self):
+            self._inbound, self._waiters = {}, {}
             self._run = self._new_run()
 
     def _new_run(self, carry: Run | None = None) -> Run:
@@ -881,9 +896,10 @@ class Session:
     def _rest(self, resting: Resting) -> None:
         """The tasks have ended: keep only the state."""
         self._run = RESTING_RUN
-        # Emptied dicts keep the tables they grew to: start from fresh ones.
-        self._inbound = {}
-        self._waiters = {}
+        # Nothing is under way: the shared empty tables until the session wakes (an
+        # emptied dict would keep the table it grew to; a fresh one still costs 64 B).
+        self._inbound = _RESTING_TABLE
+        self._waiters = _RESTING_TABLE
         self._batch_of = None
         self._connection.compact()
         closer = self._closer
