@@ -28,6 +28,7 @@ from trimcp.protocol import modern
 from trimcp.protocol import skills as skills_wire
 from trimcp.protocol.connection import Connection
 from trimcp.protocol.lifecycle import Role
+from trimcp.server import openapi
 from trimcp.server import skills as skills_server
 from trimcp.server.state import MAX_KEY_BYTES
 from trimcp.server.stateless import StatelessOptions
@@ -142,6 +143,12 @@ LIMITS: list[tuple[str, int]] = [
         for field in attrs.fields(StateBudget)
     ),
     ("server.state.MAX_KEY_BYTES", MAX_KEY_BYTES),
+    ("server.openapi.MAX_DOCUMENT_BYTES", openapi.MAX_DOCUMENT_BYTES),
+    ("server.openapi.MAX_SCHEMA_NODES", openapi.MAX_SCHEMA_NODES),
+    (
+        "OpenApiProvider(max_response_bytes)",
+        _parameter_default(openapi.OpenApiProvider, "max_response_bytes"),
+    ),
 ]
 
 

@@ -13,6 +13,7 @@ DESCRIPTION = """\
 trimcp: run MCP servers and talk to any MCP server from the shell.
 
   trimcp run server.py[:app] [--transport stdio|http|ws] [--port N]
+  trimcp run --openapi api.json [--base-url URL] [--tool-search]
   trimcp list tools -- python server.py          (any stdio server after --)
   trimcp call add a=1 b=2 --url http://127.0.0.1:8000/mcp
   trimcp skills list -- python server.py         (the skills it serves)
@@ -113,7 +114,26 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     run = sub.add_parser("run", help="serve a trimcp.Server over stdio, HTTP or WebSocket")
-    run.add_argument("target", help="path/to/server.py[:app] or package.module[:app]")
+    run.add_argument("target", nargs="?", help="path/to/server.py[:app] or package.module[:app]")
+    run.add_argument(
+        "--openapi",
+        metavar="SPEC",
+        help="serve a REST API from its OpenAPI 3.0/3.1 document (a file or URL) instead: one "
+        "tool per operation (API credentials: env TRIMCP_OPENAPI_TOKEN, TRIMCP_OPENAPI_HEADERS)",
+    )
+    run.add_argument(
+        "--base-url", metavar="URL", help="with --openapi: the API's URL (default: its servers)"
+    )
+    run.add_argument(
+        "--openapi-skip-unsupported",
+        action="store_true",
+        help="with --openapi: leave out the operations trimcp cannot serve instead of refusing",
+    )
+    run.add_argument(
+        "--tool-search",
+        action="store_true",
+        help="list a search tool and a call tool instead of every tool",
+    )
     run.add_argument(
         "--transport",
         choices=("stdio", "http", "websocket", "ws"),

@@ -16,6 +16,7 @@ from typing import Any
 
 from trimcp.cli.errors import CliError, UsageError
 from trimcp.cli.loader import load_server
+from trimcp.cli.openapi import add_tool_search, load_openapi
 from trimcp.cli.wiretap import WireTap
 from trimcp.cli.workers import supervised_settings
 from trimcp.server.lifespan import LifespanFailed
@@ -81,14 +82,24 @@ def run_server(args: argparse.Namespace) -> int:
     # Under stdio, stdout carries the protocol: a print() while the module is imported
     # must not reach it (nor may anything else: the transport is not chosen yet).
     with capturing_run_calls() as calls, contextlib.redirect_stdout(sys.stderr):
-        server, _ = load_server(args.target, run_calls=calls)
+        if getattr(args, "openapi", None) is not None:
+            server = load_openapi(args)
+        elif args.target is None:
+            raise UsageError(
+                "name the server to run: path/to/server.py[:app], or --openapi SPEC",
+                hint="see: trimcp run --help",
+            )
+        else:
+            server, _ = load_server(args.target, run_calls=calls)
+            if getattr(args, "tool_search", False):
+                add_tool_search(server)
     run_arguments: dict[str, Any] = {}
     for call in calls:
         if call.server is server:
             run_arguments = call.arguments
     settings = settings_from(args, run_arguments)
     if getattr(args, "check", False):
-        _say(f"{label_of(server)} loads from {args.target}")
+        _say(f"{label_of(server)} loads from {args.target or args.openapi}")
         return 0
     host = settings.host
     if settings.transport != "stdio" and not is_loopback_host(host):
