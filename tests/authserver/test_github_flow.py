@@ -20,6 +20,7 @@ from tests.authserver.spec_client import (
     Browser,
     Page,
     SpecClient,
+    form_of,
     is_consent,
     log_in,
     query_of,
@@ -348,6 +349,93 @@ async def test_consent_is_remembered_per_client_in_this_browser() -> None:
         finally:
             await first.aclose()
             await other.aclose()
+
+
+async def test_consent_is_remembered_per_user_across_browsers() -> None:
+    async with setup() as (github, _url, _auth, client):
+        allowed_at_home = (await client.register([REDIRECT]))["client_id"]
+        allowed_at_work = (await client.register([REDIRECT]))["client_id"]
+        home, work, fresh = Browser(), Browser(), Browser()
+
+        def start(client_id: str) -> str:
+            return client.authorization_url(client_id, REDIRECT, s256("v" * 43), "s")
+
+        async def code_for(page: Page) -> str:
+            assert page.location is not None, (page.status, page.body[:300])
+            return query_of(page.location)["code"]
+
+        try:
+            await code_for(await log_in(home, start(allowed_at_home), REDIRECT, "alice"))
+            # At work, a browser that has seen no one yet: asked, then it knows alice.
+            asked: list[Page] = []
+            page = await log_in(
+                work, start(allowed_at_work), REDIRECT, "alice", on_consent=asked.append
+            )
+            await code_for(page)
+            assert len(asked) == 1
+            # What alice allowed at home, the work browser does not ask her again.
+            page = await work.go(start(allowed_at_home), REDIRECT)
+            assert not is_consent(page)
+            assert b'name="login"' in page.body  # straight to the upstream's login
+            asked.clear()
+            page = await log_in(
+                work, start(allowed_at_home), REDIRECT, "alice", on_consent=asked.append
+            )
+            await code_for(page)
+            assert not asked
+            # A browser that knows no one is asked before the upstream is reached, whoever
+            # allowed the client elsewhere (confused deputy).
+            before = list(github.requests)
+            assert is_consent(await fresh.go(start(allowed_at_home), REDIRECT))
+            assert github.requests == before
+            # bob at alice's work browser: alice's approval let him reach the upstream, but
+            # once he signed in he is asked himself, and a denial issues no code.
+            page = await log_in(work, start(allowed_at_home), REDIRECT, "bob")
+            assert page.location is None
+            assert is_consent(page)
+            assert b"Signed in as <strong>bob</strong>" in page.body
+            action, fields = form_of(page)
+            denied = await work.go(action, REDIRECT, form={**fields, "decision": "deny"})
+            assert denied.location is not None
+            assert query_of(denied.location)["error"] == "access_denied"
+            assert "code" not in query_of(denied.location)
+            # Alice again (bob, the browser's last user, allowed nothing: asked first)...
+            asked.clear()
+            page = await log_in(
+                work, start(allowed_at_home), REDIRECT, "alice", on_consent=asked.append
+            )
+            await code_for(page)
+            assert len(asked) == 1
+            # ...then bob, who allows it after signing in: his code, his login.
+            verifier = secrets.token_urlsafe(48)
+            url = client.authorization_url(allowed_at_home, REDIRECT, s256(verifier), "s")
+            page = await log_in(work, url, REDIRECT, "bob")
+            assert is_consent(page)
+            action, fields = form_of(page)
+            code = await code_for(
+                await work.go(action, REDIRECT, form={**fields, "decision": "approve"})
+            )
+            tokens = await client.token(
+                {
+                    "grant_type": "authorization_code",
+                    "code": code,
+                    "redirect_uri": REDIRECT,
+                    "code_verifier": verifier,
+                    "client_id": allowed_at_home,
+                }
+            )
+            assert tokens.status == 200, tokens.body
+            claims = jwt.decode(
+                tokens.json_object("tokens")["access_token"], options={"verify_signature": False}
+            )
+            assert claims["login"] == "bob"
+            # Now bob has allowed it: not asked again in this browser.
+            asked.clear()
+            await code_for(await log_in(work, url, REDIRECT, "bob", on_consent=asked.append))
+            assert not asked
+        finally:
+            for browser in (home, work, fresh):
+                await browser.aclose()
 
 
 async def test_consent_is_bound_to_the_browser_it_was_shown_to() -> None:

@@ -50,21 +50,32 @@ def consent_page(
     upstream_name: str,
     action: str,
     ask: str,
+    signed_in_as: str | None = None,
 ) -> bytes:
     """The page asking whether ``client_id`` may act for the user on ``server_name``.
 
     ``action``: where the form posts; ``ask``: the one-time id of this request (the
-    form's only secret: it works only with the cookie of the browser it was shown to)."""
+    form's only secret: it works only with the cookie of the browser it was shown to).
+    ``signed_in_as``: who signed in upstream, when the page comes after that sign-in."""
     name = client_name or "An unnamed application"
     scope_items = "".join(f"<li><code>{escape(s)}</code></li>" for s in scopes) or (
         "<li>no particular permission</li>"
     )
+    if signed_in_as is None:
+        when = f"After you sign in with {escape(upstream_name)}, you"
+        who = ""
+    else:
+        when = "If you allow it, you"
+        who = (
+            f"<p>Signed in as <strong>{escape(signed_in_as)}</strong> with "
+            f"{escape(upstream_name)}.</p>"
+        )
     body = (
         f"<h1>Allow {escape(name)} to use {escape(server_name)}?</h1>"
         f"<p><strong>{escape(name)}</strong> (client id <code>{escape(client_id)}</code>) "
-        f"asks to act for you on <strong>{escape(server_name)}</strong>.</p>"
-        f'<p class="warn">After you sign in with {escape(upstream_name)}, you will be sent '
-        f"to <strong><code>{escape(redirect_host)}</code></strong>. The name above is what "
+        f"asks to act for you on <strong>{escape(server_name)}</strong>.</p>{who}"
+        f'<p class="warn">{when} will be sent to '
+        f"<strong><code>{escape(redirect_host)}</code></strong>. The name above is what "
         "the application says about itself: continue only if you started this and trust "
         "that address.</p>"
         f"<h2>Permissions asked</h2><ul>{scope_items}</ul>"

@@ -9,9 +9,11 @@ authorization server is itself). On the MCP server's own origin it serves:
   client metadata documents (fetched SSRF-guarded);
 - ``/oauth/authorize``: checks the client and its redirect URI (refusing with a page,
   never a redirect, when either is wrong), PKCE (S256 only), scopes and resource; then,
-  for a client this browser has not approved, a consent page (``/oauth/consent``);
-  then the upstream login (:mod:`~trimcp.authserver.upstream`), which returns to
-  ``/oauth/callback``, bound to the browser that started it;
+  unless the user who last signed in with this browser allowed the client (in any
+  browser), a consent page (``/oauth/consent``); then the upstream login
+  (:mod:`~trimcp.authserver.upstream`), which returns to ``/oauth/callback``, bound to the
+  browser that started it; a user who signed in there without having allowed the client
+  (the page was skipped for another user of the browser) is asked then, before any code;
 - ``/oauth/token`` (authorization code with PKCE, refresh with rotation; DPoP-bound
   tokens when the client sends a proof), ``/oauth/revoke`` (RFC 7009), ``/oauth/jwks``.
 
@@ -528,9 +530,10 @@ class AuthorizationServer(ProtectedResource):
             await _redirect(send, self._error_location(redirect_uri, refused, state))
             return
         browser, new_cookie = _browser(scope)
-        consent = await self.store.get("consent", _consent_key(browser, client, redirect_uri))
-        if consent is not None and set(request["scope"].split()) <= set(consent.get("scopes", ())):
-            await self._go_upstream(send, request, browser, new_cookie)
+        if await self._browser_user_approved(browser, request):
+            # Checked again once the user signed in (:meth:`_callback`): another user of
+            # this browser may sign in upstream.
+            await self._go_upstream(send, {**request, "approved": False}, browser, new_cookie)
             return
         ask = secrets.token_urlsafe(32)
         stored = await self.store.put(
@@ -613,14 +616,36 @@ class AuthorizationServer(ProtectedResource):
             location = self._error_location(request["redirect_uri"], refused, request.get("state"))
             await _redirect(send, location, status=303)
             return
-        client = Client(client_id=request["client_id"], redirect_uris=(request["redirect_uri"],))
-        await self.store.put(
-            "consent",
-            _consent_key(browser, client, request["redirect_uri"]),
-            {"scopes": request["scope"].split()},
-            self.consent_ttl,
-        )
-        await self._go_upstream(send, request, browser, new_cookie=False, status=303)
+        signed_in = request.get("code_record")
+        if isinstance(signed_in, dict):  # asked after the upstream sign-in: its code now
+            await self._remember_approval(signed_in["idp"], signed_in["sub"], request)
+            await self._send_code(send, signed_in, request.get("state"), status=303)
+            return
+        await self._go_upstream(send, {**request, "approved": True}, browser, False, status=303)
+
+    async def _browser_user_approved(self, browser: str, request: Mapping[str, Any]) -> bool:
+        """Whether the user who last signed in with this browser allowed this client,
+        redirect URI and scopes (in any browser)."""
+        user = await self.store.get("browseruser", digest(browser))
+        if user is None:
+            return False
+        return await self._user_approved(str(user["idp"]), str(user["sub"]), request)
+
+    async def _user_approved(self, idp: str, sub: str, request: Mapping[str, Any]) -> bool:
+        key = _approval_key(idp, sub, request["client_id"], request["redirect_uri"])
+        approval = await self.store.get("approval", key)
+        asked = set(str(request["scope"]).split())
+        return approval is not None and asked <= set(approval.get("scopes", ()))
+
+    async def _remember_approval(self, idp: str, sub: str, request: Mapping[str, Any]) -> None:
+        """The user ``sub`` at ``idp`` allowed the request's client, redirect URI and
+        scopes (with those allowed before), for ``consent_ttl``."""
+        key = _approval_key(idp, sub, request["client_id"], request["redirect_uri"])
+        before = await self.store.get("approval", key)
+        scopes = set(str(request["scope"]).split())
+        if before is not None:
+            scopes |= set(before.get("scopes", ()))
+        await self.store.put("approval", key, {"scopes": sorted(scopes)}, self.consent_ttl)
 
     async def _go_upstream(
         self,
@@ -688,7 +713,6 @@ class AuthorizationServer(ProtectedResource):
             refused = _Redirected("access_denied", str(exc)[:300])
             await _redirect(send, self._error_location(redirect_uri, refused, client_state))
             return
-        code = secrets.token_urlsafe(32)
         record = {
             "client_id": login["client_id"],
             "redirect_uri": redirect_uri,
@@ -700,16 +724,75 @@ class AuthorizationServer(ProtectedResource):
             "profile": dict(identity.claims),
             "upstream": self._sealer.seal(orjson.dumps(dict(identity.tokens)).decode()),
         }
+        await self.store.put(
+            "browseruser",
+            digest(browser),
+            {"idp": identity.issuer, "sub": identity.subject},
+            self.consent_ttl,
+        )
+        if login.get("approved", True):  # allowed on the consent page of this very login
+            await self._remember_approval(identity.issuer, identity.subject, login)
+        elif not await self._user_approved(identity.issuer, identity.subject, login):
+            # The consent page was skipped for another user of this browser, who allowed
+            # this client: the one who signed in has not. Ask them before any code.
+            await self._ask_after_sign_in(send, login, record, identity.claims)
+            return
+        await self._send_code(send, record, client_state)
+
+    async def _ask_after_sign_in(
+        self,
+        send: Send,
+        login: Mapping[str, Any],
+        record: dict[str, Any],
+        profile: Mapping[str, Any],
+    ) -> None:
+        client = await self._client(str(login["client_id"]))
+        if client is None:
+            raise _Refused("The application's registration expired: start again from it.")
+        ask = secrets.token_urlsafe(32)
+        pending = {
+            "browser": login["browser"],
+            "client_id": login["client_id"],
+            "redirect_uri": login["redirect_uri"],
+            "scope": login["scope"],
+            "state": login.get("state"),
+            "code_record": record,
+        }
         if not await self.store.put(
-            "code", digest(code), record, self.code_ttl, client=login["client_id"]
+            "ask", ask, pending, self.login_ttl, client=str(login["client_id"])
+        ):
+            raise _Refused("Too many sign-ins are under way for this application; try later.", 503)
+        who = profile.get("login") or profile.get("preferred_username") or profile.get("email")
+        page = consent_page(
+            client_name=client.client_name,
+            client_id=client.client_id,
+            redirect_host=_shown_host(str(login["redirect_uri"])),
+            scopes=str(login["scope"]).split(),
+            server_name=self.server_name,
+            upstream_name=self.upstream_name,
+            action=CONSENT,
+            ask=ask,
+            signed_in_as=str(who or f"user {record['sub']}"),
+        )
+        await _page(send, 200, page)
+
+    async def _send_code(
+        self, send: Send, record: Mapping[str, Any], client_state: Any, status: int = 302
+    ) -> None:
+        """Store an authorization code for the signed-in ``record`` and send the browser
+        back to the client with it (RFC 6749 §4.1.2, with RFC 9207 ``iss``)."""
+        code = secrets.token_urlsafe(32)
+        client_id = str(record["client_id"])
+        if not await self.store.put(
+            "code", digest(code), dict(record), self.code_ttl, client=client_id
         ):
             raise _Refused("Too many sign-ins are under way for this application; try later.", 503)
         values = {"code": code}
         if client_state is not None:
-            values["state"] = client_state
+            values["state"] = str(client_state)
         values["iss"] = self.issuer
-        logger.info("user %s logged in for client %s", identity.subject, login["client_id"])
-        await _redirect(send, _with_query(redirect_uri, values))
+        logger.info("user %s logged in for client %s", record["sub"], client_id)
+        await _redirect(send, _with_query(str(record["redirect_uri"]), values), status=status)
 
     def _cookie(self, browser: str) -> list[tuple[bytes, bytes]]:
         secure = "; Secure" if self._secure_cookie else ""
@@ -952,8 +1035,8 @@ def _browser(scope: Mapping[str, Any]) -> tuple[str, bool]:
     return (known, False) if known is not None else (secrets.token_urlsafe(32), True)
 
 
-def _consent_key(browser: str, client: Client, redirect_uri: str) -> str:
-    return digest(f"{browser}\x00{client.client_id}\x00{redirect_uri}")
+def _approval_key(idp: str, sub: str, client_id: str, redirect_uri: str) -> str:
+    return digest(f"{idp}\x00{sub}\x00{client_id}\x00{redirect_uri}")
 
 
 def _shown_host(uri: str) -> str:
