@@ -7,12 +7,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
 from trimcp import Context, Server
 from trimcp.protocol import modern
-from trimcp.session.transport import Outgoing
+from trimcp.proxy import ProxyServer
+from trimcp.session.transport import MessageTooLarge, Outgoing
 from trimcp.transports.memory import MemoryTransport, memory_transport_pair
 
 V = "2026-07-28"
@@ -213,3 +215,65 @@ async def test_end_of_input_ends_listen_streams_with_their_result(
                 },
             },
         }
+
+
+class _Oversized:
+    """A stream whose peer sends ``oversized`` messages past the size limit, then ``then``
+    (whole messages), then ends its input."""
+
+    def __init__(self, oversized: int, then: list[dict[str, Any]] | None = None) -> None:
+        self.incoming: list[bytes | MessageTooLarge] = [MessageTooLarge(64)] * oversized
+        self.incoming += [json.dumps(message).encode() for message in then or []]
+        self.sent: list[Any] = []
+        self.closed = False
+
+    async def receive(self) -> bytes:
+        await trio.lowlevel.checkpoint()
+        if not self.incoming:
+            raise trio.EndOfChannel
+        item = self.incoming.pop(0)
+        if isinstance(item, MessageTooLarge):
+            raise item
+        return item
+
+    async def send(self, messages: list[Outgoing]) -> None:
+        await trio.lowlevel.checkpoint()
+        self.sent.extend(json.loads(message.data) for message in messages)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def _proxy() -> ProxyServer:
+    @asynccontextmanager
+    async def never_connected() -> AsyncIterator[Any]:
+        raise AssertionError("the backend is not needed before a request")
+        yield
+
+    return ProxyServer(never_connected)
+
+
+@pytest.mark.parametrize("make", [lambda: make_server(Probe()), _proxy], ids=["server", "proxy"])
+@pytest.mark.parametrize("oversized", [1, 2])
+async def test_oversized_first_messages_are_refused_each_and_the_end_ends_the_stream(
+    autojump_clock: trio.testing.MockClock, make: Any, oversized: int
+) -> None:
+    # Every server shell chooses the era the same way: each message past the limit is
+    # answered -32600 and the next one decides; the peer leaving before any other message
+    # ends serving quietly.
+    stream = _Oversized(oversized)
+    await make().serve_stream(stream)
+    assert [m["error"]["code"] for m in stream.sent] == [-32600] * oversized
+    assert all(m["id"] is None for m in stream.sent)
+
+
+async def test_a_request_after_an_oversized_first_message_decides_the_era(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}}
+    stream = _Oversized(1, [ping])
+    await make_server(Probe()).serve_stream(stream)
+    refused, listed = stream.sent
+    assert refused["error"]["code"] == -32600
+    assert listed["id"] == 1
+    assert [tool["name"] for tool in listed["result"]["tools"]] == ["slow", "ask", "echo"]

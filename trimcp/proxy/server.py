@@ -32,10 +32,9 @@ from trimcp.session import (
     SessionHandler,
     SessionOptions,
     open_session,
-    serve_session,
 )
 from trimcp.session.relay import without_progress_token
-from trimcp.session.transport import Decoded, MessageTooLarge, Outgoing, Transport
+from trimcp.session.transport import Transport
 from trimcp.types import (
     ClientCapabilities,
     Implementation,
@@ -206,24 +205,23 @@ class ProxyServer:
         server does: the client falls back to ``initialize`` on the same connection.
         Reports readiness at once (with None). Cancellation: a session closes with the
         engine's bounded close sequence; 2026 requests are cancelled."""
-        from trimcp.session.stateless_stream import serve_either_era, starts_stateless
+        from trimcp.session.stateless_stream import serve_either_era
 
-        task_status.started(None)
         async with self.open_lifespan():
-            try:
-                first: bytes | Decoded = await transport.receive()
-            except trio.EndOfChannel:
-                return
-            except MessageTooLarge:  # skipped whole: the era is the next message's
-                await serve_either_era(transport, self, options=options)
-                return
-            wire = _Replay(transport, first)
-            if starts_stateless(first):
-                with contextlib.suppress(McpError):  # unreachable: each request says so
-                    if await self._modern.learn_era() is Era.LEGACY:
-                        await serve_session(wire, self, options=options)
-                        return
-            await serve_either_era(wire, self, options=options)
+            await serve_either_era(
+                transport,
+                self,
+                options=options,
+                task_status=task_status,
+                serves_stateless=self._backend_is_stateless,
+            )
+
+    async def _backend_is_stateless(self) -> bool:
+        """Whether a 2026 first request is served stateless: unless the backend speaks
+        only the session era (unreachable: each request says so)."""
+        with contextlib.suppress(McpError):
+            return await self._modern.learn_era() is not Era.LEGACY
+        return True
 
     # --- relaying (trimcp.session.hooks.RequestRelay) -----------------------------------
 
@@ -339,27 +337,6 @@ class ProxyServer:
         backend = link.backend if link is not None else None
         if backend is not None and not backend.closing:
             await _forward_notification(backend, method, params)
-
-
-class _Replay:
-    """A transport whose first message was read already (to choose the era)."""
-
-    def __init__(self, transport: Transport, first: bytes | Decoded) -> None:
-        self._transport = transport
-        self._first: bytes | Decoded | None = first
-
-    async def receive(self) -> bytes | Decoded:
-        first = self._first
-        if first is not None:
-            self._first = None
-            return first
-        return await self._transport.receive()
-
-    async def send(self, messages: list[Outgoing]) -> None:
-        await self._transport.send(messages)
-
-    async def aclose(self) -> None:
-        await self._transport.aclose()
 
 
 def _client_capabilities(params: InitializeRequestParams) -> ClientCapabilities:

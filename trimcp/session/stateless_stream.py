@@ -19,6 +19,7 @@ cancelled; what was answered is flushed within ``flush_timeout``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
@@ -94,29 +95,44 @@ class _Replay:
         await self._transport.aclose()
 
 
+#: Asked when a connection's first message is a 2026-07-28 request: whether to serve the
+#: connection in that era. False serves it as a session instead, which refuses the request
+#: as a session-era server does (a client in auto mode then falls back to ``initialize``
+#: on the same connection): a proxy whose backend speaks only the session era says so.
+ServesStateless = Callable[[], Awaitable[bool]]
+
+
 async def serve_either_era(
     transport: Transport,
     handler: StatelessHandler,
     *,
     options: SessionOptions | None = None,
     task_status: trio.TaskStatus[Session | None] = trio.TASK_STATUS_IGNORED,
+    serves_stateless: ServesStateless | None = None,
 ) -> None:
     """Serve ``transport`` in the era its first message asks for (see the module docstring).
+
+    The one place a connection's era is chosen: every server shell serves a stream through
+    it. Each message past the transport's size limit before the first is answered
+    ``-32600`` and skipped (the next one decides). ``serves_stateless``: asked before a
+    2026 first request is served as such (see :data:`ServesStateless`).
 
     Reports readiness at once (with None: which era is not known yet). Returns when the
     peer ends its input (or the session closes). Cancellation: a session closes with the
     engine's bounded close sequence; a stateless stream cancels its requests.
     """
     task_status.started(None)
-    try:
-        first = await transport.receive()
-    except trio.EndOfChannel:
-        return
-    except MessageTooLarge as exc:
-        # Say so and let the session engine read on (a session-era client, most likely).
-        await transport.send([Outgoing(encode_error(None, exc))])
-        first = await transport.receive()
-    if starts_stateless(first):
+    while True:
+        try:
+            first = await transport.receive()
+        except trio.EndOfChannel:
+            return
+        except MessageTooLarge as exc:
+            # Say so and read on: the era is the next message's.
+            await transport.send([Outgoing(encode_error(None, exc))])
+            continue
+        break
+    if starts_stateless(first) and (serves_stateless is None or await serves_stateless()):
         await serve_stateless_stream(transport, handler, first, options=options)
     else:
         await serve_session(_Replay(transport, first), handler, options=options)
