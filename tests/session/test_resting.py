@@ -6,8 +6,10 @@ the session asks (the waker) and calls ``wake()`` before feeding the transport.
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import pytest
@@ -310,3 +312,35 @@ async def test_a_list_change_reaches_a_resting_client(autojump_clock: trio.abc.C
         with trio.fail_after(30):
             note = await host.peer.receive()
         assert note["method"] == "notifications/tools/list_changed"
+
+
+def _engine_bytes() -> int:
+    """What trimcp/session/ allocated and still holds (the allocation site's file)."""
+    engine = tracemalloc.Filter(True, "*/trimcp/session/*")
+    snapshot = tracemalloc.take_snapshot().filter_traces([engine])
+    return sum(stat.size for stat in snapshot.statistics("filename"))
+
+
+async def test_a_resting_session_keeps_little_of_the_engines_own(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # The engine's share of an idle session (the HTTP test bounds the whole): a resting
+    # session keeps the Session, its Resting and its protocol core's object; its tables,
+    # close state and run are shared or made again on waking. Exact Python allocations,
+    # counted by the file that made them, after one warm-up session.
+    count = 50
+    async with AsyncExitStack() as stack:
+        warm = await stack.enter_async_context(resting_host())
+        await warm.settle()
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = _engine_bytes()
+            hosts = [await stack.enter_async_context(resting_host()) for _ in range(count)]
+            await hosts[-1].settle()
+            gc.collect()
+            assert all(host.session.resting for host in hosts)
+            per_session = (_engine_bytes() - before) / count
+        finally:
+            tracemalloc.stop()
+    assert 0 < per_session <= 512, f"{per_session:.0f} B of engine state per resting session"

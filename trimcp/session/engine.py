@@ -81,6 +81,9 @@ logger = logging.getLogger("trimcp.session")
 
 _PEER_GONE = (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError)
 
+#: The options of every session made without any (frozen, so one serves them all).
+_DEFAULT_OPTIONS = SessionOptions()
+
 
 class _Sealed(dict[Any, Any]):
     """The tables of every resting session: empty, shared, and loud when something forgot
@@ -1047,7 +1050,7 @@ async def open_session(
     raise it, and the block keeps running until it ends (it is not cancelled). A single error is
     raised as itself, not wrapped in an exception group.
     """
-    options = options or SessionOptions()
+    options = options or _DEFAULT_OPTIONS
     async with open_nursery_unwrapped() as nursery:
         session = Session(transport, role, handler, options)
         await session._start(nursery)
@@ -1080,7 +1083,7 @@ def resting_session(
     ``can_rest(session)``, also keep it awake.
     """
     return Session(
-        transport, role, handler, options or SessionOptions(), waker=waker, rest_after=rest_after
+        transport, role, handler, options or _DEFAULT_OPTIONS, waker=waker, rest_after=rest_after
     )
 
 
