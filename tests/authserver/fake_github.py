@@ -7,7 +7,10 @@ in a 200 answer (``bad_verification_code``...), opaque ``gho_`` tokens, and ``/u
 answering ``{"id", "login", "name"}`` for ``Authorization: Bearer <token>`` only with a
 ``User-Agent``. It checks PKCE (S256) when the authorization request carried a challenge,
 the client secret and the redirect URI. ``issued`` lists every access token it gave, so a
-test can try one against the MCP server.
+test can try one against the MCP server. With ``expires_in`` set (as for a GitHub App's
+expiring user tokens), tokens come with a lifetime and a ``ghr_`` refresh token, which
+``grant_type=refresh_token`` rotates (a used one is ``bad_refresh_token``); ``refreshes``
+counts the refreshes it granted.
 """
 
 from __future__ import annotations
@@ -43,6 +46,10 @@ class FakeGitHub:
         self.users: dict[str, int] = {}
         self.requests: list[str] = []
         self.base = ""
+        #: Seconds each new access token lives (None: no lifetime, no refresh token).
+        self.expires_in: int | None = None
+        self.refresh_tokens: dict[str, str] = {}  # refresh token -> login
+        self.refreshes = 0
 
     def user_id(self, login: str) -> int:
         return self.users.setdefault(login, 1000 + len(self.users))
@@ -116,10 +123,19 @@ class FakeGitHub:
                     send, 200, urlencode(values).encode(), "application/x-www-form-urlencoded"
                 )
 
-        grant = self.codes.pop(form.get("code", ""), None)
         if form.get("client_id") != CLIENT_ID or form.get("client_secret") != CLIENT_SECRET:
             await answer({"error": "incorrect_client_credentials"})
-        elif grant is None or grant["redirect_uri"] != form.get("redirect_uri"):
+            return
+        if form.get("grant_type") == "refresh_token":
+            login = self.refresh_tokens.pop(form.get("refresh_token", ""), None)
+            if login is None:
+                await answer({"error": "bad_refresh_token"})
+                return
+            self.refreshes += 1
+            await answer(self._new_token(login))
+            return
+        grant = self.codes.pop(form.get("code", ""), None)
+        if grant is None or grant["redirect_uri"] != form.get("redirect_uri"):
             await answer({"error": "bad_verification_code"})
         elif (
             "code_challenge" in grant
@@ -127,10 +143,18 @@ class FakeGitHub:
         ):
             await answer({"error": "bad_verification_code", "error_description": "PKCE"})
         else:
-            token = "gho_" + secrets.token_hex(18)
-            self.tokens[token] = {"login": grant["login"]}
-            self.issued.append(token)
-            await answer({"access_token": token, "token_type": "bearer", "scope": ""})
+            await answer(self._new_token(grant["login"]))
+
+    def _new_token(self, login: str) -> dict[str, Any]:
+        token = "gho_" + secrets.token_hex(18)
+        self.tokens[token] = {"login": login}
+        self.issued.append(token)
+        values: dict[str, Any] = {"access_token": token, "token_type": "bearer", "scope": ""}
+        if self.expires_in is not None:
+            refresh = "ghr_" + secrets.token_hex(18)
+            self.refresh_tokens[refresh] = login
+            values.update(expires_in=self.expires_in, refresh_token=refresh)
+        return values
 
 
 def _s256(verifier: str) -> str:

@@ -14,10 +14,13 @@ import trio
 
 from tests.authserver.fake_github import FakeGitHub, running_fake_github
 from tests.authserver.harness import call_whoami, github_upstream, proxied_server
+from tests.authserver.scripted_browser import fill_in
 from tests.authserver.spec_client import Browser, SpecClient, is_consent, log_in, query_of, s256
+from trimcp.auth import FollowRedirects, OAuthClient
 from trimcp.auth.dpop import DpopKey, DpopProofs
 from trimcp.authserver import AuthorizationServer
 from trimcp.authserver.clients import RegistrationError, check_redirect_uri, redirect_matches
+from trimcp.client import connect_http
 from trimcp.errors import McpError
 
 BOUND = 60.0
@@ -155,6 +158,46 @@ async def test_a_dpop_proof_at_the_token_endpoint_binds_the_tokens() -> None:
         again = await client.token(refresh, proofs.headers("POST", token_url))
         assert again.status == 200, again.body
         assert again.json()["token_type"] == "DPoP"
+
+
+async def test_the_token_endpoint_can_require_dpop_nonces() -> None:
+    async with setup(dpop=True, dpop_nonce=True) as (_github, url, _auth, client):
+        client_id = (await client.register([REDIRECT]))["client_id"]
+        browser = Browser()
+        try:
+            verifier = secrets.token_urlsafe(48)
+            start = client.authorization_url(client_id, REDIRECT, s256(verifier), "s")
+            back = await log_in(browser, start, REDIRECT, "alice")
+        finally:
+            await browser.aclose()
+        assert back.location is not None
+        token_url = client.metadata["token_endpoint"]
+        proofs = DpopProofs(DpopKey.generate())
+        form = {
+            "grant_type": "authorization_code",
+            "code": query_of(back.location)["code"],
+            "redirect_uri": REDIRECT,
+            "code_verifier": verifier,
+            "client_id": client_id,
+        }
+        # Before: a proof without a nonce was taken (dpop_nonce did not exist).
+        first = await client.token(form, proofs.headers("POST", token_url))
+        assert first.status == 400, first.body
+        assert first.json()["error"] == "use_dpop_nonce"
+        assert proofs.remember_nonce(token_url, first.headers["dpop-nonce"])
+        second = await client.token(form, proofs.headers("POST", token_url))  # the code holds
+        assert second.status == 200, second.body
+        assert second.json()["token_type"] == "DPoP"
+        assert second.headers["dpop-nonce"]
+        # trimcp's own client answers use_dpop_nonce by itself.
+        oauth = OAuthClient(
+            interaction=FollowRedirects("http://127.0.0.1/callback", login=fill_in),
+            dpop=True,
+            allow_private_addresses=True,
+        )
+        async with connect_http(url, auth=oauth) as session:
+            result = await session.call_tool("whoami", {})
+        assert "alice" in getattr(result.content[0], "text", "")
 
 
 def _unbound() -> AuthorizationServer:

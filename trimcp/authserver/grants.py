@@ -2,7 +2,8 @@
 
 A *family* is one user's login for one client: made when an authorization code is
 redeemed, it holds who logged in, the scopes granted, the DPoP key the tokens are bound to
-(if any) and the upstream tokens, sealed. Its access tokens are short-lived JWTs signed
+(if any); the upstream tokens, sealed, are a record of their own beside it (refreshing
+them must not race the family's rotation). Its access tokens are short-lived JWTs signed
 with :class:`~trimcp.authserver.keys.SigningKeys` (``aud`` = the MCP server, ``fam`` = the
 family); its refresh token is ``<family id>.<random>``, stored by digest, and replaced by
 a new one at each use (rotation). A refresh token used a second time (stolen, or copied)
@@ -105,11 +106,17 @@ class Grants:
             "profile": login.get("profile", {}),
             "scope": login["scope"],
             "jkt": login.get("jkt"),
-            "upstream": login.get("upstream"),
             "expires": now + self.login_lifetime,
             "spent": [],
         }
-        return await self._issue(family_id, family, login["scope"])
+        answer = await self._issue(family_id, family, login["scope"])
+        sealed = login.get("upstream")
+        if isinstance(sealed, str) and not await self.keep_upstream_tokens(family_id, sealed):
+            await self.end_family(family_id)
+            raise GrantError(
+                "temporarily_unavailable", "too many logins are held for this client", 503
+            )
+        return answer
 
     async def _issue(self, family_id: str, family: dict[str, Any], scope: str) -> dict[str, Any]:
         now = self._clock()
@@ -226,6 +233,7 @@ class Grants:
         family = await self._store.take("family", family_id)
         if family is not None and isinstance(family.get("current"), str):
             await self._store.delete("refresh", family["current"])
+        await self._store.delete("upstream", family_id)
         self._alive.pop(family_id, None)
 
     async def revoke(self, token: str, *, client_id: str) -> None:
@@ -251,9 +259,22 @@ class Grants:
 
     async def upstream_tokens(self, family_id: str) -> str | None:
         """The sealed upstream tokens of a login (None: none kept, or it ended)."""
-        family = await self._store.get("family", family_id)
-        sealed = None if family is None else family.get("upstream")
+        kept = await self._store.get("upstream", family_id)
+        sealed = None if kept is None else kept.get("sealed")
         return sealed if isinstance(sealed, str) else None
+
+    async def keep_upstream_tokens(self, family_id: str, sealed: str) -> bool:
+        """Keep ``sealed`` as the upstream tokens of a login, for as long as it lasts;
+        False when the login ended (or the store refused: the client's share is full)."""
+        family = await self._store.get("family", family_id)
+        if family is None:
+            return False
+        left = float(family["expires"]) - self._clock()
+        if left <= 0:
+            return False
+        return await self._store.put(
+            "upstream", family_id, {"sealed": sealed}, left, client=str(family["client_id"])
+        )
 
 
 #: Claims a profile field may not replace.

@@ -45,6 +45,9 @@ class Sealer:
         #: (a replica misconfigured, or a restart that changed the secret) makes records
         #: of its own rather than finding records it cannot open.
         self.key_id = _derive(raw, b"trimcp authserver key id", 6).hex()
+        #: The key of the DPoP nonces the token endpoint gives (when it requires them):
+        #: the same secret, the same nonces, on every replica.
+        self.nonce_secret = _derive(raw, b"trimcp authserver dpop nonce", 32)
 
     def seal(self, text: str) -> str:
         return self._fernet.encrypt(text.encode("utf-8")).decode("ascii")

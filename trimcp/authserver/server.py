@@ -30,6 +30,7 @@ import hmac
 import logging
 import re
 import secrets
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
@@ -37,7 +38,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 import orjson
 import trio
 
-from trimcp.auth.dpop import DpopChecker, DpopError, ReplayCache
+from trimcp.auth.dpop import DpopChecker, DpopError, NonceSource, ReplayCache
 from trimcp.auth.errors import InvalidToken
 from trimcp.auth.pkce import challenge_of, new_verifier
 from trimcp.auth.principal import AuthInfo
@@ -76,6 +77,8 @@ BROWSER_COOKIE = "trimcp_browser"
 MAX_FORM_BYTES = 64 * 1024
 #: Characters of one query or form parameter.
 MAX_PARAM_CHARS = 4096
+#: Seconds before an upstream access token expires from which it is refreshed first.
+UPSTREAM_REFRESH_MARGIN = 60.0
 _VERIFIER = re.compile(r"[A-Za-z0-9\-._~]{43,128}\Z")
 _CHALLENGE = re.compile(r"[A-Za-z0-9\-_]{43}\Z")
 _COOKIE_VALUE = re.compile(r"[A-Za-z0-9\-_]{43}\Z")
@@ -126,7 +129,11 @@ class AuthorizationServer(ProtectedResource):
     ask the store about every request). ``allow_private_client_ids``:
     client metadata documents may be on loopback/private addresses (tests only).
     ``dpop_checker``: checks DPoP proofs at the token endpoint (default: a fresh
-    :class:`~trimcp.auth.DpopChecker`). Every other keyword (``required_scopes``,
+    :class:`~trimcp.auth.DpopChecker`). ``dpop_nonce``: with the default checker,
+    proofs at the token endpoint must carry a nonce this server gave (RFC 9449 §8;
+    ``use_dpop_nonce`` and a ``DPoP-Nonce`` header answer one that does not): a nonce is
+    derived from the secret and the time, so replicas sharing the secret agree on it.
+    Every other keyword (``required_scopes``,
     ``tool_scopes``, ``dpop``, ``require_dpop``...) is :class:`ProtectedResource`'s.
     """
 
@@ -150,6 +157,7 @@ class AuthorizationServer(ProtectedResource):
         rotate_keys_every: float = 24 * 3600.0,
         allow_private_client_ids: bool = False,
         dpop_checker: DpopChecker | None = None,
+        dpop_nonce: bool = False,
         **protection: Any,
     ) -> None:
         if "verifier" in protection or "authorization_servers" in protection:
@@ -168,8 +176,12 @@ class AuthorizationServer(ProtectedResource):
         self.state_in_memory = isinstance(self.store, MemoryAuthStore)
         self._sealer = Sealer(secret)
         self._token_replay: ReplayCache | None = None
+        self._own_dpop_checker = dpop_checker
+        self._dpop_nonce = dpop_nonce
         self._serving = False
         self._set_up = False
+        # family id -> set when the refresh of its upstream tokens under way ends
+        self._upstream_refreshes: dict[str, trio.Event] = {}
         self._settings: dict[str, Any] = dict(
             upstream=upstream,
             server_name=server_name,
@@ -246,7 +258,6 @@ class AuthorizationServer(ProtectedResource):
         self._set_up = True
         self._wire()
         self.documents = DocumentClients(allow_private=allow_private_client_ids)
-        self.token_dpop = dpop_checker if dpop_checker is not None else DpopChecker()
         self.endpoint_paths = frozenset(
             {AS_METADATA, AUTHORIZE, CONSENT, CALLBACK, TOKEN, REGISTER, REVOKE, JWKS}
         )
@@ -260,6 +271,11 @@ class AuthorizationServer(ProtectedResource):
         self.keys = SigningKeys(
             self.store, self._sealer, algorithm=algorithm, rotate_every=rotate_every
         )
+        if self._own_dpop_checker is not None:
+            self.token_dpop = self._own_dpop_checker
+        else:
+            nonces = NonceSource(self._sealer.nonce_secret) if self._dpop_nonce else None
+            self.token_dpop = DpopChecker(nonces=nonces)
         access_ttl, refresh_ttl, lifetime, lag = self._grants_settings
         self.grants = Grants(
             issuer=self.issuer,
@@ -831,12 +847,23 @@ class AuthorizationServer(ProtectedResource):
                     "grant_type must be authorization_code or refresh_token",
                 )
         except GrantError as refused:
-            extra = []
+            extra = self._nonce_header()
             if refused.status == 401:
-                extra = [(b"www-authenticate", b'Basic realm="token"')]
+                extra.append((b"www-authenticate", b'Basic realm="token"'))
             await _json(send, refused.status, _error(refused.error, refused.description), extra)
             return
-        await _json(send, 200, answer)
+        await _json(send, 200, answer, self._nonce_header())
+
+    def _nonce_header(self) -> list[tuple[bytes, bytes]]:
+        """The ``DPoP-Nonce`` header of a token endpoint answer, when nonces are
+        required (RFC 9449 §8: the client uses it in its next proof)."""
+        nonce = self.token_dpop.nonce()
+        if nonce is None:
+            return []
+        return [
+            (b"dpop-nonce", nonce.encode("ascii")),
+            (b"access-control-expose-headers", b"dpop-nonce"),
+        ]
 
     async def _redeem(
         self, form: Mapping[str, str], client: Client, jkt: str | None
@@ -919,8 +946,8 @@ class AuthorizationServer(ProtectedResource):
             return await self.token_dpop.check(
                 proof, method="POST", url=self.issuer + TOKEN, replay=self._token_replay
             )
-        except DpopError as exc:
-            raise GrantError("invalid_dpop_proof", str(exc)) from None
+        except DpopError as exc:  # invalid_dpop_proof, or use_dpop_nonce
+            raise GrantError(exc.error, str(exc)) from None
 
     async def _revoke(self, scope: Mapping[str, Any], receive: Receive, send: Send) -> None:
         headers = _headers(scope)
@@ -939,17 +966,74 @@ class AuthorizationServer(ProtectedResource):
 
     async def upstream_tokens(self, auth: AuthInfo) -> dict[str, Any] | None:
         """The upstream tokens of the login ``auth`` (a request's ``ctx.auth``) belongs to,
-        for the application to call the provider's API as the user; None when the login
-        ended. Never send them to the MCP client."""
+        for the application to call the provider's API as the user: ``access_token``,
+        ``token_type``, ``scope``, ``refresh_token`` and ``expires_at`` (seconds since the
+        epoch) as the provider gave them. An access token within
+        :data:`UPSTREAM_REFRESH_MARGIN` seconds of expiring is refreshed at the provider
+        first (once, however many callers ask at that moment) and the new tokens kept for
+        the login. None when the login ended, no tokens are kept, or the token expired
+        and the provider would not refresh it (the user must log in again). Never send
+        them to the MCP client. Cancellation: a refresh under way is abandoned; the
+        tokens kept stay as they were."""
         family_id = auth.claims.get("fam")
         if not isinstance(family_id, str):
             return None
+        tokens = await self._kept_upstream_tokens(family_id)
+        if tokens is None or not _expiring(tokens, UPSTREAM_REFRESH_MARGIN):
+            return tokens
+        running = self._upstream_refreshes.get(family_id)
+        if running is not None:  # another caller refreshes them: take what it keeps
+            await running.wait()
+            return await self._kept_upstream_tokens(family_id)
+        done = self._upstream_refreshes[family_id] = trio.Event()
+        try:
+            return await self._refresh_upstream(family_id, tokens)
+        finally:
+            del self._upstream_refreshes[family_id]
+            done.set()
+
+    async def _kept_upstream_tokens(self, family_id: str) -> dict[str, Any] | None:
         sealed = await self.grants.upstream_tokens(family_id)
-        opened = None if sealed is None else self._sealer.open(sealed)
+        if sealed is None:
+            return None
+        opened = self._sealer.open(sealed)
         if opened is None:
+            logger.warning(
+                "the upstream tokens of a login were sealed with another secret "
+                "(TRIMCP_AUTHSERVER_SECRET changed?): the user must log in again"
+            )
             return None
         value = orjson.loads(opened)
         return value if isinstance(value, dict) else None
+
+    async def _refresh_upstream(
+        self, family_id: str, tokens: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        refresh_token = tokens.get("refresh_token")
+        usable = None if _expiring(tokens, 0.0) else tokens
+        if not isinstance(refresh_token, str):
+            return usable
+        try:
+            fresh = await self.upstream.refresh(refresh_token)
+        except UpstreamError as exc:
+            # A replica that refreshed them a moment ago (its refresh token rotated) has
+            # kept the new ones: those serve.
+            latest = await self._kept_upstream_tokens(family_id)
+            if latest is not None and latest.get("access_token") != tokens.get("access_token"):
+                return latest
+            logger.warning("the upstream tokens of a login could not be refreshed: %s", exc)
+            return usable
+        sealed = self._sealer.seal(orjson.dumps(fresh).decode())
+        if not await self.grants.keep_upstream_tokens(family_id, sealed):
+            return None  # the login ended meanwhile
+        return fresh
+
+
+def _expiring(tokens: Mapping[str, Any], margin: float) -> bool:
+    expires_at = tokens.get("expires_at")
+    if not isinstance(expires_at, int | float) or isinstance(expires_at, bool):
+        return False  # no lifetime said: valid until the provider refuses it
+    return float(expires_at) - margin <= time.time()
 
 
 # --- small HTTP helpers -------------------------------------------------------------------

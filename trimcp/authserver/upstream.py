@@ -16,6 +16,7 @@ to an MCP client.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -297,6 +298,37 @@ class UpstreamLogin:
             "redirect_uri": redirect_uri,
             "code_verifier": verifier,
         }
+        fetcher = self._fetcher()
+        try:
+            answer = await self._token_request(fetcher, form, "the code")
+            access_token = answer["access_token"]
+            if self.upstream.is_oidc:
+                identity = await self._from_id_token(answer, nonce)
+            else:
+                identity = await self._from_user_endpoint(fetcher, access_token)
+        finally:
+            await fetcher.aclose()
+        return attrs.evolve(identity, tokens=kept_tokens(answer))
+
+    async def refresh(self, refresh_token: str) -> dict[str, Any]:
+        """New upstream tokens for ``refresh_token`` (the tokens to keep, as
+        :func:`kept_tokens` makes them; the refresh token given is kept when the provider
+        sends no new one). Raises :class:`UpstreamError`. Cancellation: the exchange is
+        abandoned (the provider may have rotated the refresh token meanwhile)."""
+        form = {"grant_type": "refresh_token", "refresh_token": refresh_token}
+        fetcher = self._fetcher()
+        try:
+            answer = await self._token_request(fetcher, form, "the refresh token")
+        finally:
+            await fetcher.aclose()
+        return {"refresh_token": refresh_token, **kept_tokens(answer)}
+
+    async def _token_request(
+        self, fetcher: Fetcher, form: dict[str, str], what: str
+    ) -> dict[str, Any]:
+        """POST ``form`` to the token endpoint with this client's credentials: the JSON
+        answer, which holds an access token. Raises :class:`UpstreamError`."""
+        await self.ready(timeout=self.upstream.timeout)
         headers: dict[str, str] = {"accept": "application/json"}
         secret = self.upstream.client_secret
         if self.upstream.token_auth == "client_secret_basic" and secret is not None:
@@ -306,38 +338,28 @@ class UpstreamLogin:
             pair = f"{quote(self.upstream.client_id, safe='')}:{quote(secret, safe='')}"
             headers["authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
         else:
-            form["client_id"] = self.upstream.client_id
+            form = {**form, "client_id": self.upstream.client_id}
             if secret is not None:
                 form["client_secret"] = secret
-        fetcher = self._fetcher()
         try:
             response = await fetcher.post_form(self._endpoints["token_endpoint"], form, headers)
-            answer = _json_object(response.body)
-            if answer is None:
-                raise UpstreamError(
-                    f"the identity provider's token endpoint answered HTTP {response.status} "
-                    "without a JSON object"
-                )
-            if "error" in answer or response.status != 200:
-                raise UpstreamError(
-                    f"the identity provider refused the code: {str(answer.get('error'))[:100]}"
-                    f" {str(answer.get('error_description') or '')[:200]}".rstrip()
-                )
-            access_token = answer.get("access_token")
-            if not isinstance(access_token, str) or not access_token:
-                raise UpstreamError("the identity provider's answer holds no access_token")
-            if self.upstream.is_oidc:
-                identity = await self._from_id_token(answer, nonce)
-            else:
-                identity = await self._from_user_endpoint(fetcher, access_token)
-        finally:
-            await fetcher.aclose()
-        tokens: dict[str, Any] = {
-            k: answer[k]
-            for k in ("access_token", "refresh_token", "expires_in", "scope", "token_type")
-            if k in answer
-        }
-        return attrs.evolve(identity, tokens=tokens)
+        except AuthError as exc:  # FetchError, UnsafeUrl: the message names the URL
+            raise UpstreamError(f"the identity provider's token endpoint failed: {exc}") from None
+        answer = _json_object(response.body)
+        if answer is None:
+            raise UpstreamError(
+                f"the identity provider's token endpoint answered HTTP {response.status} "
+                "without a JSON object"
+            )
+        if "error" in answer or response.status != 200:
+            raise UpstreamError(
+                f"the identity provider refused {what}: {str(answer.get('error'))[:100]}"
+                f" {str(answer.get('error_description') or '')[:200]}".rstrip()
+            )
+        access_token = answer.get("access_token")
+        if not isinstance(access_token, str) or not access_token:
+            raise UpstreamError("the identity provider's answer holds no access_token")
+        return answer
 
     async def _from_id_token(self, answer: Mapping[str, Any], nonce: str) -> Identity:
         id_token = answer.get("id_token")
@@ -364,14 +386,17 @@ class UpstreamLogin:
 
     async def _from_user_endpoint(self, fetcher: Fetcher, access_token: str) -> Identity:
         url = self._endpoints["user_endpoint"]
-        response = await fetcher.get(
-            url,
-            {
-                "authorization": f"Bearer {access_token}",
-                "accept": "application/json",
-                "user-agent": "trimcp",  # GitHub's API refuses requests without one
-            },
-        )
+        try:
+            response = await fetcher.get(
+                url,
+                {
+                    "authorization": f"Bearer {access_token}",
+                    "accept": "application/json",
+                    "user-agent": "trimcp",  # GitHub's API refuses requests without one
+                },
+            )
+        except AuthError as exc:  # FetchError, UnsafeUrl: the message names the URL
+            raise UpstreamError(f"the identity provider's user endpoint failed: {exc}") from None
         user = _json_object(response.body)
         if response.status != 200 or user is None:
             raise UpstreamError(
@@ -382,6 +407,21 @@ class UpstreamLogin:
         if isinstance(subject, bool) or not isinstance(subject, str | int) or subject == "":
             raise UpstreamError(f"the user endpoint's answer has no {field!r}")
         return Identity(issuer=self.issuer, subject=str(subject), claims=_profile(user))
+
+
+def kept_tokens(answer: Mapping[str, Any]) -> dict[str, Any]:
+    """What is kept of a token endpoint's answer: the tokens, their type and scope, and
+    ``expires_at`` (seconds since the epoch) when it says how long the access token
+    lives."""
+    tokens: dict[str, Any] = {
+        k: answer[k]
+        for k in ("access_token", "refresh_token", "expires_in", "scope", "token_type")
+        if k in answer
+    }
+    lifetime = answer.get("expires_in")
+    if isinstance(lifetime, int | float) and not isinstance(lifetime, bool):
+        tokens["expires_at"] = time.time() + lifetime
+    return tokens
 
 
 def _profile(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -402,4 +442,13 @@ def _json_object(body: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-__all__ = ["Identity", "Upstream", "UpstreamError", "UpstreamLogin", "github", "google", "oidc"]
+__all__ = [
+    "Identity",
+    "Upstream",
+    "UpstreamError",
+    "UpstreamLogin",
+    "github",
+    "google",
+    "kept_tokens",
+    "oidc",
+]
