@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import AsyncIterator, Hashable, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any, Literal, NamedTuple
@@ -93,15 +93,18 @@ class Replica(NamedTuple):
 
 
 @asynccontextmanager
-async def two_replicas(redis: RedisServer, auth: Auth | None) -> AsyncIterator[list[Replica]]:
-    """Two replicas (A, B) on one Redis, under a prefix of this test's own."""
+async def two_replicas(
+    redis: RedisServer, auth: Auth | None, make: Callable[[], trimcp.Server] = make_app
+) -> AsyncIterator[list[Replica]]:
+    """Two replicas (A, B) on one Redis, under a prefix of this test's own, each serving
+    its own server made by ``make``."""
     prefix = f"pr{secrets.token_hex(4)}:"
     stores = [RedisStore(redis.url, prefix=prefix) for _ in range(2)]
     try:
         async with trio.open_nursery() as nursery:
             replicas = []
             for store in stores:
-                app = make_app()
+                app = make()
                 port: int = await nursery.start(
                     partial(serve_http, app, port=0, config=_config(auth), store=store)
                 )

@@ -574,10 +574,11 @@ class McpHttpApp:
                 if sink.queued > 1 or sink.finished:
                     break
                 await trio.lowlevel.checkpoint()
-        if not sink.finished:
-            # Not answered yet: the client may resume it, maybe on another replica, which
-            # must know the stream exists before the client sees its priming event.
-            await transport.make_known(stream)
+        # The client may resume this stream with any id it gets, maybe on another replica,
+        # which must know the stream exists before the client can have one: the priming
+        # event's id too (never stored), also when the response ends before the answer
+        # (SSE polling: close_request_stream). Costs nothing once an answer is stored.
+        await transport.make_known(stream)
         if sink.finished:
             await pump(send, sink)  # answered already: nothing to wait for
             return

@@ -271,11 +271,12 @@ class HttpSessionTransport:
         return stream
 
     async def make_known(self, stream: OutStream) -> None:
-        """``stream``'s response starts before the stream is complete (its client may
-        resume it, maybe on another replica): with a store shared by replicas, make sure
+        """``stream``'s response is about to be written (its client may resume it with any
+        id it gets, maybe on another replica): with a store shared by replicas, make sure
         the store knows the stream exists before the client can learn an id of it (an
-        event of it stored, or else a record, see :class:`RecordsStreams`). Nothing for
-        other stores; never raises for a store outage. Cancellation: safe."""
+        event of it stored, or else a record, see :class:`RecordsStreams`: one round trip,
+        only for a stream with nothing stored yet). Nothing for other stores; never raises
+        for a store outage. Cancellation: safe."""
         store = self._store
         if stream.stream_id is None or not isinstance(store, RecordsStreams):
             return
