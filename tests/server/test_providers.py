@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Hashable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import trio
@@ -184,14 +184,14 @@ async def test_pages_run_across_providers(autojump_clock: Any) -> None:
 def test_adding_a_provider_checks_what_it_is_given() -> None:
     app = shop()
     with pytest.raises(TypeError, match="takes a Provider"):
-        app.add_provider(object())  # type: ignore[type-var]
+        app.add_provider(cast(Any, object()))
     inventory = app.add_provider(Inventory({}))
     with pytest.raises(ValueError, match="already a provider"):
         app.add_provider(inventory)
     with pytest.raises(TypeError, match="must be a Transform"):
-        app.add_provider(Inventory({}), transforms=[lambda x: x])  # type: ignore[list-item]
+        app.add_provider(Inventory({}), transforms=[cast(Any, lambda x: x)])
     with pytest.raises(TypeError, match="must be a Transform"):
-        app.add_transform("ToolSearch")  # type: ignore[type-var]
+        app.add_transform(cast(Any, "ToolSearch"))
 
 
 def test_the_decorated_components_are_the_first_provider() -> None:
@@ -199,12 +199,25 @@ def test_the_decorated_components_are_the_first_provider() -> None:
     [local] = app.providers
     assert local.components("tools") == [app.get_tool("hello")]
     assert local.component("tools", "hello") is app.get_tool("hello")
-    app.get_tool("hello").disable()  # type: ignore[union-attr]
+    hello = app.get_tool("hello")
+    assert hello is not None
+    hello.disable()
     assert local.components("tools") == []
     assert app.transforms == ()
 
 
 # --- 2026-07-28: cache hints ------------------------------------------------------------
+
+
+def test_a_bad_cache_hint_is_refused_before_anything_is_registered() -> None:
+    # Failed before: the tool was registered, then the TypeError raised, leaving it served.
+    app = Server("hints")
+    with pytest.raises(TypeError, match="cache must be a CacheHint"):
+        app.add_tool(lambda: "x", name="x", cache=60)
+    assert app.get_tool("x") is None
+    with pytest.raises(TypeError, match="cache must be a CacheHint"):
+        app.add_resource(lambda: "r", "memo://r", cache=cast(Any, "public"))
+    assert not app.resource_exists("memo://r")
 
 
 class Outlet:

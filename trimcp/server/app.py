@@ -323,7 +323,7 @@ class Server:
         lifespan (add providers before serving). Clients are told the lists changed.
         Raises ``TypeError`` for what is not a Provider or Transform, ``ValueError`` for a
         provider added twice. Only this server's own components are carried into a
-        server this one is mounted into.
+        server this one is mounted into. Synchronous: nothing to cancel.
         """
         self._catalog.add_provider(provider, transforms)
         self._lifespan.children.append(
@@ -336,7 +336,8 @@ class Server:
         added before (see :mod:`trimcp.server.transforms`). Returns ``transform``.
 
         Takes effect for requests that arrive after the call; clients are told the lists
-        changed. Raises ``TypeError`` for what is not a Transform.
+        changed. Raises ``TypeError`` for what is not a Transform. Synchronous: nothing to
+        cancel.
         """
         self._catalog.add_transform(transform)
         return transform
