@@ -55,8 +55,8 @@ from trimcp.client.stateless import Era, plan_for
 from trimcp.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, LocalProtocolError, McpError
 from trimcp.protocol import modern
 from trimcp.protocol.jsonrpc import RequestId
-from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import LATEST_VERSION
+from trimcp.server.shell import Offer
 from trimcp.session import RequestContext, Session, SessionHandler
 from trimcp.session.relay import without_progress_token
 from trimcp.types import (
@@ -229,17 +229,15 @@ class SharedBackend:
                 self._shared = None
                 nursery.cancel_scope.cancel()
 
-    def negotiate(self, meta: modern.RequestMeta) -> Negotiated:
-        """The agreement of one 2026 request: its ``_meta``, the proxy's identity and the
-        backend's capabilities (every capability before the backend is known)."""
+    def offer(self) -> Offer:
+        """The backend's capabilities and instructions as the shared connection knows them
+        (every capability before the backend is known: it then refuses what it does not
+        serve), for the server shell's agreement of each 2026 request."""
         shared = self._shared
         answer = shared.connected.answer if shared and shared.connected else None
-        return modern.negotiated(
-            meta,
-            server_info=self.info,
-            server_capabilities=answer.capabilities if answer else _UNKNOWN_CAPABILITIES,
-            instructions=answer.instructions if answer else None,
-        )
+        if answer is None:
+            return Offer(_UNKNOWN_CAPABILITIES, None)
+        return Offer(answer.capabilities, answer.instructions)
 
     async def connection(self) -> tuple[Session, Connected]:
         """The shared connection, opened (or reopened) on demand. Raises
@@ -302,10 +300,10 @@ class SharedBackend:
             shared.router.close()
             shared.ready.set()
 
-    async def discover(self, versions: tuple[str, ...]) -> DiscoverResult:
-        """``server/discover``: the backend's answer (the versions both speak) when it
-        speaks 2026-07-28; ``-32601`` when it speaks the session era (a client in auto mode
-        then falls back to ``initialize``)."""
+    async def discovered(self) -> DiscoverResult:
+        """The backend's own answer to ``server/discover`` when it speaks 2026-07-28 (the
+        server shell answers from it); ``-32601`` when it speaks the session era (a client
+        in auto mode then falls back to ``initialize``)."""
         if await self.learn_era() is Era.LEGACY:
             raise McpError(
                 METHOD_NOT_FOUND,
@@ -315,9 +313,7 @@ class SharedBackend:
         _, connected = await self.connection()
         answer = connected.answer
         assert isinstance(answer, DiscoverResult)
-        return attrs.evolve(
-            answer, supported_versions=[v for v in answer.supported_versions if v in versions]
-        )
+        return answer
 
     async def forward(self, ctx: RequestContext) -> Any:
         """Answer one 2026 request through the shared connection; one that opted in to log

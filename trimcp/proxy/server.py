@@ -21,11 +21,17 @@ from trimcp.errors import (
     McpError,
     SessionClosed,
 )
-from trimcp.protocol import modern
 from trimcp.protocol.lifecycle import Role
-from trimcp.protocol.negotiated import Negotiated
-from trimcp.protocol.versions import STATELESS_VERSIONS, SUPPORTED_VERSIONS, negotiate_version
+from trimcp.protocol.versions import SUPPORTED_VERSIONS
 from trimcp.proxy.modern import SharedBackend
+from trimcp.server.shell import (
+    Offer,
+    Purpose,
+    ServerShell,
+    answer_initialize,
+    discover_result,
+    session_of,
+)
 from trimcp.session import (
     RequestContext,
     Session,
@@ -37,6 +43,7 @@ from trimcp.session.relay import without_progress_token
 from trimcp.session.transport import Transport
 from trimcp.types import (
     ClientCapabilities,
+    DiscoverResult,
     Implementation,
     InitializeRequestParams,
     InitializeResult,
@@ -102,10 +109,11 @@ async def _forward_notification(to: Session, method: str, params: Any) -> None:
         logger.debug("%s not forwarded: %s", method, exc)
 
 
-class ProxyServer:
+class ProxyServer(ServerShell):
     """A session handler that forwards everything to a backend MCP server (see the module
-    docs). Serve it like any handler: :meth:`run`, ``serve_http(proxy)``,
-    ``serve_stdio(proxy)``, ``connect_memory(proxy)``.
+    docs), on the server shell (:class:`~trimcp.server.shell.ServerShell`). Serve it like
+    any server: :meth:`run`, ``serve_http(proxy)``, ``serve_stdio(proxy)``,
+    ``connect_memory(proxy)``.
 
     ``connect``: opens a transport to the backend (see :meth:`for_command` and
     :meth:`for_url`). ``connect_timeout`` bounds connecting plus the backend's handshake.
@@ -121,14 +129,15 @@ class ProxyServer:
         supported_versions: tuple[str, ...] = SUPPORTED_VERSIONS,
         label: str = "the proxied server",
     ) -> None:
+        info = Implementation(name="trimcp-proxy", version="1", title=label)
+        super().__init__(info, supported_versions=supported_versions)
         self._connect = connect
         self.connect_timeout = connect_timeout
         self.backend_options = backend_options
-        self.supported_versions = supported_versions
         self.label = label
         self._links: weakref.WeakKeyDictionary[Session, _Link] = weakref.WeakKeyDictionary()
         self._modern = SharedBackend(
-            self._open_session, timeout=connect_timeout, label=label, info=self.info
+            self._open_session, timeout=connect_timeout, label=label, info=info
         )
 
     @classmethod
@@ -157,33 +166,13 @@ class ProxyServer:
 
         return cls(connect, label=url, **options)
 
-    @property
-    def info(self) -> Implementation:
-        return Implementation(name="trimcp-proxy", version="1", title=self.label)
+    # --- what the shell asks (see trimcp.proxy.modern for the 2026-07-28 side) ----------
 
-    def run(self, transport: str | None = None, **settings: Any) -> None:
-        """Serve the proxy until stopped, as :meth:`trimcp.Server.run` does (under
-        ``trimcp run`` it does not serve: its arguments become the command's defaults)."""
-        from trimcp.server import serving
-
-        if serving.capture_run(self, {"transport": transport, **settings}):
-            return
-        try:
-            values = serving.ServeSettings.from_env(transport=transport, **settings)
-        except serving.SettingsError as exc:
-            raise SystemExit(f"trimcp: {exc}") from None
-        serving.run_server(self, values)
-
-    # --- 2026-07-28 (trimcp.session.stateless.StatelessHandler; see trimcp.proxy.modern) --
-
-    @property
-    def advertised_versions(self) -> tuple[str, ...]:
-        """The versions the proxy speaks to its clients, 2026-07-28 first."""
-        return (*STATELESS_VERSIONS, *self.supported_versions)
-
-    def negotiate_request(self, meta: modern.RequestMeta) -> Negotiated:
-        """The agreement of one 2026 request: its ``_meta`` and the backend's identity."""
-        return self._modern.negotiate(meta)
+    def offer(self, purpose: Purpose) -> Offer:
+        """The backend's capabilities and instructions, as the shared backend connection
+        knows them (every capability before it is known: the backend then refuses what
+        it does not serve). A session's ``initialize`` answers its own backend's."""
+        return self._modern.offer()
 
     def open_lifespan(self) -> AbstractAsyncContextManager[None]:
         """The proxy's lifespan (every serving function enters it): it owns the backend
@@ -191,34 +180,11 @@ class ProxyServer:
         engine's bounded sequence."""
         return self._modern.open()
 
-    async def serve_stream(
-        self,
-        transport: Transport,
-        *,
-        options: SessionOptions | None = None,
-        task_status: trio.TaskStatus[Session | None] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        """Serve one connection (stdio, or any message stream) in the era its first
-        request asks for, as :meth:`trimcp.Server.serve_stream` does, except that a 2026
-        first request (an auto-mode client's ``server/discover``) to a proxy whose backend
-        speaks the session era gets a session, which refuses the probe as a session-era
-        server does: the client falls back to ``initialize`` on the same connection.
-        Reports readiness at once (with None). Cancellation: a session closes with the
-        engine's bounded close sequence; 2026 requests are cancelled."""
-        from trimcp.session.stateless_stream import serve_either_era
-
-        async with self.open_lifespan():
-            await serve_either_era(
-                transport,
-                self,
-                options=options,
-                task_status=task_status,
-                serves_stateless=self._backend_is_stateless,
-            )
-
-    async def _backend_is_stateless(self) -> bool:
-        """Whether a 2026 first request is served stateless: unless the backend speaks
-        only the session era (unreachable: each request says so)."""
+    async def serves_stateless(self) -> bool:
+        """A 2026 first request on a stream (an auto-mode client's ``server/discover``) to
+        a proxy whose backend speaks the session era gets a session, which refuses the
+        probe as a session-era server does: the client falls back to ``initialize`` on
+        the same connection. An unreachable backend: each request says so."""
         with contextlib.suppress(McpError):
             return await self._modern.learn_era() is not Era.LEGACY
         return True
@@ -281,18 +247,40 @@ class ProxyServer:
                 result: InitializeResult = await backend.initialize(params)
             yield backend, result
 
-    async def handle_request(self, ctx: RequestContext) -> Any:
-        session = ctx.session
-        if session is None:  # a 2026-07-28 request
-            if ctx.method == "server/discover":
-                return await self._modern.discover(self.advertised_versions)
-            return await self._modern.forward(ctx)
-        link = self._links.get(session)
-        if link is None:
-            raise McpError(INTERNAL_ERROR, "The proxy has no backend for this session")
-        if ctx.method == "initialize":
-            return await self._initialize(link, ctx.params)
-        backend = link.backend
+    async def answer_discover(self, ctx: RequestContext) -> DiscoverResult:
+        """The backend's answer, less the versions the proxy does not speak; ``-32601``
+        when the backend speaks the session era (see :meth:`SharedBackend.discovered`)."""
+        answer = await self._modern.discovered()
+        versions = [v for v in answer.supported_versions if v in self.advertised_versions]
+        offer = Offer(answer.capabilities, answer.instructions)
+        return discover_result(versions, offer, answer.ttl_ms, answer.cache_scope, meta=answer.meta)
+
+    async def answer_stateless(self, ctx: RequestContext) -> Any:
+        return await self._modern.forward(ctx)
+
+    async def answer_initialize(self, ctx: RequestContext) -> InitializeResult:
+        # The backend is asked for the version the client wants; the client gets what we
+        # both support.
+        link = self._link_of(ctx)
+        params: InitializeRequestParams = ctx.params
+        link.params = attrs.evolve(params, capabilities=_client_capabilities(params))
+        link.wanted.set()
+        with trio.move_on_after(self.connect_timeout + 1):
+            await link.ready.wait()
+        result = link.result
+        if result is None:
+            reason = link.error or "no answer in time"
+            raise McpError(INTERNAL_ERROR, f"Cannot reach {self.label}: {reason}")
+        return answer_initialize(
+            params,
+            result.server_info,
+            result.capabilities,
+            result.instructions,
+            self.supported_versions,
+        )
+
+    async def answer_in_session(self, ctx: RequestContext) -> Any:
+        backend = self._link_of(ctx).backend
         if backend is None or backend.closing:
             raise McpError(INTERNAL_ERROR, f"{self.label} is not connected")
         report = ctx.report_progress if ctx.progress_token is not None else None
@@ -314,23 +302,11 @@ class ProxyServer:
                 INTERNAL_ERROR, f"{self.label} closed the connection: {exc.message}"
             ) from None
 
-    async def _initialize(self, link: _Link, params: InitializeRequestParams) -> Any:
-        # The backend is asked for the version the client wants; the client gets what we
-        # both support.
-        link.params = attrs.evolve(params, capabilities=_client_capabilities(params))
-        link.wanted.set()
-        with trio.move_on_after(self.connect_timeout + 1):
-            await link.ready.wait()
-        result = link.result
-        if result is None:
-            reason = link.error or "no answer in time"
-            raise McpError(INTERNAL_ERROR, f"Cannot reach {self.label}: {reason}")
-        return InitializeResult(
-            protocol_version=negotiate_version(params.protocol_version, self.supported_versions),
-            capabilities=result.capabilities,
-            server_info=result.server_info,
-            instructions=result.instructions,
-        )
+    def _link_of(self, ctx: RequestContext) -> _Link:
+        link = self._links.get(session_of(ctx))
+        if link is None:
+            raise McpError(INTERNAL_ERROR, "The proxy has no backend for this session")
+        return link
 
     async def handle_notification(self, session: Session, method: str, params: Any) -> None:
         link = self._links.get(session)

@@ -23,15 +23,14 @@ import logging
 import secrets
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 import trio
 
 from trimcp.auth.principal import AuthInfo
-from trimcp.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, McpError
+from trimcp.errors import INVALID_PARAMS, INVALID_REQUEST, McpError
 from trimcp.protocol import apps_ext, modern
 from trimcp.protocol.apps_ext import Csp, Permission, ToolUi
-from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.methods import (
     CALL_TOOL,
     COMPLETE,
@@ -45,17 +44,14 @@ from trimcp.protocol.methods import (
     SUBSCRIBE,
     UNSUBSCRIBE,
 )
-from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.pagination import paginate
 from trimcp.protocol.versions import SUPPORTED_VERSIONS
 from trimcp.server.completion import Completions
 from trimcp.server.context import Context
-from trimcp.server.dispatch import MethodRegistry
 from trimcp.server.extensions import Extension
 from trimcp.server.lifespan import Lifespan, LifespanRunner
 from trimcp.server.listen import ListenHub
 from trimcp.server.logging import DEFAULT_LOG_BUFFER, LogBuffer, StdlibBridge, check_level
-from trimcp.server.lowlevel import answer_initialize
 from trimcp.server.middleware import Call, Middleware, Next, build_chain
 from trimcp.server.mount import Mount, prefixed_uri
 from trimcp.server.prompts import RegisteredPrompt
@@ -65,13 +61,13 @@ from trimcp.server.replicas import ReplicaLink
 from trimcp.server.resolve import Resolved, canonical, check_scopes, resolve
 from trimcp.server.resources import RegisteredResource, RegisteredTemplate, not_found
 from trimcp.server.sessions import SessionTable
+from trimcp.server.shell import Offer, Purpose, ServerShell, session_of
 from trimcp.server.state import StateKeeper, StateOptions
 from trimcp.server.stateless import CacheHint, StatelessOptions, StatelessServing
 from trimcp.server.tasks import methods as task_methods
 from trimcp.server.tasks import modern as task_modern
 from trimcp.server.tools import AUTO, RegisteredTool, TaskStart, TaskSupport, icon_list
-from trimcp.session import RequestContext, Session, SessionOptions, open_session
-from trimcp.session.transport import Transport
+from trimcp.session import RequestContext, Session
 from trimcp.stores.bus import Bus
 from trimcp.stores.request_state import RequestStateKeyring
 from trimcp.stores.user_state import StateBudget, UserStateStore
@@ -83,7 +79,6 @@ from trimcp.types import (
     GetPromptResult,
     Icon,
     Implementation,
-    InitializeRequestParams,
     InitializeResult,
     ListPromptsResult,
     ListResourcesResult,
@@ -127,8 +122,6 @@ P_ = TypeVar("P_", bound=Provider)
 T_ = TypeVar("T_", bound="Transform")
 F = TypeVar("F", bound=Callable[..., Any])
 
-NotificationHandler = Callable[[Session, Any], Any]
-
 
 def _check_name(what: str, name: object) -> None:
     """``@app.tool(...)``/``@app.prompt(...)`` take a name (str) or nothing before keywords."""
@@ -139,7 +132,7 @@ def _check_name(what: str, name: object) -> None:
         )
 
 
-class Server:
+class Server(ServerShell):
     """An MCP server built from decorated functions.
 
     ``page_size``: items per page of every list result (None: one page). ``notify_timeout``:
@@ -201,9 +194,7 @@ class Server:
                 raise TypeError(
                     f"auth= takes a trimcp.ProtectedResource, got {type(auth).__name__}"
                 )
-        #: The server's OAuth protection (see the class docstring); None: open.
-        self.auth = auth
-        self.info = Implementation(
+        info = Implementation(
             name=name,
             version=version,
             title=title,
@@ -211,9 +202,10 @@ class Server:
             icons=icon_list(icons),
             website_url=website_url,
         )
-        self.instructions = instructions
+        super().__init__(info, instructions=instructions, supported_versions=supported_versions)
+        #: The server's OAuth protection (see the class docstring); None: open.
+        self.auth = auth
         self.page_size = page_size
-        self.supported_versions = supported_versions
         self.max_subscriptions = max_subscriptions
         self.mask_error_details = mask_error_details
         self._lifespan = LifespanRunner(f"server {name!r}", lifespan, self)
@@ -234,7 +226,6 @@ class Server:
         self.completions = Completions()
         self._log_buffer = LogBuffer(log_buffer)
         self._sessions = SessionTable(self._log_buffer, notify_timeout=notify_timeout)
-        self._notification_handlers: dict[str, NotificationHandler] = {}
         self._stateless = StatelessServing(self, stateless or StatelessOptions())
         #: Runs the tools called as tasks (see :mod:`trimcp.server.tasks`).
         self.tasks = TaskManager(task_store, task_options)
@@ -255,9 +246,8 @@ class Server:
         #: Tools whose input schema marks parameters with ``x-mcp-header`` (2026-07-28).
         self._header_params: dict[str, dict[str, tuple[str, ...]]] = {}
         self.task_owner: task_methods.OwnerFunction = task_owner or task_methods.default_owner
-        #: The request handlers by method: the built-ins, typed by the method table, on
-        #: the same registry a LowLevelServer uses (trimcp.server.dispatch).
-        self.methods = MethodRegistry()
+        # The request handlers by method (the shell's registry): the built-ins, typed by
+        # the method table.
         methods = self.methods
         methods.add(LIST_TOOLS, self._list_tools)
         methods.add(CALL_TOOL, self._call_tool)
@@ -708,16 +698,6 @@ class Server:
         logging.getLogger(logger_name or None).addHandler(handler)
         return handler
 
-    def notification_handler(self, method: str) -> Callable[[F], F]:
-        """Run the decorated ``async def (session, params)`` for client notifications
-        ``method`` (e.g. ``notifications/roots/list_changed``)."""
-
-        def register(fn: F) -> F:
-            self._notification_handlers[method] = fn
-            return fn
-
-        return register
-
     async def notify_resource_updated(self, uri: str) -> None:
         """Send ``notifications/resources/updated`` to the sessions subscribed to ``uri``.
 
@@ -849,29 +829,21 @@ class Server:
             tools += self._provided_tools()
         return any(task_methods.task_support(tool) != "forbidden" for tool in tools)
 
-    def initialize_result(self, params: InitializeRequestParams) -> InitializeResult:
-        return answer_initialize(
-            params, self.info, self.capabilities(), self.instructions, self.supported_versions
-        )
+    def offer(self, purpose: Purpose) -> Offer:
+        """What ``initialize`` declares (:meth:`capabilities` now), or a 2026-07-28 request's
+        agreement and ``server/discover`` (the same, kept until something registered
+        changes)."""
+        if purpose == "initialize":
+            return Offer(self.capabilities(), self.instructions)
+        stateless = self._stateless
+        if purpose == "request":
+            return Offer(stateless.capabilities(), self.instructions)
+        return Offer(stateless.discovered_capabilities(), self.instructions)
 
-    # --- SessionHandler -----------------------------------------------------------------
+    def discover_cache(self) -> CacheHint:
+        return self._stateless.options.discover_cache
 
     # --- 2026-07-28 (stateless) ---------------------------------------------------------
-
-    @property
-    def advertised_versions(self) -> tuple[str, ...]:
-        """Every protocol version this server speaks, 2026-07-28 first (``server/discover``
-        and ``UnsupportedProtocolVersionError`` name them)."""
-        return self._stateless.advertised_versions
-
-    def negotiate_request(self, meta: modern.RequestMeta) -> Negotiated:
-        """The agreement of one 2026-07-28 request (see :mod:`trimcp.session.stateless`)."""
-        return modern.negotiated(
-            meta,
-            server_info=self.info,
-            server_capabilities=self._stateless.capabilities(),
-            instructions=self.instructions,
-        )
 
     def header_parameters(self, tool: str) -> dict[str, tuple[str, ...]]:
         """The ``x-mcp-header`` parameters of ``tool``: header name (lower case) -> property
@@ -967,10 +939,11 @@ class Server:
     async def handle_request(self, ctx: RequestContext) -> Any:
         """Answer one request (the engine calls this in the request's task and scope;
         a 2026-07-28 request comes without a session, see :mod:`trimcp.server.stateless`),
-        through the middleware when there is any."""
+        through the middleware when there is any, then the shell's
+        (:meth:`ServerShell.handle_request <trimcp.server.shell.ServerShell.handle_request>`)."""
         chain = self._chain
         if chain is None:
-            return await self._answer(ctx)
+            return await super().handle_request(ctx)
         return await chain(Call(self, "request", ctx.method, ctx.params, ctx, ctx.session))
 
     async def _after_middleware(self, call: Call) -> Any:
@@ -980,15 +953,20 @@ class Server:
         request = call.request
         if call.params is not request.params:
             request.params = call.params
-        return await self._answer(request)
+        return await super().handle_request(request)
 
-    async def _answer(self, ctx: RequestContext) -> Any:
-        session = ctx.session
-        if session is None:
-            return await self._stateless.handle(ctx, self.methods.get(ctx.method))
-        if ctx.method == "initialize":
-            self._sessions.state(session)
-            return self.initialize_result(ctx.params)
+    async def answer_initialize(self, ctx: RequestContext) -> InitializeResult:
+        self._sessions.state(session_of(ctx))
+        return self.initialize_result(ctx.params)
+
+    async def answer_stateless(self, ctx: RequestContext) -> Any:
+        stateless = self._stateless
+        if ctx.method == "subscriptions/listen":
+            return await stateless.listen(ctx)
+        return await stateless.handle(ctx, self.handler_for(ctx.method))
+
+    async def answer_in_session(self, ctx: RequestContext) -> Any:
+        session = session_of(ctx)
         if self._replicas.bus.shared:
             await self._replicas.learn(session)
         meta = getattr(ctx.params, "meta", None)
@@ -999,9 +977,7 @@ class Server:
                 "on a session opened with initialize; send it without the session (no "
                 "Mcp-Session-Id), or without the 2026 _meta envelope",
             )
-        handler = self.methods.get(ctx.method)
-        if handler is None:
-            raise McpError(METHOD_NOT_FOUND, f"Method not found: {ctx.method}")
+        handler = self.handler_for(ctx.method)
         state = self._sessions.state(session)
         if not state.delivered_by_task:
             await self._sessions.flush_if_pending(session, state)
@@ -1021,9 +997,7 @@ class Server:
     async def _notified(self, session: Session, method: str, params: Any) -> None:
         if method == "notifications/initialized":
             self._sessions.wake(session)  # deliver what changed during the handshake
-        handler = self._notification_handlers.get(method)
-        if handler is not None:
-            await handler(session, params)
+        await super().handle_notification(session, method, params)
 
     # --- request handlers ---------------------------------------------------------------
 
@@ -1094,13 +1068,13 @@ class Server:
 
     async def _subscribe(self, ctx: RequestContext, params: SubscribeRequestParams) -> EmptyResult:
         uri = self.admit_resource(ctx, "resources/subscribe", params.uri).uri
-        state = self._sessions.state(_session(ctx))
+        state = self._sessions.state(session_of(ctx))
         subscriptions = state.subscriptions
         if subscriptions is None:
             subscriptions = state.subscriptions = set()
         if (
             uri not in subscriptions and len(subscriptions) >= self.max_subscriptions
-        ) or not await self._replicas.subscribe(_session(ctx), uri):
+        ) or not await self._replicas.subscribe(session_of(ctx), uri):
             raise McpError(
                 INVALID_PARAMS, f"Too many subscriptions (at most {self.max_subscriptions})"
             )
@@ -1111,10 +1085,10 @@ class Server:
         self, ctx: RequestContext, params: UnsubscribeRequestParams
     ) -> EmptyResult:
         uri = canonical(params.uri)
-        subscriptions = self._sessions.state(_session(ctx)).subscriptions
+        subscriptions = self._sessions.state(session_of(ctx)).subscriptions
         if subscriptions is not None:
             subscriptions.discard(uri)
-        await self._replicas.unsubscribe(_session(ctx), uri)
+        await self._replicas.unsubscribe(session_of(ctx), uri)
         return EmptyResult()
 
     async def _list_prompts(
@@ -1151,8 +1125,8 @@ class Server:
         return CompleteResult(completion=completion)
 
     async def _set_level(self, ctx: RequestContext, params: SetLevelRequestParams) -> EmptyResult:
-        self._sessions.state(_session(ctx)).log_level = params.level
-        await self._replicas.set_level(_session(ctx), params.level)
+        self._sessions.state(session_of(ctx)).log_level = params.level
+        await self._replicas.set_level(session_of(ctx), params.level)
         return EmptyResult()
 
     def sampling_tools(self, tools: Sequence[Tool | str]) -> list[Tool]:
@@ -1194,27 +1168,6 @@ class Server:
         """
         return self._lifespan.value
 
-    async def serve_session(
-        self,
-        transport: Transport,
-        *,
-        options: SessionOptions | None = None,
-        task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        """Serve one session over ``transport`` until either side closes it.
-
-        Reports the :class:`Session` through ``task_status`` once it is running, and runs
-        its notification delivery (:meth:`serve_notifications`) alongside. The lifespan is
-        entered first unless it already runs (:meth:`open_lifespan`). Cancellation:
-        closes the session with the engine's bounded close sequence.
-        """
-        async with (
-            self.open_lifespan(),
-            open_session(transport, role=Role.SERVER, handler=self, options=options) as session,
-        ):
-            task_status.started(session)
-            await session.wait_closed()
-
     async def attend_session(
         self, session: Session, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
@@ -1236,94 +1189,6 @@ class Server:
         session's next request instead).
         """
         await self._sessions.deliver(session, task_status=task_status)
-
-    async def serve_stream(
-        self,
-        transport: Transport,
-        *,
-        options: SessionOptions | None = None,
-        task_status: trio.TaskStatus[Session | None] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        """Serve one connection (stdio, or any message stream) in the era its first
-        request asks for: a session (``initialize``), or stateless 2026-07-28 requests.
-
-        Reports readiness at once (with None). The lifespan is entered first unless it
-        already runs. Cancellation: a session closes with the engine's bounded close
-        sequence; 2026 requests are cancelled.
-        """
-        from trimcp.session.stateless_stream import serve_either_era
-
-        async with self.open_lifespan():
-            await serve_either_era(transport, self, options=options, task_status=task_status)
-
-    async def serve_stdio(
-        self,
-        *,
-        options: SessionOptions | None = None,
-        task_status: trio.TaskStatus[Session | None] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        """Serve this process's stdin/stdout until the client goes away, in the era its
-        first request asks for (see :meth:`serve_stream`).
-
-        While serving, anything printed to stdout goes to stderr instead (stdout carries
-        the protocol). Cancellation: as for :meth:`serve_stream`.
-        """
-        from trimcp.transports.stdio import open_stdio_server_transport
-
-        async with open_stdio_server_transport() as transport:
-            await self.serve_stream(transport, options=options, task_status=task_status)
-
-    def run(
-        self,
-        transport: Literal["stdio", "http", "websocket", "ws"] | None = None,
-        *,
-        host: str | None = None,
-        port: int | None = None,
-        path: str | None = None,
-        stateless: bool | None = None,
-        json_response: bool | None = None,
-        log_level: str | None = None,
-        allowed_hosts: Sequence[str] | None = None,
-        allowed_origins: Sequence[str] | None = None,
-        options: SessionOptions | None = None,
-    ) -> None:
-        """Serve until the client leaves (stdio) or Ctrl-C / SIGTERM (blocking; starts Trio).
-
-        ``transport``: ``"stdio"`` (the default), ``"http"`` (Streamable HTTP, with the
-        legacy HTTP+SSE endpoints) or ``"websocket"``. ``host``/``port`` (default
-        127.0.0.1 and 8000 or 8765; ``port=0`` picks a free one), ``path`` (default
-        ``/mcp``), ``stateless`` and ``json_response`` (HTTP modes), ``allowed_hosts`` /
-        ``allowed_origins`` (needed to bind beyond loopback), ``log_level`` (configure
-        Python logging on stderr). Arguments left out come from ``TRIMCP_*`` environment
-        variables (see :mod:`trimcp.server.serving`), then the defaults. ``options``: the
-        engine's bounds for each session.
-
-        A line on stderr names the URL actually bound. The lifespan is entered once before
-        serving; when it (or a setting) fails, one line says why and the process exits with
-        status 1. Ctrl-C or SIGTERM stops gracefully and returns (a second one exits at
-        once). Under ``trimcp run`` this call does not serve: the command does, with its
-        own flags (these arguments become its defaults).
-        """
-        from trimcp.server import serving
-
-        arguments: dict[str, Any] = {
-            "transport": transport,
-            "host": host,
-            "port": port,
-            "path": path,
-            "stateless": stateless,
-            "json_response": json_response,
-            "log_level": log_level,
-            "allowed_hosts": allowed_hosts,
-            "allowed_origins": allowed_origins,
-        }
-        if serving.capture_run(self, arguments):
-            return
-        try:
-            settings = serving.ServeSettings.from_env(**arguments)
-        except serving.SettingsError as exc:
-            raise SystemExit(f"trimcp: {exc}") from None
-        serving.run_server(self, settings, options=options)
 
 
 def _bind(owner: Server, handler: Callable[[Context], Any]) -> Callable[[RequestContext], Any]:
@@ -1393,14 +1258,6 @@ def _mounted_below(server: Server) -> list[Server]:
         found.append(child)
         found.extend(_mounted_below(child))
     return found
-
-
-def _session(ctx: RequestContext) -> Session:
-    """The session of a session-era request (the methods asking for it exist only there)."""
-    session = ctx.session
-    if session is None:
-        raise McpError(METHOD_NOT_FOUND, f"Method not found: {ctx.method} (removed in 2026-07-28)")
-    return session
 
 
 def _by_name(item: Any) -> str:

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 if TYPE_CHECKING:
     from trimcp.server.app import Server
     from trimcp.server.context import Context
-    from trimcp.server.stateless import CacheHint
+    from trimcp.server.hints import CacheHint
     from trimcp.server.tools import TaskStart
     from trimcp.server.transforms import Transform
     from trimcp.session.context import RequestContext

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 if TYPE_CHECKING:
-    from trimcp.server.stateless import CacheHint
+    from trimcp.server.hints import CacheHint
 
 H = TypeVar("H", bound="Handle")
 P = ParamSpec("P")

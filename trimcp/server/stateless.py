@@ -4,7 +4,7 @@ A 2026 request reaches :meth:`Server.handle_request <trimcp.server.app.Server.ha
 with no session (``ctx.session`` is None) and its own ``ctx.negotiated``. It goes through
 the same method table as a session-era request; what differs is around it:
 
-- ``server/discover`` answers the versions, capabilities and instructions;
+- ``server/discover`` is the server shell's (:mod:`trimcp.server.shell`);
   ``subscriptions/listen`` opens a change stream (:mod:`trimcp.server.listen`).
 - ``tools/call``, ``prompts/get`` and ``resources/read`` run as one *attempt*: a
   question the handler asks (``ctx.elicit``, ``ctx.sample``, ``ctx.list_roots``) that the
@@ -20,21 +20,21 @@ the same method table as a session-era request; what differs is around it:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
 from trimcp import serde
 from trimcp._record import Record
 from trimcp._validators import positive
-from trimcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, McpError
+from trimcp.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND, McpError
 from trimcp.protocol import modern
-from trimcp.protocol.versions import STATELESS_VERSIONS
+from trimcp.server.dispatch import RequestHandlerFn
+from trimcp.server.hints import CacheHint as CacheHint  # its home was here
 from trimcp.server.input_required import InputOptions, run_attempt
 from trimcp.server.listen import ListenHub
 from trimcp.session.context import RequestContext
 from trimcp.types import (
-    DiscoverResult,
     ListPromptsResult,
     ListResourcesResult,
     ListResourceTemplatesResult,
@@ -52,19 +52,9 @@ if TYPE_CHECKING:
 _Declared = tuple[tuple[int, ...], ServerCapabilities, ServerCapabilities]
 
 
-def _ttl(instance: object, attribute: attrs.Attribute[Any], value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"ttl_ms must be an integer >= 0, got {value!r}")
-
-
-@attrs.frozen(repr=False, eq=False)
-class CacheHint(Record):
-    """How long a client may consider a result fresh (``ttl_ms``) and who may share it
-    (``scope``: ``"public"``: any user, any shared cache; ``"private"``: only the same
-    authorization context)."""
-
-    ttl_ms: int = attrs.field(default=0, validator=_ttl)
-    scope: Literal["public", "private"] = "public"
+#: Fresh for no time (the defaults): shared by anyone, or by the same authorization only.
+_PUBLIC: Final = CacheHint(0, "public")
+_PRIVATE: Final = CacheHint(0, "private")
 
 
 @attrs.frozen(kw_only=True, repr=False, eq=False)
@@ -81,9 +71,9 @@ class StatelessOptions(Record):
     """
 
     inputs: InputOptions = attrs.field(factory=InputOptions)
-    list_cache: CacheHint = CacheHint(0, "public")
-    read_cache: CacheHint = CacheHint(0, "private")
-    discover_cache: CacheHint = CacheHint(0, "public")
+    list_cache: CacheHint = _PUBLIC
+    read_cache: CacheHint = _PRIVATE
+    discover_cache: CacheHint = _PUBLIC
     listen_max_streams: int = attrs.field(default=1000, validator=positive)
     listen_max_streams_per_principal: int = attrs.field(default=100, validator=positive)
     listen_idle_timeout: float = attrs.field(default=3600.0, validator=positive)
@@ -138,40 +128,24 @@ class StatelessServing:
             )
         return cached
 
-    @property
-    def advertised_versions(self) -> tuple[str, ...]:
-        """Every version the server speaks, the stateless ones first."""
-        return (*STATELESS_VERSIONS, *self.server.supported_versions)
+    async def listen(self, ctx: RequestContext) -> Any:
+        """``subscriptions/listen``: a change stream (:mod:`trimcp.server.listen`)."""
+        server, method = self.server, ctx.method
 
-    def discover(self) -> DiscoverResult:
-        hint = self.options.discover_cache
-        return DiscoverResult(
-            supported_versions=list(self.advertised_versions),
-            capabilities=self.discovered_capabilities(),
-            instructions=self.server.instructions,
-            ttl_ms=hint.ttl_ms,
-            cache_scope=hint.scope,
-        )
+        def follow(uri: str) -> str | None:
+            try:
+                return server.admit_resource(ctx, method, uri).uri
+            except McpError as exc:
+                if exc.code == RESOURCE_NOT_FOUND:
+                    return None  # unknown: left out of the acknowledgement
+                raise
 
-    async def handle(self, ctx: RequestContext, handler: Any) -> Any:
-        """Answer a 2026 request with the server's ``handler`` for its method (None: none)."""
+        return await self.hub.serve(ctx, serde.unstructure(self.capabilities()), follow)
+
+    async def handle(self, ctx: RequestContext, handler: RequestHandlerFn) -> Any:
+        """Answer a 2026 request with the server's ``handler`` for its method: one input
+        attempt where the method may ask, 2026's errors, the result's cache hint."""
         method = ctx.method
-        if method == "server/discover":
-            return self.discover()
-        if method == "subscriptions/listen":
-            server = self.server
-
-            def follow(uri: str) -> str | None:
-                try:
-                    return server.admit_resource(ctx, method, uri).uri
-                except McpError as exc:
-                    if exc.code == RESOURCE_NOT_FOUND:
-                        return None  # unknown: left out of the acknowledgement
-                    raise
-
-            return await self.hub.serve(ctx, serde.unstructure(self.capabilities()), follow)
-        if handler is None:
-            raise McpError(METHOD_NOT_FOUND, f"Method not found: {method[:100]}")
         try:
             if method in modern.INPUT_METHODS:
                 result = await run_attempt(self.options.inputs, ctx, lambda: handler(ctx))

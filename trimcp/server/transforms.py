@@ -42,8 +42,8 @@ from trimcp.types import Tool, ToolAnnotations
 
 if TYPE_CHECKING:
     from trimcp.server.context import Context
+    from trimcp.server.hints import CacheHint
     from trimcp.server.providers import PromptComponent, ToolComponent
-    from trimcp.server.stateless import CacheHint
     from trimcp.server.tools import TaskStart
     from trimcp.session.context import RequestContext
     from trimcp.types import GetPromptResult, Prompt

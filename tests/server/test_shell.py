@@ -1,0 +1,113 @@
+"""One server shell: LowLevelServer, Server and ProxyServer answer what the shell decides
+(versions, ``initialize``, ``server/discover``, the dispatch miss) the same way, in both
+eras, over one stream each (in memory, autojump)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from trimcp import Server
+from trimcp.protocol import modern
+from trimcp.proxy import ProxyServer
+from trimcp.server.lowlevel import LowLevelServer
+from trimcp.server.shell import ServerShell
+from trimcp.session.transport import Outgoing, Transport
+from trimcp.transports.memory import MemoryTransport, memory_transport_pair
+from trimcp.types import Implementation, ServerCapabilities, ToolsCapability
+
+V = "2026-07-28"
+VERSIONS = ("2025-11-25", "2025-06-18")
+META = {modern.META_PROTOCOL_VERSION: V, modern.META_CLIENT_CAPABILITIES: {}}
+INITIALIZE = {
+    "protocolVersion": "2024-11-05",  # not spoken: the latest is offered instead
+    "capabilities": {},
+    "clientInfo": {"name": "c", "version": "1"},
+}
+
+
+def lowlevel() -> LowLevelServer:
+    return LowLevelServer(
+        Implementation(name="shell", version="1"),
+        capabilities=ServerCapabilities(tools=ToolsCapability(list_changed=True)),
+        instructions="be kind",
+        supported_versions=VERSIONS,
+    )
+
+
+def server() -> Server:
+    app = Server("shell", "1", instructions="be kind", supported_versions=VERSIONS)
+    app.add_tool(lambda: "x", name="x")
+    return app
+
+
+def proxy() -> ProxyServer:
+    backend = server()
+
+    @asynccontextmanager
+    async def connect() -> AsyncIterator[Transport]:
+        near, far = memory_transport_pair()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(backend.serve_stream, far)
+            yield near
+            nursery.cancel_scope.cancel()
+
+    return ProxyServer(connect, supported_versions=VERSIONS)
+
+
+SHELLS: list[Callable[[], ServerShell]] = [lowlevel, server, proxy]
+
+
+class Peer:
+    def __init__(self, transport: MemoryTransport) -> None:
+        self.transport = transport
+
+    async def ask(self, request_id: int, method: str, params: dict[str, Any]) -> Any:
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        await self.transport.send([Outgoing(json.dumps(message).encode())])
+        with trio.fail_after(30):
+            return json.loads(await self.transport.receive())
+
+
+@asynccontextmanager
+async def stream(shell: ServerShell) -> AsyncIterator[Peer]:
+    client_end, server_end = memory_transport_pair()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(shell.serve_stream, server_end)
+        yield Peer(client_end)
+        await client_end.aclose()
+
+
+@pytest.mark.parametrize("make", SHELLS, ids=["lowlevel", "server", "proxy"])
+async def test_every_shell_answers_discover_and_the_miss_alike(
+    autojump_clock: trio.testing.MockClock, make: Callable[[], ServerShell]
+) -> None:
+    shell = make()
+    assert shell.advertised_versions == (V, *VERSIONS)
+    async with stream(shell) as peer:
+        found = (await peer.ask(1, "server/discover", {"_meta": META}))["result"]
+        assert found["supportedVersions"] == [V, *VERSIONS]
+        assert found["instructions"] == "be kind"
+        assert found["capabilities"]["tools"] == {"listChanged": True}
+        assert (found["ttlMs"], found["cacheScope"]) == (0, "public")
+        missed = await peer.ask(2, "no/such", {"_meta": META})
+        assert missed["error"] == {"code": -32601, "message": "Method not found: no/such"}
+
+
+@pytest.mark.parametrize("make", SHELLS, ids=["lowlevel", "server", "proxy"])
+async def test_every_shell_answers_initialize_and_the_miss_alike(
+    autojump_clock: trio.testing.MockClock, make: Callable[[], ServerShell]
+) -> None:
+    async with stream(make()) as peer:
+        agreed = (await peer.ask(0, "initialize", INITIALIZE))["result"]
+        assert agreed["protocolVersion"] == VERSIONS[0]
+        assert agreed["instructions"] == "be kind"
+        assert agreed["capabilities"]["tools"] == {"listChanged": True}
+        missed = await peer.ask(1, "no/such", {})
+        assert missed["error"] == {"code": -32601, "message": "Method not found: no/such"}
