@@ -29,12 +29,13 @@ exporter) as usual, or pass ``tracer_provider=``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import trio
 
 from trimcp.client.middleware import ClientNext, OutgoingCall
 from trimcp.errors import McpError
+from trimcp.protocol.methods import METHODS, Method
 from trimcp.server.middleware import Call, Next
 from trimcp.types import CallToolResult
 
@@ -49,6 +50,9 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 INSTRUMENTATION = "trimcp"
+#: The GenAI semantic conventions' attribute naming the component a request uses, by the
+#: method table's ``target`` (resources are named by ``mcp.resource.uri``).
+_GEN_AI_NAME: Final = {"tool": "gen_ai.tool.name", "prompt": "gen_ai.prompt.name"}
 _META_KEYS = ("traceparent", "tracestate", "baggage")
 
 
@@ -58,13 +62,13 @@ def _attributes(method: str, params: Any, request_id: Any, version: str | None) 
         attributes["jsonrpc.request.id"] = str(request_id)
     if version is not None:
         attributes["mcp.protocol.version"] = version
-    name = _param(params, "name")
-    if method == "tools/call":
+    spec = METHODS.get(method)
+    target = spec.target if spec is not None else None
+    if target == "tool":
         attributes["gen_ai.operation.name"] = "execute_tool"
-        if name is not None:
-            attributes["gen_ai.tool.name"] = name
-    elif method == "prompts/get" and name is not None:
-        attributes["gen_ai.prompt.name"] = name
+    name = _target_name(spec, params)
+    if name is not None and target in _GEN_AI_NAME:
+        attributes[_GEN_AI_NAME[target]] = name
     uri = _param(params, "uri")
     if uri is not None:
         attributes["mcp.resource.uri"] = uri
@@ -76,10 +80,18 @@ def _param(params: Any, key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _target_name(spec: Method[Any, Any] | None, params: Any) -> str | None:
+    """The name of the component a request uses (the method table's ``target_field``)."""
+    field = spec.target_field if spec is not None else None
+    return _param(params, field) if field is not None else None
+
+
 def span_name(method: str, params: Any) -> str:
-    """``{method} {tool or prompt name}``, or the method alone (low cardinality)."""
-    if method in ("tools/call", "prompts/get"):
-        name = _param(params, "name")
+    """``{method} {tool or prompt name}``, or the method alone (low cardinality: a
+    resource's URI is an attribute, never part of the name)."""
+    spec = METHODS.get(method)
+    if spec is not None and spec.target in _GEN_AI_NAME:
+        name = _target_name(spec, params)
         if name is not None:
             return f"{method} {name}"
     return method

@@ -15,6 +15,7 @@ import typing
 from pathlib import Path
 from typing import Any, assert_type
 
+import attrs
 import pytest
 
 import trimcp.types
@@ -84,6 +85,45 @@ def test_the_per_era_columns_are_the_protocol_sets() -> None:
     assert {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}.items() <= (
         modern.NAME_FIELDS.items()
     )
+
+
+def test_the_component_columns() -> None:
+    # The per-method facts that auth (scopes), telemetry (span names), the client cache
+    # (what a change makes stale) and the server's cache hints read from the table.
+    rows = {
+        m.name: (m.target, m.target_field, m.lists, m.page_field, m.stale_after)
+        for m in METHODS.values()
+        if m.target or m.lists or m.stale_after
+    }
+    changed = "notifications/{}/list_changed".format
+    assert rows == {
+        "tools/call": ("tool", "name", None, None, ()),
+        "prompts/get": ("prompt", "name", None, None, ()),
+        "resources/read": ("resource", "uri", None, None, ("notifications/resources/updated",)),
+        "resources/subscribe": ("resource", "uri", None, None, ()),
+        "subscriptions/listen": ("resource", None, None, None, ()),
+        "tools/list": (None, None, "tools", "tools", (changed("tools"),)),
+        "prompts/list": (None, None, "prompts", "prompts", (changed("prompts"),)),
+        "resources/list": (None, None, "resources", "resources", (changed("resources"),)),
+        "resources/templates/list": (
+            None,
+            None,
+            "templates",
+            "resource_templates",
+            (changed("resources"),),
+        ),
+    }
+    for method in METHODS.values():
+        params, result = method.params_type, method.result_type
+        if method.target_field is not None:
+            assert isinstance(params, type)
+            assert method.target_field in attrs.fields_dict(params), method.name
+        if method.page_field is not None:
+            assert result is not None
+            assert method.page_field in attrs.fields_dict(result), method.name
+        for note in method.stale_after:
+            assert METHODS[note].kind == "notification"
+            assert METHODS[note].sender == "server"
 
 
 async def test_a_typed_round_trip() -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, Final, cast
 from urllib.parse import urlsplit
 
 import trio
@@ -35,26 +35,18 @@ from trimcp.auth.verifiers import CallableVerifier, TokenVerifier, VerifyFunctio
 from trimcp.errors import INVALID_PARAMS
 from trimcp.http.errors import HttpRejection
 from trimcp.protocol.jsonrpc import Request, dump_json
+from trimcp.protocol.methods import METHODS
 from trimcp.protocol.uris import AmbiguousUri, canonical_uri
 
 logger = logging.getLogger("trimcp.auth")
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 _TOKEN68 = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
-#: Methods whose target needs per-item scopes, and the param that names the target.
-_TARGETS = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "resources/subscribe": "uri",
+#: Methods that use a component, by the method table's columns: the kind of component
+#: (its per-item scopes apply) and the param naming it (None: the params list several).
+_TARGETS: Final = {
+    m.name: (m.target, m.target_field) for m in METHODS.values() if m.target is not None
 }
-_KIND = {
-    "tools/call": "tool",
-    "prompts/get": "prompt",
-    "resources/read": "resource",
-    "resources/subscribe": "resource",
-}
-_RESOURCE_METHODS = frozenset({"resources/read", "resources/subscribe", "subscriptions/listen"})
 
 
 def _quoted(text: str) -> str:
@@ -413,11 +405,12 @@ class ProtectedResource:
         A resource URI is matched in canonical form (:func:`~trimcp.protocol.uris.canonical_uri`),
         the exact rule first, then the longest prefix; a URI with no canonical form (the
         server refuses to serve it) needs every resource scope."""
-        if method == "tools/call":
+        target, _ = _TARGETS.get(method, (None, None))
+        if target == "tool":
             return self.tool_scopes.get(name, frozenset())
-        if method == "prompts/get":
+        if target == "prompt":
             return self.prompt_scopes.get(name, frozenset())
-        if method in _RESOURCE_METHODS:
+        if target == "resource":
             try:
                 uri = canonical_uri(name)
             except AmbiguousUri:
@@ -437,17 +430,17 @@ class ProtectedResource:
         if auth is None:
             return
         for request in requests:
-            if request.method == "subscriptions/listen":
+            target, key = _TARGETS.get(request.method, (None, None))
+            if target is None:
+                continue
+            if key is None:  # subscriptions/listen: the resources it lists
                 for uri in _listen_uris(request):
                     if isinstance(uri, str):
-                        self._check(request, "resource", uri, auth)
+                        self._check(request, target, uri, auth)
                 continue
-            key = _TARGETS.get(request.method)
-            if key is None or request.params is None:
-                continue
-            name = request.params.get(key)
+            name = request.params.get(key) if request.params is not None else None
             if isinstance(name, str):
-                self._check(request, _KIND[request.method], name, auth)
+                self._check(request, target, name, auth)
 
     def _check(self, request: Request, kind: str, name: str, auth: AuthInfo) -> None:
         if kind == "resource":

@@ -33,11 +33,12 @@ from trimcp.protocol.methods import DISCOVER, METHODS
 CACHEABLE_METHODS: Final = frozenset(
     m.name for m in METHODS.values() if m.cacheable and m is not DISCOVER
 )
-#: What each change notification makes stale (``resources/updated`` also names a URI).
+#: What each change notification makes stale, by the method table's ``stale_after``: the
+#: methods, and the param a notification naming one item matches (``resources/updated``
+#: names a URI: the reads of that URI only).
 _STALE_AFTER: Final = {
-    "notifications/tools/list_changed": ("tools/list",),
-    "notifications/prompts/list_changed": ("prompts/list",),
-    "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
+    note: tuple((m.name, m.target_field) for m in METHODS.values() if note in m.stale_after)
+    for note in {note for m in METHODS.values() for note in m.stale_after}
 }
 DEFAULT_CACHE_ENTRIES: Final = 256
 
@@ -99,17 +100,12 @@ class ResponseCache:
 
     def invalidate(self, method: str, params: Any = None) -> None:
         """Forget what the change notification ``method`` made stale."""
-        if method == "notifications/resources/updated":
-            uri = getattr(params, "uri", None)
-            for key in [k for k in self._entries if k[0] == "resources/read"]:
-                if uri is None or json.loads(key[1]).get("uri") == uri:
+        for stale, field in _STALE_AFTER.get(method, ()):
+            # A notification naming the item (resources/updated's uri) spares the others.
+            named = getattr(params, field, None) if field is not None else None
+            for key in [k for k in self._entries if k[0] == stale]:
+                if named is None or json.loads(key[1]).get(field) == named:
                     del self._entries[key]
-            return
-        stale = _STALE_AFTER.get(method)
-        if stale is None:
-            return
-        for key in [k for k in self._entries if k[0] in stale]:
-            del self._entries[key]
 
     def clear(self) -> None:
         """Forget everything (e.g. after the credentials changed)."""

@@ -4,13 +4,14 @@ Each method is a typed constant, a :class:`Method` ``[Params, Result]`` (``CALL_
 ``Method[CallToolRequestParams, CallToolResult]``), so code that sends or serves a method
 through its constant is type-checked on both sides: ``await session.request(CALL_TOOL,
 params)`` is a ``CallToolResult``, and a server handler registered for ``CALL_TOOL`` takes
-``CallToolRequestParams``. The per-era facts are columns of the same row (removed in
+``CallToolRequestParams``. The per-method facts are columns of the same row (removed in
 2026-07-28, may answer ``input_required``, carries cache hints, the params field that
-travels as ``Mcp-Name``). :data:`METHODS` indexes them by name, built from the
-``ClientRequest``/``ServerRequest``/``ClientNotification``/``ServerNotification`` unions of
-each revision's schema (a test checks it against them, and that each constant's
-annotation names the types its row loads). Look methods up with :func:`lookup`; nothing
-here does I/O, and the wire types load on first use.
+travels as ``Mcp-Name``, the component it uses and the param naming it, the catalog a list
+pages through, the notifications that make a result stale). :data:`METHODS` indexes them
+by name, built from the ``ClientRequest``/``ServerRequest``/``ClientNotification``/
+``ServerNotification`` unions of each revision's schema (a test checks it against them,
+and that each constant's annotation names the types its row loads). Look methods up with
+:func:`lookup`; nothing here does I/O, and the wire types load on first use.
 """
 
 from __future__ import annotations
@@ -80,6 +81,10 @@ DRAFT_REVISION: Final = "2026-07-28"
 
 Kind = Literal["request", "notification"]
 Sender = Literal["client", "server", "both"]
+#: The kind of component a request uses (per-component scopes apply to it).
+Target = Literal["tool", "prompt", "resource"]
+#: The catalog a list request pages through (a server's component registries).
+Catalog = Literal["tools", "prompts", "resources", "templates"]
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -107,6 +112,13 @@ class Method(Record, Generic[P, R]):
     - ``input_capable``: in 2026-07-28, the request may be answered ``input_required``.
     - ``cacheable``: in 2026-07-28, a complete result carries ``ttlMs``/``cacheScope``.
     - ``name_field``: the params field whose value travels as the ``Mcp-Name`` header.
+    - ``target``: the kind of component the request uses (a ``ProtectedResource``'s
+      per-component scopes apply to it, telemetry names it); ``target_field``: the params
+      field naming it (None for ``subscriptions/listen``, whose params list resources).
+    - ``lists``: the catalog a list request pages through; ``page_field``: the result's
+      attribute holding the page.
+    - ``stale_after``: the notifications after which a client's cached result of the
+      request is stale (one naming a URI: the results for that ``target_field`` only).
     """
 
     name: str
@@ -124,6 +136,11 @@ class Method(Record, Generic[P, R]):
     input_capable: bool = False
     cacheable: bool = False
     name_field: str | None = None
+    target: Target | None = None
+    target_field: str | None = None
+    lists: Catalog | None = None
+    page_field: str | None = None
+    stale_after: tuple[str, ...] = ()
     #: An extension method's own types (its row is made by
     #: :func:`trimcp.protocol.extensions.extension_method`, not listed in :data:`METHODS`):
     #: they are not wire types of :mod:`trimcp.types`, so the row holds them directly.
@@ -237,6 +254,9 @@ LIST_RESOURCES: Final[Method[PaginatedRequestParams | None, ListResourcesResult]
     _ALL,
     ("resources",),
     cacheable=True,
+    lists="resources",
+    page_field="resources",
+    stale_after=("notifications/resources/list_changed",),
 )
 LIST_RESOURCE_TEMPLATES: Final[
     Method[PaginatedRequestParams | None, ListResourceTemplatesResult]
@@ -248,6 +268,9 @@ LIST_RESOURCE_TEMPLATES: Final[
     _ALL,
     ("resources",),
     cacheable=True,
+    lists="templates",
+    page_field="resource_templates",
+    stale_after=("notifications/resources/list_changed",),
 )
 READ_RESOURCE: Final[Method[ReadResourceRequestParams, ReadResourceResult]] = _request(
     "resources/read",
@@ -259,6 +282,9 @@ READ_RESOURCE: Final[Method[ReadResourceRequestParams, ReadResourceResult]] = _r
     input_capable=True,
     cacheable=True,
     name_field="uri",
+    target="resource",
+    target_field="uri",
+    stale_after=("notifications/resources/updated",),
 )
 SUBSCRIBE: Final[Method[SubscribeRequestParams, EmptyResult]] = _request(
     "resources/subscribe",
@@ -268,6 +294,8 @@ SUBSCRIBE: Final[Method[SubscribeRequestParams, EmptyResult]] = _request(
     _SESSION_ONLY,
     ("resources", "subscribe"),
     removed_in_stateless=True,
+    target="resource",
+    target_field="uri",
 )
 UNSUBSCRIBE: Final[Method[UnsubscribeRequestParams, EmptyResult]] = _request(
     "resources/unsubscribe",
@@ -286,6 +314,9 @@ LIST_PROMPTS: Final[Method[PaginatedRequestParams | None, ListPromptsResult]] = 
     _ALL,
     ("prompts",),
     cacheable=True,
+    lists="prompts",
+    page_field="prompts",
+    stale_after=("notifications/prompts/list_changed",),
 )
 GET_PROMPT: Final[Method[GetPromptRequestParams, GetPromptResult]] = _request(
     "prompts/get",
@@ -296,6 +327,8 @@ GET_PROMPT: Final[Method[GetPromptRequestParams, GetPromptResult]] = _request(
     ("prompts",),
     input_capable=True,
     name_field="name",
+    target="prompt",
+    target_field="name",
 )
 LIST_TOOLS: Final[Method[PaginatedRequestParams | None, ListToolsResult]] = _request(
     "tools/list",
@@ -305,6 +338,9 @@ LIST_TOOLS: Final[Method[PaginatedRequestParams | None, ListToolsResult]] = _req
     _ALL,
     ("tools",),
     cacheable=True,
+    lists="tools",
+    page_field="tools",
+    stale_after=("notifications/tools/list_changed",),
 )
 CALL_TOOL: Final[Method[CallToolRequestParams, CallToolResult]] = _request(
     "tools/call",
@@ -315,6 +351,8 @@ CALL_TOOL: Final[Method[CallToolRequestParams, CallToolResult]] = _request(
     ("tools",),
     input_capable=True,
     name_field="name",
+    target="tool",
+    target_field="name",
 )
 COMPLETE: Final[Method[CompleteRequestParams, CompleteResult]] = _request(
     "completion/complete",
@@ -445,6 +483,7 @@ LISTEN: Final[Method[SubscriptionsListenRequestParams, SubscriptionsListenResult
     "SubscriptionsListenRequestParams",
     "SubscriptionsListenResult",
     _DRAFT_ONLY,
+    target="resource",  # the resources its params list
 )
 LISTEN_ACKNOWLEDGED: Final[Method[SubscriptionsAcknowledgedNotificationParams, None]] = (
     _notification(

@@ -29,19 +29,14 @@ from trimcp._record import Record
 from trimcp._validators import positive
 from trimcp.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND, McpError
 from trimcp.protocol import modern
+from trimcp.protocol.methods import METHODS
 from trimcp.server.dispatch import RequestHandlerFn
 from trimcp.server.hints import CacheHint as CacheHint  # its home was here
 from trimcp.server.input_required import InputOptions, run_attempt
 from trimcp.server.listen import ListenHub
+from trimcp.server.providers import key_of
 from trimcp.session.context import RequestContext
-from trimcp.types import (
-    ListPromptsResult,
-    ListResourcesResult,
-    ListResourceTemplatesResult,
-    ListToolsResult,
-    ReadResourceResult,
-    ServerCapabilities,
-)
+from trimcp.types import ServerCapabilities
 
 if TYPE_CHECKING:
     from trimcp.server.app import Server
@@ -168,18 +163,27 @@ class StatelessServing:
         return CacheHint(ttl, "private" if private else "public")
 
     def _with_cache(self, method: str, ctx: RequestContext, result: Any) -> Any:
-        hint: CacheHint | None = None
-        if isinstance(result, ListToolsResult):
-            hint = self._page_hint("tools", (t.name for t in result.tools), ctx)
-        elif isinstance(result, ListPromptsResult):
-            hint = self._page_hint("prompts", (p.name for p in result.prompts), ctx)
-        elif isinstance(result, ListResourcesResult):
-            hint = self._page_hint("resources", (r.uri for r in result.resources), ctx)
-        elif isinstance(result, ListResourceTemplatesResult):
-            uris = (t.uri_template for t in result.resource_templates)
-            hint = self._page_hint("templates", uris, ctx)
-        elif isinstance(result, ReadResourceResult):
-            hint = self.server.read_hint(ctx.params.uri, ctx) or self.options.read_cache
-        if hint is None:
+        # What to look at comes from the method table: a list pages through a catalog
+        # (``lists``, the page in ``page_field``), a read names its resource.
+        spec = METHODS.get(method)
+        if spec is None or not spec.cacheable:
+            return result
+        if not _answers(spec.result_type, result):
+            return result  # a dict, or input_required: no hint
+        hint: CacheHint | None
+        if spec.lists is not None and spec.page_field is not None:
+            kind = spec.lists
+            page = getattr(result, spec.page_field)
+            hint = self._page_hint(kind, (key_of(kind, item) for item in page), ctx)
+        elif spec.target == "resource" and spec.target_field is not None:
+            uri = getattr(ctx.params, spec.target_field)
+            hint = self.server.read_hint(uri, ctx) or self.options.read_cache
+        else:
             return result
         return attrs.evolve(result, ttl_ms=hint.ttl_ms, cache_scope=hint.scope)
+
+
+def _answers(result_type: type | None, result: Any) -> bool:
+    """Whether ``result`` is the method's own result (checked, not narrowed: the result
+    stays ``Any`` for ``attrs.evolve``)."""
+    return result_type is not None and isinstance(result, result_type)
