@@ -41,7 +41,12 @@ from trimcp.auth import (
 )
 from trimcp.auth.destinations import assertion_audiences, issuer_identifier
 from trimcp.auth.discovery import Discovery
-from trimcp.auth.grants import JWT_BEARER, TOKEN_EXCHANGE
+from trimcp.auth.grants import (
+    CLIENT_ASSERTION_TYPE,
+    JWT_BEARER,
+    TOKEN_EXCHANGE,
+    authenticate_client,
+)
 from trimcp.auth.tokens import ClientRegistration, StoredAuth
 
 #: Bound on one whole connection attempt against loopback servers.
@@ -566,3 +571,55 @@ def test_the_audiences_of_an_assertion_are_read_without_its_signature() -> None:
     assert assertion_audiences(signed({"aud": ["a", 7, "b"]})) == ["a", "b"]
     assert assertion_audiences(signed({"sub": "x"})) == []
     assert assertion_audiences("not.a.jwt") == []
+
+
+def test_a_private_key_stays_out_of_repr() -> None:
+    key = private_key()
+    assert repr(key) == "PrivateKey(algorithm='ES256', kid=None)"
+    assert "PRIVATE KEY" not in repr(key)
+    assert key == PrivateKey(pem=key.pem, algorithm="ES256")
+
+
+@pytest.mark.parametrize(
+    ("method", "secret", "form", "basic"),
+    [
+        ("client_secret_basic", "s e/c", {}, True),
+        ("client_secret_post", "s e/c", {"client_id": "app", "client_secret": "s e/c"}, False),
+        ("client_secret_basic", None, {"client_id": "app"}, False),  # no secret: public
+        ("client_secret_post", None, {"client_id": "app"}, False),
+        ("none", "s e/c", {"client_id": "app"}, False),  # a secret but method none: unsent
+        ("private_key_jwt", "s e/c", {"client_id": "app"}, False),  # no key given
+    ],
+)
+def test_client_authentication_sends_exactly_what_the_method_says(
+    method: str, secret: str | None, form: dict[str, str], basic: bool
+) -> None:
+    registration = ClientRegistration(
+        client_id="app", client_secret=secret, token_endpoint_auth_method=method
+    )
+    sent: dict[str, str] = {"grant_type": "client_credentials"}
+    headers = authenticate_client(sent, registration, assertion_audience="https://as")
+    assert sent == {"grant_type": "client_credentials", **form}
+    expected = "Basic " + base64.b64encode(b"app:s%20e%2Fc").decode() if basic else None
+    assert headers.get("authorization") == expected
+    assert len(headers) == (1 if basic else 0)
+
+
+def test_a_private_key_jwt_assertion_is_for_the_token_endpoints_issuer() -> None:
+    key = private_key()
+    registration = ClientRegistration(client_id="app", token_endpoint_auth_method="private_key_jwt")
+    sent: dict[str, str] = {}
+    headers = authenticate_client(
+        sent, registration, assertion_audience="https://as", private_key=key
+    )
+    assert headers == {}
+    assert sent["client_id"] == "app"
+    assert sent["client_assertion_type"] == CLIENT_ASSERTION_TYPE
+    public = (
+        serialization.load_pem_private_key(key.pem.encode(), None)
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    claims = jwt.decode(sent["client_assertion"], public, ["ES256"], audience="https://as")
+    assert claims["iss"] == claims["sub"] == "app"
+    assert claims["exp"] - claims["iat"] == 60

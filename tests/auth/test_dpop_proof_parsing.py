@@ -25,7 +25,14 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trimcp.auth.dpop import DpopChecker, DpopError, DpopKey, access_token_hash, b64url
+from trimcp.auth.dpop import (
+    MAX_PROOF_BYTES,
+    DpopChecker,
+    DpopError,
+    DpopKey,
+    access_token_hash,
+    b64url,
+)
 
 URL = "http://127.0.0.1:8000/mcp"
 TOKEN = "header.payload.signature"
@@ -225,3 +232,157 @@ def test_pyjwt_parses_a_clients_header_once(monkeypatch: pytest.MonkeyPatch) -> 
     for _ in range(5):
         check(checker, key.proof("POST", URL, access_token=TOKEN), key)
     assert len(loads) == 1
+
+
+@pytest.mark.parametrize("part", [1, 2])
+@pytest.mark.parametrize(
+    ("needs", "respell"),
+    [
+        ("-", lambda s: s.replace("-", "+")),  # the other alphabet: the same bytes
+        ("_", lambda s: s.replace("_", "/")),
+        ("", lambda s: s[:8] + "    " + s[8:]),  # whitespace a lenient decoder skips
+        ("", lambda s: s[:8] + "\n\n\n\n" + s[8:]),
+    ],
+    ids=["plus", "slash", "spaces", "newlines"],
+)
+def test_characters_outside_the_alphabet_are_refused(part: int, needs: str, respell: Any) -> None:
+    key = KEYS["ES256"]
+    for n in range(200):  # a proof whose segment holds the character to respell
+        nonce = "n" * (n % 3) + "~~~???" * 2  # payload bytes spelled with - and _
+        proof = key.proof("POST", URL, access_token=TOKEN, nonce=nonce)
+        parts = proof.split(".")
+        if needs in parts[part]:
+            break
+    assert needs in parts[part]
+    parts[part] = respell(parts[part])
+    checker = DpopChecker()
+    check(checker, key.proof("POST", URL, access_token=TOKEN), key)  # its header is known
+    with pytest.raises(DpopError, match="not canonical base64url"):
+        check(checker, ".".join(parts), key)
+
+
+@pytest.mark.parametrize("jwk", [None, "a key", ["a", "key"]])
+def test_a_proof_without_a_jwk_object_is_refused(jwk: Any) -> None:
+    key = KEYS["ES256"]
+    with pytest.raises(DpopError, match=r"carries no public key \(jwk header\)"):
+        check(DpopChecker(), by_hand(key, {"jwk": jwk}), key)
+
+
+def sized(key: DpopKey, length: int) -> str:
+    """A good proof of exactly ``length`` characters (a filler claim and header member)."""
+    algorithm = jwt.get_algorithm_by_name(key.algorithm)
+    for extra in range(4):  # a header one longer shifts which payload lengths fit
+        header = {"typ": "dpop+jwt", "alg": key.algorithm, "jwk": key.public_jwk}
+        header["kid"] = "k" * extra
+        head = b64url(json.dumps(header).encode())
+        # Each 3 filler characters take 4 in the proof: start a few short of the length.
+        start = max(0, (length - len(head) - 500) * 3 // 4)
+        for fill in range(start, length):
+            body = {"jti": "s1", "htm": "POST", "htu": URL, "iat": int(time.time())}
+            body.update(ath=access_token_hash(TOKEN), fill="f" * fill)
+            signing_input = f"{head}.{b64url(json.dumps(body).encode())}"
+            signature = b64url(algorithm.sign(signing_input.encode(), key._private))
+            proof = f"{signing_input}.{signature}"
+            if len(proof) >= length:
+                if len(proof) == length:
+                    return proof
+                break
+    raise AssertionError(f"no proof of {length} characters")
+
+
+def test_a_proof_of_the_longest_size_is_read_and_a_longer_one_is_not() -> None:
+    key = KEYS["ES256"]
+    longest = sized(key, MAX_PROOF_BYTES)
+    assert check(DpopChecker(), longest, key) == key.thumbprint
+    with pytest.raises(DpopError, match=f"longer than {MAX_PROOF_BYTES} bytes"):
+        check(DpopChecker(), sized(key, MAX_PROOF_BYTES + 1), key)
+
+
+def test_the_key_cache_keeps_the_keys_seen_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    # key_cache_size keys are kept; a new one past it pushes out the one seen first.
+    loads: list[str] = []
+    real = jwt.PyJWS._load
+
+    def counted(self: jwt.PyJWS, token: str | bytes) -> Any:
+        loads.append(str(token)[:8])
+        return real(self, token)
+
+    monkeypatch.setattr(jwt.PyJWS, "_load", counted)
+    keys = [KEYS["ES256"], KEYS["RS256"], KEYS["EdDSA"]]
+    checker = DpopChecker(key_cache_size=2)
+    for key in keys[:2]:
+        check(checker, key.proof("POST", URL, access_token=TOKEN), key)
+    assert len(loads) == 2
+    for key in keys[:2]:  # both kept
+        check(checker, key.proof("POST", URL, access_token=TOKEN), key)
+    assert len(loads) == 2
+    check(checker, keys[2].proof("POST", URL, access_token=TOKEN), keys[2])  # ES256 out
+    check(checker, keys[2].proof("POST", URL, access_token=TOKEN), keys[2])
+    check(checker, keys[1].proof("POST", URL, access_token=TOKEN), keys[1])
+    assert len(loads) == 3
+    check(checker, keys[0].proof("POST", URL, access_token=TOKEN), keys[0])
+    assert len(loads) == 4
+
+
+def with_payload(key: DpopKey, payload: bytes) -> str:
+    """A proof of ``key`` whose payload is exactly ``payload``, signed with PyJWT."""
+    header = {"typ": "dpop+jwt", "alg": key.algorithm, "jwk": key.public_jwk}
+    signing_input = f"{b64url(json.dumps(header).encode())}.{b64url(payload)}"
+    algorithm = jwt.get_algorithm_by_name(key.algorithm)
+    return f"{signing_input}.{b64url(algorithm.sign(signing_input.encode(), key._private))}"
+
+
+def claimed(**claims: Any) -> dict[str, Any]:
+    """The claims of a good proof for a POST to URL with TOKEN, with ``claims`` changed
+    (None: left out)."""
+    body = {"jti": "c1", "htm": "POST", "htu": URL, "iat": int(time.time())}
+    body.update(ath=access_token_hash(TOKEN), **claims)
+    return {name: value for name, value in body.items() if value is not None}
+
+
+@pytest.mark.parametrize("payload", [b"[1, 2]", b'"claims"', b"12", b"null", b"{nope", b"\xff"])
+def test_a_payload_that_is_not_a_json_object_is_refused(payload: bytes) -> None:
+    key = KEYS["ES256"]
+    with pytest.raises(DpopError, match="payload is not a JSON object"):
+        check(DpopChecker(), with_payload(key, payload), key)
+
+
+@pytest.mark.parametrize(
+    ("claims", "says"),
+    [
+        ({"jti": ""}, "no usable jti"),
+        ({"jti": "j" * 257}, "no usable jti"),
+        ({"jti": 17}, "no usable jti"),
+        ({"jti": None}, "no usable jti"),
+        ({"htu": 17}, "not for this URL"),
+        ({"htu": None}, "not for this URL"),
+        ({"htu": URL + "?a=1"}, "not for this URL"),  # htu carries no query...
+        ({"htu": URL + "#top"}, "not for this URL"),  # ...and no fragment
+        ({"htu": "not a url"}, "not for this URL"),
+        ({"iat": "1700000000"}, "has no iat"),
+        ({"iat": True}, "has no iat"),
+        ({"iat": None}, "has no iat"),
+        ({"htm": "post"}, "not for this method"),
+    ],
+)
+def test_claims_of_the_wrong_kind_are_refused(claims: dict[str, Any], says: str) -> None:
+    key = KEYS["ES256"]
+    proof = with_payload(key, json.dumps(claimed(**claims)).encode())
+    with pytest.raises(DpopError, match=says):
+        check(DpopChecker(), proof, key)
+
+
+@pytest.mark.parametrize("jti", ["j", "j" * 256])
+def test_a_jti_of_one_to_256_characters_is_read(jti: str) -> None:
+    key = KEYS["ES256"]
+    proof = with_payload(key, json.dumps(claimed(jti=jti)).encode())
+    assert check(DpopChecker(), proof, key) == key.thumbprint
+
+
+def test_a_proof_exactly_max_age_old_is_accepted() -> None:
+    key = KEYS["ES256"]
+    now = 1_000_000.0
+    proof = with_payload(key, json.dumps(claimed(iat=int(now) - 300)).encode())
+    assert check(DpopChecker(clock=lambda: now), proof, key) == key.thumbprint
+    with pytest.raises(DpopError, match="stale"):
+        check(DpopChecker(clock=lambda: now + 1), proof, key)

@@ -289,3 +289,30 @@ async def test_a_proof_replayed_while_it_is_fresh_is_refused(later: float) -> No
     now[0] = start + checker.max_age + 2
     with pytest.raises(DpopError, match="stale"):
         await checker.check(proof, method="POST", url=RESOURCE, access_token=token)
+
+
+def test_replicas_given_one_nonce_secret_accept_each_others_nonces() -> None:
+    one, two = NonceSource(b"r" * 32), NonceSource(b"r" * 32)
+    assert two.valid(one.current())
+    assert not NonceSource(b"x" * 32).valid(one.current())
+    assert not NonceSource().valid(NonceSource().current())  # random secrets differ
+
+
+@pytest.mark.parametrize("lifetime", [0.0, -1.0, -300.0])
+def test_a_nonce_lifetime_must_be_positive(lifetime: float) -> None:
+    with pytest.raises(ValueError, match="lifetime must be positive"):
+        NonceSource(lifetime=lifetime)
+
+
+def test_a_short_nonce_lifetime_is_allowed() -> None:
+    nonces = NonceSource(b"s" * 32, lifetime=0.5)
+    assert nonces.lifetime == 0.5
+    assert NonceSource(b"s" * 32, lifetime=1.0).lifetime == 1.0
+
+
+async def test_a_proof_of_an_algorithm_not_accepted_is_refused() -> None:
+    rsa = DpopKey.generate("RS256")
+    proof = rsa.proof("POST", RESOURCE)
+    assert await DpopChecker().check(proof, method="POST", url=RESOURCE) == rsa.thumbprint
+    with pytest.raises(DpopError, match="algorithm 'RS256' is not accepted"):
+        await DpopChecker(algorithms=["ES256"]).check(proof, method="POST", url=RESOURCE)

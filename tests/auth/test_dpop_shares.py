@@ -192,3 +192,99 @@ def test_the_skew_is_checked() -> None:
         DpopChecker(max_skew=-1)
     with pytest.raises(ValueError, match="at least 1"):
         MemoryReplayCache(max_entries_per_key=0)
+
+
+async def test_a_forgotten_proof_stays_refused_once_its_share_has_room_again() -> None:
+    # A full cache takes from the key holding the most; another key's proof then expires,
+    # so the flood's share is no longer full and the cache has room: the proof the flood
+    # forgot (a captured one, replayed) is still refused, up to its own expiry exactly.
+    clock = Clock()
+    cache = MemoryReplayCache(max_entries=4, clock=clock)
+    now = clock.now
+    for n in range(4):
+        assert await cache.first_use("flood", f"j{n}", now + 302 + n)
+    assert await cache.first_use("brief", "x", now + 1)  # j0 forgotten for it
+    clock.now = now + 2  # "brief" expires: room in the cache and in the flood's share
+    assert not await cache.first_use("flood", "j1", now + 303)
+    assert len(cache) == 3
+    for replayed in ("j0", "fresh"):
+        with pytest.raises(DpopError, match="no newer than the proofs it forgot"):
+            await cache.first_use("flood", replayed, now + 302)
+    assert await cache.first_use("flood", "newer", now + 302.5)
+
+
+async def test_a_full_share_refuses_a_proof_expiring_with_its_oldest() -> None:
+    clock = Clock()
+    cache = MemoryReplayCache(max_entries_per_key=2, clock=clock)
+    now = clock.now
+    assert await cache.first_use("k", "a", now + 20)
+    assert await cache.first_use("k", "b", now + 10)
+    with pytest.raises(DpopError, match="max_entries_per_key: 2 proofs"):
+        await cache.first_use("k", "c", now + 10)  # no newer than the oldest kept
+    assert not await cache.first_use("k", "b", now + 10)  # nothing was forgotten
+    assert not await cache.first_use("k", "a", now + 20)
+    # Newer than the oldest (though not than every other): the oldest makes room.
+    assert await cache.first_use("k", "d", now + 15)
+    with pytest.raises(DpopError, match="no newer than the proofs it forgot"):
+        await cache.first_use("k", "b", now + 10)
+
+
+async def test_only_a_keys_expired_proofs_leave() -> None:
+    # Proofs of one key expiring in any order: at each moment exactly the due ones are
+    # gone (an entry is gone at its expiry instant), the others are still refused.
+    clock = Clock()
+    cache = MemoryReplayCache(clock=clock)
+    now = clock.now
+    expiries = {"a": 10.0, "b": 100.0, "c": 50.0, "d": 30.0, "e": 70.0}
+    for jti, after in expiries.items():
+        assert await cache.first_use("k", jti, now + after)
+    assert await cache.first_use("lone", "z", now + 5)
+    for moment in (5.0, 10.0, 29.0, 50.0, 70.0, 99.0):
+        clock.now = now + moment
+        live = {jti for jti, after in expiries.items() if after > moment}
+        assert await cache.first_use("probe", f"p{moment}", now + 1000)
+        probes = sum(1 for m in (5.0, 10.0, 29.0, 50.0, 70.0, 99.0) if m <= moment)
+        assert len(cache) == len(live) + probes, moment
+        for jti in live:
+            assert not await cache.first_use("k", jti, now + expiries[jti]), (moment, jti)
+    assert await cache.first_use("lone", "z", now + 200)  # expired at 5: new again
+
+
+async def test_the_key_holding_the_most_stays_known_as_others_shrink() -> None:
+    # A one-proof key expires while the flood holds three: the flood still holds the most,
+    # so a new key in a full cache takes the flood's oldest, not a refusal for room.
+    clock = Clock()
+    cache = MemoryReplayCache(max_entries=4, clock=clock)
+    now = clock.now
+    for n in range(3):
+        assert await cache.first_use("flood", f"j{n}", now + 300 + n)
+    assert await cache.first_use("brief", "x", now + 1)
+    clock.now = now + 2  # "brief" expires
+    assert await cache.first_use("c", "x", now + 300)
+    assert await cache.first_use("d", "x", now + 300)  # the cache was full: the flood pays
+    assert len(cache) == 4
+    assert not await cache.first_use("c", "x", now + 300)
+
+
+@pytest.mark.parametrize(("entries", "per_key"), [(0, 5), (5, 0), (-1, 5), (5, -1)])
+def test_the_replay_cache_needs_room_for_a_proof(entries: int, per_key: int) -> None:
+    with pytest.raises(ValueError, match="must be at least 1"):
+        MemoryReplayCache(max_entries=entries, max_entries_per_key=per_key)
+
+
+async def test_a_replay_cache_of_one_proof_works() -> None:
+    clock = Clock()
+    cache = MemoryReplayCache(max_entries=1, max_entries_per_key=1, clock=clock)
+    assert await cache.first_use("k", "a", clock.now + 10)
+    assert not await cache.first_use("k", "a", clock.now + 10)
+
+
+def test_the_checkers_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="max_skew"):
+        DpopChecker(max_skew=301, max_age=300)
+    with pytest.raises(ValueError, match="max_skew"):
+        DpopChecker(max_skew=-0.5)
+    assert DpopChecker(max_skew=300, max_age=300).max_skew == 300
+    assert DpopChecker(max_skew=0).max_skew == 0
+    with pytest.raises(ValueError, match=r"asymmetric algorithms; refusing \['HS256'\]"):
+        DpopChecker(algorithms=["ES256", "HS256"])

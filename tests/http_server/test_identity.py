@@ -146,3 +146,59 @@ def test_principal_key_is_one_key_per_principal() -> None:
     key = principal_key(alice)
     assert key is not None
     assert "alice" not in key  # a digest: reveals nothing
+
+
+def test_auth_info_compares_who_not_what_was_granted() -> None:
+    # A refreshed or stepped-up token of one principal is equal (and hashes alike) whatever
+    # its scopes, expiry, audience, claims, raw token or the rules that admitted it.
+    alice = AuthInfo(issuer="https://as", subject="alice", client_id="app")
+    variants = [
+        AuthInfo(issuer="https://as", subject="alice", client_id="app", scopes="a b"),
+        AuthInfo(issuer="https://as", subject="alice", client_id="app", expires_at=5.0),
+        AuthInfo(issuer="https://as", subject="alice", client_id="app", audience=["r"]),
+        AuthInfo(issuer="https://as", subject="alice", client_id="app", token="t2"),
+        AuthInfo(
+            issuer="https://as", subject="alice", client_id="app", rules=lambda m, n: frozenset()
+        ),
+        AuthInfo(issuer="https://as", subject="alice", client_id="app", hide_unauthorized=True),
+    ]
+    for variant in variants:
+        assert variant == alice, variant
+        assert hash(variant) == hash(alice), variant
+    assert AuthInfo(issuer="https://as", subject="alice", client_id="app", claims={"x": 1}) == alice
+    assert AuthInfo(issuer="https://as", subject="bob", client_id="app") != alice
+
+
+def test_auth_info_keeps_its_token_and_claims_out_of_repr() -> None:
+    info = AuthInfo(
+        subject="alice",
+        scopes=["read"],
+        claims={"secret": "c1aim"},
+        token="s3cret-token",
+        rules=lambda m, n: frozenset(),
+        hide_unauthorized=True,
+    )
+    assert repr(info) == (
+        "AuthInfo(subject='alice', issuer=None, client_id=None, scopes=frozenset({'read'}), "
+        "expires_at=None, audience=())"
+    )
+    made: Any = AuthInfo
+    with pytest.raises(TypeError, match="positional"):
+        made("alice")  # keyword-only: no field is filled by position
+
+
+def test_auth_info_scopes_and_allows() -> None:
+    assert AuthInfo(scopes=None).scopes == frozenset()
+    assert AuthInfo(scopes="read  write").scopes == frozenset({"read", "write"})
+    assert AuthInfo(scopes=("read",)).scopes == frozenset({"read"})
+    info = AuthInfo(scopes="read")
+    assert info.allows("tools/call", "anything")  # no rules: the server-wide scopes sufficed
+
+    def rules(method: str, name: str) -> frozenset[str]:
+        return frozenset({"admin"}) if name == "delete" else frozenset({"read"})
+
+    ruled = AuthInfo(scopes="read", rules=rules)
+    assert ruled.allows("tools/call", "list")
+    assert not ruled.allows("tools/call", "delete")
+    assert ruled.has_scopes([])
+    assert not ruled.has_scopes(["read", "admin"])

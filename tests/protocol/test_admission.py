@@ -20,7 +20,7 @@ from tests.http_server.test_modern_http import post
 from tests.support import raw_client
 from tests.tasks.helpers import make_app
 from trimcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RemoteProtocolError
-from trimcp.protocol.admission import admit_request
+from trimcp.protocol.admission import admit_request, has_capability
 from trimcp.testing import open_test_client
 from trimcp.types import CallToolRequestParams
 
@@ -82,15 +82,96 @@ def test_a_removed_method_names_its_replacement() -> None:
     assert "subscriptions/listen" in refused.message
 
 
-def test_a_method_of_the_other_side_is_refused() -> None:
+@pytest.mark.parametrize(
+    ("method", "capabilities"),
+    [
+        ("sampling/createMessage", {"sampling": {}}),  # a server's request
+        ("elicitation/create", {"elicitation": {}}),
+        ("notifications/initialized", {}),  # not a request at all
+    ],
+)
+def test_a_method_of_the_other_side_is_refused(method: str, capabilities: Any) -> None:
     refused = _refusal(
-        method="sampling/createMessage",
+        method=method,
         params={},
         peer="client",
         version="2025-11-25",
-        capabilities={},
+        capabilities=capabilities,
     )
     assert refused.code == METHOD_NOT_FOUND
+    assert refused.message.endswith(f"{method} is not a request a client may send")
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "path", "declared"),
+    [
+        ({"tools": {}}, ("tools",), True),
+        ({"resources": {"subscribe": True}}, ("resources", "subscribe"), True),
+        ({"resources": {"subscribe": False}}, ("resources", "subscribe"), False),
+        ({"resources": {"subscribe": None}}, ("resources", "subscribe"), False),
+        ({"resources": {}}, ("resources", "subscribe"), False),
+        ({"resources": True}, ("resources", "subscribe"), False),  # not an object
+        ({"resources": ["subscribe"]}, ("resources", "subscribe"), False),
+        ({"prompts": False}, ("prompts",), False),
+        ({}, ("prompts",), False),
+        (None, ("prompts",), False),
+    ],
+)
+def test_has_capability_reads_only_objects_and_declared_values(
+    capabilities: Any, path: tuple[str, ...], declared: bool
+) -> None:
+    assert has_capability(capabilities, path) is declared
+
+
+def test_no_capability_check_before_capabilities_are_declared() -> None:
+    params = admit_request(
+        "prompts/list", {}, peer="client", version="2025-11-25", capabilities=None
+    )
+    assert params is not None
+
+
+def test_a_2026_tasks_extension_request_passes_to_its_handler_untouched() -> None:
+    raw = {"taskId": 7, "extra": [1]}  # its handler checks its params
+    for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+        assert admit_request(method, raw, peer="client", version=V2026, capabilities={}) is raw
+
+
+@pytest.mark.parametrize(
+    ("responses", "path", "says"),
+    [
+        ("yes", "params.inputResponses", "inputResponses must be an object mapping"),
+        (["yes"], "params.inputResponses", "inputResponses must be an object mapping"),
+        ({"k": "yes"}, "params.inputResponses.k", "inputResponses['k'] must be a response object"),
+        ({"ok": {}, "k": None}, "params.inputResponses.k", "must be a response object"),
+    ],
+)
+@pytest.mark.parametrize("method", ["tools/call", "prompts/get", "resources/read"])
+def test_2026_input_responses_must_be_objects(
+    method: str, responses: Any, path: str, says: str
+) -> None:
+    params = {"name": "x", "uri": "x://y", "inputResponses": responses}
+    refused = _refusal(
+        method=method,
+        params=params,
+        peer="client",
+        version=V2026,
+        capabilities={"tools": {}, "prompts": {}, "resources": {}},
+    )
+    assert refused.code == INVALID_PARAMS
+    assert says in refused.message
+    assert refused.data["path"] == path
+
+
+def test_2026_input_responses_of_objects_pass_and_other_requests_ignore_them() -> None:
+    good = {"name": "x", "inputResponses": {"k": {"action": "accept"}}}
+    params = admit_request("tools/call", good, peer="client", version=V2026, capabilities=None)
+    assert params.input_responses == {"k": {"action": "accept"}}
+    listed = {"inputResponses": "not for tools/list"}
+    assert admit_request("tools/list", listed, peer="client", version=V2026, capabilities=None)
+    refused = _refusal(
+        method="tools/call", params=None, peer="client", version=V2026, capabilities=None
+    )
+    assert refused.code == INVALID_PARAMS  # no params at all: the missing name, not a crash
 
 
 @pytest.mark.parametrize("version", ["2025-11-25", V2026])

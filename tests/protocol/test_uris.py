@@ -26,6 +26,10 @@ UNRESERVED = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~
         ("notes://a/b?x=../y#..", "notes://a/b?x=../y#.."),  # only the path holds segments
         ("notes://a.b/.c/d.", "notes://a.b/.c/d."),
         ("urn:x:%41", "urn:x:A"),
+        ("HTTP:Opaque/Path", "http:Opaque/Path"),  # no authority: no host to lower-case
+        ("https:%2F%2FHost/A", "https:%2F%2FHost/A"),
+        ("notes:?x=/../y", "notes:?x=/../y"),  # a query from the start: no path at all
+        ("notes:#/./", "notes:#/./"),
     ],
 )
 def test_canonical_forms(given_uri: str, canonical: str) -> None:
@@ -43,6 +47,10 @@ def test_canonical_forms(given_uri: str, canonical: str) -> None:
         ("notes://%zz", "not followed by two hex digits"),
         ("notes://a%", "not followed by two hex digits"),
         ("notes://\ud800", "not valid Unicode"),
+        ("a/../private", "'..' path segment"),  # no scheme: still one reading only
+        ("../private", "'..' path segment"),
+        ("./x", "'.' path segment"),
+        ("%2E%2E/private", "'..' path segment"),
     ],
 )
 def test_ambiguous_uris_are_refused_naming_the_uri(given_uri: str, reason: str) -> None:
