@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import parse_qs, urlencode
@@ -39,8 +39,17 @@ from trimcp.auth import (
     UntrustedAuthorizationServer,
     WorkloadIdentity,
 )
-from trimcp.auth.destinations import assertion_audiences, issuer_identifier
+from trimcp.auth.destinations import (
+    assertion_audiences,
+    at_issuer,
+    home_of_tokens,
+    issuer_identifier,
+    same_issuer,
+    trusted_destination,
+)
 from trimcp.auth.discovery import Discovery
+from trimcp.auth.errors import AuthorizationFailed, AuthorizationServerChanged
+from trimcp.auth.fetch import Fetcher, JsonResponse
 from trimcp.auth.grants import (
     CLIENT_ASSERTION_TYPE,
     JWT_BEARER,
@@ -564,6 +573,29 @@ def test_issuer_identifiers_compare_after_normalisation() -> None:
     )
     for not_one in ("https://as.example?x=1", "https://as.example#f", "api://x", "", "https://"):
         assert issuer_identifier(not_one) is None
+    # An empty query or fragment, user info, or a port that is none: not an issuer.
+    for not_one in (
+        "https://as.example?",
+        "https://as.example/#",
+        "https://user@as.example",
+        "https://user:pw@as.example",
+        "https://:pw@as.example",
+        "https://as.example:99999",
+        "https://as.example:port",
+    ):
+        assert issuer_identifier(not_one) is None, not_one
+    assert issuer_identifier("HTTP://as.example:80/") == "http://as.example"
+    assert issuer_identifier("http://as.example:8080") == "http://as.example:8080"
+    assert issuer_identifier("https://[::1]:443/x") == "https://[::1]/x"
+
+
+def test_same_issuer_needs_two_issuers() -> None:
+    assert same_issuer("https://as.example/", "HTTPS://AS.example:443")
+    assert not same_issuer("https://as.example", "https://other.example")
+    assert not same_issuer(None, "https://as.example")
+    assert not same_issuer("https://as.example", None)
+    assert not same_issuer(None, None)
+    assert not same_issuer("not an issuer", "not an issuer")  # no identifier, no match
 
 
 def test_the_audiences_of_an_assertion_are_read_without_its_signature() -> None:
@@ -578,6 +610,19 @@ def test_a_private_key_stays_out_of_repr() -> None:
     assert repr(key) == "PrivateKey(algorithm='ES256', kid=None)"
     assert "PRIVATE KEY" not in repr(key)
     assert key == PrivateKey(pem=key.pem, algorithm="ES256")
+    made: Any = PrivateKey
+    with pytest.raises(TypeError, match="positional"):
+        made(key.pem)  # keyword-only: a PEM is never taken for another field
+
+
+@pytest.mark.parametrize("method", ["none", "client_secret_basic", "client_secret_post"])
+def test_a_private_key_is_used_only_by_private_key_jwt(method: str) -> None:
+    registration = ClientRegistration(client_id="app", token_endpoint_auth_method=method)
+    sent: dict[str, str] = {}
+    headers = authenticate_client(
+        sent, registration, assertion_audience="https://as", private_key=private_key()
+    )
+    assert (sent, headers) == ({"client_id": "app"}, {})
 
 
 @pytest.mark.parametrize(
@@ -623,3 +668,111 @@ def test_a_private_key_jwt_assertion_is_for_the_token_endpoints_issuer() -> None
     claims = jwt.decode(sent["client_assertion"], public, ["ES256"], audience="https://as")
     assert claims["iss"] == claims["sub"] == "app"
     assert claims["exp"] - claims["iat"] == 60
+
+
+class Documents(Fetcher):
+    """Answers GETs from ``documents`` (404 for any other URL), recording each URL."""
+
+    def __init__(self, documents: dict[str, dict[str, Any]]) -> None:
+        super().__init__()
+        self.documents = documents
+        self.asked: list[str] = []
+
+    async def get(self, url: str, headers: Mapping[str, str] | None = None) -> JsonResponse:
+        self.asked.append(url)
+        document = self.documents.get(url)
+        if document is None:
+            return JsonResponse(404, {}, b"")
+        return JsonResponse(200, {}, json.dumps(document).encode())
+
+
+LISTED = {"authorization_servers": ["https://first.example", "https://asked.example"]}
+
+
+def discovered(issuer: str = "https://asked.example", *, own: bool = True) -> Discovery:
+    return Discovery(
+        resource="https://mcp.example/mcp",
+        issuer=issuer,
+        metadata={"issuer": issuer, "token_endpoint": f"{issuer}/token"},
+        resource_metadata=LISTED,
+        metadata_from_issuer=own,
+    )
+
+
+async def test_a_refusal_names_the_server_the_mcp_server_asked_for() -> None:
+    # Discovery settled on the second listed server: the refusal names it, not the first.
+    with pytest.raises(UntrustedAuthorizationServer) as refused:
+        await trusted_destination(
+            Documents({}),
+            discovered(),
+            configured=None,
+            credential="workload token",
+            secret=None,
+            owner="WorkloadIdentity",
+        )
+    assert refused.value.authorization_server == "https://asked.example"
+    assert "the workload token names no server" in str(refused.value)
+    with pytest.raises(UntrustedAuthorizationServer) as refused:
+        await trusted_destination(
+            Documents({}),
+            discovered("https://unlisted.example"),
+            configured=None,
+            credential="workload token",
+            secret=None,
+            owner="WorkloadIdentity",
+        )
+    assert refused.value.authorization_server == "https://first.example"
+
+
+async def test_the_issuers_own_metadata_is_not_fetched_again() -> None:
+    fetcher = Documents({})
+    found = discovered()
+    assert await at_issuer(fetcher, found, "https://asked.example") is found
+    assert fetcher.asked == []
+
+
+async def test_a_chosen_server_without_metadata_of_its_own_is_refused() -> None:
+    # The MCP server's own (2025-03-26) metadata named the issuer; the issuer publishes
+    # none: its token endpoint is unknown, and the one the MCP server named is not used.
+    fetcher = Documents({})
+    found = discovered(own=False)
+    assert await at_issuer(fetcher, found, "https://asked.example") is None
+    assert fetcher.asked  # it was looked for at the issuer
+    with pytest.raises(UntrustedAuthorizationServer, match="publishes no metadata"):
+        await trusted_destination(
+            fetcher,
+            found,
+            configured="https://asked.example",
+            credential="client secret",
+            secret="the client secret",
+            owner="ClientCredentials",
+        )
+    metadata = {"issuer": "https://asked.example", "token_endpoint": "https://asked.example/t"}
+    served = Documents({"https://asked.example/.well-known/oauth-authorization-server": metadata})
+    fetched = await at_issuer(served, found, "https://asked.example")
+    assert fetched is not None
+    assert fetched.endpoint("token_endpoint") == "https://asked.example/t"
+
+
+async def test_a_refresh_goes_only_where_tokens_and_registration_agree() -> None:
+    found = discovered()
+    tokens = TokenSet(access_token="at", refresh_token="rt", issuer="https://asked.example")
+    agreeing = StoredAuth(
+        tokens=tokens,
+        registration=ClientRegistration(client_id="app", issuer="https://asked.example/"),
+    )
+    assert (await home_of_tokens(Documents({}), found, agreeing)) is found
+    assert (await home_of_tokens(Documents({}), found, StoredAuth(tokens=tokens))) is found
+    # Registered at one listed server, tokens from another: nothing is sent anywhere.
+    split = StoredAuth(
+        tokens=tokens,
+        registration=ClientRegistration(client_id="app", issuer="https://first.example"),
+    )
+    with pytest.raises(AuthorizationServerChanged, match="their registration names another"):
+        await home_of_tokens(Documents({}), found, split)
+    unsaid = StoredAuth(tokens=TokenSet(access_token="at", refresh_token="rt"))
+    with pytest.raises(AuthorizationServerChanged, match="they do not say which"):
+        await home_of_tokens(Documents({}), found, unsaid)
+    # The issuer publishes no metadata of its own: the refresh token is not sent.
+    with pytest.raises(AuthorizationFailed, match="publishes no metadata: its token endpoint"):
+        await home_of_tokens(Documents({}), discovered(own=False), StoredAuth(tokens=tokens))

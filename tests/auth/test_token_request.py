@@ -9,6 +9,7 @@ DPoP-bound token is refused when no proof was sent.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -103,10 +104,19 @@ async def test_a_dpop_bound_token_is_refused_when_no_proof_was_sent() -> None:
         await request(Scripted(reply(200, {**GOOD, "token_type": "DPoP"})))
 
 
-async def test_a_dpop_request_sends_a_proof_and_keeps_a_bearer_answer() -> None:
+async def test_a_dpop_request_sends_a_proof_and_keeps_a_bearer_answer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, "trimcp.auth")
     fetcher = Scripted(reply(200, GOOD), dpop=True)
     assert (await request(fetcher)).token_type == "Bearer"
     assert "dpop" in fetcher.sent[0]
+    said = [record.getMessage() for record in caplog.records]
+    assert said == [f"{ENDPOINT} issued a Bearer token to a DPoP request"]
+    caplog.clear()
+    await request(Scripted(reply(200, {**GOOD, "token_type": "DPoP"}), dpop=True))
+    await request(Scripted(reply(200, GOOD)))
+    assert caplog.records == []  # said only when a DPoP request got a Bearer token
 
 
 async def test_a_nonce_asked_for_is_sent_once_more_with_it() -> None:

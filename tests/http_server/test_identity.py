@@ -187,6 +187,23 @@ def test_auth_info_keeps_its_token_and_claims_out_of_repr() -> None:
         made("alice")  # keyword-only: no field is filled by position
 
 
+def test_principal_key_of_tokens_and_of_values_that_look_like_tokens() -> None:
+    # Any value with a token's identity attributes is keyed as that token's principal.
+    class Verified:
+        issuer = "https://as"
+        subject = "alice"
+        client_id = "app"
+
+    alice = AuthInfo(issuer="https://as", subject="alice", client_id="app")
+    assert principal_key(Verified()) == principal_key(alice)
+    # A token naming nobody is keyed by the token: the same token, the same key...
+    assert principal_key(AuthInfo(token="x")) == principal_key(AuthInfo(token="x"))
+    # ...and with no token either, each value is its own principal, never a shared one.
+    assert principal_key(AuthInfo()) != principal_key(AuthInfo())
+    assert AuthInfo().hide_unauthorized is False
+    assert AuthInfo().rules is None
+
+
 def test_auth_info_scopes_and_allows() -> None:
     assert AuthInfo(scopes=None).scopes == frozenset()
     assert AuthInfo(scopes="read  write").scopes == frozenset({"read", "write"})
