@@ -22,50 +22,41 @@ import contextlib
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 import trio
 
-from trimcp.auth.principal import AuthInfo
-from trimcp.errors import INVALID_PARAMS, INVALID_REQUEST, McpError
-from trimcp.protocol import apps_ext, modern
+from trimcp.protocol import modern
 from trimcp.protocol.apps_ext import Csp, Permission, ToolUi
-from trimcp.protocol.methods import (
-    CALL_TOOL,
-    COMPLETE,
-    GET_PROMPT,
-    LIST_PROMPTS,
-    LIST_RESOURCE_TEMPLATES,
-    LIST_RESOURCES,
-    LIST_TOOLS,
-    READ_RESOURCE,
-    SET_LOG_LEVEL,
-    SUBSCRIBE,
-    UNSUBSCRIBE,
-)
-from trimcp.protocol.pagination import paginate
 from trimcp.protocol.versions import SUPPORTED_VERSIONS
+from trimcp.server.capabilities import declare
 from trimcp.server.completion import Completions
+from trimcp.server.components import Components
 from trimcp.server.context import Context
-from trimcp.server.extensions import Extension
+from trimcp.server.extensions import Extension, ExtensionTable
+from trimcp.server.handlers_prompts import PromptHandlers
+from trimcp.server.handlers_resources import ResourceHandlers
+from trimcp.server.handlers_session import SessionHandlers
+from trimcp.server.handlers_tools import ToolHandlers
 from trimcp.server.lifespan import Lifespan, LifespanRunner
 from trimcp.server.listen import ListenHub
+from trimcp.server.listing import Pages
 from trimcp.server.logging import DEFAULT_LOG_BUFFER, LogBuffer, StdlibBridge, check_level
-from trimcp.server.middleware import Call, Middleware, Next, build_chain
+from trimcp.server.middleware import Middleware, MiddlewareChain
 from trimcp.server.mount import Mount, prefixed_uri
 from trimcp.server.prompts import RegisteredPrompt
 from trimcp.server.providers import Catalog, Kind, LocalProvider, Provider
-from trimcp.server.registry import Handle, Registry
+from trimcp.server.registry import Registry, label
 from trimcp.server.replicas import ReplicaLink
-from trimcp.server.resolve import Resolved, canonical, check_scopes, resolve
-from trimcp.server.resources import RegisteredResource, RegisteredTemplate, not_found
+from trimcp.server.resolve import Resolved, canonical
+from trimcp.server.resources import RegisteredResource, RegisteredTemplate
 from trimcp.server.sessions import SessionTable
 from trimcp.server.shell import Offer, Purpose, ServerShell, session_of
 from trimcp.server.state import StateKeeper, StateOptions
 from trimcp.server.stateless import CacheHint, StatelessOptions, StatelessServing
 from trimcp.server.tasks import methods as task_methods
-from trimcp.server.tasks import modern as task_modern
 from trimcp.server.tools import AUTO, RegisteredTool, TaskStart, TaskSupport, icon_list
 from trimcp.session import RequestContext, Session
 from trimcp.stores.bus import Bus
@@ -75,44 +66,24 @@ from trimcp.tasks.manager import TaskManager, TaskOptions
 from trimcp.tasks.store import TaskStore
 from trimcp.types import (
     Annotations,
-    EmptyResult,
-    GetPromptResult,
     Icon,
     Implementation,
     InitializeResult,
-    ListPromptsResult,
-    ListResourcesResult,
-    ListResourceTemplatesResult,
-    ListToolsResult,
     LoggingLevel,
-    PromptsCapability,
-    ReadResourceResult,
     ResourceContents,
-    ResourcesCapability,
     ServerCapabilities,
     Tool,
     ToolAnnotations,
-    ToolsCapability,
 )
 
 if TYPE_CHECKING:
     # completion types are imported where used (a server that never completes, a stdio
     # server starting, never loads them)
     from trimcp.auth.resource import ProtectedResource
-    from trimcp.server.providers import PromptComponent, ToolComponent
     from trimcp.server.transforms import Transform
     from trimcp.types import (
-        CallToolRequestParams,
-        CompleteRequestParams,
-        CompleteResult,
-        GetPromptRequestParams,
-        PaginatedRequestParams,
         PromptReference,
-        ReadResourceRequestParams,
         ResourceTemplateReference,
-        SetLevelRequestParams,
-        SubscribeRequestParams,
-        UnsubscribeRequestParams,
     )
 
 P = ParamSpec("P")
@@ -205,28 +176,35 @@ class Server(ServerShell):
         super().__init__(info, instructions=instructions, supported_versions=supported_versions)
         #: The server's OAuth protection (see the class docstring); None: open.
         self.auth = auth
-        self.page_size = page_size
-        self.max_subscriptions = max_subscriptions
         self.mask_error_details = mask_error_details
         self._lifespan = LifespanRunner(f"server {name!r}", lifespan, self)
-        self._middleware: list[Middleware] = []
         self._mounts: list[Mount] = []
         self._change_listeners: list[Callable[[str], None]] = []
         self._mounted_into: list[Mount] = []
-        self._chain: Next | None = None
+        self._middleware = MiddlewareChain(self, super().handle_request, self._notified)
         for layer in middleware:
             self.add_middleware(layer)
-        self._cursor_secret = cursor_secret or secrets.token_hex(16)
+        self._pages = Pages(page_size, cursor_secret or secrets.token_hex(16))
         self.tools: Registry[RegisteredTool[Any, Any]] = Registry("tools", self._changed)
         self.resources: Registry[RegisteredResource] = Registry("resources", self._changed)
         self.templates: Registry[RegisteredTemplate] = Registry("templates", self._changed)
         self.prompts: Registry[RegisteredPrompt] = Registry("prompts", self._changed)
-        # The providers (these decorated components first) and the transforms.
+        # The providers (these decorated components first) and the transforms, as
+        # requests see them.
         self._catalog = Catalog(LocalProvider(self), self._changed)
+        registries: dict[Kind, Registry[Any]] = {
+            "tools": self.tools,
+            "prompts": self.prompts,
+            "resources": self.resources,
+            "templates": self.templates,
+        }
+        self._components = Components(self._catalog, registries)
         self.completions = Completions()
         self._log_buffer = LogBuffer(log_buffer)
         self._sessions = SessionTable(self._log_buffer, notify_timeout=notify_timeout)
         self._stateless = StatelessServing(self, stateless or StatelessOptions())
+        #: The handlers' Context of a request to this server.
+        self._context = partial(Context, self)
         #: Runs the tools called as tasks (see :mod:`trimcp.server.tasks`).
         self.tasks = TaskManager(task_store, task_options)
         #: Keeps ``ctx.user_state`` and ``ctx.handles`` (see :mod:`trimcp.server.state`).
@@ -234,7 +212,7 @@ class Server(ServerShell):
         self._replicas = ReplicaLink(
             self._sessions,
             self._stateless.hub,
-            self._count_change,
+            lambda kind: self._stateless.count_change(),
             max_subscriptions=max_subscriptions,
             on_task_cancelled=self.tasks.stop_if_cancelled,
             on_task_answered=self.tasks.answer_here,
@@ -243,29 +221,39 @@ class Server(ServerShell):
         self.tasks.cancelled_elsewhere = self._replicas.task_cancelled
         # Likewise the answers of a tasks/update.
         self.tasks.answered_elsewhere = self._replicas.task_answered
-        #: Tools whose input schema marks parameters with ``x-mcp-header`` (2026-07-28).
-        self._header_params: dict[str, dict[str, tuple[str, ...]]] = {}
         self.task_owner: task_methods.OwnerFunction = task_owner or task_methods.default_owner
         # The request handlers by method (the shell's registry): the built-ins, typed by
-        # the method table.
+        # the method table, each kind's in its own module.
+        components, pages, context = self._components, self._pages, self._context
+        self._resource_handlers = ResourceHandlers(components, pages, context)
+        self._session_handlers = SessionHandlers(
+            components, self._sessions, self._replicas, max_subscriptions
+        )
         methods = self.methods
-        methods.add(LIST_TOOLS, self._list_tools)
-        methods.add(CALL_TOOL, self._call_tool)
-        methods.add(LIST_RESOURCES, self._list_resources)
-        methods.add(LIST_RESOURCE_TEMPLATES, self._list_templates)
-        methods.add(READ_RESOURCE, self._read_resource)
-        methods.add(SUBSCRIBE, self._subscribe)
-        methods.add(UNSUBSCRIBE, self._unsubscribe)
-        methods.add(LIST_PROMPTS, self._list_prompts)
-        methods.add(GET_PROMPT, self._get_prompt)
-        methods.add(COMPLETE, self._complete)
-        methods.add(SET_LOG_LEVEL, self._set_level)
+        ToolHandlers(components, pages, context, self._call_as_task).install(methods)
+        self._resource_handlers.install(methods)
+        PromptHandlers(components, pages, self.completions, context).install(methods)
+        self._session_handlers.install(methods)
         for name, handler in task_methods.request_handlers(self).items():
             methods.add_named(name, handler)  # 2025 tasks/* and the 2026 extension's
-        self._extensions: dict[str, Extension] = {}
+        self._extensions = ExtensionTable(self, methods, self._stateless.count_change)
 
     def __repr__(self) -> str:
         return f"<Server {self.info.name!r} {self.info.version}>"
+
+    @property
+    def page_size(self) -> int | None:
+        """Items per page of every list result (None: one page)."""
+        return self._pages.page_size
+
+    @page_size.setter
+    def page_size(self, value: int | None) -> None:
+        self._pages.page_size = value
+
+    @property
+    def max_subscriptions(self) -> int:
+        """Resource subscriptions per session."""
+        return self._session_handlers.max_subscriptions
 
     # --- composition --------------------------------------------------------------------
 
@@ -296,7 +284,7 @@ class Server(ServerShell):
         """A mounted server's extensions are served here too (answered by the child)."""
         for extension in child._extensions.values():
             if extension.id not in self._extensions:
-                self._add_extension(extension, child)
+                self._extensions.add(extension, child._context)
 
     def mounted_servers(self) -> list[Server]:
         """The servers mounted into this one (directly), in mount order."""
@@ -355,33 +343,16 @@ class Server(ServerShell):
         """
         if not isinstance(extension, Extension):
             raise TypeError(f"add_extension takes an Extension, got {type(extension).__name__}")
-        self._add_extension(extension, self)
+        self._extensions.add(extension, self._context)
         for mount in self._mounted_into:
             if extension.id not in mount.parent._extensions:
-                mount.parent._add_extension(extension, self)
+                mount.parent._extensions.add(extension, self._context)
         return extension
-
-    def _add_extension(self, extension: Extension, owner: Server) -> None:
-        if extension.id in self._extensions:
-            raise ValueError(f"{self!r} already declares the extension {extension.id!r}")
-        taken = [name for name in extension.handlers if name in self.methods]
-        if taken:
-            raise ValueError(f"{self!r} already answers {', '.join(sorted(taken))}")
-        claimed = {s for other in self._extensions.values() for s in other.schemes}
-        if claimed.intersection(extension.schemes):
-            raise ValueError(
-                f"The URI scheme(s) {sorted(claimed.intersection(extension.schemes))} of "
-                f"{extension.id!r} are served by another extension of {self!r}"
-            )
-        for name, handler in extension.handlers.items():
-            self.methods.add_named(name, _bind(owner, handler))
-        self._extensions[extension.id] = extension
-        self._stateless.changes += 1  # the 2026 capabilities change
 
     @property
     def extensions(self) -> Mapping[str, Extension]:
         """The extensions this server declares, by identifier."""
-        return self._extensions
+        return self._extensions.as_mapping()
 
     # --- middleware ---------------------------------------------------------------------
 
@@ -392,15 +363,12 @@ class Server(ServerShell):
         ``async def (call, call_next) -> result``; see :mod:`trimcp.server.middleware`.
         Takes effect for requests that arrive after the call.
         """
-        if not callable(middleware):
-            raise TypeError(f"middleware must be callable, got {type(middleware).__name__}")
-        self._middleware.insert(0 if outermost else len(self._middleware), middleware)
-        self._chain = build_chain(self._middleware, self._after_middleware)
+        self._middleware.add(middleware, outermost=outermost)
 
     @property
     def middleware(self) -> tuple[Middleware, ...]:
         """The middleware, outermost first."""
-        return tuple(self._middleware)
+        return self._middleware.layers
 
     # --- tools --------------------------------------------------------------------------
 
@@ -454,20 +422,20 @@ class Server(ServerShell):
         ``tags``: labels transforms select by (see :mod:`trimcp.server.transforms`).
         """
         cache, tags = options.pop("cache", None), options.pop("tags", None)
-        tool = _label(RegisteredTool(fn, name=name, **options), cache, tags)
+        tool = label(RegisteredTool(fn, name=name, **options), cache, tags)
         try:
             headers = modern.header_parameters(tool.definition().input_schema)
         except ValueError as exc:
             raise ValueError(f"tool {tool.name!r}: {exc}") from None
         added = self.tools.add(tool.name, tool)
         if headers:
-            self._header_params[tool.name] = headers
+            self._components.header_params[tool.name] = headers
         return added
 
     def remove_tool(self, name: str) -> RegisteredTool[Any, Any]:
         """Unregister the tool ``name`` (``KeyError`` if there is none)."""
         removed = self.tools.remove(name)
-        self._header_params.pop(name, None)
+        self._components.header_params.pop(name, None)
         return removed
 
     def get_tool(self, name: str) -> RegisteredTool[Any, Any] | None:
@@ -541,9 +509,9 @@ class Server(ServerShell):
         if "{" in uri:
             if size is not None:
                 raise TypeError("A resource template has no size")
-            template = _label(RegisteredTemplate(uri, fn, **options), cache, tags)
+            template = label(RegisteredTemplate(uri, fn, **options), cache, tags)
             return self.templates.add(template.uri_template, template)
-        resource = _label(RegisteredResource(uri, fn, size=size, **options), cache, tags)
+        resource = label(RegisteredResource(uri, fn, size=size, **options), cache, tags)
         return self.resources.add(resource.uri, resource)
 
     def remove_resource(self, uri: str) -> RegisteredResource | RegisteredTemplate:
@@ -607,7 +575,7 @@ class Server(ServerShell):
 
         ui = apps.resource_meta(csp, permissions, domain, prefers_border)
         resource = apps.RegisteredUiResource(uri, apps.page_function(page), ui=ui, **options)
-        return self.resources.add(resource.uri, _label(resource, cache, None))
+        return self.resources.add(resource.uri, label(resource, cache, None))
 
     # --- prompts ------------------------------------------------------------------------
 
@@ -642,7 +610,7 @@ class Server(ServerShell):
         """Register ``fn`` as a prompt now; the options are those of :meth:`prompt`
         (``cache``: the cache hint of ``prompts/list`` pages listing it, 2026-07-28)."""
         cache, tags = options.pop("cache", None), options.pop("tags", None)
-        prompt = _label(RegisteredPrompt(fn, name=name, **options), cache, tags)
+        prompt = label(RegisteredPrompt(fn, name=name, **options), cache, tags)
         return self.prompts.add(prompt.name, prompt)
 
     def remove_prompt(self, name: str) -> RegisteredPrompt:
@@ -714,10 +682,7 @@ class Server(ServerShell):
 
     def session_values(self, session: Session) -> dict[str, Any]:
         """The per-session dict behind ``ctx.session_state`` (made on first use)."""
-        state = self._sessions.state(session)
-        if state.values is None:
-            state.values = {}
-        return state.values
+        return self._sessions.values(session)
 
     async def send_log(
         self,
@@ -738,9 +703,6 @@ class Server(ServerShell):
             listener(kind)
         kind = "resources" if kind == "templates" else kind
         self._replicas.list_changed(kind)
-
-    def _count_change(self, kind: str) -> None:
-        self._stateless.changes += 1
 
     def attach_bus(self, bus: Bus | None) -> None:
         """Hear and tell the other replicas through ``bus`` (see
@@ -774,60 +736,12 @@ class Server(ServerShell):
     # --- the handshake ------------------------------------------------------------------
 
     def capabilities(self, *, stateless: bool = False) -> ServerCapabilities:
-        """What ``initialize`` declares, from what is registered now (``stateless``: what
+        """What ``initialize`` declares, from what is served now (``stateless``: what
         ``server/discover`` declares, tasks as the ``io.modelcontextprotocol/tasks``
-        extension instead of the 2025-11-25 ``tasks`` slot)."""
-        has_tasks = self._has_task_tools()
-        has_resources = self._serves("resources") or self._serves("templates")
-        has_prompts = self._serves("prompts")
-        return ServerCapabilities(
-            tools=ToolsCapability(list_changed=True) if self._serves("tools") else None,
-            resources=ResourcesCapability(subscribe=True, list_changed=True)
-            if has_resources
-            else None,
-            prompts=PromptsCapability(list_changed=True) if has_prompts else None,
-            # Prompts and templates complete their Literal/Enum arguments by themselves.
-            completions={} if self.completions or has_resources or has_prompts else None,
-            logging={},
-            tasks=task_methods.tasks_capability() if has_tasks and not stateless else None,
-            extensions=self._declared_extensions(tasks=has_tasks and stateless),
-        )
-
-    def _serves(self, kind: Kind) -> bool:
-        """Whether anything of ``kind`` is registered (disabled or not) or provided."""
-        return bool(len(getattr(self, kind))) or (
-            not self._catalog.plain and self._catalog.serves(kind)
-        )
-
-    def _provided_tools(self) -> list[ToolComponent]:
-        """The tools the providers other than this server's registry serve."""
-        return [tool for p in self.providers[1:] for tool in p.components("tools")]
-
-    def _has_apps(self) -> bool:
-        # A page registered, or a tool naming one: declare MCP Apps (both eras).
-        return any(
-            apps_ext.is_ui_uri(resource.uri) and resource.mime_type == apps_ext.MIME_TYPE
-            for resource in self.resources
-        ) or any(
-            apps_ext.META_KEY in (tool.definition().meta or {})
-            for tool in [*self.tools, *self._provided_tools()]
-        )
-
-    def _declared_extensions(self, *, tasks: bool = False) -> dict[str, Any] | None:
-        """``capabilities.extensions``: every extension added, the tasks extension when
-        ``tasks`` (2026-07-28 declares task support there), and MCP Apps when a page (or
-        a tool naming one) is registered."""
-        extensions = [*self._extensions.values(), *([task_modern.EXTENSION] if tasks else [])]
-        declared = {ext.id: dict(ext.settings) for ext in extensions}
-        if self._has_apps():
-            declared.setdefault(apps_ext.EXTENSION_ID, {})
-        return declared or None
-
-    def _has_task_tools(self) -> bool:
-        tools: list[Any] = self.tools.enabled()
-        if not self._catalog.plain:
-            tools += self._provided_tools()
-        return any(task_methods.task_support(tool) != "forbidden" for tool in tools)
+        extension instead of the 2025-11-25 ``tasks`` slot); see
+        :mod:`trimcp.server.capabilities`."""
+        extensions = self._extensions.values()
+        return declare(self._components, self.completions, extensions, stateless=stateless)
 
     def offer(self, purpose: Purpose) -> Offer:
         """What ``initialize`` declares (:meth:`capabilities` now), or a 2026-07-28 request's
@@ -848,15 +762,7 @@ class Server(ServerShell):
     def header_parameters(self, tool: str) -> dict[str, tuple[str, ...]]:
         """The ``x-mcp-header`` parameters of ``tool``: header name (lower case) -> property
         path (empty for most tools). The HTTP transport checks ``Mcp-Param-*`` with it."""
-        if self._catalog.plain:
-            return self._header_params.get(tool, {})
-        found = self._catalog.component("tools", tool, None)
-        if found is None:
-            return {}
-        try:
-            return modern.header_parameters(found.definition().input_schema)
-        except ValueError:
-            return {}
+        return self._components.header_parameters(tool)
 
     @property
     def listen_hub(self) -> ListenHub:
@@ -864,75 +770,43 @@ class Server(ServerShell):
         return self._stateless.hub
 
     def cache_hint(self, kind: Kind, key: str, ctx: RequestContext | None) -> CacheHint | None:
-        """The cache hint of the ``kind`` component the request ``ctx`` reaches under
-        ``key`` (None: none given, or no such component)."""
-        catalog = self._catalog
-        if catalog.plain:
-            found: Any = getattr(self, kind).get(key)
-        else:
-            found = catalog.component(kind, key, ctx)
-        return None if found is None else found.cache_hint
+        """See :meth:`Components.cache_hint <trimcp.server.components.Components.cache_hint>`."""
+        return self._components.cache_hint(kind, key, ctx)
 
     def read_hint(self, uri: str, ctx: RequestContext | None) -> CacheHint | None:
-        """The cache hint of what serves ``uri`` (None: none given, or nothing)."""
-        try:
-            resolved = self.resolve_resource(uri, ctx)
-        except McpError:
-            return None
-        if resolved is None:
-            return None
-        served = resolved.resource if resolved.resource is not None else resolved.template
-        return served.cache_hint if served is not None else None
+        """See :meth:`Components.read_hint <trimcp.server.components.Components.read_hint>`."""
+        return self._components.read_hint(uri, ctx)
 
     def lists_vary(self, ctx: RequestContext) -> bool:
-        """Whether what lists hold depends on who asks (a per-principal transform, or a
-        token whose ``ProtectedResource`` hides what it does not reach)."""
-        auth = ctx.principal
-        return self._catalog.per_principal or (
-            isinstance(auth, AuthInfo) and auth.hide_unauthorized
-        )
+        """See :meth:`Components.lists_vary <trimcp.server.components.Components.lists_vary>`."""
+        return self._components.lists_vary(ctx)
 
     def resource_exists(self, uri: str) -> bool:
         """Whether ``uri`` is a resource of this server (static, or matching a template);
         False for a URI with no canonical form."""
-        try:
-            return self.resolve_resource(uri) is not None
-        except McpError:
-            return False
+        return self._components.resource_exists(uri)
 
     def resource_key(self, uri: str) -> str | None:
         """The registration serving ``uri``: its URI, or its template; None if none."""
-        try:
-            resolved = self.resolve_resource(uri)
-        except McpError:
-            return None
-        if resolved is None:
-            return None
-        if resolved.template is not None:
-            return resolved.template.uri_template
-        return resolved.uri
+        return self._components.resource_key(uri)
 
     def resolve_resource(self, uri: str, ctx: RequestContext | None = None) -> Resolved | None:
         """What serves ``uri`` and under which canonical name (None: nothing), for the
         request ``ctx`` when given (transforms may show a caller less); raises
         :class:`McpError` ``-32602`` for a URI with no single reading. See
         :mod:`trimcp.server.resolve`."""
-        catalog = self._catalog
-        if catalog.plain:
-            return resolve(uri, self.resources, self.templates.enabled())
-        return resolve(
-            uri, _Lookup(catalog, "resources", ctx), catalog.components("templates", ctx)
-        )
+        return self._components.resolve_resource(uri, ctx)
 
     def admit_resource(self, ctx: RequestContext, method: str, uri: str) -> Resolved:
-        """Resolve ``uri`` for the request ``ctx`` and check its caller's resource scopes
-        on the canonical names (``-32602`` when refused, ``-32002`` when unknown)."""
-        resolved = self.resolve_resource(uri, ctx)
-        if resolved is None:
-            raise not_found(uri)
-        auth = ctx.principal
-        check_scopes(resolved, method, auth if isinstance(auth, AuthInfo) else None)
-        return resolved
+        """Resolve ``uri`` for ``ctx``, its caller's scopes checked (see
+        :meth:`Components.admit_resource <trimcp.server.components.Components.admit_resource>`)."""
+        return self._components.admit_resource(ctx, method, uri)
+
+    async def read_resource_contents(self, uri: str, ctx: Context) -> list[ResourceContents]:
+        """Read ``uri`` from this server (looked up in canonical form): a static resource,
+        else the first matching template. Raises ``McpError(-32002)`` when nothing matches,
+        ``-32602`` for a URI with no single reading."""
+        return await self._resource_handlers.read_contents(uri, ctx)
 
     # --- SessionHandler -----------------------------------------------------------------
 
@@ -941,19 +815,9 @@ class Server(ServerShell):
         a 2026-07-28 request comes without a session, see :mod:`trimcp.server.stateless`),
         through the middleware when there is any, then the shell's
         (:meth:`ServerShell.handle_request <trimcp.server.shell.ServerShell.handle_request>`)."""
-        chain = self._chain
-        if chain is None:
+        if self._middleware.empty:
             return await super().handle_request(ctx)
-        return await chain(Call(self, "request", ctx.method, ctx.params, ctx, ctx.session))
-
-    async def _after_middleware(self, call: Call) -> Any:
-        if call.request is None:
-            assert call.session is not None
-            return await self._notified(call.session, call.method, call.params)
-        request = call.request
-        if call.params is not request.params:
-            request.params = call.params
-        return await super().handle_request(request)
+        return await self._middleware.request(ctx)
 
     async def answer_initialize(self, ctx: RequestContext) -> InitializeResult:
         self._sessions.state(session_of(ctx))
@@ -969,165 +833,21 @@ class Server(ServerShell):
         session = session_of(ctx)
         if self._replicas.bus.shared:
             await self._replicas.learn(session)
-        meta = getattr(ctx.params, "meta", None)
-        if meta and modern.META_PROTOCOL_VERSION in meta:
-            raise McpError(
-                INVALID_REQUEST,
-                "Invalid request: a 2026-07-28 request (its _meta names a protocol version) "
-                "on a session opened with initialize; send it without the session (no "
-                "Mcp-Session-Id), or without the 2026 _meta envelope",
-            )
-        handler = self.handler_for(ctx.method)
-        state = self._sessions.state(session)
-        if not state.delivered_by_task:
-            await self._sessions.flush_if_pending(session, state)
-        result = await handler(ctx)
-        # Records logged while the request ran go out before its answer (the delivery
-        # task may get there first; each record is sent once either way).
-        await self._sessions.flush_if_pending(session, state)
-        return result
+        return await self._sessions.answer(session, self.handler_for(ctx.method), ctx)
 
     async def handle_notification(self, session: Session, method: str, params: Any) -> None:
-        chain = self._chain
-        if chain is None:
+        if self._middleware.empty:
             await self._notified(session, method, params)
         else:
-            await chain(Call(self, "notification", method, params, None, session))
+            await self._middleware.notification(session, method, params)
 
     async def _notified(self, session: Session, method: str, params: Any) -> None:
         if method == "notifications/initialized":
             self._sessions.wake(session)  # deliver what changed during the handshake
         await super().handle_notification(session, method, params)
 
-    # --- request handlers ---------------------------------------------------------------
-
-    def _page(
-        self, items: Sequence[Any], cursor: str | None, kind: str, key: Callable[[Any], str]
-    ) -> tuple[list[Any], str | None]:
-        return paginate(items, cursor, self.page_size, salt=f"{self._cursor_secret}{kind}", key=key)
-
-    async def _list_tools(
-        self, ctx: RequestContext, params: PaginatedRequestParams | None
-    ) -> ListToolsResult:
-        version = ctx.negotiated.protocol_version if ctx.negotiated else None
-        catalog = self._catalog
-        listed = self.tools.enabled() if catalog.plain else catalog.components("tools", ctx)
-        tools = [tool.definition(version) for tool in _visible(listed, ctx, "tools/call", "name")]
-        page, cursor = self._page(tools, _cursor(params), "tools/list", _by_name)
-        return ListToolsResult(tools=page, next_cursor=cursor)
-
-    async def _call_tool(self, ctx: RequestContext, params: CallToolRequestParams) -> Any:
-        name = params.name
-        catalog = self._catalog
-        tool = self.tools.get(name) if catalog.plain else catalog.component("tools", name, ctx)
-        if tool is None:
-            raise McpError(INVALID_PARAMS, f"Unknown tool: {name[:200]}", {"tool": name})
-        if tool.task_start == "auto" and task_methods.runs_as_task(tool, ctx):
-            return await task_methods.call_tool_as_task(self, tool, ctx)
-        result = await tool.run(params.arguments, Context(self, ctx))
-        # task_start="explicit": the body asked start_task() for a task.
-        return task_methods.unwrap_started(result)
-
-    async def _list_resources(
-        self, ctx: RequestContext, params: PaginatedRequestParams | None
-    ) -> ListResourcesResult:
-        catalog = self._catalog
-        listed = self.resources.enabled() if catalog.plain else catalog.components("resources", ctx)
-        resources = [
-            resource.definition() for resource in _visible(listed, ctx, "resources/read", "uri")
-        ]
-        page, cursor = self._page(resources, _cursor(params), "resources/list", _by_uri)
-        return ListResourcesResult(resources=page, next_cursor=cursor)
-
-    async def _list_templates(
-        self, ctx: RequestContext, params: PaginatedRequestParams | None
-    ) -> ListResourceTemplatesResult:
-        catalog = self._catalog
-        listed = self.templates.enabled() if catalog.plain else catalog.components("templates", ctx)
-        templates = [template.definition() for template in listed]
-        page, cursor = self._page(
-            templates, _cursor(params), "resources/templates/list", _by_template
-        )
-        return ListResourceTemplatesResult(resource_templates=page, next_cursor=cursor)
-
-    async def _read_resource(
-        self, ctx: RequestContext, params: ReadResourceRequestParams
-    ) -> ReadResourceResult:
-        resolved = self.admit_resource(ctx, "resources/read", params.uri)
-        contents = await _read_resolved(resolved, Context(self, ctx))
-        return ReadResourceResult(contents=contents)
-
-    async def read_resource_contents(self, uri: str, ctx: Context) -> list[ResourceContents]:
-        """Read ``uri`` from this server (looked up in canonical form): a static resource,
-        else the first matching template. Raises ``McpError(-32002)`` when nothing matches,
-        ``-32602`` for a URI with no single reading."""
-        resolved = self.resolve_resource(uri, ctx.request_context)
-        if resolved is None:
-            raise not_found(uri)
-        return await _read_resolved(resolved, ctx)
-
-    async def _subscribe(self, ctx: RequestContext, params: SubscribeRequestParams) -> EmptyResult:
-        uri = self.admit_resource(ctx, "resources/subscribe", params.uri).uri
-        state = self._sessions.state(session_of(ctx))
-        subscriptions = state.subscriptions
-        if subscriptions is None:
-            subscriptions = state.subscriptions = set()
-        if (
-            uri not in subscriptions and len(subscriptions) >= self.max_subscriptions
-        ) or not await self._replicas.subscribe(session_of(ctx), uri):
-            raise McpError(
-                INVALID_PARAMS, f"Too many subscriptions (at most {self.max_subscriptions})"
-            )
-        subscriptions.add(uri)
-        return EmptyResult()
-
-    async def _unsubscribe(
-        self, ctx: RequestContext, params: UnsubscribeRequestParams
-    ) -> EmptyResult:
-        uri = canonical(params.uri)
-        subscriptions = self._sessions.state(session_of(ctx)).subscriptions
-        if subscriptions is not None:
-            subscriptions.discard(uri)
-        await self._replicas.unsubscribe(session_of(ctx), uri)
-        return EmptyResult()
-
-    async def _list_prompts(
-        self, ctx: RequestContext, params: PaginatedRequestParams | None
-    ) -> ListPromptsResult:
-        catalog = self._catalog
-        listed = self.prompts.enabled() if catalog.plain else catalog.components("prompts", ctx)
-        prompts = [prompt.definition() for prompt in _visible(listed, ctx, "prompts/get", "name")]
-        page, cursor = self._page(prompts, _cursor(params), "prompts/list", _by_name)
-        return ListPromptsResult(prompts=page, next_cursor=cursor)
-
-    async def _get_prompt(
-        self, ctx: RequestContext, params: GetPromptRequestParams
-    ) -> GetPromptResult:
-        name = params.name
-        catalog = self._catalog
-        prompt: PromptComponent | None = (
-            self.prompts.get(name) if catalog.plain else catalog.component("prompts", name, ctx)
-        )
-        if prompt is None:
-            raise McpError(INVALID_PARAMS, f"Unknown prompt: {name[:200]}", {"prompt": name})
-        return await prompt.get(params.arguments, Context(self, ctx))
-
-    async def _complete(self, ctx: RequestContext, params: CompleteRequestParams) -> CompleteResult:
-        from trimcp.types import CompleteResult, PromptReference
-
-        ref = params.ref
-        target: RegisteredPrompt | RegisteredTemplate | None
-        if isinstance(ref, PromptReference):
-            target = self.prompts.get(ref.name)
-        else:
-            target = self.templates.get(ref.uri)
-        completion = await self.completions.complete(params, target, Context(self, ctx))
-        return CompleteResult(completion=completion)
-
-    async def _set_level(self, ctx: RequestContext, params: SetLevelRequestParams) -> EmptyResult:
-        self._sessions.state(session_of(ctx)).log_level = params.level
-        await self._replicas.set_level(session_of(ctx), params.level)
-        return EmptyResult()
+    async def _call_as_task(self, tool: Any, ctx: RequestContext) -> Any:
+        return await task_methods.call_tool_as_task(self, tool, ctx)
 
     def sampling_tools(self, tools: Sequence[Tool | str]) -> list[Tool]:
         """Tool definitions for sampling; names refer to this server's enabled tools."""
@@ -1191,65 +911,8 @@ class Server(ServerShell):
         await self._sessions.deliver(session, task_status=task_status)
 
 
-def _bind(owner: Server, handler: Callable[[Context], Any]) -> Callable[[RequestContext], Any]:
-    """An extension's handler as the method registry calls it, with ``owner``'s Context."""
-
-    async def answer(ctx: RequestContext) -> Any:
-        return await handler(Context(owner, ctx))
-
-    return answer
-
-
-H = TypeVar("H", bound=Handle)
-
-
-def _label(handle: H, cache: CacheHint | None, tags: Iterable[str] | None) -> H:
-    """``handle`` with its cache hint and tags (checked: a wrong type raises here)."""
-    if cache is not None:
-        if not isinstance(cache, CacheHint):
-            raise TypeError(f"cache must be a CacheHint, not {cache!r}")
-        handle.cache_hint = cache
-    if tags is not None:
-        if isinstance(tags, str) or not all(isinstance(tag, str) for tag in tags):
-            raise TypeError(f"tags must be a collection of str (e.g. {{'admin'}}), not {tags!r}")
-        handle.tags = frozenset(tags)
-    return handle
-
-
-class _Lookup:
-    """The catalog's ``kind`` for one request, as :func:`resolve` looks keys up."""
-
-    __slots__ = ("_catalog", "_ctx", "_kind")
-
-    def __init__(self, catalog: Catalog, kind: Kind, ctx: RequestContext | None) -> None:
-        self._catalog, self._kind, self._ctx = catalog, kind, ctx
-
-    def get(self, key: str) -> Any | None:
-        return self._catalog.component(self._kind, key, self._ctx)
-
-
 def _provider_lifespan(provider: Provider) -> contextlib.AbstractAsyncContextManager[None]:
     return provider.lifespan()
-
-
-def _cursor(params: PaginatedRequestParams | None) -> str | None:
-    return params.cursor if params is not None else None
-
-
-def _visible(items: Iterable[T], ctx: RequestContext, method: str, key: str) -> list[T]:
-    """``items`` less those the caller's scopes do not reach, when its auth hides them."""
-    auth = ctx.principal
-    if not isinstance(auth, AuthInfo) or not auth.hide_unauthorized:
-        return list(items)
-    return [item for item in items if auth.allows(method, getattr(item, key))]
-
-
-async def _read_resolved(resolved: Resolved, ctx: Context) -> list[ResourceContents]:
-    """Read what ``resolved`` names; the contents carry the canonical URI asked for."""
-    if resolved.resource is not None:
-        return await resolved.resource.read(resolved.uri, ctx)
-    assert resolved.template is not None
-    return await resolved.template.read(resolved.uri, resolved.arguments, ctx)
 
 
 def _mounted_below(server: Server) -> list[Server]:
@@ -1258,15 +921,3 @@ def _mounted_below(server: Server) -> list[Server]:
         found.append(child)
         found.extend(_mounted_below(child))
     return found
-
-
-def _by_name(item: Any) -> str:
-    return str(item.name)
-
-
-def _by_uri(item: Any) -> str:
-    return str(item.uri)
-
-
-def _by_template(item: Any) -> str:
-    return str(item.uri_template)

@@ -22,6 +22,7 @@ scopes apply); two extensions cannot claim one scheme.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from trimcp import serde
@@ -31,6 +32,8 @@ from trimcp.protocol.methods import METHODS, Method
 
 if TYPE_CHECKING:
     from trimcp.server.context import Context
+    from trimcp.server.dispatch import MethodRegistry
+    from trimcp.session.context import RequestContext
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -124,3 +127,61 @@ def _structure(method: str, raw: Any, params_type: Any) -> Any:
             f"Invalid params for {method}: {exc}",
             {"path": exc.path, "reason": exc.reason},
         ) from None
+
+
+class ExtensionTable:
+    """The extensions one server declares, by identifier, and their methods answered on
+    its method registry (``methods``). ``on_change`` is called when one is added (the
+    capabilities a 2026 request carries change)."""
+
+    __slots__ = ("_by_id", "methods", "on_change", "server")
+
+    def __init__(self, server: object, methods: MethodRegistry, on_change: Callable[[], None]):
+        #: The server declaring them (its repr names it in errors).
+        self.server = server
+        self.methods = methods
+        self.on_change = on_change
+        self._by_id: dict[str, Extension] = {}
+
+    def __contains__(self, extension_id: str) -> bool:
+        return extension_id in self._by_id
+
+    def values(self) -> list[Extension]:
+        return list(self._by_id.values())
+
+    def as_mapping(self) -> Mapping[str, Extension]:
+        return MappingProxyType(self._by_id)
+
+    def add(self, extension: Extension, context: Callable[[RequestContext], Context]) -> None:
+        """Declare ``extension`` and answer its methods, each with the
+        :class:`~trimcp.server.context.Context` ``context`` makes (the server it belongs
+        to: a mounted server's extension runs with the mounted server's). Raises
+        ``ValueError`` when its id is declared already, or one of its methods or URI
+        schemes is served already."""
+        server = self.server
+        if extension.id in self._by_id:
+            raise ValueError(f"{server!r} already declares the extension {extension.id!r}")
+        taken = [name for name in extension.handlers if name in self.methods]
+        if taken:
+            raise ValueError(f"{server!r} already answers {', '.join(sorted(taken))}")
+        claimed = {s for other in self._by_id.values() for s in other.schemes}
+        if claimed.intersection(extension.schemes):
+            raise ValueError(
+                f"The URI scheme(s) {sorted(claimed.intersection(extension.schemes))} of "
+                f"{extension.id!r} are served by another extension of {server!r}"
+            )
+        for name, handler in extension.handlers.items():
+            self.methods.add_named(name, _bind(context, handler))
+        self._by_id[extension.id] = extension
+        self.on_change()
+
+
+def _bind(
+    context: Callable[[RequestContext], Context], handler: NamedHandler
+) -> Callable[[RequestContext], Awaitable[Any]]:
+    """An extension's handler as the method registry calls it."""
+
+    async def answer(ctx: RequestContext) -> Any:
+        return await handler(context(ctx))
+
+    return answer

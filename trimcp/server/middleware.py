@@ -410,3 +410,58 @@ class ErrorMaskingMiddleware:
                 content=[TextContent(text=f"Tool {call.name!r} failed")], is_error=True
             )
         return result
+
+
+class MiddlewareChain:
+    """A server's middleware (outermost first) around what answers its requests
+    (``answer``) and notifications (``notified``). :attr:`empty` while there is none: the
+    server then answers without building a :class:`Call` (nothing paid per request)."""
+
+    __slots__ = ("_answer", "_chain", "_layers", "_notified", "server")
+
+    def __init__(
+        self,
+        server: Server,
+        answer: Callable[[RequestContext], Awaitable[Any]],
+        notified: Callable[[Session, str, Any], Awaitable[None]],
+    ) -> None:
+        self.server = server
+        self._answer = answer
+        self._notified = notified
+        self._layers: list[Middleware] = []
+        self._chain: Next = self._terminal
+
+    @property
+    def empty(self) -> bool:
+        return not self._layers
+
+    @property
+    def layers(self) -> tuple[Middleware, ...]:
+        """The middleware, outermost first."""
+        return tuple(self._layers)
+
+    def add(self, middleware: Middleware, *, outermost: bool = False) -> None:
+        """Add ``middleware`` inside those added before, or around all with ``outermost``."""
+        if not callable(middleware):
+            raise TypeError(f"middleware must be callable, got {type(middleware).__name__}")
+        self._layers.insert(0 if outermost else len(self._layers), middleware)
+        self._chain = build_chain(self._layers, self._terminal)
+
+    async def request(self, ctx: RequestContext) -> Any:
+        """Answer the request ``ctx`` through the middleware."""
+        return await self._chain(
+            Call(self.server, "request", ctx.method, ctx.params, ctx, ctx.session)
+        )
+
+    async def notification(self, session: Session, method: str, params: Any) -> None:
+        """Take the notification through the middleware."""
+        await self._chain(Call(self.server, "notification", method, params, None, session))
+
+    async def _terminal(self, call: Call) -> Any:
+        request = call.request
+        if request is None:
+            assert call.session is not None
+            return await self._notified(call.session, call.method, call.params)
+        if call.params is not request.params:  # a middleware replaced them
+            request.params = call.params
+        return await self._answer(request)

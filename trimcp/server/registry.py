@@ -8,11 +8,10 @@ and from inside handlers alike.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Generic, ParamSpec, TypeVar
 
-if TYPE_CHECKING:
-    from trimcp.server.hints import CacheHint
+from trimcp.server.hints import CacheHint
 
 H = TypeVar("H", bound="Handle")
 P = ParamSpec("P")
@@ -122,3 +121,17 @@ class Registry(Generic[H]):
 
     def changed(self) -> None:
         self._on_change(self.kind)
+
+
+def label(handle: H, cache: CacheHint | None, tags: Iterable[str] | None) -> H:
+    """``handle`` with its cache hint and tags (checked: a wrong type raises here, before
+    the handle is registered)."""
+    if cache is not None:
+        if not isinstance(cache, CacheHint):
+            raise TypeError(f"cache must be a CacheHint, not {cache!r}")
+        handle.cache_hint = cache
+    if tags is not None:
+        if isinstance(tags, str) or not all(isinstance(tag, str) for tag in tags):
+            raise TypeError(f"tags must be a collection of str (e.g. {{'admin'}}), not {tags!r}")
+        handle.tags = frozenset(tags)
+    return handle

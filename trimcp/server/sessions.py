@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -83,6 +83,13 @@ class SessionTable:
             self._states[session] = state
             self._token = trio.lowlevel.current_trio_token()
         return state
+
+    def values(self, session: Session) -> dict[str, Any]:
+        """The per-session dict behind ``ctx.session_state`` (made on first use)."""
+        state = self.state(session)
+        if state.values is None:
+            state.values = {}
+        return state.values
 
     def live(self) -> list[tuple[Session, SessionState]]:
         return [(s, state) for s, state in list(self._states.items()) if not s.closing]
@@ -206,6 +213,20 @@ class SessionTable:
                     return
             finally:
                 state.flushing = False
+
+    async def answer(
+        self, session: Session, handler: Callable[[Any], Awaitable[Any]], ctx: Any
+    ) -> Any:
+        """Run ``handler(ctx)`` for a request of ``session``, its pending notifications
+        sent before (unless the delivery task does it) and the records logged while it
+        ran sent before its answer (the delivery task may get there first; each record
+        is sent once either way). Cancellation: as the handler's."""
+        state = self.state(session)
+        if not state.delivered_by_task:
+            await self.flush_if_pending(session, state)
+        result = await handler(ctx)
+        await self.flush_if_pending(session, state)
+        return result
 
     async def flush_if_pending(self, session: Session, state: SessionState) -> None:
         """:meth:`flush`, when something is pending (cheap to call when nothing is)."""

@@ -29,7 +29,7 @@ from typing import Any, Literal, NamedTuple, TypeVar
 
 import trio
 
-from trimcp.errors import METHOD_NOT_FOUND, McpError
+from trimcp.errors import INVALID_REQUEST, METHOD_NOT_FOUND, McpError
 from trimcp.protocol import modern
 from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.negotiated import Negotiated
@@ -211,14 +211,23 @@ class ServerShell:
     async def handle_request(self, ctx: RequestContext) -> Any:
         """Answer one request in its era: a 2026-07-28 request comes without a session
         (``server/discover`` or :meth:`answer_stateless`), a session-era one with
-        (``initialize`` or :meth:`answer_in_session`). The engine calls this in the
-        request's task and cancel scope."""
+        (``initialize`` or :meth:`answer_in_session`; one carrying the 2026 envelope is
+        refused ``-32600``). The engine calls this in the request's task and cancel
+        scope."""
         if ctx.session is None:
             if ctx.method == "server/discover":
                 return await self.answer_discover(ctx)
             return await self.answer_stateless(ctx)
         if ctx.method == "initialize":
             return await self.answer_initialize(ctx)
+        meta = getattr(ctx.params, "meta", None)
+        if meta and modern.META_PROTOCOL_VERSION in meta:
+            raise McpError(
+                INVALID_REQUEST,
+                "Invalid request: a 2026-07-28 request (its _meta names a protocol version) "
+                "on a session opened with initialize; send it without the session (no "
+                "Mcp-Session-Id), or without the 2026 _meta envelope",
+            )
         return await self.answer_in_session(ctx)
 
     async def answer_discover(self, ctx: RequestContext) -> DiscoverResult:

@@ -87,9 +87,13 @@ class StatelessServing:
             idle_timeout=options.listen_idle_timeout,
             keepalive=options.listen_keepalive,
         )
-        #: Bumped on every registry change; keys the capabilities cache.
+        #: Bumped on every change of what is served; keys the capabilities cache.
         self.changes = 0
         self._capabilities: _Declared | None = None
+
+    def count_change(self) -> None:
+        """What the server serves or declares changed: rebuild the capabilities."""
+        self.changes += 1
 
     def capabilities(self) -> ServerCapabilities:
         """The server's capabilities, rebuilt only when what is registered changed (every
