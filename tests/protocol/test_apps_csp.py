@@ -201,3 +201,53 @@ def test_a_page_may_frame_exactly_the_origins_it_declares() -> None:
     csp = Csp.from_wire({"frameDomains": ["https://a.example", "https://b.example:8443"]})
     frames = [d for d in directives(csp.header()) if d[0] == "frame-src"]
     assert frames == [["frame-src", "https://a.example", "https://b.example:8443"]]
+
+
+def _host(length: int) -> str:
+    """A host name of exactly ``length`` characters (labels of at most 63)."""
+    labels: list[str] = []
+    left = length
+    while left > 63:
+        labels.append("a" * 62)
+        left -= 63  # the label and its dot
+    labels.append("b" * left)
+    host = ".".join(labels)
+    assert len(host) == length
+    return host
+
+
+def test_a_host_name_of_253_characters_is_the_longest() -> None:
+    assert csp_source_problem(f"https://{_host(253)}") is None
+    assert csp_source_problem(f"https://*.{_host(251)}") is None  # '*.' counts too
+    said = csp_source_problem(f"https://{_host(254)}")
+    assert said == "not an origin (a host name has at most 253 characters)"
+
+
+@pytest.mark.parametrize(("port", "fits"), [(1, True), (65535, True), (0, False), (65536, False)])
+def test_ports_are_1_to_65535(port: int, fits: bool) -> None:
+    said = csp_source_problem(f"https://app.example:{port}")
+    assert said == (None if fits else "not an origin (a port is 1-65535)")
+
+
+def test_a_refused_value_is_repeated_cut_to_100_characters() -> None:
+    with pytest.raises(ValueError, match="connect_domains") as refused:
+        Csp(connect_domains=["x" * 300])
+    assert repr("x" * 100) + " is not an origin" in str(refused.value)
+    csp = Csp.from_wire({"connectDomains": ["y" * 300]})
+    assert csp.refused == (f"connectDomains {'y' * 100!r}",)
+
+
+def test_one_origin_may_be_given_as_a_string() -> None:
+    one = Csp(connect_domains="https://api.example", frame_domains="https://f.example")
+    assert one == Csp(connect_domains=["https://api.example"], frame_domains=["https://f.example"])
+    assert Csp.from_wire({"connectDomains": "https://api.example"}).connect_domains == (
+        "https://api.example",
+    )
+
+
+@pytest.mark.parametrize("junk", [19, 20, 21, 45])
+def test_refusals_are_named_up_to_20_then_counted(junk: int) -> None:
+    csp = Csp.from_wire({"resourceDomains": [f"bad {n}" for n in range(junk)]})
+    named = [f"resourceDomains 'bad {n}'" for n in range(min(junk, 20))]
+    more = [f"and {junk - 20} more"] if junk > 20 else []
+    assert csp.refused == (*named, *more)
