@@ -39,11 +39,13 @@ from urllib.parse import urlsplit
 from benchmarks.loadgen_stdio import (
     DEFAULT_PROTOCOL_VERSION,
     DEFAULT_TIMEOUT,
+    STATELESS_VERSIONS,
     BadResponse,
     LoadgenError,
     ServerExited,
     ServerTimeout,
     aggregate,
+    stateless_meta,
 )
 from benchmarks.procstats import CpuTimes, ProcStatsUnavailable, read_cpu
 
@@ -57,8 +59,6 @@ __all__ = [
     "run_calls",
 ]
 
-#: Protocol versions without sessions (every request carries its own envelope).
-STATELESS_VERSIONS = ("2026-07-28",)
 
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 """A response larger than this fails the run instead of being buffered forever."""
@@ -273,11 +273,7 @@ class _Endpoint:
         if body is not None and self.stateless and "method" in body:
             body = dict(body)
             params = dict(body.get("params") or {})
-            params["_meta"] = {
-                "io.modelcontextprotocol/protocolVersion": self.protocol_version,
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": "loadgen", "version": "1"},
-            }
+            params["_meta"] = stateless_meta(self.protocol_version)
             body["params"] = params
         payload = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
         head = [

@@ -72,6 +72,9 @@ DEFAULT_WARMUP = 50
 
 DEFAULT_PROTOCOL_VERSION = "2025-11-25"
 
+STATELESS_VERSIONS = ("2026-07-28",)
+"""Revisions with no handshake: every request carries the ``_meta`` envelope instead."""
+
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """A server line longer than this is treated as a protocol failure, not buffered forever."""
 
@@ -330,7 +333,12 @@ class StdioServer:
         return check_response(reply, request_id)
 
     def initialize(self, protocol_version: str = DEFAULT_PROTOCOL_VERSION) -> dict[str, Any]:
-        """The MCP handshake: ``initialize`` then ``notifications/initialized``."""
+        """The MCP handshake: ``initialize`` then ``notifications/initialized``.
+
+        A stateless revision (:data:`STATELESS_VERSIONS`) has none: nothing is sent, and
+        the answer is ``{"protocolVersion": protocol_version}``."""
+        if protocol_version in STATELESS_VERSIONS:
+            return {"protocolVersion": protocol_version}
         result = self.request(
             0,
             "initialize",
@@ -406,14 +414,22 @@ def _check_echo(result: Any, expected_text: str, request_id: int) -> None:
         )
 
 
-def _echo_request(request_id: int, text: str) -> bytes:
-    message = {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": "tools/call",
-        "params": {"name": "echo", "arguments": {"text": text}},
-    }
+def _echo_request(request_id: int, text: str, protocol_version: str) -> bytes:
+    params: dict[str, Any] = {"name": "echo", "arguments": {"text": text}}
+    if protocol_version in STATELESS_VERSIONS:
+        params["_meta"] = stateless_meta(protocol_version)
+    message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+def stateless_meta(protocol_version: str) -> dict[str, Any]:
+    """The ``_meta`` envelope a stateless-revision request carries in place of a handshake
+    (the same one ``benchmarks.loadgen_http`` sends)."""
+    return {
+        "io.modelcontextprotocol/protocolVersion": protocol_version,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "loadgen", "version": "1"},
+    }
 
 
 def _echo_text(i: int) -> str:
@@ -423,10 +439,10 @@ def _echo_text(i: int) -> str:
 # ----------------------------------------------------------------------------- runs
 
 
-def _warmup(server: StdioServer, count: int, first_id: int) -> int:
+def _warmup(server: StdioServer, count: int, first_id: int, protocol_version: str) -> int:
     """Unmeasured sequential calls; returns the next free request id."""
     for request_id in range(first_id, first_id + count):
-        server.queue(_echo_request(request_id, _echo_text(request_id)))
+        server.queue(_echo_request(request_id, _echo_text(request_id), protocol_version))
         result = check_response(server.next_message(), request_id)
         _check_echo(result, _echo_text(request_id), request_id)
     return first_id + count
@@ -477,9 +493,9 @@ def run_sequential(
         raise ValueError("n must be positive")
     with StdioServer(argv, timeout=timeout, tree_cpu=tree_cpu, stderr=stderr) as server:
         init = server.initialize(protocol_version)
-        first = _warmup(server, warmup, 1)
+        first = _warmup(server, warmup, 1, protocol_version)
         ids = range(first, first + n)
-        payloads = [_echo_request(i, _echo_text(i)) for i in ids]
+        payloads = [_echo_request(i, _echo_text(i), protocol_version) for i in ids]
 
         def phase() -> list[int]:
             latencies = [0] * n
@@ -520,8 +536,10 @@ def run_pipelined(
         raise ValueError("n and in_flight must be positive")
     with StdioServer(argv, timeout=timeout, tree_cpu=tree_cpu, stderr=stderr) as server:
         init = server.initialize(protocol_version)
-        first = _warmup(server, warmup, 1)
-        payloads = [_echo_request(first + k, _echo_text(first + k)) for k in range(n)]
+        first = _warmup(server, warmup, 1, protocol_version)
+        payloads = [
+            _echo_request(first + k, _echo_text(first + k), protocol_version) for k in range(n)
+        ]
 
         def phase() -> list[int]:
             clock = time.perf_counter_ns
@@ -583,7 +601,7 @@ def cold_start(
         with StdioServer(argv, timeout=timeout, stderr=stderr) as server:
             init = server.initialize(protocol_version)
             t1 = time.perf_counter_ns()
-            _warmup(server, 1, 1)
+            _warmup(server, 1, 1, protocol_version)
             t2 = time.perf_counter_ns()
         init_ms.append((t1 - t0) / 1e6)
         first_call_ms.append((t2 - t0) / 1e6)

@@ -178,6 +178,13 @@ def builtin_impls() -> dict[str, Impl]:
         ),
         _ts_impl(ts_sdk.V1, "McpServer; HTTP: one StreamableHTTPServerTransport per session"),
         _ts_impl(ts_sdk.V2, "McpServer factory; HTTP: createMcpHandler (stateless, both eras)"),
+        Impl(
+            "bound",
+            _script("bound.py"),
+            conventional=True,
+            note="the floor, not MCP: plain Trio, a task and cancel scope per request "
+            "(stdio); h11 on Trio sockets (HTTP) (bound.py)",
+        ),
     ]
     return {impl.name: impl for impl in impls}
 
@@ -200,6 +207,23 @@ def command_impl(spec: str) -> Impl:
     if not argv:
         raise ValueError(f"empty command for {name!r}")
     return Impl(name, argv, note=f"--server-cmd {command}")
+
+
+def checkout_impl(spec: str) -> Impl:
+    """An implementation from ``--trimcp-from NAME=DIR``: trimcp's low-level benchmark
+    server (this checkout's ``trimcp_server.py``) importing trimcp from another checkout
+    ``DIR``, for A/B runs of two versions in one interleaved suite."""
+    name, where = parse_named(spec, "DIR")
+    root = Path(where).expanduser().resolve()
+    if not (root / "trimcp" / "__init__.py").is_file():
+        raise ValueError(f"{where!r} is not a trimcp checkout (no trimcp/__init__.py in it)")
+    server = _script("trimcp_server.py", "--api", "lowlevel")
+    return Impl(
+        name,
+        ("env", f"PYTHONPATH={root}", *server),
+        conventional=True,
+        note=f"trimcp LowLevelServer with trimcp from {root}",
+    )
 
 
 def url_impl(spec: str) -> Impl:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from benchmarks.suite import report
-from benchmarks.suite.impls import Impl, builtin_impls, command_impl, url_impl
+from benchmarks.suite.impls import Impl, builtin_impls, checkout_impl, command_impl, url_impl
 from benchmarks.suite.procs import busy_cores, load_average
 from benchmarks.suite.workloads import (
     FULL,
@@ -76,6 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=URL",
         help="add a running Streamable HTTP server with an echo(text) tool",
     )
+    parser.add_argument(
+        "--trimcp-from",
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help="add trimcp's low-level server with trimcp imported from another checkout DIR "
+        "(A/B runs: every workload, interleaved with the rest)",
+    )
     parser.add_argument("--reps", type=int, help="repetitions per implementation")
     parser.add_argument(
         "--scale", type=float, default=1.0, help="multiply every call/message count"
@@ -111,6 +119,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
             )
     try:
         extra = [command_impl(s) for s in opts.server_cmd] + [url_impl(s) for s in opts.server_url]
+        extra += [checkout_impl(s) for s in opts.trimcp_from]
     except ValueError as exc:
         parser.error(str(exc))
     builtins = builtin_impls()

@@ -20,10 +20,16 @@ if str(REPO) not in sys.path:
 from benchmarks import loadgen_http as lh  # noqa: E402
 from benchmarks.loadgen_stdio import BadResponse, ServerExited  # noqa: E402
 from benchmarks.suite import report, runner  # noqa: E402
-from benchmarks.suite.impls import Impl, command_impl, parse_named, url_impl  # noqa: E402
+from benchmarks.suite.impls import (  # noqa: E402
+    Impl,
+    checkout_impl,
+    command_impl,
+    parse_named,
+    url_impl,
+)
 from benchmarks.suite.procs import busy_cores, free_port  # noqa: E402
 from benchmarks.suite.storm import _Tally  # noqa: E402
-from benchmarks.suite.workloads import FULL, QUICK, WORKLOADS  # noqa: E402
+from benchmarks.suite.workloads import FULL, QUICK, WORKLOADS, RunFailed, Skip  # noqa: E402
 
 # ----------------------------------------------------------------------------- options
 
@@ -508,3 +514,67 @@ def test_results_go_outside_the_checkout_unless_told(
     assert default == Path.home() / ".cache" / "trimcp" / "bench"
     assert checkout not in default.parents
     assert runner.parse_args(["--out", str(tmp_path)]).out == tmp_path
+
+
+def test_trimcp_from_another_checkout_runs_its_server_with_that_trimcp(tmp_path: Path) -> None:
+    opts = runner.parse_args(["--impl", "trimcp", "--trimcp-from", f"before={REPO}"])
+    assert [i.name for i in opts.impls] == ["trimcp", "before"]
+    before = opts.impls[1]
+    assert before.conventional
+    assert before.argv is not None
+    assert before.argv[:2] == ("env", f"PYTHONPATH={REPO}")
+    assert before.argv[-3].endswith("trimcp_server.py")
+    assert before.argv[-2:] == ("--api", "lowlevel")
+    with pytest.raises(ValueError, match="not a trimcp checkout"):
+        checkout_impl(f"x={tmp_path}")
+
+
+def test_the_bound_and_the_2026_stdio_workloads_smoke(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The floor implementation answers every echo workload, and the 2026 stdio workloads
+    # run trimcp with no initialize (every answer is checked by the generators).
+    status = runner.main(
+        [
+            "--quick",
+            "--impl",
+            "bound,trimcp",
+            "--only",
+            "seq-2026,pipe-2026,http-sse,http-json,http-2026,http-idle,storm,list-paged",
+            "--scale",
+            "0.02",
+            "--reps",
+            "1",
+            "--no-idle-check",
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    _, err = capsys.readouterr()
+    assert status == 0, err
+    (json_file,) = tmp_path.glob("bench-quick-*.json")
+    by_name = {w["name"]: w for w in json.loads(json_file.read_text())["workloads"]}
+    for name, workload in by_name.items():
+        assert workload["impls"]["bound"]["summary"], name
+    for name in ("seq-2026", "pipe-2026"):
+        raw = by_name[name]["impls"]["trimcp"]["runs"][0]["raw"]
+        assert raw["protocol_version"] == "2026-07-28", name
+    assert by_name["storm"]["impls"]["bound"]["summary"]["leaked"]["max"] == 0
+    assert by_name["list-paged"]["impls"]["bound"]["summary"]["pages"]["median"] >= 10
+
+
+def test_a_server_refusing_2026_requests_over_stdio_is_skipped() -> None:
+    # A session-era-only server answers the first call (it had no initialize) with an error.
+    refusing = (
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    msg = json.loads(line)\n"
+        "    error = {'code': -32600, 'message': 'not initialized'}\n"
+        "    print(json.dumps({'jsonrpc': '2.0', 'id': msg['id'], 'error': error}), flush=True)\n"
+    )
+    impl = Impl("old", (sys.executable, "-c", refusing))
+    tiny = QUICK.scaled(0.01)
+    with pytest.raises(Skip, match="serves no 2026-07-28 requests over stdio"):
+        WORKLOADS["seq-2026"].run(impl, tiny)
+    with pytest.raises(RunFailed, match="error response to id"):
+        WORKLOADS["seq"].run(impl, tiny)  # in the session era it is a failure
