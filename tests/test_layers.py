@@ -27,6 +27,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "_validators",
         "_jsontypes",
         "_record",
+        "_sealed",
         "_groups",
         "_signals",
         "_fastio",

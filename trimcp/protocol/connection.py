@@ -19,6 +19,7 @@ from typing import Any, Final
 import attrs
 
 from trimcp import serde
+from trimcp._sealed import SEALED
 from trimcp.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -70,6 +71,7 @@ from trimcp.protocol.lifecycle import (
     request_allowed,
 )
 from trimcp.protocol.methods import Method, lookup, task_capability
+from trimcp.protocol.modern import recent_client
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import SUPPORTED_VERSIONS, allows_batches, is_stateless
 from trimcp.types import (
@@ -357,6 +359,11 @@ class Connection:
             return self._reject_request(request_id, exc.code, exc.message, exc.data)
         if method == "initialize":
             assert isinstance(params, InitializeRequestParams)
+            # Kept for the session's life: shared with every session that sent the same.
+            raw = request.params
+            assert raw is not None  # (structured: it has both)
+            info, capabilities = recent_client(raw["clientInfo"], raw["capabilities"])
+            params = attrs.evolve(params, client_info=info, capabilities=capabilities)
             self._init_params = params
             self._transition(Transition.RECEIVED_INITIALIZE)
         self._inbound[request_id] = method
@@ -779,15 +786,29 @@ class Connection:
         self.peer_initialized = peer_initialized
 
     def compact(self) -> None:
-        """Release the memory of emptied request tables (for long idle sessions)."""
-        # A dict keeps the table it grew to after its items go; a fresh one holds none.
+        """Release the memory of emptied request tables (for long idle sessions): each
+        empty one becomes the shared sealed table until :meth:`reopen`."""
+        # A dict keeps the table it grew to after its items go, and even a fresh one costs
+        # 64 bytes: a resting session holds none of its own.
         if not self._inbound:
-            self._inbound = {}
+            self._inbound = SEALED
         if not self._outbound:
-            self._outbound = {}
+            self._outbound = SEALED
         if not self._progress:
-            self._progress = {}
+            self._progress = SEALED
         if not self._followed:
+            self._followed, self._task_requests = SEALED, SEALED
+
+    def reopen(self) -> None:
+        """Fresh tables for those :meth:`compact` sealed: the session is awake again (call
+        it before anything is received or sent)."""
+        if self._inbound is SEALED:
+            self._inbound = {}
+        if self._outbound is SEALED:
+            self._outbound = {}
+        if self._progress is SEALED:
+            self._progress = {}
+        if self._followed is SEALED:
             self._followed, self._task_requests = {}, {}
 
     # --- internals ------------------------------------------------------------------------
@@ -821,7 +842,7 @@ class Connection:
     def _set_negotiated(self, params: InitializeRequestParams, result: InitializeResult) -> None:
         self.negotiated = Negotiated.from_handshake(params, result)
         self._init_params = None  # ``negotiated`` holds what is still needed of it
-        client_caps = serde.unstructure(params.capabilities)
+        client_caps = wire_capabilities(params.capabilities)
         server_caps = wire_capabilities(result.capabilities)
         if self.role is Role.SERVER:
             self._own_caps, self._peer_caps = server_caps, client_caps
@@ -829,22 +850,26 @@ class Connection:
             self._own_caps, self._peer_caps = client_caps, server_caps
 
 
-#: The wire form of the last capabilities object seen: a server declares the same
-#: capabilities object to every session, and thousands of sessions need not hold a dict
-#: each (the dicts are only read).
-_last_caps: tuple[object, dict[str, Any]] | None = None
+#: The wire form of the capabilities objects seen last, by identity (each entry holds its
+#: object, so the id stays its own): a server declares the same capabilities object to
+#: every session, clients of one kind share theirs (:func:`~trimcp.protocol.modern.
+#: recent_client`), and thousands of sessions need not hold a dict each (they are only read).
+_wire_caps: dict[int, tuple[object, dict[str, Any]]] = {}
+#: At most this many entries (the oldest goes first).
+_WIRE_CAPS_ENTRIES: Final = 16
 
 
 def wire_capabilities(capabilities: object) -> dict[str, Any]:
-    """The wire form of a capabilities object, kept for the object seen last (a server
-    hands every request the same object until what it registers changes; a session
-    structures its peer's once)."""
-    global _last_caps
-    last = _last_caps
-    if last is not None and last[0] is capabilities:
-        return last[1]
+    """The wire form of a capabilities object, kept for the objects seen last (a server
+    hands every request the same object until what it registers changes; sessions of
+    clients that declared the same capabilities share one object)."""
+    entry = _wire_caps.get(id(capabilities))
+    if entry is not None and entry[0] is capabilities:
+        return entry[1]
     wire: dict[str, Any] = serde.unstructure(capabilities)
-    _last_caps = (capabilities, wire)
+    if len(_wire_caps) >= _WIRE_CAPS_ENTRIES:
+        del _wire_caps[next(iter(_wire_caps))]
+    _wire_caps[id(capabilities)] = (capabilities, wire)
     return wire
 
 

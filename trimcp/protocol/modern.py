@@ -217,6 +217,17 @@ _RECENT_CAPABILITIES = _Recent(ClientCapabilities)
 _RECENT_INFO = _Recent(Implementation)
 
 
+def recent_client(
+    raw_info: Any, raw_capabilities: Any
+) -> tuple[Implementation, ClientCapabilities]:
+    """A client's info and capabilities (JSON values) structured, through the ``_meta``
+    caches: the same values for every request and session that sent the same bytes (an
+    ``initialize`` keeps them for the session's life: thousands of idle sessions of one
+    kind of client hold one copy). Raises :class:`~trimcp.serde.ShapeError` as
+    :func:`trimcp.serde.structure` does."""
+    return _RECENT_INFO.structure(raw_info), _RECENT_CAPABILITIES.structure(raw_capabilities)
+
+
 def read_request_meta(
     params: Any,
     supported: Iterable[str] = STATELESS_VERSIONS,

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 import trio
 
 from trimcp._groups import open_nursery_unwrapped
+from trimcp._sealed import SEALED
 from trimcp._validators import DEFAULT
 from trimcp.errors import (
     CONNECTION_CLOSED,
@@ -85,18 +86,12 @@ _PEER_GONE = (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceEr
 _DEFAULT_OPTIONS = SessionOptions()
 
 
-class _Sealed(dict[Any, Any]):
-    """The tables of every resting session: empty, shared, and loud when something forgot
-    to wake the session before adding to one (like the resting run's closed queues)."""
+class Principals(Protocol):
+    """Who each inbound request of a session acts for (see :attr:`Session.principals`)."""
 
-    __slots__ = ()
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        raise RuntimeError("a resting session's tables take nothing: wake it first")
-
-
-#: A resting session's inbound and outbound tables (waking makes fresh ones).
-_RESTING_TABLE = _Sealed()
+    def auth_for(self, request_id: RequestId) -> Hashable | None:
+        """The principal of the request ``request_id`` (None: anonymous)."""
+        ...
 
 
 class SessionHandler(Protocol):
@@ -150,7 +145,7 @@ class Session:
         "_waiters",
         "options",
         "owner_key",
-        "principal_of",
+        "principals",
         "role",
     )
 
@@ -171,10 +166,11 @@ class Session:
     ) -> None:
         self.options = options
         self.role = role
-        #: ``principal_of(request_id)``: who an inbound request acts for, as the transport
-        #: authenticated it (the HTTP server sets it; None: every request is anonymous).
-        #: Read once per request, into that request's own context.
-        self.principal_of: Callable[[RequestId], Hashable | None] | None = None
+        #: ``principals.auth_for(request_id)``: who an inbound request acts for, as the
+        #: transport authenticated it (the HTTP server sets it, to the session's transport;
+        #: None: every request is anonymous). Read once per request, into that request's
+        #: own context.
+        self.principals: Principals | None = None
         #: What owns this session's anonymous state (its tasks): random and secret, or the
         #: HTTP session id (the same on every replica that serves the session).
         self.owner_key = secrets.token_hex(16)
@@ -329,6 +325,7 @@ class Session:
         resting = self._resting
         if resting is not None and resting.phase and resting.wake(self):
             self._inbound, self._waiters = {}, {}
+            self._connection.reopen()
             self._run = self._new_run()
 
     def _new_run(self, carry: Run | None = None) -> Run:
@@ -717,7 +714,7 @@ class Session:
         scope = trio.CancelScope()
         if self.options.handler_timeout is not None:
             scope.deadline = trio.current_time() + self.options.handler_timeout
-        principal_of = self.principal_of
+        principals = self.principals
         ctx = RequestContext(
             self,
             request_id,
@@ -725,7 +722,7 @@ class Session:
             event.params,
             event.progress_token,
             scope,
-            principal=None if principal_of is None else principal_of(request_id),
+            principal=None if principals is None else principals.auth_for(request_id),
         )
         self._inbound[request_id] = ctx
         self._run.handlers_idle = (
@@ -901,8 +898,8 @@ class Session:
         self._run = RESTING_RUN
         # Nothing is under way: the shared empty tables until the session wakes (an
         # emptied dict would keep the table it grew to; a fresh one still costs 64 B).
-        self._inbound = _RESTING_TABLE
-        self._waiters = _RESTING_TABLE
+        self._inbound = SEALED
+        self._waiters = SEALED
         self._batch_of = None
         self._connection.compact()
         closer = self._closer

@@ -630,7 +630,7 @@ class McpHttpApp:
                 handler=self._factory(),
                 options=config.session_options,
             ) as session:
-                session.principal_of = transport.auth_for
+                session.principals = transport
                 version = _requested_version(requests)
                 if version is None:
                     version = headers.get(b"mcp-protocol-version") or HTTP_DEFAULT_VERSION

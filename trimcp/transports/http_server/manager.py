@@ -24,6 +24,7 @@ import trio
 
 from trimcp.auth.principal import principal_key
 from trimcp.errors import SessionClosed
+from trimcp.protocol.jsonrpc import RequestId
 from trimcp.protocol.lifecycle import Role
 from trimcp.session import Session, SessionHandler
 from trimcp.session.engine import resting_session
@@ -52,6 +53,19 @@ def is_session_id(text: str) -> bool:
     ``Mcp-Session-Id`` of any other form names no session, and is refused (404) before
     any lookup, in this process or a shared store."""
     return _SESSION_ID.fullmatch(text) is not None
+
+
+class _OnePrincipal:
+    """Every request of a session acts for one principal (a legacy SSE session's, whose
+    POSTs all had to match it)."""
+
+    __slots__ = ("_principal",)
+
+    def __init__(self, principal: Hashable | None) -> None:
+        self._principal = principal
+
+    def auth_for(self, request_id: RequestId) -> Hashable | None:
+        return self._principal
 
 
 class SessionEntry:
@@ -331,10 +345,9 @@ class SessionManager:
         # Each request's principal is read into its own context: the POST's that carried
         # it, or (a legacy SSE session) the session's, whose POSTs all had to match it.
         if isinstance(transport, HttpSessionTransport):
-            session.principal_of = transport.auth_for
+            session.principals = transport  # (no bound method per session)
         else:
-            principal = entry.principal
-            session.principal_of = lambda _: principal
+            session.principals = _OnePrincipal(entry.principal)
         rested = False
         try:
             rested = await session.run_awake(task_status=task_status)

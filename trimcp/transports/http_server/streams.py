@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Iterable
 from typing import Any
 
 import trio
@@ -136,8 +137,8 @@ class Sink:
 class OutStream:
     """A logical stream of one session: a POST's answers, or the standalone stream.
 
-    ``pending`` holds the requests still to be answered on it; the stream is done when the
-    last one is answered.
+    ``requests`` are those still to be answered on it (:attr:`waiting`); the stream is done
+    when the last one is answered.
     ``stream_id`` is its name in the event store (None: not resumable). In JSON mode the
     one final message is kept in ``json_body`` instead of being written to a sink.
     """
@@ -145,23 +146,31 @@ class OutStream:
     __slots__ = (
         "_done",
         "_finished",
+        "_pending",
         "_stored",
         "_storing",
         "auth",
         "in_store",
         "json_body",
         "json_mode",
-        "pending",
         "sink",
         "stream_id",
     )
 
-    def __init__(self, stream_id: str | None, *, json_mode: bool = False) -> None:
+    def __init__(
+        self,
+        stream_id: str | None,
+        *,
+        json_mode: bool = False,
+        requests: Iterable[RequestId] = (),
+    ) -> None:
         self.stream_id = stream_id
         #: The principal of the POST whose requests this stream answers (``ctx.auth``).
         self.auth: Any = None
         self.json_mode = json_mode
-        self.pending: set[RequestId] = set()
+        # None when it answers no request (the standalone stream of every idle session:
+        # an empty set costs 216 bytes).
+        self._pending: set[RequestId] | None = set(requests) or None
         self.sink: Sink | None = None
         self.json_body: bytes | None = None
         self._finished = False
@@ -178,6 +187,24 @@ class OutStream:
     def finished(self) -> bool:
         """Whether the stream has nothing more to say."""
         return self._finished
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a request is still to be answered on it."""
+        return bool(self._pending)
+
+    @property
+    def requests(self) -> tuple[RequestId, ...]:
+        """The requests still to be answered on it."""
+        return tuple(self._pending or ())
+
+    def settle(self, request_id: RequestId) -> bool:
+        """``request_id`` was answered (or forgotten): True when it was waiting here."""
+        pending = self._pending
+        if pending is None or request_id not in pending:
+            return False
+        pending.discard(request_id)
+        return True
 
     @property
     def done(self) -> trio.Event:

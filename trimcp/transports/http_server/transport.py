@@ -28,6 +28,7 @@ from typing import Any
 
 import trio
 
+from trimcp._sealed import SEALED
 from trimcp.protocol.jsonrpc import RequestId
 from trimcp.session import RequestContext
 from trimcp.session.transport import Decoded, Outgoing
@@ -187,10 +188,12 @@ class HttpSessionTransport:
         if self.can_rest() and (self._lock_ is None or not self._lock_.locked()):
             self._in_send = self._in_recv = None
             self._lock_ = None
+        # An emptied dict keeps its table, and a fresh one costs 64 bytes: the shared sealed
+        # one until a POST opens a stream (open_post_stream makes fresh ones).
         if not self._routes:
-            self._routes = {}
+            self._routes = SEALED
         if not self._live:
-            self._live = {}
+            self._live = SEALED
         if not self._backlog:
             self._backlog = None
 
@@ -257,12 +260,16 @@ class HttpSessionTransport:
             self._next_stream += 1
             name = self._name_post
             stream_id = str(number) if name is None else name(number, request_ids)
-        stream = OutStream(stream_id, json_mode=json_mode)
+        stream = OutStream(stream_id, json_mode=json_mode, requests=request_ids)
         stream.auth = auth
+        routes = self._routes
+        if routes is SEALED:  # it rested
+            routes = self._routes = {}
         for request_id in request_ids:
-            stream.pending.add(request_id)
-            self._routes[request_id] = stream
+            routes[request_id] = stream
         if stream_id is not None:
+            if self._live is SEALED:
+                self._live = {}
             self._live[stream_id] = stream
         if sink is not None:
             if prime and stream_id is not None:
@@ -292,10 +299,10 @@ class HttpSessionTransport:
 
     def abandon(self, stream: OutStream) -> None:
         """Forget a stream whose body never reached the engine."""
-        for request_id in stream.pending:
+        for request_id in stream.requests:
+            stream.settle(request_id)
             if self._routes.get(request_id) is stream:
                 del self._routes[request_id]
-        stream.pending.clear()
         self._end(stream)
 
     async def feed(self, body: Inbound, timeout: float) -> None:
@@ -317,8 +324,8 @@ class HttpSessionTransport:
         """The client cancelled ``request_id``: no answer will come, so stop waiting for one."""
         stream = self._routes.pop(request_id, None)
         if stream is not None:
-            stream.pending.discard(request_id)
-            if not stream.pending:
+            stream.settle(request_id)
+            if not stream.waiting:
                 self._end(stream)
 
     async def open_standalone(self, sink: Sink, *, prime: bool) -> None:
@@ -500,13 +507,10 @@ class HttpSessionTransport:
                 backlog.append(chunk)
         if answered:
             routes = self._routes
-            pending = stream.pending
             for request_id in answered:
-                if request_id in pending:
-                    pending.discard(request_id)
-                    if routes.get(request_id) is stream:
-                        del routes[request_id]
-            if not pending:
+                if stream.settle(request_id) and routes.get(request_id) is stream:
+                    del routes[request_id]
+            if not stream.waiting:
                 self._end(stream)
 
 
