@@ -251,3 +251,9 @@ def test_refusals_are_named_up_to_20_then_counted(junk: int) -> None:
     named = [f"resourceDomains 'bad {n}'" for n in range(min(junk, 20))]
     more = [f"and {junk - 20} more"] if junk > 20 else []
     assert csp.refused == (*named, *more)
+
+
+def test_declared_base_uris_replace_self() -> None:
+    header = Csp(base_uri_domains=["https://b.example"]).header()
+    assert header.endswith("; base-uri https://b.example")
+    assert Csp().header().endswith("; base-uri 'self'")

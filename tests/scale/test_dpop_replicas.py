@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
+from typing import Any
 
 import pytest
 import trio
@@ -141,3 +142,11 @@ async def test_each_key_has_its_share_of_the_shared_cache(redis_server: RedisSer
     finally:
         with trio.CancelScope(shield=True):
             await client.aclose()
+
+
+@pytest.mark.parametrize("per_key", [0, -1])
+def test_a_shared_replay_cache_needs_room_for_a_proof(per_key: int) -> None:
+    client: Any = None  # not used before a proof is checked
+    with pytest.raises(ValueError, match="max_entries_per_key must be at least 1"):
+        RedisReplayCache(client, "p:", max_entries_per_key=per_key)
+    assert RedisReplayCache(client, "p:", max_entries_per_key=1).max_entries_per_key == 1

@@ -25,8 +25,9 @@ from trimcp.auth.principal import principal_key
 from trimcp.server.handles import InvalidHandle
 from trimcp.server.state import StateKeeper, StateLimit, StateOptions
 from trimcp.stores import RedisStore
-from trimcp.stores.keyring import load_shared_keyring
-from trimcp.stores.redis_client import Arg, RedisClient
+from trimcp.stores.base import StoreUnavailable
+from trimcp.stores.keyring import keep_keyring_shared, load_shared_keyring
+from trimcp.stores.redis_client import Arg, RedisClient, RedisReplyError
 from trimcp.stores.redis_state import RedisUserStateStore
 from trimcp.stores.request_state import RequestStateKeyring
 from trimcp.stores.user_state import StateBudget, UserStateStore, VersionMismatch
@@ -255,3 +256,129 @@ def attrs_evolve(options: StateOptions, store: UserStateStore) -> StateOptions:
     import attrs
 
     return attrs.evolve(options, store=store)
+
+
+class KeyHash:
+    """A Redis client whose keyring hash holds ``fields`` (HGETALL's flat list); records
+    what is written and deleted."""
+
+    address = "fake:6379"
+
+    def __init__(self, fields: object) -> None:
+        self.fields = fields
+        self.pipelines: list[list[tuple[Arg, ...]]] = []
+        self.deleted: list[tuple[Arg, ...]] = []
+
+    async def pipeline(self, commands: list[tuple[Arg, ...]]) -> list[object]:
+        self.pipelines.append(commands)
+        return [1, 1, self.fields, 1]
+
+    async def execute(self, *args: Arg) -> object:
+        self.deleted.append(args)
+        return 1
+
+
+def _load(client: KeyHash, rotate_every: float) -> Any:
+    fake: Any = client
+    return load_shared_keyring(fake, "k", rotate_every=rotate_every, clock=lambda: 10_050.0)
+
+
+async def test_the_shared_keyring_keeps_three_periods_keys_and_deletes_the_rest() -> None:
+    key = bytes(32)
+    # p99 is wanted but holds a key of the wrong length; p98 is too old; p100x is no id.
+    fields = [b"p99", b"short", b"p100", key, b"p101", key, b"p98", key, b"p100x", key]
+    client = KeyHash(fields)
+    ring = await _load(client, 100.0)
+    assert ring.current == "p100"
+    assert sorted(ring.key_ids) == ["p100", "p101"]
+    assert client.deleted == [("HDEL", "k", b"p99", b"p98", b"p100x")]
+    made = [command[:3] for command in client.pipelines[0][:2]]
+    assert made == [("HSETNX", "k", "p100"), ("HSETNX", "k", "p101")]
+    assert client.pipelines[0][3] == ("PEXPIRE", "k", 400_000)
+    clean = KeyHash([b"p100", key, b"p101", key])
+    await _load(clean, 100.0)
+    assert clean.deleted == []  # nothing stale: no HDEL
+
+
+@pytest.mark.parametrize("rotate_every", [0.0, -1.0])
+async def test_the_shared_keyring_needs_a_positive_period(rotate_every: float) -> None:
+    with pytest.raises(ValueError, match="rotate_every must be > 0 seconds"):
+        await _load(KeyHash([]), rotate_every)
+
+
+async def test_a_short_period_is_allowed_and_a_wrong_kind_of_key_is_refused() -> None:
+    key = bytes(32)
+    ring = await _load(KeyHash([b"p20100", key]), 0.5)
+    assert ring.current == "p20100"
+    with pytest.raises(RedisReplyError, match="fake:6379: k is not a keyring hash"):
+        await _load(KeyHash(b"a string"), 100.0)
+
+
+class SharedKeys:
+    """A store whose shared keyring reads answer ``answers`` in turn (the last one again
+    and again); an exception is raised. Records when it was asked (virtual time)."""
+
+    def __init__(self, *answers: RequestStateKeyring | Exception | None) -> None:
+        self.answers = list(answers)
+        self.asked: list[float] = []
+
+    async def request_state_keyring(self, *, rotate_every: float) -> RequestStateKeyring | None:
+        self.asked.append(trio.current_time())
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def ring(key_id: str) -> RequestStateKeyring:
+    return RequestStateKeyring({key_id: bytes(32)}, current=key_id)
+
+
+async def test_the_shared_keys_are_read_again_every_minute_at_most(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    for rotate_every, every in [(24 * 3600.0, 60.0), (80.0, 10.0)]:
+        store = SharedKeys(ring("p1"), ring("p2"))
+        fake: Any = store
+        keyring = RequestStateKeyring()
+        async with trio.open_nursery() as nursery:
+            start = trio.current_time()
+            await nursery.start(
+                partial(keep_keyring_shared, fake, keyring, rotate_every=rotate_every)
+            )
+            assert keyring.key_ids == ("p1",)  # adopted before it counts as started
+            await trio.sleep(every * 2.5)
+            assert [t - start for t in store.asked] == [0.0, every, 2 * every]
+            assert keyring.current == "p2"
+            nursery.cancel_scope.cancel()
+
+
+async def test_an_outage_is_logged_once_retried_and_its_end_logged(
+    autojump_clock: trio.abc.Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = SharedKeys(*[StoreUnavailable("down")] * 3, ring("p1"))
+    fake: Any = store
+    keyring = RequestStateKeyring()
+    async with trio.open_nursery() as nursery:
+        start = trio.current_time()
+        await nursery.start(partial(keep_keyring_shared, fake, keyring, retry_every=5.0))
+        assert trio.current_time() == start  # started at once, sealing with its own key
+        await trio.sleep(16)
+        assert [t - start for t in store.asked] == [0.0, 5.0, 10.0, 15.0]
+        assert keyring.current == "p1"
+        nursery.cancel_scope.cancel()
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if r.name.endswith("keyring")]
+    assert [level for level, _ in said] == ["ERROR", "WARNING"]
+    assert "seals with its own key until the store answers" in said[0][1]
+    assert said[1][1] == "the shared requestState keys are read again"
+
+
+async def test_a_store_that_shares_no_keys_ends_the_task(autojump_clock: trio.abc.Clock) -> None:
+    store = SharedKeys(None)
+    fake: Any = store
+    keyring = RequestStateKeyring()
+    before = keyring.key_ids
+    async with trio.open_nursery() as nursery:
+        await nursery.start(keep_keyring_shared, fake, keyring)
+    assert store.asked == [trio.current_time()]  # asked once; the nursery ended by itself
+    assert keyring.key_ids == before
