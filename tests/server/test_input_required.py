@@ -589,6 +589,9 @@ def test_an_oversized_state_is_refused_unread() -> None:
     huge = token + "A" * (MAX_TOKEN - len(token) + 1)
     with pytest.raises(InvalidRequestState, match="requestState is too long"):
         keyring.open(huge, b"b")
+    longest = token + "A" * (MAX_TOKEN - len(token))  # read, and found altered
+    with pytest.raises(InvalidRequestState, match="altered"):
+        keyring.open(longest, b"b")
 
 
 async def test_resources_read_may_ask_too() -> None:
@@ -613,3 +616,48 @@ async def test_resources_read_may_ask_too() -> None:
     )
     assert done["result"]["contents"][0]["text"] == "opened with moon"
     assert done["result"]["cacheScope"] == "private"
+
+
+def test_a_secret_of_16_bytes_is_the_shortest() -> None:
+    assert len(derive_key("s" * 16)) == 32
+    assert len(derive_key(b"\xff" * 16)) == 32
+    with pytest.raises(ValueError, match="at least 16 bytes"):
+        derive_key("s" * 15)
+
+
+def test_a_state_sealed_by_an_earlier_process_of_the_fleet_still_opens() -> None:
+    # Sealed once (v1, a 12-byte nonce) by from_secret of this secret: replicas and
+    # restarts on the same secret, of this version or the next, must open it.
+    keyring = RequestStateKeyring.from_secret("a shared secret of the fleet")
+    sealed = "v1.smSrg0GV6nucN.kX8K4yGqIT_hD6ytFbheWD_zutg8AzMJvBbEWUJrk34W92qI7Nk"
+    assert keyring.open(sealed, b"tools/call:deploy") == b'{"step":2}'
+
+
+def test_only_a_default_keyring_may_be_replaced_by_a_shared_one() -> None:
+    assert RequestStateKeyring().generated
+    assert not RequestStateKeyring.from_secret("s" * 16).generated
+    assert not RequestStateKeyring({"a": bytes(32)}).generated
+
+
+def test_an_empty_state_opens_and_malformed_ones_are_refused_by_name() -> None:
+    keyring = RequestStateKeyring({"k": bytes(32)}, current="k")
+    assert keyring.open(keyring.seal(b"", b"b"), b"b") == b""  # nonce and tag only
+    for token in ("v1.k", "v1.k.AAAA.AAAA", "v2.k.AAAA", "v1"):
+        with pytest.raises(InvalidRequestState, match="not one this server issued"):
+            keyring.open(token, b"b")
+    with pytest.raises(InvalidRequestState, match="not valid base64url"):
+        keyring.open("v1.k.A", b"b")
+    with pytest.raises(InvalidRequestState, match="truncated"):
+        keyring.open("v1.k." + "A" * 36, b"b")  # 27 bytes: one short of nonce and tag
+
+
+def test_adopting_keys_drops_a_key_whose_bytes_changed() -> None:
+    mine = RequestStateKeyring({"p1": bytes(32), "p0": b"\x01" * 32}, current="p1")
+    old = mine.seal(b"old", b"b")  # the cipher of p1's first bytes is now cached
+    kept = RequestStateKeyring({"p0": b"\x01" * 32}, current="p0").seal(b"kept", b"b")
+    other = RequestStateKeyring({"p1": b"\x02" * 32, "p0": b"\x01" * 32}, current="p1")
+    mine.adopt(other)
+    assert mine.open(other.seal(b"new", b"b"), b"b") == b"new"
+    with pytest.raises(InvalidRequestState, match="altered"):
+        mine.open(old, b"b")
+    assert mine.open(kept, b"b") == b"kept"
