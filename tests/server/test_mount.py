@@ -187,3 +187,57 @@ async def test_resource_updates_of_the_mounted_server_reach_subscribers(
         await trio.testing.wait_all_tasks_blocked()
     updates = [p for m, p in scripted.notifications if m == "notifications/resources/updated"]
     assert [u.uri if hasattr(u, "uri") else u["uri"] for u in updates] == ["memo://wx/today"]
+
+
+def test_a_mounted_server_is_a_provider_after_the_parents_own() -> None:
+    from trimcp.server.mount import Mount
+
+    parent, child = Server("main"), make_child([])
+    parent.mount(child, prefix="wx")
+    _, mounted = parent.providers
+    assert isinstance(mounted, Mount)
+    assert [tool.name for tool in mounted.components("tools")] == ["wx_forecast"]
+    assert parent.get_tool("wx_forecast") is None  # not one of the parent's registrations
+
+
+def test_a_name_served_already_is_refused_at_mount_and_the_first_wins_later() -> None:
+    parent, child = Server("main"), Server("weather")
+
+    @child.tool()
+    def now() -> str:
+        return "child"
+
+    @parent.tool("wx_now")
+    def taken() -> str:
+        return "parent"
+
+    with pytest.raises(ValueError, match="already serves tools named wx_now"):
+        parent.mount(child, prefix="wx")
+    parent.remove_tool("wx_now")
+    parent.mount(child, prefix="wx")
+    assert parent.mounted_servers() == [child]
+
+
+async def test_a_collision_after_mounting_is_served_by_the_parents_own(
+    autojump_clock: Any,
+) -> None:
+    parent, child = Server("main"), Server("weather")
+
+    @child.tool()
+    def now() -> str:
+        return "child"
+
+    parent.mount(child, prefix="wx")
+    parent.add_tool(lambda: "parent", name="wx_now")
+    async with trimcp.connect_memory(parent) as client:
+        assert [t.name for t in (await client.list_tools()).tools] == ["wx_now"]
+        assert text_of(await client.call_tool("wx_now", {})) == "parent"
+
+
+def test_a_mounted_servers_app_page_declares_mcp_apps_on_the_parent() -> None:
+    from trimcp.protocol import apps_ext
+
+    parent, child = Server("main"), Server("weather")
+    child.add_ui_resource("ui://weather/map", "<p>map</p>")
+    parent.mount(child, prefix="wx")
+    assert apps_ext.EXTENSION_ID in (parent.capabilities().extensions or {})

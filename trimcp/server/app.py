@@ -7,13 +7,11 @@
 
     app.run()                                   # stdio
 
-The server is the engine's :class:`~trimcp.session.SessionHandler`: one ``Server`` answers
-any number of sessions, over any transport. It declares in ``initialize`` the capabilities
-of what is registered at that moment (``tools``, ``resources`` with ``subscribe``,
-``prompts``, each with ``listChanged``; ``completions`` when a completer, prompt or
-template exists;
-``logging`` always). What a session may do is fixed then: register at least one item of a
-kind before clients connect if you mean to add more of that kind later.
+Built on the server shell (:mod:`trimcp.server.shell`): one ``Server`` answers any number
+of sessions and 2026-07-28 requests, over any transport; its request handlers live in the
+``handlers_*`` modules. ``initialize`` declares the capabilities of what is served at that
+moment (:mod:`trimcp.server.capabilities`), fixed for the session: register at least one
+item of a kind before clients connect if you mean to add more of that kind later.
 """
 
 from __future__ import annotations
@@ -45,10 +43,10 @@ from trimcp.server.listen import ListenHub
 from trimcp.server.listing import Pages
 from trimcp.server.logging import DEFAULT_LOG_BUFFER, LogBuffer, StdlibBridge, check_level
 from trimcp.server.middleware import Middleware, MiddlewareChain
-from trimcp.server.mount import Mount, prefixed_uri
+from trimcp.server.mount import Composition, Mount
 from trimcp.server.prompts import RegisteredPrompt
-from trimcp.server.providers import Catalog, Kind, LocalProvider, Provider
-from trimcp.server.registry import Registry, label
+from trimcp.server.providers import KINDS, Catalog, Kind, LocalProvider, Provider
+from trimcp.server.registry import Registry, check_name, label
 from trimcp.server.replicas import ReplicaLink
 from trimcp.server.resolve import Resolved, canonical
 from trimcp.server.resources import RegisteredResource, RegisteredTemplate
@@ -81,10 +79,7 @@ if TYPE_CHECKING:
     # server starting, never loads them)
     from trimcp.auth.resource import ProtectedResource
     from trimcp.server.transforms import Transform
-    from trimcp.types import (
-        PromptReference,
-        ResourceTemplateReference,
-    )
+    from trimcp.types import PromptReference, ResourceTemplateReference
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -92,15 +87,6 @@ T = TypeVar("T")
 P_ = TypeVar("P_", bound=Provider)
 T_ = TypeVar("T_", bound="Transform")
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _check_name(what: str, name: object) -> None:
-    """``@app.tool(...)``/``@app.prompt(...)`` take a name (str) or nothing before keywords."""
-    if name is not None and not isinstance(name, str):
-        raise TypeError(
-            f"@app.{what}() takes the {what}'s name as a str (or no argument), got {name!r}; "
-            f'decorate with @app.{what} or @app.{what}("name")'
-        )
 
 
 class Server(ServerShell):
@@ -178,9 +164,7 @@ class Server(ServerShell):
         self.auth = auth
         self.mask_error_details = mask_error_details
         self._lifespan = LifespanRunner(f"server {name!r}", lifespan, self)
-        self._mounts: list[Mount] = []
-        self._change_listeners: list[Callable[[str], None]] = []
-        self._mounted_into: list[Mount] = []
+        self._composition = Composition()  # the servers mounted here, and where it is
         self._middleware = MiddlewareChain(self, super().handle_request, self._notified)
         for layer in middleware:
             self.add_middleware(layer)
@@ -260,35 +244,40 @@ class Server(ServerShell):
     def mount(self, server: Server, prefix: str) -> None:
         """Serve ``server``'s tools, resources, templates, prompts and completions here,
         under ``prefix`` (tool ``add`` -> ``{prefix}_add``, ``memo://today`` ->
-        ``memo://{prefix}/today``; see :mod:`trimcp.server.mount`).
+        ``memo://{prefix}/today``), as a provider after this server's own components
+        (see :mod:`trimcp.server.mount`).
 
         Its lifespan is entered with this server's (mount before serving); later changes
         to it reach this server's clients as list_changed notifications. Raises
-        ``ValueError`` for a bad prefix, a name already taken here, or a cycle.
+        ``ValueError`` for a bad prefix, a name already served here, or a cycle.
         """
-        if self in _mounted_below(server) or server is self:
+        if server is self or self in server.mounted_servers(deep=True):
             raise ValueError(f"Mounting {server!r} into {self!r} would make a cycle")
         mount = Mount(self, server, prefix)
-        for kind in ("tools", "prompts", "resources", "templates"):
-            mount.sync(kind)
+        for kind in KINDS:
+            taken = [key for key in mount.keys(kind) if self._components.get(kind, key, None)]
+            if taken:
+                raise ValueError(f"{self!r} already serves {kind} named {', '.join(taken)}")
+        self._catalog.add_provider(mount, ())
         mount.copy_completers()
-        self._adopt_extensions(server)
+        for extension in server._extensions.values():  # answered by the mounted server
+            if extension.id not in self._extensions:
+                self._extensions.add(extension, server._context)
         server.completions.listeners.append(mount.copy_completers)
-        server._change_listeners.append(mount.sync)
-        server._mounted_into.append(mount)
+        server._composition.mounted_into.append(mount)
         self._lifespan.children.append(server._lifespan)
         server.state.follow(self.state)  # its tools keep state where this server does
-        self._mounts.append(mount)
+        self._composition.mounts.append(mount)
 
-    def _adopt_extensions(self, child: Server) -> None:
-        """A mounted server's extensions are served here too (answered by the child)."""
-        for extension in child._extensions.values():
-            if extension.id not in self._extensions:
-                self._extensions.add(extension, child._context)
+    def own_components(self, kind: Kind) -> list[Any]:
+        """What this server carries into a server it is mounted into: its own enabled
+        components of ``kind`` (decorated), then those of the servers mounted into it."""
+        return [*getattr(self, kind).enabled(), *self._composition.components(kind)]
 
-    def mounted_servers(self) -> list[Server]:
-        """The servers mounted into this one (directly), in mount order."""
-        return [mount.child for mount in self._mounts]
+    def mounted_servers(self, *, deep: bool = False) -> list[Server]:
+        """The servers mounted into this one (``deep``: and into those), in mount order."""
+        composition = self._composition
+        return composition.below() if deep else composition.servers()
 
     def add_provider(self, provider: P_, *, transforms: Sequence[Transform] = ()) -> P_:
         """Serve ``provider``'s tools, prompts, resources and templates too, shaped by
@@ -305,7 +294,7 @@ class Server(ServerShell):
         """
         self._catalog.add_provider(provider, transforms)
         self._lifespan.children.append(
-            LifespanRunner(f"provider {provider!r}", _provider_lifespan, provider)
+            LifespanRunner(f"provider {provider!r}", type(provider).lifespan, provider)
         )
         return provider
 
@@ -344,7 +333,7 @@ class Server(ServerShell):
         if not isinstance(extension, Extension):
             raise TypeError(f"add_extension takes an Extension, got {type(extension).__name__}")
         self._extensions.add(extension, self._context)
-        for mount in self._mounted_into:
+        for mount in self._composition.mounted_into:
             if extension.id not in mount.parent._extensions:
                 mount.parent._extensions.add(extension, self._context)
         return extension
@@ -406,7 +395,7 @@ class Server(ServerShell):
         """
         if callable(name):
             return self.add_tool(name)
-        _check_name("tool", name)
+        check_name("tool", name)
 
         def register(fn: Callable[P, R]) -> RegisteredTool[P, R]:
             return self.add_tool(fn, name=name, **options)
@@ -597,7 +586,7 @@ class Server(ServerShell):
         """Register the decorated function as a prompt (see :mod:`trimcp.server.prompts`)."""
         if callable(name):
             return self.add_prompt(name)
-        _check_name("prompt", name)
+        check_name("prompt", name)
 
         def register(fn: Callable[..., Any]) -> RegisteredPrompt:
             return self.add_prompt(fn, name=name, **options)
@@ -677,8 +666,7 @@ class Server(ServerShell):
         """
         uri = canonical(uri)
         await self._replicas.resource_updated(uri)
-        for mount in self._mounted_into:
-            await mount.parent.notify_resource_updated(prefixed_uri(mount.prefix, uri))
+        await self._composition.resource_updated(uri)
 
     def session_values(self, session: Session) -> dict[str, Any]:
         """The per-session dict behind ``ctx.session_state`` (made on first use)."""
@@ -699,8 +687,7 @@ class Server(ServerShell):
         await self._sessions.send_log(session, check_level(level), data, logger, related_request_id)
 
     def _changed(self, kind: str) -> None:
-        for listener in self._change_listeners:  # servers this one is mounted into
-            listener(kind)
+        self._composition.changed(kind)  # servers this one is mounted into follow
         kind = "resources" if kind == "templates" else kind
         self._replicas.list_changed(kind)
 
@@ -851,13 +838,7 @@ class Server(ServerShell):
 
     def sampling_tools(self, tools: Sequence[Tool | str]) -> list[Tool]:
         """Tool definitions for sampling; names refer to this server's enabled tools."""
-        return [tool if isinstance(tool, Tool) else self._sampling_tool(tool) for tool in tools]
-
-    def _sampling_tool(self, name: str) -> Tool:
-        tool = self.tools.get(name)
-        if tool is None:
-            raise ValueError(f"No tool named {name!r} to offer for sampling")
-        return tool.definition()
+        return [tool if isinstance(tool, Tool) else _definition(self, tool) for tool in tools]
 
     # --- serving ------------------------------------------------------------------------
 
@@ -911,13 +892,8 @@ class Server(ServerShell):
         await self._sessions.deliver(session, task_status=task_status)
 
 
-def _provider_lifespan(provider: Provider) -> contextlib.AbstractAsyncContextManager[None]:
-    return provider.lifespan()
-
-
-def _mounted_below(server: Server) -> list[Server]:
-    found: list[Server] = []
-    for child in server.mounted_servers():
-        found.append(child)
-        found.extend(_mounted_below(child))
-    return found
+def _definition(server: Server, name: str) -> Tool:
+    tool = server.tools.get(name)
+    if tool is None:
+        raise ValueError(f"No tool named {name!r} to offer for sampling")
+    return tool.definition()

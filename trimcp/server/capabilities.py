@@ -70,13 +70,13 @@ def _has_apps(components: Components) -> bool:
     # A page registered, or a tool naming one: declare MCP Apps (both eras).
     return any(
         apps_ext.is_ui_uri(resource.uri) and resource.mime_type == apps_ext.MIME_TYPE
-        for resource in components.registered("resources")
+        for resource in [*components.registered("resources"), *components.provided("resources")]
     ) or any(
         apps_ext.META_KEY in (tool.definition().meta or {})
-        for tool in [*components.registered("tools"), *components.provided_tools()]
+        for tool in [*components.registered("tools"), *components.provided("tools")]
     )
 
 
 def _has_task_tools(components: Components) -> bool:
-    tools = [*components.decorated_tools(), *components.provided_tools()]
+    tools = [*components.decorated_tools(), *components.provided("tools")]
     return any(task_methods.task_support(tool) != "forbidden" for tool in tools)

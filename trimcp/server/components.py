@@ -25,7 +25,7 @@ from trimcp.server.resources import not_found
 
 if TYPE_CHECKING:
     from trimcp.server.hints import CacheHint
-    from trimcp.server.providers import Catalog, Kind, ToolComponent
+    from trimcp.server.providers import Catalog, Kind
     from trimcp.server.registry import Registry
     from trimcp.session.context import RequestContext
 
@@ -70,18 +70,14 @@ class Components:
         enabled: list[Any] = self._registries["tools"].enabled()
         return enabled
 
-    def decorated(self, kind: Kind, key: str) -> Any | None:
-        """The server's own (decorated, enabled) component of ``kind`` under ``key``."""
-        return self._registries[kind].get(key)
-
     def serves(self, kind: Kind) -> bool:
         """Whether anything of ``kind`` is registered (disabled or not) or provided."""
         catalog = self._catalog
         return bool(len(self._registries[kind])) or (not catalog.plain and catalog.serves(kind))
 
-    def provided_tools(self) -> list[ToolComponent]:
-        """The tools the providers other than the server's registry serve."""
-        return [tool for p in self._catalog.providers[1:] for tool in p.components("tools")]
+    def provided(self, kind: Kind) -> list[Any]:
+        """The ``kind`` components the providers other than the server's registry serve."""
+        return [item for p in self._catalog.providers[1:] for item in p.components(kind)]
 
     def cache_hint(self, kind: Kind, key: str, ctx: RequestContext | None) -> CacheHint | None:
         """The cache hint of the ``kind`` component the request ``ctx`` reaches under

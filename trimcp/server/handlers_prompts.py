@@ -86,8 +86,18 @@ class PromptHandlers:
         ref = params.ref
         target: Any
         if isinstance(ref, PromptReference):
-            target = self.components.decorated("prompts", ref.name)
+            target = self.components.get("prompts", ref.name, ctx)
         else:
-            target = self.components.decorated("templates", ref.uri)
+            target = self.components.get("templates", ref.uri, ctx)
+        if target is not None and not hasattr(target, "choices"):
+            target = _NO_CHOICES  # a provider's: it exists, its arguments name no choices
         completion = await self.completions.complete(params, target, self.context(ctx))
         return CompleteResult(completion=completion)
+
+
+class _NoChoices:
+    def choices(self, argument: str) -> list[str] | None:
+        return None
+
+
+_NO_CHOICES = _NoChoices()

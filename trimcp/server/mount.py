@@ -9,6 +9,14 @@ Names: a tool or prompt ``name`` becomes ``{prefix}_{name}``; a resource URI or 
 server's middleware (the mounted server's own middleware applies only when it is served by
 itself). Returned resource contents carry the prefixed URI.
 
+A mounted server is a provider of the mounting one (:class:`Mount`, see
+:mod:`trimcp.server.providers`): it serves the mounted server's own components (its
+decorated ones and, in turn, those of the servers mounted into it; not its other
+providers) after the mounting server's own, so listing, pagination, scopes, cache hints and
+``list_changed`` apply to them as to any provider's. A name or URI the mounting server
+serves already when mounting is refused (``ValueError``); one that collides later is
+served by whoever came first (the mounting server's own components first).
+
 Lifespans: the mounted server's lifespan is entered with the mounting server's, once (and
 shared with any other serving loop that enters it). List changes: adding, removing,
 enabling or disabling anything on the mounted server afterwards updates the mounting
@@ -21,12 +29,14 @@ the new names.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
 from trimcp.server.context import Context
 from trimcp.server.prompts import RegisteredPrompt
+from trimcp.server.providers import KINDS, Kind, Provider
 from trimcp.server.resources import RegisteredResource, RegisteredTemplate
 from trimcp.server.tools import RegisteredTool
 from trimcp.server.uri_template import UriTemplate
@@ -153,8 +163,10 @@ class MountedTemplate(RegisteredTemplate):
         return _relabel(contents, uri)
 
 
-class Mount:
-    """One server mounted into another: keeps the mirrors in step with the mounted server."""
+class Mount(Provider):
+    """One server mounted into another: a provider of the mounted server's components
+    under the prefix (see the module docstring), its mirrors rebuilt when the mounted
+    server changes (:meth:`sync`, one of its change listeners)."""
 
     def __init__(self, parent: Server, child: Server, prefix: str) -> None:
         if not PREFIX.fullmatch(prefix):
@@ -167,36 +179,46 @@ class Mount:
         self.parent = parent
         self.child = child
         self.prefix = prefix
-        self._keys: dict[str, list[str]] = {
-            "tools": [],
-            "prompts": [],
-            "resources": [],
-            "templates": [],
-        }
+        self._mirrors: dict[Kind, dict[str, Any]] = {kind: {} for kind in KINDS}
+        self._listed: dict[Kind, list[Any]] = {kind: [] for kind in KINDS}
+        for kind in KINDS:
+            self._mirror_all(kind)
+
+    def __repr__(self) -> str:
+        return f"<Mount {self.prefix!r} -> {self.child!r}>"
 
     def name(self, name: str) -> str:
         return f"{self.prefix}_{name}"
 
+    def components(self, kind: Kind) -> Sequence[Any]:
+        return self._listed[kind]
+
+    def component(self, kind: Kind, key: str) -> Any | None:
+        return self._mirrors[kind].get(key)
+
+    def keys(self, kind: Kind) -> list[str]:
+        """The names or URIs this mount serves ``kind`` under."""
+        return list(self._mirrors[kind])
+
     def sync(self, kind: str) -> None:
-        """Mirror the mounted server's ``kind`` entries into the parent (all of them)."""
-        kinds = ("resources", "templates") if kind in ("resources", "templates") else (kind,)
+        """Mirror the mounted server's ``kind`` components again (templates with
+        resources) and tell the servers serving this provider."""
+        kinds: tuple[Kind, ...] = (
+            ("resources", "templates") if kind in ("resources", "templates") else (_kind(kind),)
+        )
         for each in kinds:
-            self._sync_one(each)
+            self._mirror_all(each)
+            self.changed(each)
 
-    def _sync_one(self, kind: str) -> None:
-        registry = getattr(self.parent, kind)
-        for key in self._keys[kind]:
-            if key in registry:
-                registry.remove(key)
-        self._keys[kind] = []
-        for source in getattr(self.child, kind):
+    def _mirror_all(self, kind: Kind) -> None:
+        mirrors: dict[str, Any] = {}
+        for source in self.child.own_components(kind):
             mirror, key = self._mirror(kind, source)
-            registry.add(key, mirror)
-            if not source.enabled:
-                mirror.disable()
-            self._keys[kind].append(key)
+            mirrors.setdefault(key, mirror)
+        self._mirrors[kind] = mirrors
+        self._listed[kind] = list(mirrors.values())
 
-    def _mirror(self, kind: str, source: Any) -> tuple[Any, str]:
+    def _mirror(self, kind: Kind, source: Any) -> tuple[Any, str]:
         child, prefix = self.child, self.prefix
         if kind == "tools":
             tool = MountedTool.of(source, child, self.name(source.name))
@@ -226,3 +248,50 @@ class Mount:
 
     def _key(self, kind: str, key: str) -> str:
         return self.name(key) if kind == "prompt" else prefixed_uri(self.prefix, key)
+
+
+def _kind(kind: str) -> Kind:
+    for known in KINDS:
+        if known == kind:
+            return known
+    raise ValueError(f"not a kind of component: {kind!r}")
+
+
+class Composition:
+    """Where one server sits among mounted servers: the mounts serving other servers'
+    components in it (:attr:`mounts`, in mount order) and the mounts serving its own
+    components elsewhere (:attr:`mounted_into`: they hear its list changes and its
+    resource updates)."""
+
+    __slots__ = ("mounted_into", "mounts")
+
+    def __init__(self) -> None:
+        self.mounts: list[Mount] = []
+        self.mounted_into: list[Mount] = []
+
+    def servers(self) -> list[Server]:
+        """The servers mounted into this one (directly), in mount order."""
+        return [mount.child for mount in self.mounts]
+
+    def below(self) -> list[Server]:
+        """Every server mounted into this one, directly or through others."""
+        found: list[Server] = []
+        for child in self.servers():
+            found.append(child)
+            found.extend(child.mounted_servers(deep=True))
+        return found
+
+    def components(self, kind: Kind) -> list[Any]:
+        """The components the mounts serve in this server, in mount order."""
+        return [item for mount in self.mounts for item in mount.components(kind)]
+
+    def changed(self, kind: str) -> None:
+        """This server's ``kind`` list changed: the mounts serving it elsewhere follow."""
+        for mount in self.mounted_into:
+            mount.sync(kind)
+
+    async def resource_updated(self, uri: str) -> None:
+        """Tell the servers this one is mounted into that ``uri`` (canonical) was updated:
+        their subscribers of the prefixed URI hear it. Cancellation: stops telling."""
+        for mount in self.mounted_into:
+            await mount.parent.notify_resource_updated(prefixed_uri(mount.prefix, uri))

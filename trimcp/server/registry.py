@@ -135,3 +135,12 @@ def label(handle: H, cache: CacheHint | None, tags: Iterable[str] | None) -> H:
             raise TypeError(f"tags must be a collection of str (e.g. {{'admin'}}), not {tags!r}")
         handle.tags = frozenset(tags)
     return handle
+
+
+def check_name(what: str, name: object) -> None:
+    """``@app.tool(...)``/``@app.prompt(...)`` take a name (str) or nothing before keywords."""
+    if name is not None and not isinstance(name, str):
+        raise TypeError(
+            f"@app.{what}() takes the {what}'s name as a str (or no argument), got {name!r}; "
+            f'decorate with @app.{what} or @app.{what}("name")'
+        )
