@@ -290,3 +290,58 @@ async def test_every_skills_listing_stops_at_the_page_bound(max_pages: int | Non
         with pytest.raises(PaginationError, match=f"within {client.max_pages} pages"):
             await cmd_skills(client, args)
         assert len(cursors) == client.max_pages
+
+
+def test_a_code_skill_holds_at_most_512_files() -> None:
+    files = {f"refs/{index}.md": "x" for index in range(wire.MAX_FILES - 1)}
+    assert len(Skill.from_text(SKILL_MD, files).files) == wire.MAX_FILES  # SKILL.md too
+    files["refs/one-more.md"] = "x"
+    with pytest.raises(ValueError, match="has 513 files \\(at most 512\\)"):
+        Skill.from_text(SKILL_MD, files)
+
+
+def test_a_code_skill_holds_at_most_16_mib() -> None:
+    room = wire.MAX_TOTAL_BYTES - len(SKILL_MD.encode())
+    assert Skill.from_text(SKILL_MD, {"big.bin": bytes(room)})
+    with pytest.raises(ValueError, match="'greet' is larger than 16 MiB"):
+        Skill.from_text(SKILL_MD, {"big.bin": bytes(room + 1)})
+
+
+def test_a_skill_md_that_is_not_utf8_is_refused() -> None:
+    folder_less = {"SKILL.md": b"---\nname: greet\ndescription: \xff\n---\n"}
+    with pytest.raises(ValueError, match=r"SKILL\.md must be UTF-8 text"):
+        Skill.from_text("ignored", folder_less)
+
+
+def test_a_folder_needs_its_skill_md_and_the_skills_name(tmp_path: Path) -> None:
+    empty = tmp_path / "greet"
+    empty.mkdir()
+    (empty / "notes.md").write_text("x")
+    with pytest.raises(ValueError, match=r"holds no SKILL\.md: a skill folder needs one"):
+        Skill.from_folder(empty)
+    renamed = write_skill(tmp_path / "other").rename(tmp_path / "other" / "hello")
+    with pytest.raises(ValueError, match="must be named after its skill 'greet'"):
+        Skill.from_folder(renamed)
+
+
+def test_a_folder_of_exactly_the_most_entries_is_walked(tmp_path: Path) -> None:
+    folder = write_skill(tmp_path)
+    # SKILL.md, refs/ and refs/WORDS.md are three entries; hidden ones fill the rest.
+    for index in range(MAX_FOLDER_ENTRIES - 3):
+        (folder / "refs" / f".{index}").write_text("")
+    assert len(Skill.from_folder(folder).files) == 2
+    (folder / "refs" / ".one-more").write_text("")
+    with pytest.raises(ValueError, match=f"more than {MAX_FOLDER_ENTRIES} entries"):
+        Skill.from_folder(folder)
+
+
+def test_a_folder_of_exactly_512_files_and_16_mib_is_read(tmp_path: Path) -> None:
+    folder = write_skill(tmp_path)  # SKILL.md and refs/WORDS.md
+    for index in range(wire.MAX_FILES - 3):
+        (folder / "refs" / f"{index}.md").write_text("")
+    used = len(SKILL_MD.encode()) + len(b"hello, hi\n")
+    with open(folder / "refs" / "big.bin", "wb") as big:
+        big.truncate(wire.MAX_TOTAL_BYTES - used)  # sparse
+    skill = Skill.from_folder(folder)
+    assert len(skill.files) == wire.MAX_FILES
+    assert sum(len(file.data) for file in skill.files) == wire.MAX_TOTAL_BYTES
