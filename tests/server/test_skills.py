@@ -16,11 +16,17 @@ import pytest
 import trio
 
 import trimcp
+from tests.server.test_providers import Outlet
+from trimcp.auth import AuthInfo
 from trimcp.errors import INVALID_PARAMS, McpError
+from trimcp.protocol import modern
 from trimcp.protocol import skills as wire
+from trimcp.protocol.jsonrpc import Request
+from trimcp.protocol.stateless import prepare
 from trimcp.server.context import Context
 from trimcp.server.extensions import Extension
 from trimcp.server.skills import MAX_FOLDER_ENTRIES, Skill, Skills, read_bounded
+from trimcp.session.stateless import run_request
 from trimcp.types import TextResourceContents
 
 SKILL_MD = """---
@@ -202,6 +208,7 @@ async def test_refresh_serves_the_changed_skill_and_tells_clients(tmp_path: Path
     skills = Skills(app)
     folder = write_skill(tmp_path)
     skills.add_folder(folder)
+    skills.add(Skill.from_text(SKILL_MD.replace("name: greet", "name: coded")))  # no folder
     changed = trio.Event()
 
     async def on_change(*args: Any) -> None:
@@ -216,7 +223,8 @@ async def test_refresh_serves_the_changed_skill_and_tells_clients(tmp_path: Path
         with trio.fail_after(5):
             await changed.wait()
         listed = await client.request(wire.LIST_SKILLS, {})
-        uris = [r["uri"] for r in listed["skills"][0]["resources"]]
+        (greet,) = [e for e in listed["skills"] if e["uri"] == "skill://greet/SKILL.md"]
+        uris = [r["uri"] for r in greet["resources"]]
         assert "skill://greet/refs/MORE.md" in uris
         assert (await client.read_resource("skill://greet/refs/MORE.md")).contents
 
@@ -345,3 +353,47 @@ def test_a_folder_of_exactly_512_files_and_16_mib_is_read(tmp_path: Path) -> Non
     skill = Skill.from_folder(folder)
     assert len(skill.files) == wire.MAX_FILES
     assert sum(len(file.data) for file in skill.files) == wire.MAX_TOTAL_BYTES
+
+
+def test_a_special_file_is_not_read(tmp_path: Path) -> None:
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)  # opened without blocking, then refused: not a regular file
+    with pytest.raises(ValueError, match="is no longer a regular file"):
+        read_bounded(pipe, 100)
+
+
+async def _as(app: trimcp.Server, method: str, params: dict[str, Any], caller: Any) -> Any:
+    """``method`` as one 2026 request of ``caller``, with the skills extension declared."""
+    caps: dict[str, Any] = {"extensions": {wire.EXTENSION_ID: {}}}
+    meta = {modern.META_PROTOCOL_VERSION: "2026-07-28", modern.META_CLIENT_CAPABILITIES: caps}
+    prepared = prepare(app, Request(id=1, method=method, params={"_meta": meta, **params}))
+    return await run_request(app, prepared, Outlet(), principal=caller)
+
+
+async def test_a_skill_hidden_from_a_caller_is_not_listed_got_or_browsed() -> None:
+    app = trimcp.Server("skills")
+    skills = Skills(app)
+    skills.add(Skill.from_text(SKILL_MD))
+    skills.add(Skill.from_text(SKILL_MD.replace("name: greet", "name: admin-only")))
+
+    def rules(method: str, name: str) -> frozenset[str]:
+        return frozenset({"admin"}) if "admin-only" in name else frozenset()
+
+    hidden = AuthInfo(subject="u", rules=rules, hide_unauthorized=True)
+    shown = AuthInfo(subject="u", rules=rules)  # hide_unauthorized off: listed
+    admin = AuthInfo(subject="a", scopes="admin", rules=rules, hide_unauthorized=True)
+    for caller, names in [(hidden, ["greet"]), (shown, ["admin-only", "greet"]), (admin, None)]:
+        listed = (await _as(app, wire.LIST_SKILLS.name, {}, caller)).result
+        got = [entry["uri"].split("/")[2] for entry in listed["skills"]]
+        assert got == (names or ["admin-only", "greet"])
+        assert "nextCursor" not in listed  # one page: no cursor at all, not a null one
+    uri = "skill://admin-only/SKILL.md"
+    refused = await _as(app, wire.GET_SKILL.name, {"uri": uri}, hidden)
+    assert refused.error is not None
+    assert (await _as(app, wire.GET_SKILL.name, {"uri": uri}, admin)).error is None
+    folder = "skill://admin-only"
+    refused = await _as(app, wire.READ_DIRECTORY.name, {"uri": folder}, hidden)
+    assert refused.error is not None
+    assert (await _as(app, wire.READ_DIRECTORY.name, {"uri": folder}, admin)).error is None
+    unknown = await _as(app, wire.READ_DIRECTORY.name, {"uri": "skill://nobody"}, admin)
+    assert unknown.error is not None
