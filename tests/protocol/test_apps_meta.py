@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from trimcp.protocol.apps_ext import EXTENSION_ID, MIME_TYPE, ToolUi, is_ui_uri, renders_pages
+from trimcp.protocol.apps_ext import (
+    EXTENSION_ID,
+    MIME_TYPE,
+    ToolUi,
+    is_ui_uri,
+    renders_pages,
+    tool_meta,
+)
 
 
 @pytest.mark.parametrize(
@@ -44,3 +51,34 @@ def test_a_tools_visibility_is_read_as_written(visibility: Any, read: Any) -> No
     ui = ToolUi.from_meta({"ui": {"resourceUri": "ui://dash", "visibility": visibility}})
     assert ui is not None
     assert ui.visibility == read
+
+
+@pytest.mark.parametrize(
+    ("visibility", "model", "app"),
+    [
+        (None, True, True),
+        ("model", True, False),
+        ("app", False, True),
+        (["app", "model"], True, True),
+    ],
+)
+def test_who_sees_and_calls_a_tool(visibility: Any, model: bool, app: bool) -> None:
+    ui = ToolUi("ui://dash", visibility=visibility)
+    assert (ui.model_visible, ui.app_callable) == (model, app)
+
+
+def test_a_tools_visibility_names_model_or_app_only() -> None:
+    with pytest.raises(ValueError, match="Unknown tool visibility 'agent'"):
+        ToolUi("ui://dash", visibility=["model", "agent"])
+    with pytest.raises(ValueError, match="needs 'model', 'app' or both"):
+        ToolUi("ui://dash", visibility=[])
+    not_ui: Any = 7
+    with pytest.raises(TypeError, match=r"ui= takes a 'ui://\.\.\.' URI or a ToolUi"):
+        tool_meta(not_ui, None)
+
+
+@pytest.mark.parametrize(
+    "meta", [{"ui": {"resourceUri": 7}}, {"ui/resourceUri": None}, {"ui": {}}, {"ui": "x"}, None]
+)
+def test_a_tool_without_a_usable_app_uri_has_no_app(meta: Any) -> None:
+    assert ToolUi.from_meta(meta) is None
