@@ -397,3 +397,31 @@ async def test_a_skill_hidden_from_a_caller_is_not_listed_got_or_browsed() -> No
     assert (await _as(app, wire.READ_DIRECTORY.name, {"uri": folder}, admin)).error is None
     unknown = await _as(app, wire.READ_DIRECTORY.name, {"uri": "skill://nobody"}, admin)
     assert unknown.error is not None
+
+
+async def test_the_client_asks_no_skills_of_a_server_without_them() -> None:
+    from trimcp.client.skills import get_skill, iter_skills, list_skills
+    from trimcp.errors import LocalProtocolError
+
+    app = trimcp.Server("plain")
+    async with trimcp.connect_memory(app, mode="legacy") as client:
+        with pytest.raises(LocalProtocolError, match="skills"):
+            await list_skills(client)
+        with pytest.raises(LocalProtocolError, match="skills"):
+            await get_skill(client, "skill://greet/SKILL.md")
+        with pytest.raises(LocalProtocolError, match="skills"):
+            iter_skills(client)
+
+
+async def test_a_dynamic_skill_reads_any_file_and_junk_in_a_manifest_is_skipped() -> None:
+    from trimcp.client.skills import list_skills, read_skill_file
+
+    app = trimcp.Server("skills")
+    Skills(app).add(Skill.from_text(SKILL_MD, {"refs/WORDS.md": "hello"}))
+    async with trimcp.connect_memory(app, mode="legacy") as client:
+        [entry] = (await list_skills(client))["skills"]
+        words = "skill://greet/refs/WORDS.md"
+        dynamic = {**entry, "resources": "dynamic"}
+        assert await read_skill_file(client, dynamic, words) == b"hello"  # unverified
+        junk = {**entry, "resources": ["junk", 7, *entry["resources"]]}
+        assert await read_skill_file(client, junk, words) == b"hello"
