@@ -159,7 +159,7 @@ async def test_a_lease_script_reply_of_another_shape_is_an_outage(reply: object)
 
 
 async def test_the_lease_scripts_answer_names_the_full_scope() -> None:
-    leases, client = scripted([2, 3], [0, 0])
+    leases, client = scripted([2, 3], [0, 0], [0, 0])
     with pytest.raises(LeaseRefused) as refused:
         await leases.acquire([SESSION, TOTAL])
     assert (refused.value.scope, refused.value.held) == (TOTAL, 3)
@@ -170,6 +170,9 @@ async def test_the_lease_scripts_answer_names_the_full_scope() -> None:
     assert client.pipelines == [
         [("ZREM", "p:lease:follow:s:S", lease.member), ("ZREM", "p:lease:follow", lease.member)]
     ]
+    later = await leases.acquire([TOTAL])  # a release after the first one ended: sent too
+    await leases.release(later)
+    assert client.pipelines[1:] == [[("ZREM", "p:lease:follow", later.member)]]
 
 
 async def test_leases_given_back_at_once_share_the_release_under_way() -> None:

@@ -356,7 +356,7 @@ async def test_the_shared_keys_are_read_again_every_minute_at_most(
 async def test_an_outage_is_logged_once_retried_and_its_end_logged(
     autojump_clock: trio.abc.Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = SharedKeys(*[StoreUnavailable("down")] * 3, ring("p1"))
+    store = SharedKeys(*[StoreUnavailable("down")] * 3, ring("p1"), StoreUnavailable("again"))
     fake: Any = store
     keyring = RequestStateKeyring()
     async with trio.open_nursery() as nursery:
@@ -366,9 +366,10 @@ async def test_an_outage_is_logged_once_retried_and_its_end_logged(
         await trio.sleep(16)
         assert [t - start for t in store.asked] == [0.0, 5.0, 10.0, 15.0]
         assert keyring.current == "p1"
+        await trio.sleep(60)  # the next read fails again: a new outage, logged again
         nursery.cancel_scope.cancel()
     said = [(r.levelname, r.getMessage()) for r in caplog.records if r.name.endswith("keyring")]
-    assert [level for level, _ in said] == ["ERROR", "WARNING"]
+    assert [level for level, _ in said] == ["ERROR", "WARNING", "ERROR"]
     assert "seals with its own key until the store answers" in said[0][1]
     assert said[1][1] == "the shared requestState keys are read again"
 

@@ -425,3 +425,32 @@ async def test_a_dynamic_skill_reads_any_file_and_junk_in_a_manifest_is_skipped(
         assert await read_skill_file(client, dynamic, words) == b"hello"  # unverified
         junk = {**entry, "resources": ["junk", 7, *entry["resources"]]}
         assert await read_skill_file(client, junk, words) == b"hello"
+
+
+async def test_the_client_names_every_front_matter_field_that_differs() -> None:
+    from trimcp.client.skills import SkillVerificationError, list_skills, read_skill_file
+
+    app = trimcp.Server("skills")
+    Skills(app).add(Skill.from_text(SKILL_MD))
+    async with trimcp.connect_memory(app, mode="legacy") as client:
+        [entry] = (await list_skills(client))["skills"]
+        extra = {**entry, "frontmatter": {**entry["frontmatter"], "extra": "x"}}
+        with pytest.raises(SkillVerificationError, match=r"entry's \(extra\)$"):
+            await read_skill_file(client, extra, entry["uri"])
+        none = {**entry, "frontmatter": None}
+        with pytest.raises(SkillVerificationError, match=r"\(description, metadata, name\)$"):
+            await read_skill_file(client, none, entry["uri"])
+
+
+async def test_a_directory_read_names_a_missing_folder_and_a_missing_uri() -> None:
+    app = trimcp.Server("skills")
+    Skills(app).add(Skill.from_text(SKILL_MD, {"refs/WORDS.md": "hello"}))
+    read = wire.READ_DIRECTORY.name
+    listed = await _as(app, read, {"uri": "skill://greet/refs"}, None)
+    assert [r["name"] for r in listed.result["resources"]] == ["WORDS.md"]
+    missing = await _as(app, read, {"uri": "skill://greet/nope"}, None)
+    assert missing.error is not None
+    assert "is not a skill directory" in missing.error.message
+    unnamed = await _as(app, read, {}, None)
+    assert unnamed.error is not None
+    assert "'uri' (a string) is required" in unnamed.error.message
