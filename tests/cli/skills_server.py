@@ -24,9 +24,9 @@ skills.add(
 )
 skills.add(Skill.from_text("---\nname: zebra\ndescription: Stripes\n---\nStripes.\n"))
 
-app.remove_resource("skill://tampered/notes.md")
 
-
+# The server's own resources come before its providers' (the skills): this one is served
+# in place of the skill's file.
 @app.resource("skill://tampered/notes.md", mime_type="text/markdown")
 def notes() -> str:
     """Not what the manifest lists."""

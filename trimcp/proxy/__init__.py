@@ -30,6 +30,10 @@ Requests wait for the backend as long as it takes (a client's own timeout cancel
 or set ``SessionOptions(handler_timeout=...)`` on the serving side); connecting and the
 backend's handshake are bounded by ``connect_timeout``.
 
+To serve another server's components *next to* a server's own (namespaced, filtered,
+behind its scopes and pagination) instead of relaying whole sessions, add a
+:class:`ProxyProvider` to a ``trimcp.Server`` (see :mod:`trimcp.proxy.provider`).
+
 2026-07-28 clients are served too, the era chosen per request (HTTP) or per connection
 (stdio) as :class:`trimcp.Server` does; they share one backend session opened in the
 proxy's lifespan (see :mod:`trimcp.proxy.modern` for what that session can and cannot
@@ -37,7 +41,8 @@ carry).
 """
 
 from trimcp.proxy.modern import SharedBackend as SharedBackend
+from trimcp.proxy.provider import ProxyProvider as ProxyProvider
 from trimcp.proxy.server import ProxyServer as ProxyServer
 from trimcp.proxy.server import TransportFactory as TransportFactory
 
-__all__ = ["ProxyServer", "SharedBackend", "TransportFactory"]
+__all__ = ["ProxyProvider", "ProxyServer", "SharedBackend", "TransportFactory"]

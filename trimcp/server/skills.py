@@ -7,12 +7,13 @@
 A skill is read once: its files, their SHA-256 digests and sizes (the manifest) are
 computed when it is added (:meth:`Skills.add_folder` at start-up, or
 :meth:`Skills.load_folder`/:meth:`Skills.refresh` off the event loop in a worker thread).
-Every file is a resource of the server (``skill://<name>/<path>``, ``SKILL.md`` as
-``text/markdown`` named and described by its front matter), so it is read through
-``resources/read`` like any resource: resource scopes apply, and only the files of the
-manifest exist (no path is ever joined from a request). :meth:`Skills.refresh` re-reads
-the folders and replaces the skills that changed; the resource registry then tells
-clients (``notifications/resources/list_changed``).
+:class:`Skills` is a provider of the server (:mod:`trimcp.server.providers`): every file
+is one of its resources (``skill://<name>/<path>``, ``SKILL.md`` as ``text/markdown`` named
+and described by its front matter), read through ``resources/read`` like any resource:
+resource scopes apply, and only the files of the manifest exist (no path is ever joined
+from a request). :meth:`Skills.refresh` re-reads the folders and replaces the skills that
+changed; adding, removing or replacing a skill tells clients
+(``notifications/resources/list_changed``).
 
 ``skills/list`` (paginated as the server's lists are), ``skills/get`` (``-32602`` for a
 URI that is not a served skill) and ``resources/directory/read`` (a skill folder's
@@ -26,7 +27,7 @@ import contextlib
 import mimetypes
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,8 @@ from trimcp.errors import INVALID_PARAMS, McpError
 from trimcp.protocol import skills as wire
 from trimcp.protocol.pagination import paginate
 from trimcp.server.extensions import Extension
+from trimcp.server.providers import Kind, Provider
+from trimcp.server.resources import RegisteredResource
 
 if TYPE_CHECKING:
     from trimcp.server.app import Server
@@ -221,13 +224,17 @@ def _check_path(path: str) -> str:
     return path
 
 
-class Skills:
-    """The skills a server serves (see the module docs). Creating it declares the
-    extension on ``app`` (``directoryRead`` when ``directory_read``)."""
+class Skills(Provider):
+    """The skills a server serves (see the module docs): a provider of ``app`` whose
+    resources are the skills' files. Creating it declares the extension on ``app``
+    (``directoryRead`` when ``directory_read``) and adds it as a provider."""
 
     def __init__(self, app: Server, *, directory_read: bool = True) -> None:
         self.app = app
         self._skills: dict[str, Skill] = {}
+        #: The files of every skill, as resources by URI (what this provider serves).
+        self._files: dict[str, RegisteredResource] = {}
+        self._listed: list[RegisteredResource] = []
         settings = {"directoryRead": True} if directory_read else {}
         extension = Extension(wire.EXTENSION_ID, settings, schemes=(wire.SCHEME,))
         extension.add_named(wire.LIST_SKILLS.name, self._list)
@@ -235,6 +242,16 @@ class Skills:
         if directory_read:
             extension.add_named(wire.READ_DIRECTORY.name, self._read_directory)
         self.extension = app.add_extension(extension)
+        app.add_provider(self)
+
+    def __repr__(self) -> str:
+        return f"<Skills {sorted(self._skills)}>"
+
+    def components(self, kind: Kind) -> Sequence[Any]:
+        return self._listed if kind == "resources" else ()
+
+    def component(self, kind: Kind, key: str) -> Any | None:
+        return self._files.get(key) if kind == "resources" else None
 
     def __iter__(self) -> Any:
         return iter(self._skills.values())
@@ -245,12 +262,11 @@ class Skills:
     # --- authoring ---------------------------------------------------------------------
 
     def add(self, skill: Skill) -> Skill:
-        """Serve ``skill`` (replacing one of the same name); its files become resources."""
-        if skill.name in self._skills:
-            self.remove(skill.name)
-        for file in skill.files:
-            self._register(skill, file)
+        """Serve ``skill`` (replacing one of the same name); its files become resources
+        (the server's clients hear ``notifications/resources/list_changed``)."""
+        self._skills.pop(skill.name, None)
         self._skills[skill.name] = skill
+        self._served()
         return skill
 
     def add_folder(self, folder: str | os.PathLike[str]) -> Skill:
@@ -266,8 +282,7 @@ class Skills:
     def remove(self, name: str) -> Skill:
         """Stop serving the skill ``name`` (``KeyError`` if there is none)."""
         skill = self._skills.pop(name)
-        for file in skill.files:
-            self.app.remove_resource(wire.skill_uri(name, file.path))
+        self._served()
         return skill
 
     async def refresh(self) -> list[str]:
@@ -284,25 +299,16 @@ class Skills:
                 changed.append(fresh.name)
         return changed
 
-    def _register(self, skill: Skill, file: SkillFile) -> None:
-        is_manifest = file.path == wire.SKILL_FILE
-        content: str | bytes = file.data
-        with contextlib.suppress(UnicodeDecodeError):
-            content = file.data.decode()
-
-        async def read() -> str | bytes:
-            return content
-
-        self.app.add_resource(
-            read,
-            wire.skill_uri(skill.name, file.path),
-            name=skill.name if is_manifest else f"{skill.name}/{file.path}",
-            description=skill.front_matter["description"]
-            if is_manifest
-            else f"{file.path}, a file of the skill {skill.name}",
-            mime_type=file.mime_type,
-            size=len(file.data),
-        )
+    def _served(self) -> None:
+        """Serve the files of the skills as they are now, and say so."""
+        files = {}
+        for skill in self._skills.values():
+            for file in skill.files:
+                resource = _resource(skill, file)
+                files[resource.uri] = resource
+        self._files = files
+        self._listed = list(files.values())
+        self.changed("resources")
 
     # --- serving -----------------------------------------------------------------------
 
@@ -380,3 +386,26 @@ def _cacheable(ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
     if ctx.stateless:
         result.update(ttlMs=0, cacheScope="private")
     return result
+
+
+def _resource(skill: Skill, file: SkillFile) -> RegisteredResource:
+    """The resource serving ``file`` of ``skill`` (``SKILL.md``: named and described by
+    the skill's front matter)."""
+    is_manifest = file.path == wire.SKILL_FILE
+    content: str | bytes = file.data
+    with contextlib.suppress(UnicodeDecodeError):
+        content = file.data.decode()
+
+    async def read() -> str | bytes:
+        return content
+
+    return RegisteredResource(
+        wire.skill_uri(skill.name, file.path),
+        read,
+        name=skill.name if is_manifest else f"{skill.name}/{file.path}",
+        description=skill.front_matter["description"]
+        if is_manifest
+        else f"{file.path}, a file of the skill {skill.name}",
+        mime_type=file.mime_type,
+        size=len(file.data),
+    )
