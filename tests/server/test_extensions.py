@@ -163,3 +163,16 @@ def test_conflicts_are_refused_at_registration() -> None:
 
 async def _never() -> None:
     raise AssertionError("not called")
+
+
+@pytest.mark.parametrize("identifier", [7, None, b"com.example/notes", "notes", ""])
+def test_an_identifier_that_is_not_vendor_slash_name_is_refused(identifier: object) -> None:
+    with pytest.raises(ValueError, match="An extension identifier is '\\{vendor-prefix\\}"):
+        check_identifier(identifier)
+    assert check_identifier("com.example/notes") == "com.example/notes"
+
+
+@pytest.mark.parametrize("name", ["", "tools/call", "initialize"])
+def test_an_extension_method_is_never_a_core_one_or_nameless(name: str) -> None:
+    with pytest.raises(ValueError, match="is a core MCP method \\(or empty\\)"):
+        extension_method(name)

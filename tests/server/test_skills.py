@@ -454,3 +454,18 @@ async def test_a_directory_read_names_a_missing_folder_and_a_missing_uri() -> No
     unnamed = await _as(app, read, {}, None)
     assert unnamed.error is not None
     assert "'uri' (a string) is required" in unnamed.error.message
+
+
+async def test_a_served_skill_md_without_front_matter_is_refused() -> None:
+    from trimcp.client.skills import SkillVerificationError, read_skill_file
+
+    app = trimcp.Server("rogue")  # serves a SKILL.md that no Skill would hold
+
+    @app.resource("skill://greet/SKILL.md")
+    def rogue() -> str:
+        return "no front matter here"
+
+    entry = {"uri": "skill://greet/SKILL.md", "resources": "dynamic", "frontmatter": {}}
+    async with trimcp.connect_memory(app, mode="legacy") as client:
+        with pytest.raises(SkillVerificationError, match="must open with front matter"):
+            await read_skill_file(client, entry, "skill://greet/SKILL.md")
