@@ -176,3 +176,19 @@ def test_an_identifier_that_is_not_vendor_slash_name_is_refused(identifier: obje
 def test_an_extension_method_is_never_a_core_one_or_nameless(name: str) -> None:
     with pytest.raises(ValueError, match="is a core MCP method \\(or empty\\)"):
         extension_method(name)
+
+
+def test_an_extension_answers_no_core_method_and_each_of_its_own_once() -> None:
+    from trimcp.protocol.methods import lookup
+
+    extension = Extension("com.example/x")
+    core = lookup("tools/call")
+    assert core is not None
+    with pytest.raises(ValueError, match="'tools/call' is a core method"):
+        extension.add_method(core, lambda ctx, params: _never())
+    with pytest.raises(ValueError, match="'tools/list' is a core method"):
+        extension.add_named("tools/list", lambda ctx: _never())
+    extension.add_named("x/go", lambda ctx: _never())
+    with pytest.raises(ValueError, match=r"'com\.example/x' already answers 'x/go'"):
+        extension.add_named("x/go", lambda ctx: _never())
+    assert list(extension.handlers) == ["x/go"]
