@@ -175,13 +175,13 @@ class Server(ServerShell):
         self.prompts: Registry[RegisteredPrompt] = Registry("prompts", self._changed)
         # The providers (these decorated components first) and the transforms, as
         # requests see them.
-        self._catalog = Catalog(LocalProvider(self), self._changed)
         registries: dict[Kind, Registry[Any]] = {
             "tools": self.tools,
             "prompts": self.prompts,
             "resources": self.resources,
             "templates": self.templates,
         }
+        self._catalog = Catalog(LocalProvider(registries), self._changed)
         self._components = Components(self._catalog, registries)
         self.completions = Completions()
         self._log_buffer = LogBuffer(log_buffer)

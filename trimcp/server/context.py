@@ -22,7 +22,7 @@ stream only, at the level its ``_meta`` asks for (none when it asks for none).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, overload
 
 from trimcp import serde
 from trimcp._validators import DEFAULT
@@ -50,9 +50,9 @@ from trimcp.types import (
 if TYPE_CHECKING:
     # Sampling, elicitation and roots are imported where they are used: a server that
     # never asks its client for them never loads those wire types (a cold start).
-    from trimcp.server.app import Server
     from trimcp.server.elicitation import ElicitationOutcome
-    from trimcp.server.state import Handles, UserState
+    from trimcp.server.state import Handles, StateKeeper, UserState
+    from trimcp.server.tools import RegisteredTool
     from trimcp.session.engine import Session
     from trimcp.types import (
         CreateMessageResult,
@@ -64,6 +64,36 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+
+class ServerApi(Protocol):
+    """The server answering a request, as its :class:`Context` sees it
+    (:attr:`Context.server`): a :class:`trimcp.Server`. What a handler and the context
+    itself ask of it; the context needs nothing else of the framework, so it does not
+    import the server's module."""
+
+    @property
+    def info(self) -> Implementation: ...
+    @property
+    def mask_error_details(self) -> bool: ...
+    @property
+    def state(self) -> StateKeeper: ...
+    @property
+    def lifespan_value(self) -> Any: ...
+    def session_values(self, session: Session) -> dict[str, Any]: ...
+    async def send_log(
+        self,
+        session: Session,
+        level: LoggingLevel,
+        data: Any,
+        logger: str | None = None,
+        related_request_id: int | str | None = None,
+    ) -> None: ...
+    def sampling_tools(self, tools: Sequence[Tool | str]) -> list[Tool]: ...
+    async def read_resource_contents(self, uri: str, ctx: Context) -> list[ResourceContents]: ...
+    def get_tool(self, name: str) -> RegisteredTool[Any, Any] | None: ...
+    async def notify_resource_updated(self, uri: str) -> None: ...
+
+
 IncludeContext = Literal["none", "thisServer", "allServers"]
 
 
@@ -72,7 +102,7 @@ class Context:
 
     __slots__ = ("_request", "_server", "_values")
 
-    def __init__(self, server: Server, request: RequestContext) -> None:
+    def __init__(self, server: ServerApi, request: RequestContext) -> None:
         self._server = server
         self._request = request
         self._values: dict[str, Any] | None = None
@@ -80,8 +110,9 @@ class Context:
     # --- what this request is --------------------------------------------------------
 
     @property
-    def server(self) -> Server:
-        """The :class:`~trimcp.server.app.Server` answering."""
+    def server(self) -> ServerApi:
+        """The :class:`~trimcp.server.app.Server` answering (typed by what a handler asks
+        of it: :class:`ServerApi`)."""
         return self._server
 
     @property

@@ -42,9 +42,9 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 if TYPE_CHECKING:
-    from trimcp.server.app import Server
     from trimcp.server.context import Context
     from trimcp.server.hints import CacheHint
+    from trimcp.server.registry import Registry
     from trimcp.server.tools import TaskStart
     from trimcp.server.transforms import Transform
     from trimcp.session.context import RequestContext
@@ -150,19 +150,14 @@ async def _nothing() -> AsyncIterator[None]:
 
 
 class LocalProvider(Provider):
-    """The server's own decorated components: its registries, as they are now.
+    """The server's own decorated components: its ``registries`` by kind, as they are now.
 
     The registries report their changes to the server themselves, so this provider never
     calls :meth:`Provider.changed`.
     """
 
-    def __init__(self, server: Server) -> None:
-        self._registries: dict[Kind, Any] = {
-            "tools": server.tools,
-            "prompts": server.prompts,
-            "resources": server.resources,
-            "templates": server.templates,
-        }
+    def __init__(self, registries: Mapping[Kind, Registry[Any]]) -> None:
+        self._registries = registries
 
     def __repr__(self) -> str:
         return "<LocalProvider>"

@@ -19,8 +19,8 @@ the same method table as a session-era request; what differs is around it:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Iterable, Sized
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
 
@@ -39,8 +39,30 @@ from trimcp.session.context import RequestContext
 from trimcp.types import ServerCapabilities
 
 if TYPE_CHECKING:
-    from trimcp.server.app import Server
     from trimcp.server.providers import Kind
+    from trimcp.server.resolve import Resolved
+
+
+class Served(Protocol):
+    """What the 2026 side asks of its server (a :class:`trimcp.Server`): what it
+    registered (the capabilities cache follows it), what it declares, and its lookups."""
+
+    @property
+    def tools(self) -> Sized: ...
+    @property
+    def prompts(self) -> Sized: ...
+    @property
+    def resources(self) -> Sized: ...
+    @property
+    def templates(self) -> Sized: ...
+    @property
+    def completions(self) -> object: ...
+
+    def capabilities(self, *, stateless: bool = False) -> ServerCapabilities: ...
+    def admit_resource(self, ctx: RequestContext, method: str, uri: str) -> Resolved: ...
+    def cache_hint(self, kind: Kind, key: str, ctx: RequestContext | None) -> CacheHint | None: ...
+    def read_hint(self, uri: str, ctx: RequestContext | None) -> CacheHint | None: ...
+    def lists_vary(self, ctx: RequestContext) -> bool: ...
 
 
 #: The registry's change key, what ``initialize`` declares, what ``server/discover`` does.
@@ -78,7 +100,7 @@ class StatelessOptions(Record):
 class StatelessServing:
     """The 2026-07-28 side of one :class:`~trimcp.Server`."""
 
-    def __init__(self, server: Server, options: StatelessOptions) -> None:
+    def __init__(self, server: Served, options: StatelessOptions) -> None:
         self.server = server
         self.options = options
         self.hub = ListenHub(

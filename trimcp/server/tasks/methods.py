@@ -258,5 +258,9 @@ async def start_task(ctx: Context, work: Callable[[Context], Awaitable[Any]]) ->
 
     if not runs_as_task(tool, request):
         return await shaped(ctx)
-    created = await call_tool_as_task(ctx.server, tool, request, shaped)
+    from trimcp.server.app import Server  # the task runs in the server's task runner
+
+    server = ctx.server
+    assert isinstance(server, Server)
+    created = await call_tool_as_task(server, tool, request, shaped)
     return TaskStarted(content=[], created=created)
