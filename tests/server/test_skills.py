@@ -469,3 +469,14 @@ async def test_a_served_skill_md_without_front_matter_is_refused() -> None:
     async with trimcp.connect_memory(app, mode="legacy") as client:
         with pytest.raises(SkillVerificationError, match="must open with front matter"):
             await read_skill_file(client, entry, "skill://greet/SKILL.md")
+
+
+async def test_the_client_reads_a_binary_skill_file_verified() -> None:
+    from trimcp.client.skills import list_skills, read_skill_file
+
+    app = trimcp.Server("skills")
+    Skills(app).add(Skill.from_text(SKILL_MD, {"img/dot.bin": b"\xff\x00\xfe"}))
+    async with trimcp.connect_memory(app, mode="legacy") as client:
+        [entry] = (await list_skills(client))["skills"]
+        got = await read_skill_file(client, entry, "skill://greet/img/dot.bin")
+        assert got == b"\xff\x00\xfe"
