@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 import pytest
 import trio
@@ -60,16 +59,20 @@ class Backend:
         def now(city: str) -> str:
             return f"now in {city}"
 
-    def transport(self, mode: str) -> Any:
-        @asynccontextmanager
-        async def open_transport() -> AsyncIterator[Transport]:
-            near, far = memory_transport_pair()
-            async with trio.open_nursery() as nursery:
-                await nursery.start(self.app.serve_stream, far)
-                yield near
-                nursery.cancel_scope.cancel()
+        #: How many connections were opened to it.
+        self.opened = 0
 
-        return ProxyProvider.for_transport(open_transport, label="backend", mode=mode)
+    @asynccontextmanager
+    async def open_transport(self) -> AsyncIterator[Transport]:
+        self.opened += 1
+        near, far = memory_transport_pair()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.app.serve_stream, far)
+            yield near
+            nursery.cancel_scope.cancel()
+
+    def transport(self, mode: str) -> ProxyProvider:
+        return ProxyProvider.for_transport(self.open_transport, label="backend", mode=mode)
 
 
 def front(provider: ProxyProvider) -> Server:
@@ -164,3 +167,18 @@ def test_a_proxy_provider_is_a_provider_like_any() -> None:
     assert provider.components("tools") == []  # nothing until the lifespan lists it
     with pytest.raises(McpError, match="not connected"):
         provider.client()
+
+
+async def test_servers_serving_one_proxy_provider_share_its_connection(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    backend = Backend()
+    provider = backend.transport("legacy")
+    one, two = front(provider), Server("two")
+    two.add_provider(provider)
+    async with one.open_lifespan(), two.open_lifespan():
+        assert backend.opened == 1
+        async with trimcp.connect_memory(two, mode="legacy") as client:
+            assert (await client.call_tool("add", {"a": 1, "b": 1})).structured_content == {
+                "result": 2
+            }

@@ -81,6 +81,9 @@ class ProxyProvider(Provider):
         self._by_key: dict[Kind, dict[str, Any]] = {kind: {} for kind in KINDS}
         self._stale: set[Kind] = set()
         self._wake = trio.Event()
+        #: The serving servers whose lifespan holds the connection (it closes with the
+        #: first to end, as a shared lifespan does).
+        self._users = 0
 
     def __repr__(self) -> str:
         return f"<ProxyProvider {self.label!r}>"
@@ -149,6 +152,22 @@ class ProxyProvider(Provider):
 
     @asynccontextmanager
     async def _connected(self) -> AsyncIterator[None]:
+        if self._users:  # served by several servers at once: they share the connection
+            self._users += 1
+            try:
+                yield
+            finally:
+                self._users -= 1
+            return
+        self._users = 1
+        try:
+            async with self._connection():
+                yield
+        finally:
+            self._users = 0
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[None]:
         options: dict[str, Any] = {
             name: self._marker(kind) for name, kind in _NOTIFICATIONS.items()
         }
