@@ -131,6 +131,7 @@ def test_no_private_names_are_exported() -> None:
         "_record",
         "_attrs_cache",
         "_fastio",
+        "_sealed",
         "_signals",
         "_version",
         "_EXPORTS",
