@@ -811,13 +811,13 @@ class Server(ServerShell):
         return self.initialize_result(ctx.params)
 
     async def answer_stateless(self, ctx: RequestContext) -> Any:
-        stateless = self._stateless
         if ctx.method == "subscriptions/listen":
-            return await stateless.listen(ctx)
-        return await stateless.handle(ctx, self.handler_for(ctx.method))
+            return await self._stateless.listen(ctx)
+        return await self._stateless.handle(ctx, self.handler_for(ctx.method))
 
     async def answer_in_session(self, ctx: RequestContext) -> Any:
-        session = session_of(ctx)
+        session = ctx.session
+        assert session is not None  # the shell answers only a session's requests here
         if self._replicas.bus.shared:
             await self._replicas.learn(session)
         return await self._sessions.answer(session, self.handler_for(ctx.method), ctx)

@@ -417,7 +417,7 @@ class MiddlewareChain:
     (``answer``) and notifications (``notified``). :attr:`empty` while there is none: the
     server then answers without building a :class:`Call` (nothing paid per request)."""
 
-    __slots__ = ("_answer", "_chain", "_layers", "_notified", "server")
+    __slots__ = ("_answer", "_chain", "_layers", "_notified", "empty", "server")
 
     def __init__(
         self,
@@ -430,10 +430,8 @@ class MiddlewareChain:
         self._notified = notified
         self._layers: list[Middleware] = []
         self._chain: Next = self._terminal
-
-    @property
-    def empty(self) -> bool:
-        return not self._layers
+        #: No middleware (a plain attribute: every request reads it).
+        self.empty = True
 
     @property
     def layers(self) -> tuple[Middleware, ...]:
@@ -446,6 +444,7 @@ class MiddlewareChain:
             raise TypeError(f"middleware must be callable, got {type(middleware).__name__}")
         self._layers.insert(0 if outermost else len(self._layers), middleware)
         self._chain = build_chain(self._layers, self._terminal)
+        self.empty = False
 
     async def request(self, ctx: RequestContext) -> Any:
         """Answer the request ``ctx`` through the middleware."""
