@@ -111,3 +111,17 @@ async def test_every_shell_answers_initialize_and_the_miss_alike(
         assert agreed["capabilities"]["tools"] == {"listChanged": True}
         missed = await peer.ask(1, "no/such", {})
         assert missed["error"] == {"code": -32601, "message": "Method not found: no/such"}
+
+
+@pytest.mark.parametrize("make", SHELLS, ids=["lowlevel", "server", "proxy"])
+def test_every_shell_runs_with_any_serve_setting(make: Callable[[], ServerShell]) -> None:
+    # run() is the shell's: the proxy's took any ServeSettings field (store=, reuse_port=),
+    # and so do the others now.
+    from trimcp.server.serving import capturing_run_calls
+
+    shell = make()
+    with capturing_run_calls() as calls:
+        shell.run("http", port=0, reuse_port=True, store=None)
+    assert [(call.server, call.arguments) for call in calls] == [
+        (shell, {"transport": "http", "port": 0, "reuse_port": True})
+    ]

@@ -331,6 +331,7 @@ class ServerShell:
         allowed_hosts: Sequence[str] | None = None,
         allowed_origins: Sequence[str] | None = None,
         options: SessionOptions | None = None,
+        **settings: Any,
     ) -> None:
         """Serve until the client leaves (stdio) or Ctrl-C / SIGTERM (blocking; starts Trio).
 
@@ -339,7 +340,9 @@ class ServerShell:
         127.0.0.1 and 8000 or 8765; ``port=0`` picks a free one), ``path`` (default
         ``/mcp``), ``stateless`` and ``json_response`` (HTTP modes), ``allowed_hosts`` /
         ``allowed_origins`` (needed to bind beyond loopback), ``log_level`` (configure
-        Python logging on stderr). Arguments left out come from ``TRIMCP_*`` environment
+        Python logging on stderr); ``settings``: any other field of
+        :class:`~trimcp.server.serving.ServeSettings` (``store``, ``reuse_port``,
+        ``auth_issuer``...). Arguments left out come from ``TRIMCP_*`` environment
         variables (see :mod:`trimcp.server.serving`), then the defaults. ``options``: the
         engine's bounds for each session.
 
@@ -361,14 +364,15 @@ class ServerShell:
             "log_level": log_level,
             "allowed_hosts": allowed_hosts,
             "allowed_origins": allowed_origins,
+            **settings,
         }
         if serving.capture_run(self, arguments):
             return
         try:
-            settings = serving.ServeSettings.from_env(**arguments)
+            chosen = serving.ServeSettings.from_env(**arguments)
         except serving.SettingsError as exc:
             raise SystemExit(f"trimcp: {exc}") from None
-        serving.run_server(self, settings, options=options)
+        serving.run_server(self, chosen, options=options)
 
 
 @contextlib.asynccontextmanager
