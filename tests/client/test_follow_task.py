@@ -19,6 +19,7 @@ import trio
 import trio.testing
 
 import trimcp
+from tests.server.helpers import text_of
 from trimcp.client import Client, connect_transport
 from trimcp.errors import RequestTimeout
 from trimcp.server.middleware import Call, Next
@@ -117,9 +118,9 @@ async def test_a_task_ending_in_time_is_the_calls_result(
 ) -> None:
     async with modern(Tools()) as client:
         result = await client.call_tool("quick", {"seconds": 3}, timeout=5)
-        assert result.content[0].text == "slept 3"  # type: ignore[union-attr]
+        assert text_of(result) == "slept 3"
         unbounded = await client.call_tool("quick", {"seconds": 1000}, timeout=None)
-        assert unbounded.content[0].text == "slept 1000"  # type: ignore[union-attr]
+        assert text_of(unbounded) == "slept 1000"
 
 
 async def test_status_changes_push_the_deadline_out_within_the_hard_maximum(

@@ -19,6 +19,7 @@ import pytest
 import trio
 import trio.testing
 
+from tests.server.helpers import text_of
 from trimcp import Context, Server, connect_http
 from trimcp.server.handles import InvalidHandle
 from trimcp.server.state import (
@@ -525,7 +526,7 @@ async def test_a_served_server_keeps_state_across_calls_and_eras() -> None:
         headers = {} if user is None else {"Authorization": f"Bearer {user}"}
         async with connect_http(url, headers=headers, mode=mode) as client:
             result = await client.call_tool(tool, args)
-            return result.is_error, result.content[0].text  # type: ignore[union-attr]
+            return result.is_error, text_of(result)
 
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
