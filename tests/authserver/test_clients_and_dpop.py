@@ -12,9 +12,9 @@ import jwt
 import pytest
 import trio
 
+from tests.auth.scripted_browser import fill_in
 from tests.authserver.fake_github import FakeGitHub, running_fake_github
 from tests.authserver.harness import call_whoami, github_upstream, proxied_server
-from tests.authserver.scripted_browser import fill_in
 from tests.authserver.spec_client import Browser, SpecClient, is_consent, log_in, query_of, s256
 from trimcp.auth import FollowRedirects, OAuthClient
 from trimcp.auth.dpop import DpopKey, DpopProofs

@@ -17,7 +17,7 @@ from tests.authserver.harness import free_port
 from tests.cli.support import ROOT, read_line
 
 DOC = ROOT / "docs" / "authorization.md"
-BROWSER = Path(__file__).with_name("scripted_browser.py")
+BROWSER = Path(__file__).parent.parent / "auth" / "scripted_browser.py"
 BOUND = 120.0
 
 

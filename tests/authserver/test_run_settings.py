@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import trio
 
+from tests.auth.scripted_browser import fill_in
 from tests.authserver.conftest import PROXY_CLIENT_ID, PROXY_CLIENT_SECRET, ProxyProvider
-from tests.authserver.scripted_browser import fill_in
 from tests.cli.support import cli, read_line, reap, spawn, stop
 from trimcp import Server, connect_http
 from trimcp.auth import FollowRedirects, OAuthClient
