@@ -324,7 +324,7 @@ class McpHttpApp:
         if version is not None and version not in SUPPORTED_VERSIONS:
             raise HttpRejection(400, f"Unsupported MCP-Protocol-Version: {version[:40]}")
         if method == "POST":
-            await self._post(receive, send, headers, principal)
+            await self._post(scope, receive, send, headers, principal)
         elif method == "GET" and not self.config.stateless:
             await self._get(receive, send, headers, principal)
         elif method == "DELETE" and not self.config.stateless:
@@ -388,23 +388,27 @@ class McpHttpApp:
             raise HttpRejection(406, "Accept must allow application/json and text/event-stream")
 
     async def _post(
-        self, receive: Receive, send: Send, headers: RequestHeaders, principal: Hashable | None
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        headers: RequestHeaders,
+        principal: Hashable | None,
     ) -> None:
         config = self.config
-        if not is_json_content_type(headers.get(b"content-type")):
-            raise HttpRejection(415, "Content-Type must be application/json")
-        accept = headers.get(b"accept")
-        if not accepts(accept, "application/json") or (
-            not config.json_response and not accepts(accept, "text/event-stream")
-        ):
-            raise HttpRejection(406, "Accept must allow application/json and text/event-stream")
+        self._check_post_headers(headers)
         entry: SessionEntry | None = None
         if not config.stateless and headers.get(SESSION_HEADER) is not None:
             entry = await self._session(headers, principal)
             entry.active += 1
         try:
             body = await read_body(
-                receive, config.max_body_bytes, config.body_timeout, headers.get(b"content-length")
+                receive,
+                config.max_body_bytes,
+                config.body_timeout,
+                headers.get(b"content-length"),
+                # (the lean engine read it whole already: no timeout scope to read it)
+                buffered=BODY_BUFFERED in extensions(scope),
             )
             parsed = parse_body(body)
             adopt_trace_headers(parsed.value, headers)

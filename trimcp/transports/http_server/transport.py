@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import trio
 
@@ -285,11 +285,11 @@ class HttpSessionTransport:
         only for a stream with nothing stored yet). Nothing for other stores; never raises
         for a store outage. Cancellation: safe."""
         store = self._store
-        if stream.stream_id is None or not isinstance(store, RecordsStreams):
+        if stream.stream_id is None or not _implements(store, RecordsStreams):
             return
         await stream.wait_stored()  # (a quick answer on its way to the store)
         if not stream.in_store:
-            await store.record_stream(stream.stream_id)
+            await cast("RecordsStreams", store).record_stream(stream.stream_id)
             stream.in_store = True
 
     def auth_for(self, request_id: RequestId) -> Any:
@@ -377,9 +377,10 @@ class HttpSessionTransport:
                 stream: OutStream | None = self.standalone
             else:
                 stream = self._live.get(stream_id)
-            if stream is None and not self.closed and isinstance(store, FollowsStreams):
+            if stream is None and not self.closed and _implements(store, FollowsStreams):
                 if not events:
-                    return partial(self._follow, store, last_event_id, sink, follow_timeout)
+                    follows = cast("FollowsStreams", store)
+                    return partial(self._follow, follows, last_event_id, sink, follow_timeout)
                 # Behind another replica's stream: end after the replay, so the client's
                 # next resume starts from the last event it got. Following on would risk a
                 # duplicate: clients (the official SDK among them) that lose a resumed
@@ -512,6 +513,21 @@ class HttpSessionTransport:
                     del routes[request_id]
             if not stream.waiting:
                 self._end(stream)
+
+
+def _implements(store: object, protocol: type) -> bool:
+    """Whether ``store`` has ``protocol``'s methods, asked once per class of store: an
+    ``isinstance`` of a runtime-checkable protocol costs more than the rest of a POST's
+    routing, and it is asked for every POST."""
+    key = (type(store), protocol)
+    found = _IMPLEMENTS.get(key)
+    if found is None:
+        found = _IMPLEMENTS[key] = isinstance(store, protocol)
+    return found
+
+
+#: What :func:`_implements` found, by (class of store, protocol).
+_IMPLEMENTS: dict[tuple[type, type], bool] = {}
 
 
 def _checked(event_id: str) -> str | None:
