@@ -231,7 +231,7 @@ def _unstructure_list_factory(t: Any) -> UnstructureHook:
         return identity
 
     def unstructure_list(value: Any) -> list[Any]:
-        return [hook(item) for item in value]
+        return list(map(hook, value))  # (no comprehension frame: every result has lists)
 
     return unstructure_list
 
@@ -417,11 +417,50 @@ def _structure_primitive_union_factory(members: tuple[Any, ...]) -> StructureHoo
     return structure_primitive_union
 
 
+def _optional_leaf(hook: StructureHook) -> StructureHook | None:
+    """``X | None`` for a leaf hook of :data:`_LEAF_KINDS` in one call (the most common
+    optional fields: ``str``, ``int``, ``bool``, ``dict[str, Any]``), with the leaf's own
+    error; None for any other hook."""
+    kinds = _LEAF_KINDS.get(hook)
+    if kinds is None:
+        return None
+    classes, expected = kinds
+    if len(classes) == 1:
+        (only,) = classes
+
+        def structure_optional_leaf(value: Any, _: Any) -> Any:
+            if value is None or type(value) is only:
+                return value
+            raise _Problem(f"expected {expected}, got {_kind(value)}")
+
+        return structure_optional_leaf
+
+    def structure_optional_number(value: Any, _: Any) -> Any:
+        if value is None or type(value) in classes:
+            return value
+        raise _Problem(f"expected {expected}, got {_kind(value)}")
+
+    return structure_optional_number
+
+
+#: The leaf hooks that are one type check: the classes they accept, what they expect.
+_LEAF_KINDS: Final[dict[StructureHook, tuple[frozenset[type], str]]] = {
+    _structure_str: (frozenset({str}), "a string"),
+    _structure_int: (frozenset({int}), "an integer"),
+    _structure_float: (frozenset({int, float}), "a number"),
+    _structure_bool: (frozenset({bool}), "a boolean"),
+    _structure_json_object: (frozenset({dict}), "an object"),
+}
+
+
 def _structure_union_factory(t: Any) -> StructureHook:
     members = get_args(t)
     if NoneType in members:
         inner = _union_of(tuple(m for m in members if m is not NoneType))
         hook = converter.get_structure_hook(inner)
+        fused = _optional_leaf(hook)
+        if fused is not None:
+            return fused
 
         def structure_optional(value: Any, _: Any) -> Any:
             return None if value is None else hook(value, inner)

@@ -75,6 +75,46 @@ def test_repeated_capabilities_are_read_once_but_never_confused() -> None:
     assert len(m._RECENT_CAPABILITIES._seen) <= 32
 
 
+def test_a_repeated_envelope_is_read_once_with_each_requests_own_trace() -> None:
+    # A client sends the same envelope with every request: it is read once (the same
+    # value back), while the trace context, which changes per request, is read every time.
+    info = {"name": "c", "version": "1"}
+    same = {"_meta": meta(**{m.META_CLIENT_INFO: info, m.META_LOG_LEVEL: "info"})}
+    first = m.read_request_meta(same)
+    assert m.read_request_meta(dict(same)) is first
+    traced = {"_meta": {**same["_meta"], "traceparent": "00-a-b-01", "progressToken": 7}}
+    read = m.read_request_meta(traced)
+    assert read.trace == m.TraceContext(traceparent="00-a-b-01")
+    assert read.client_info is first.client_info
+    assert read.log_level == "info"
+    assert m.read_request_meta(same).trace is None  # never another request's trace
+    # Another log level, version or client is another envelope, and a bad one is refused
+    # even after a good one was read.
+    assert m.read_request_meta({"_meta": meta(**{m.META_LOG_LEVEL: "debug"})}).log_level == (
+        "debug"
+    )
+    with pytest.raises(RemoteProtocolError) as caught:
+        m.read_request_meta({"_meta": meta(**{m.META_PROTOCOL_VERSION: "2099-01-01"})})
+    assert caught.value.code == UNSUPPORTED_PROTOCOL_VERSION
+    with pytest.raises(RemoteProtocolError):
+        m.read_request_meta({"_meta": meta(**{m.META_LOG_LEVEL: "loud"})})
+
+
+def test_an_agreement_is_shared_until_the_server_offers_something_else() -> None:
+    read = m.read_request_meta({"_meta": meta()})
+    server = Implementation(name="s", version="1")
+    caps = ServerCapabilities()
+    first = m.negotiated(read, server_info=server, server_capabilities=caps)
+    assert m.negotiated(read, server_info=server, server_capabilities=caps) is first
+    changed = ServerCapabilities(logging={})
+    other = m.negotiated(read, server_info=server, server_capabilities=changed)
+    assert other is not first
+    assert other.server_capabilities is changed
+    told = m.negotiated(read, server_info=server, server_capabilities=caps, instructions="x")
+    assert told.instructions == "x"
+    assert first.instructions is None
+
+
 def test_the_meta_cache_is_bounded_in_bytes_and_skips_large_values() -> None:
     # Issue 21: 40 large anonymous requests kept ~270 MiB for good. The cache is keyed by
     # content (the value is a pure function of the key, so no caller sees another's

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ import trio.testing
 from trimcp import Context, Server
 from trimcp.protocol import modern
 from trimcp.proxy import ProxyServer
+from trimcp.session.options import SessionOptions
 from trimcp.session.transport import MessageTooLarge, Outgoing
 from trimcp.transports.memory import MemoryTransport, memory_transport_pair
 
@@ -277,3 +279,46 @@ async def test_a_request_after_an_oversized_first_message_decides_the_era(
     assert refused["error"]["code"] == -32600
     assert listed["id"] == 1
     assert [tool["name"] for tool in listed["result"]["tools"]] == ["slow", "ask", "echo"]
+
+
+async def test_a_stream_runs_at_most_max_in_flight_and_cancels_the_rest_after_the_grace(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    running: list[int] = []
+    peak = 0
+    release = trio.Event()
+    probe = Probe()
+    app = make_server(probe)
+
+    @app.tool()
+    async def hold(n: int) -> str:
+        nonlocal peak
+        running.append(n)
+        peak = max(peak, len(running))
+        try:
+            await release.wait()
+        finally:
+            running.remove(n)
+        return str(n)
+
+    client_end, server_end = memory_transport_pair()
+    options = SessionOptions(max_in_flight=2, shutdown_grace=5.0)
+    peer = Peer(client_end)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(partial(app.serve_stream, server_end, options=options))
+        for n in range(1, 6):
+            await peer.request(n, "tools/call", {"name": "hold", "arguments": {"n": n}})
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(running) == 2  # the reader waits for room: the rest are not read yet
+        release.set()
+        answered = {(await peer.next())["id"] for _ in range(5)}
+        assert answered == {1, 2, 3, 4, 5}
+        assert peak == 2
+        # At the end of input a request still running gets the grace, then is cancelled.
+        await peer.request(6, "tools/call", {"name": "slow"})
+        await probe.started.wait()
+        ended = trio.current_time()
+        await client_end.aclose()  # (the server's reads end; the request gets no answer)
+        with trio.fail_after(60):
+            await probe.cancelled.wait()
+        assert trio.current_time() - ended == pytest.approx(5.0)

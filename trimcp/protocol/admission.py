@@ -18,8 +18,8 @@ from typing import Any, Final, Literal
 from trimcp import serde
 from trimcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RemoteProtocolError
 from trimcp.protocol import tasks_ext
-from trimcp.protocol.methods import lookup
-from trimcp.protocol.versions import is_stateless
+from trimcp.protocol.methods import METHODS
+from trimcp.protocol.versions import STATELESS_VERSIONS
 
 Peer = Literal["client", "server"]
 
@@ -75,8 +75,8 @@ def admit_request(
     offer; ``-32602`` (with the bad field's ``path`` in ``data``) for params that do not
     fit the method.
     """
-    spec = lookup(method)
-    stateless = is_stateless(version)
+    spec = METHODS.get(method)  # (lookup and is_stateless, inline: every request asks)
+    stateless = version in STATELESS_VERSIONS
     if stateless:
         if spec is not None and spec.removed_in_stateless:
             raise removed_method(method)

@@ -209,7 +209,8 @@ def classify(obj: Any) -> Message:
         raise InvalidMessage(INVALID_REQUEST, "Invalid request: a message must be a JSON object")
     raw_id = obj.get("id")
     has_id = "id" in obj
-    id_ok = has_id and _is_valid_id(raw_id)
+    # (_is_valid_id, inline: every message asks)
+    id_ok = has_id and (type(raw_id) is int or type(raw_id) is str)
     reply_id: RequestId | None = raw_id if id_ok else None
     if obj.get("jsonrpc") != JSONRPC_VERSION:
         raise InvalidMessage(

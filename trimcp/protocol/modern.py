@@ -192,29 +192,40 @@ class _Recent:
         self._seen.clear()
         self.bytes = 0
 
+    def get(self, key: bytes) -> Any:
+        """The value kept for ``key`` (None: none)."""
+        return self._seen.get(key)
+
+    def keep(self, key: bytes, value: Any) -> None:
+        """Keep ``value`` (a pure function of ``key``) within the bounds."""
+        seen = self._seen
+        size = len(key)
+        if size > self._entry_bytes:
+            return  # large: not worth keeping, and it would pin memory
+        while seen and (len(seen) >= self._size or self.bytes + size > self._max_bytes):
+            oldest = next(iter(seen))
+            del seen[oldest]
+            self.bytes -= len(oldest)
+        seen[key] = value
+        self.bytes += size
+
     def structure(self, raw: Any) -> Any:
         try:
             key = orjson.dumps(raw)
         except TypeError:  # not JSON (a caller's own object): no caching
             return serde.structure(raw, self._cls)
-        seen = self._seen
-        value = seen.get(key)
+        value = self._seen.get(key)
         if value is None:
             value = serde.structure(raw, self._cls)
-            size = len(key)
-            if size > self._entry_bytes:
-                return value  # large: not worth keeping, and it would pin memory
-            while seen and (len(seen) >= self._size or self.bytes + size > self._max_bytes):
-                oldest = next(iter(seen))
-                del seen[oldest]
-                self.bytes -= len(oldest)
-            seen[key] = value
-            self.bytes += size
+            self.keep(key, value)
         return value
 
 
 _RECENT_CAPABILITIES = _Recent(ClientCapabilities)
 _RECENT_INFO = _Recent(Implementation)
+#: Whole envelopes (their version, capabilities, client info and log level) read before,
+#: as :class:`RequestMeta` without trace context: a client sends the same one every time.
+_RECENT_META = _Recent(RequestMeta)
 
 
 def recent_client(
@@ -243,6 +254,28 @@ def read_request_meta(
     a dual-era server lists its session-era versions there too).
     """
     meta = params.get("_meta") if type(params) is dict else None
+    key = None
+    if type(meta) is dict and supported is STATELESS_VERSIONS:
+        # Read before (the same bytes checked against the same versions): only the trace
+        # context, which changes with every request, is read anew.
+        try:
+            key = orjson.dumps(
+                (
+                    meta.get(META_PROTOCOL_VERSION),
+                    meta.get(META_CLIENT_CAPABILITIES),
+                    meta.get(META_CLIENT_INFO),
+                    meta.get(META_LOG_LEVEL),
+                )
+            )
+        except TypeError:  # not JSON (a caller's own objects): read it all
+            key = None
+        else:
+            known: RequestMeta | None = _RECENT_META.get(key)
+            if known is not None:
+                if "traceparent" not in meta and "tracestate" not in meta and "baggage" not in meta:
+                    return known
+                trace = _trace(meta)
+                return known if trace is None else attrs.evolve(known, trace=trace)
     if type(meta) is not dict:
         raise _invalid(
             "Invalid params: a 2026-07-28 request needs params._meta with "
@@ -288,13 +321,16 @@ def read_request_meta(
             f"Invalid params: _meta[{META_LOG_LEVEL!r}] must be one of {', '.join(LOGGING_LEVELS)}",
             f"params._meta.{META_LOG_LEVEL}",
         )
-    return RequestMeta(
+    read = RequestMeta(
         protocol_version=version,
         client_capabilities=capabilities,
         client_info=client_info,
         log_level=level,
-        trace=_trace(meta),
     )
+    if key is not None:
+        _RECENT_META.keep(key, read)
+    trace = _trace(meta)
+    return read if trace is None else attrs.evolve(read, trace=trace)
 
 
 def _sub(path: str) -> str:
@@ -302,6 +338,8 @@ def _sub(path: str) -> str:
 
 
 def _trace(meta: dict[str, Any]) -> TraceContext | None:
+    if "traceparent" not in meta and "tracestate" not in meta and "baggage" not in meta:
+        return None
     values = [meta.get(key) for key in TRACE_KEYS]
     if all(value is None for value in values):
         return None
@@ -316,16 +354,48 @@ def negotiated(
     server_capabilities: ServerCapabilities,
     instructions: str | None = None,
 ) -> Negotiated:
-    """The :class:`Negotiated` of one 2026 request: its own version and client, our side."""
-    return Negotiated(
+    """The :class:`Negotiated` of one 2026 request: its own version and client, our side.
+
+    The same object for the same parts (kept for the last few): a client sends the same
+    envelope every time (:func:`read_request_meta` hands back the same parts) and a server
+    offers the same objects until what it registers changes."""
+    client_info, client_capabilities = meta.client_info, meta.client_capabilities
+    key = (
+        meta.protocol_version,
+        meta.log_level,
+        id(client_info),
+        id(client_capabilities),
+        id(server_info),
+        id(server_capabilities),
+        instructions,
+    )
+    agreed = _agreed.get(key)
+    if (
+        agreed is not None
+        # It holds these objects, so their ids are still theirs: the same ones.
+        and agreed.client_info is client_info
+        and agreed.client_capabilities is client_capabilities
+        and agreed.server_info is server_info
+        and agreed.server_capabilities is server_capabilities
+    ):
+        return agreed
+    agreed = Negotiated(
         protocol_version=meta.protocol_version,
-        client_info=meta.client_info,
-        client_capabilities=meta.client_capabilities,
+        client_info=client_info,
+        client_capabilities=client_capabilities,
         server_info=server_info,
         server_capabilities=server_capabilities,
         instructions=instructions,
         log_level=meta.log_level,
     )
+    if len(_agreed) >= META_CACHE_ENTRIES:
+        del _agreed[next(iter(_agreed))]
+    _agreed[key] = agreed
+    return agreed
+
+
+#: The agreements made last, by their parts (see :func:`negotiated`); frozen, so shared.
+_agreed: dict[tuple[Any, ...], Negotiated] = {}
 
 
 def request_meta(

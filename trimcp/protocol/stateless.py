@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from trimcp._record import Record
-from trimcp.errors import McpError, RemoteProtocolError
+from trimcp.errors import UNSUPPORTED_PROTOCOL_VERSION, McpError, RemoteProtocolError
 from trimcp.protocol import modern
 from trimcp.protocol.admission import admit_request
 from trimcp.protocol.connection import wire_capabilities
@@ -80,7 +80,14 @@ def prepare(handler: Negotiator, request: Request) -> Prepared:
     """
     request_id = request.id
     try:
-        meta = modern.read_request_meta(request.params, advertise=handler.advertised_versions)
+        meta = modern.read_request_meta(request.params)
+    except RemoteProtocolError as exc:
+        if exc.code == UNSUPPORTED_PROTOCOL_VERSION and type(exc.data) is dict:
+            # Named with every version this server speaks (asked only now: each ask makes
+            # a new tuple).
+            exc = modern.unsupported_version(exc.data["requested"], handler.advertised_versions)
+        raise RequestRefused(request_id, exc, malformed=True) from None
+    try:
         negotiated = handler.negotiate_request(meta)
     except RemoteProtocolError as exc:
         raise RequestRefused(request_id, exc, malformed=True) from None

@@ -127,7 +127,7 @@ async def run_handler(
     started is not run at all. Cancellation: ``trio.Cancelled`` from outside the request's
     scope propagates (nothing is answered); the scope's own cancel is an outcome.
     """
-    if ctx.cancel_scope.cancel_called and ctx.cancelled_by_peer:
+    if ctx.cancelled_by_peer and ctx.cancel_scope.cancel_called:
         return Outcome(silent=True)
     outcome = await settle(handle_request, ctx, ctx.cancel_scope, _describe_request)
     if ctx.cancelled_by_peer:  # also when it returned anyway

@@ -87,7 +87,9 @@ class Answer:
             if raw is None:
                 raw = {}
             kind: modern.ResultType = (
-                modern.INPUT_REQUIRED if self.input_required else modern.COMPLETE
+                modern.INPUT_REQUIRED
+                if isinstance(self.result, InputRequiredResult)
+                else modern.COMPLETE
             )
             return dump_json(
                 response_object(self.request_id, modern.stamp_result(raw, server_info, kind))

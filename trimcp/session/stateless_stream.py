@@ -139,13 +139,17 @@ async def serve_either_era(
 
 
 class _StreamOutlet:
-    """Notifications of one request, written through the stream's outbox."""
+    """One request under way on the stream: where its notifications go (through the
+    stream's outbox), and its context once its handler started (None before)."""
 
     __slots__ = ("_stream", "ctx")
 
     def __init__(self, stream: _Stream) -> None:
         self._stream = stream
         self.ctx: RequestContext | None = None
+
+    def started(self, ctx: RequestContext) -> None:
+        self.ctx = ctx
 
     async def send_notification(
         self, method: str, params: Any = None, *, related_request_id: RequestId | None = None
@@ -166,21 +170,21 @@ class _Stream:
         self.options = options
         self.server_info = serde.unstructure(getattr(handler, "info", None))
         self.outbox = Outbox(transport, options.outbox_size, on_peer_gone=_peer_gone)
-        self.contexts: dict[RequestId, RequestContext] = {}
-        self.starting: set[RequestId] = set()
-        self.capacity = trio.Event()
-        self.idle = trio.Event()
-        self.idle.set()
+        #: The requests under way (from the reader's taking them to their end), by id.
+        self.requests: dict[RequestId, _StreamOutlet] = {}
+        # Made only while someone waits: the reader for room (at max_in_flight), the
+        # wind-down for the last request to end. Most requests end with nobody waiting.
+        self._room: trio.Event | None = None
+        self._drained: trio.Event | None = None
 
     async def write(self, data: bytes, related: RequestId | None = None) -> None:
-        await self.outbox.queue(Outgoing(data, related))
-
-    def busy(self) -> int:
-        return len(self.contexts) + len(self.starting)
+        message = Outgoing(data, related)
+        if not self.outbox.queue_nowait(message):
+            await self.outbox.queue(message)
 
     async def receive_one(self, raw: bytes | Decoded, nursery: trio.Nursery) -> None:
         try:
-            value = _decode(raw)
+            value = raw.value if isinstance(raw, Decoded) else parse_json(raw)
             if type(value) is list:
                 raise InvalidMessage(INVALID_REQUEST, "Invalid request: 2026-07-28 has no batches")
             message = classify(value)
@@ -188,10 +192,10 @@ class _Stream:
             if exc.replyable:
                 await self.write(encode_error(exc.request_id, exc))
             return
-        if type(message) is Notification:
-            self._on_notification(message)
-        elif type(message) is Request:
+        if type(message) is Request:
             await self._on_request(message, nursery)
+        elif type(message) is Notification:
+            self._on_notification(message)
         else:
             logger.debug("ignored a response from the client (2026 servers send no requests)")
 
@@ -201,14 +205,16 @@ class _Stream:
         request_id = (note.params or {}).get("requestId")
         if not (type(request_id) is int or type(request_id) is str):
             return
-        ctx = self.contexts.get(request_id)
+        outlet = self.requests.get(request_id)
+        ctx = outlet.ctx if outlet is not None else None
         if ctx is not None:
             ctx.cancelled_by_peer = True
             ctx.cancel_scope.cancel()
 
     async def _on_request(self, request: Request, nursery: trio.Nursery) -> None:
         request_id = request.id
-        if request_id in self.contexts or request_id in self.starting:
+        requests = self.requests
+        if request_id in requests:
             await self.write(
                 encode_error(
                     request_id,
@@ -218,7 +224,7 @@ class _Stream:
                 )
             )
             return
-        if not modern.is_modern(request.params) and request.method == "initialize":
+        if request.method == "initialize" and not modern.is_modern(request.params):
             await self.write(
                 encode_error(
                     request_id,
@@ -230,22 +236,14 @@ class _Stream:
                 )
             )
             return
-        while self.busy() >= self.options.max_in_flight:
-            self.capacity = trio.Event()
-            await self.capacity.wait()
-        self.starting.add(request_id)
-        self.idle = trio.Event() if self.idle.is_set() else self.idle
-        nursery.start_soon(self._run, request)
+        while len(requests) >= self.options.max_in_flight:
+            room = self._room = trio.Event()
+            await room.wait()
+        outlet = requests[request_id] = _StreamOutlet(self)
+        nursery.start_soon(self._run, request, outlet)
 
-    async def _run(self, request: Request) -> None:
+    async def _run(self, request: Request, outlet: _StreamOutlet) -> None:
         request_id = request.id
-        outlet = _StreamOutlet(self)
-
-        def started(ctx: RequestContext) -> None:
-            self.starting.discard(request_id)
-            self.contexts[request_id] = ctx
-            outlet.ctx = ctx
-
         try:
             try:
                 prepared = prepare(self.handler, request)
@@ -256,28 +254,42 @@ class _Stream:
                 None if request.method == "subscriptions/listen" else self.options.handler_timeout
             )
             answer = await run_request(
-                self.handler, prepared, outlet, timeout=timeout, on_start=started
+                self.handler, prepared, outlet, timeout=timeout, on_start=outlet.started
             )
             data = answer.encode(self.server_info)
             if data is not None:
                 await self.write(data, request_id)
         finally:
-            self.starting.discard(request_id)
-            self.contexts.pop(request_id, None)
-            self.capacity.set()
-            if not self.busy():
-                self.idle.set()
+            self._ended(request_id)
+
+    def _ended(self, request_id: RequestId) -> None:
+        requests = self.requests
+        del requests[request_id]
+        room = self._room
+        if room is not None:
+            self._room = None
+            room.set()
+        if not requests and self._drained is not None:
+            self._drained.set()
+
+    async def _all_ended(self) -> None:
+        if self.requests:
+            drained = self._drained = trio.Event()
+            await drained.wait()
+
+    def _contexts(self) -> list[RequestContext]:
+        return [outlet.ctx for outlet in self.requests.values() if outlet.ctx is not None]
 
     async def wind_down(self) -> None:
         """End of input: listen streams end, the rest get the grace period, then cancel."""
-        for ctx in list(self.contexts.values()):
+        for ctx in self._contexts():
             ctx.request_end()
         with trio.move_on_after(self.options.shutdown_grace):
-            await self.idle.wait()
-        for ctx in list(self.contexts.values()):
+            await self._all_ended()
+        for ctx in self._contexts():
             ctx.cancel_scope.cancel()
         with trio.move_on_after(self.options.shutdown_grace):
-            await self.idle.wait()
+            await self._all_ended()
 
 
 async def serve_stateless_stream(

@@ -76,6 +76,17 @@ class Outbox:
         #: Set when the writer task has ended.
         self.done = trio.Event()
 
+    def queue_nowait(self, message: Outgoing) -> bool:
+        """:meth:`queue` when the outbox has room (no scheduler pass, no ``await``);
+        False when it is full (then :meth:`queue` waits for room)."""
+        try:
+            self.send_end.send_nowait(message)
+        except trio.WouldBlock:
+            return False
+        except _PEER_GONE:
+            logger.debug("dropped an outgoing message: the peer is gone")
+        return True
+
     async def queue(self, message: Outgoing) -> None:
         """Queue a message for the writer; drops it quietly once the peer is gone.
 
