@@ -1,7 +1,8 @@
 """How a handler or a task ended, mapped once for both eras, both sides and every transport.
 
-:func:`settle` runs a piece of work inside its cancel scope and maps how it ended; it is the
-one mapping. :func:`run_handler` is what a request needs of it: it runs
+:func:`settle` runs a piece of work inside its cancel scope and maps how it ended; what the
+work raised is mapped by :func:`error_for`, the one mapping. :func:`run_handler` is the same
+for a request (inline: every request runs it): it runs
 ``handle_request(ctx)`` inside the request's cancel scope and returns an :class:`Outcome`:
 the result, the error to answer with, or nothing to send. The session engine (session era,
 any transport) and :func:`trimcp.session.stateless.run_request` (2026-07-28 over HTTP and
@@ -86,31 +87,37 @@ async def settle(
     Runs KI-protected (a real Ctrl-C goes to the main task, not into the work).
     Cancellation: ``trio.Cancelled`` from outside ``scope`` propagates.
     """
-    error: McpError | None = None
     result: Any = None
     try:
         with scope:
             result = await work(arg)
-    except LocalProtocolError:
-        # Our own misuse of the protocol is a bug here, not an answer for the peer.
-        logger.exception("%s misused the protocol", describe(arg))
-        error = internal_error()
-    except McpError as exc:
-        error = exc
-    except Exception:
-        logger.exception("%s failed", describe(arg))
-        error = internal_error()
     except BaseException as exc:
         if _is_cancellation(exc):
             raise
-        logger.error(
-            "%s raised %s; answered as an internal error",
-            describe(arg),
-            type(exc).__name__,
-            exc_info=exc,
-        )
-        error = internal_error()
-    return Outcome(result, error, cancelled=error is None and scope.cancelled_caught)
+        return Outcome(error=error_for(exc, describe, arg))
+    return Outcome(result, cancelled=scope.cancelled_caught)
+
+
+def error_for(exc: BaseException, describe: Callable[[T], str], arg: T) -> McpError:
+    """The one mapping of what a piece of work raised (never Trio's cancellation) to the
+    error to answer with: its own :class:`McpError`, else ``-32603``, logged as
+    ``describe(arg)``."""
+    if isinstance(exc, LocalProtocolError):
+        # Our own misuse of the protocol is a bug here, not an answer for the peer.
+        logger.exception("%s misused the protocol", describe(arg), exc_info=exc)
+        return internal_error()
+    if isinstance(exc, McpError):
+        return exc
+    if isinstance(exc, Exception):
+        logger.exception("%s failed", describe(arg), exc_info=exc)
+        return internal_error()
+    logger.error(
+        "%s raised %s; answered as an internal error",
+        describe(arg),
+        type(exc).__name__,
+        exc_info=exc,
+    )
+    return internal_error()
 
 
 def _describe_request(ctx: RequestContext) -> str:
@@ -127,14 +134,24 @@ async def run_handler(
     started is not run at all. Cancellation: ``trio.Cancelled`` from outside the request's
     scope propagates (nothing is answered); the scope's own cancel is an outcome.
     """
-    if ctx.cancelled_by_peer and ctx.cancel_scope.cancel_called:
+    scope = ctx.cancel_scope
+    if ctx.cancelled_by_peer and scope.cancel_called:
         return Outcome(silent=True)
-    outcome = await settle(handle_request, ctx, ctx.cancel_scope, _describe_request)
+    # settle()'s work, inline: every request runs it (one frame fewer per request).
+    result: Any = None
+    error: McpError | None = None
+    try:
+        with scope:
+            result = await handle_request(ctx)
+    except BaseException as exc:
+        if _is_cancellation(exc):
+            raise
+        error = error_for(exc, _describe_request, ctx)
     if ctx.cancelled_by_peer:  # also when it returned anyway
         return Outcome(silent=True)
-    if outcome.cancelled:
-        outcome.error = RequestTimeout(f"{ctx.method} exceeded the handler timeout")
-    return outcome
+    if error is None and scope.cancelled_caught:
+        error = RequestTimeout(f"{ctx.method} exceeded the handler timeout")
+    return Outcome(result, error)
 
 
 def _is_cancellation(exc: BaseException) -> bool:
