@@ -18,6 +18,7 @@ from trimcp.protocol import modern
 from trimcp.proxy import ProxyServer
 from trimcp.server.lowlevel import LowLevelServer
 from trimcp.server.shell import ServerShell
+from trimcp.session.context import RequestContext
 from trimcp.session.transport import Outgoing, Transport
 from trimcp.transports.memory import MemoryTransport, memory_transport_pair
 from trimcp.types import Implementation, ServerCapabilities, ToolsCapability
@@ -110,6 +111,42 @@ async def test_every_shell_answers_initialize_and_the_miss_alike(
         assert agreed["instructions"] == "be kind"
         assert agreed["capabilities"]["tools"] == {"listChanged": True}
         missed = await peer.ask(1, "no/such", {})
+        assert missed["error"] == {"code": -32601, "message": "Method not found: no/such"}
+
+
+class Wrapped(LowLevelServer):
+    """A server of its own that answers 2026 requests its own way."""
+
+    async def answer_stateless(self, ctx: RequestContext) -> Any:
+        if ctx.method == "tools/call":
+            return {"content": [{"type": "text", "text": "wrapped"}]}
+        return await super().answer_stateless(ctx)
+
+
+async def test_a_shell_that_answers_2026_its_own_way_is_asked(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The shell answers a 2026 request from its method table inline unless its class
+    # overrides answer_stateless: the override must still be asked, and the plain
+    # low-level server still answers from its table.
+    plain = lowlevel()
+
+    @plain.request_handler("tools/call")
+    async def call(ctx: RequestContext) -> Any:
+        return {"content": [{"type": "text", "text": "table"}]}
+
+    params = {"name": "x", "_meta": META}
+    async with stream(plain) as peer:
+        answered = (await peer.ask(1, "tools/call", params))["result"]
+        assert answered["content"][0]["text"] == "table"
+    wrapped = Wrapped(
+        Implementation(name="shell", version="1"),
+        capabilities=ServerCapabilities(tools=ToolsCapability()),
+    )
+    async with stream(wrapped) as peer:
+        answered = (await peer.ask(1, "tools/call", params))["result"]
+        assert answered["content"][0]["text"] == "wrapped"
+        missed = await peer.ask(2, "no/such", {"_meta": META})
         assert missed["error"] == {"code": -32601, "message": "Method not found: no/such"}
 
 

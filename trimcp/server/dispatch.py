@@ -30,10 +30,13 @@ class MethodRegistry:
     """Request handlers by method. Cancellation: handlers run in their request's cancel
     scope, like any handler; registering does not await."""
 
-    __slots__ = ("_handlers",)
+    __slots__ = ("_handlers", "get")
 
     def __init__(self) -> None:
         self._handlers: dict[str, RequestHandlerFn] = {}
+        #: The handler of a method, or None (answer ``-32601``): the table's own lookup
+        #: (every request asks; no Python frame of ours around it).
+        self.get: Callable[[str], RequestHandlerFn | None] = self._handlers.get
 
     def add(self, method: Method[P, R], handler: TypedHandler[P, R]) -> None:
         """Answer ``method`` with ``handler(ctx, params)``, typed by the method."""
@@ -55,10 +58,6 @@ class MethodRegistry:
     def add_named(self, method: str, handler: RequestHandlerFn) -> None:
         """Answer a custom or extension ``method`` with ``handler(ctx)``."""
         self._handlers[method] = handler
-
-    def get(self, method: str) -> RequestHandlerFn | None:
-        """The handler of ``method``, or None (answer ``-32601``)."""
-        return self._handlers.get(method)
 
     def __contains__(self, method: str) -> bool:
         return method in self._handlers

@@ -102,6 +102,11 @@ def discover_result(
     )
 
 
+def method_not_found(method: str) -> McpError:
+    """The dispatch miss: ``-32601`` naming the method (cut to 100 characters)."""
+    return McpError(METHOD_NOT_FOUND, f"Method not found: {method[:100]}")
+
+
 def session_of(ctx: RequestContext) -> Session:
     """The session of a session-era request (the methods asking for it exist only there;
     a 2026-07-28 request for one is a dispatch miss)."""
@@ -121,6 +126,14 @@ class ServerShell:
     ``methods``: the request handlers by method (:class:`~trimcp.server.dispatch.
     MethodRegistry`). Cancellation: every handler runs in its request's cancel scope.
     """
+
+    #: Whether this class answers 2026-07-28 requests straight from its method table (it
+    #: keeps the shell's :meth:`answer_stateless`): decided once per class.
+    _answers_stateless_by_table: bool = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._answers_stateless_by_table = cls.answer_stateless is ServerShell.answer_stateless
 
     def __init__(
         self,
@@ -193,7 +206,7 @@ class ServerShell:
         """The handler of ``method``; raises :class:`McpError` ``-32601`` when there is none."""
         handler = self.methods.get(method)
         if handler is None:
-            raise McpError(METHOD_NOT_FOUND, f"Method not found: {method[:100]}")
+            raise method_not_found(method)
         return handler
 
     def notification_handler(self, method: str) -> Callable[[F], F]:
@@ -215,8 +228,15 @@ class ServerShell:
         refused ``-32600``). The engine calls this in the request's task and cancel
         scope."""
         if ctx.session is None:
-            if ctx.method == "server/discover":
+            method = ctx.method
+            if method == "server/discover":
                 return await self.answer_discover(ctx)
+            if self._answers_stateless_by_table:
+                # answer_stateless() as the shell has it, inline: one frame per request.
+                handler = self.methods.get(method)
+                if handler is None:
+                    raise method_not_found(method)
+                return await handler(ctx)
             return await self.answer_stateless(ctx)
         if ctx.method == "initialize":
             return await self.answer_initialize(ctx)
@@ -239,7 +259,8 @@ class ServerShell:
         return self.initialize_result(ctx.params)
 
     async def answer_stateless(self, ctx: RequestContext) -> Any:
-        """Any other 2026-07-28 request: its method's handler."""
+        """Any other 2026-07-28 request: its method's handler (a server that keeps this
+        method as it is gets it inline in :meth:`handle_request`)."""
         return await self.handler_for(ctx.method)(ctx)
 
     async def answer_in_session(self, ctx: RequestContext) -> Any:
