@@ -150,6 +150,30 @@ async def test_a_shell_that_answers_2026_its_own_way_is_asked(
         assert missed["error"] == {"code": -32601, "message": "Method not found: no/such"}
 
 
+async def test_a_2026_request_is_admitted_by_the_offer_in_force(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Agreements, offers and admitted methods are kept while nothing changes: a server
+    # that withdraws a capability between two requests refuses the second, and offering
+    # it again admits the third.
+    shell = lowlevel()
+
+    @shell.request_handler("tools/call")
+    async def call(ctx: RequestContext) -> Any:
+        return {"content": [{"type": "text", "text": "called"}]}
+
+    params = {"name": "x", "_meta": META}
+    offered = shell.capabilities
+    async with stream(shell) as peer:
+        assert (await peer.ask(1, "tools/call", params))["result"]["content"][0]["text"] == "called"
+        shell.capabilities = ServerCapabilities()
+        refused = (await peer.ask(2, "tools/call", params))["error"]
+        assert refused["code"] == -32601
+        assert "capability tools was not declared" in refused["message"]
+        shell.capabilities = offered
+        assert (await peer.ask(3, "tools/call", params))["result"]["content"][0]["text"] == "called"
+
+
 @pytest.mark.parametrize("make", SHELLS, ids=["lowlevel", "server", "proxy"])
 def test_every_shell_runs_with_any_serve_setting(make: Callable[[], ServerShell]) -> None:
     # run() is the shell's: the proxy's took any ServeSettings field (store=, reuse_port=),

@@ -18,7 +18,7 @@ from typing import Any, Final, Literal
 from trimcp import serde
 from trimcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RemoteProtocolError
 from trimcp.protocol import tasks_ext
-from trimcp.protocol.methods import METHODS
+from trimcp.protocol.methods import METHODS, Method
 from trimcp.protocol.versions import STATELESS_VERSIONS
 
 Peer = Literal["client", "server"]
@@ -75,15 +75,26 @@ def admit_request(
     offer; ``-32602`` (with the bad field's ``path`` in ``data``) for params that do not
     fit the method.
     """
+    spec = admitted_method(method, peer=peer, version=version, capabilities=capabilities)
+    return admitted_params(
+        spec, params, stateless=version in STATELESS_VERSIONS, structure=structure
+    )
+
+
+def admitted_method(
+    method: str, *, peer: Peer, version: str | None, capabilities: Mapping[str, Any] | None
+) -> Method[Any, Any] | None:
+    """The first half of :func:`admit_request`, which depends on the method alone: its
+    row of the table, None when its params pass as they are (a method the table does not
+    know, an extension method in 2026-07-28), or the ``-32601`` refusal."""
     spec = METHODS.get(method)  # (lookup and is_stateless, inline: every request asks)
-    stateless = version in STATELESS_VERSIONS
-    if stateless:
+    if version in STATELESS_VERSIONS:
         if spec is not None and spec.removed_in_stateless:
             raise removed_method(method)
         if method in tasks_ext.METHODS:
-            return params  # an extension method: its handler checks its params
+            return None  # an extension method: its handler checks its params
     if spec is None:
-        return params
+        return None
     if spec.kind != "request" or spec.sender not in (peer, "both"):
         raise RemoteProtocolError(
             METHOD_NOT_FOUND, f"Method not found: {method} is not a request a {peer} may send"
@@ -103,6 +114,17 @@ def admit_request(
             METHOD_NOT_FOUND,
             f"Method not found: {method} (capability {'.'.join(capability)} was not declared)",
         )
+    return spec
+
+
+def admitted_params(
+    spec: Method[Any, Any] | None, params: Any, *, stateless: bool, structure: bool = True
+) -> Any:
+    """The second half of :func:`admit_request`: the params of a request whose method
+    was admitted (``spec``, from :func:`admitted_method`), typed; ``-32602`` when they do
+    not fit."""
+    if spec is None:
+        return params
     if stateless and spec.input_capable and type(params) is dict and "inputResponses" in params:
         _check_input_responses(params["inputResponses"])
     params_type = spec.params_type
@@ -113,7 +135,7 @@ def admit_request(
     except serde.ShapeError as exc:
         raise RemoteProtocolError(
             INVALID_PARAMS,
-            f"Invalid params for {method}: {exc}",
+            f"Invalid params for {spec.name}: {exc}",
             {"path": exc.path, "reason": exc.reason},
         ) from None
 

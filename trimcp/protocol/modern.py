@@ -359,6 +359,28 @@ def negotiated(
     The same object for the same parts (kept for the last few): a client sends the same
     envelope every time (:func:`read_request_meta` hands back the same parts) and a server
     offers the same objects until what it registers changes."""
+    last = _last_agreed[0]
+    if (
+        last is not None
+        # The same parts as last time (a client sends the same envelope every time, and
+        # read_request_meta hands back the same RequestMeta for it): the same agreement.
+        and last[0] is meta
+        and last[1] is server_info
+        and last[2] is server_capabilities
+        and last[3] == instructions
+    ):
+        return last[4]
+    agreed = _agreement(meta, server_info, server_capabilities, instructions)
+    _last_agreed[0] = (meta, server_info, server_capabilities, instructions, agreed)
+    return agreed
+
+
+def _agreement(
+    meta: RequestMeta,
+    server_info: Implementation,
+    server_capabilities: ServerCapabilities,
+    instructions: str | None,
+) -> Negotiated:
     client_info, client_capabilities = meta.client_info, meta.client_capabilities
     key = (
         meta.protocol_version,
@@ -396,6 +418,10 @@ def negotiated(
 
 #: The agreements made last, by their parts (see :func:`negotiated`); frozen, so shared.
 _agreed: dict[tuple[Any, ...], Negotiated] = {}
+#: The last agreement handed out, with the parts it was asked for (one slot).
+_last_agreed: list[
+    tuple[RequestMeta, Implementation, ServerCapabilities, str | None, Negotiated] | None
+] = [None]
 
 
 def request_meta(

@@ -12,17 +12,19 @@ is the session layer's job (:mod:`trimcp.session.stateless`).
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 import attrs
 
 from trimcp._record import Record
 from trimcp.errors import UNSUPPORTED_PROTOCOL_VERSION, McpError, RemoteProtocolError
 from trimcp.protocol import modern
-from trimcp.protocol.admission import admit_request
+from trimcp.protocol.admission import admitted_method, admitted_params
 from trimcp.protocol.connection import wire_capabilities
 from trimcp.protocol.jsonrpc import Request, RequestId, encode_error
+from trimcp.protocol.methods import Method
 from trimcp.protocol.negotiated import Negotiated
+from trimcp.protocol.versions import STATELESS_VERSIONS
 
 
 @runtime_checkable
@@ -59,9 +61,11 @@ class RequestRefused(Exception):
         return modern.http_status(self.error.code, malformed=self.malformed)
 
 
-@attrs.frozen(kw_only=True, repr=False, eq=False)
+@attrs.define(kw_only=True, repr=False, eq=False)
 class Prepared(Record):
-    """A 2026 request that passed its checks, ready to run."""
+    """A 2026 request that passed its checks, ready to run (made once per request and only
+    read: not frozen, since a frozen attrs class costs about 1,000 more instructions per
+    field to make)."""
 
     request_id: RequestId
     method: str
@@ -91,22 +95,49 @@ def prepare(handler: Negotiator, request: Request) -> Prepared:
         negotiated = handler.negotiate_request(meta)
     except RemoteProtocolError as exc:
         raise RequestRefused(request_id, exc, malformed=True) from None
+    method = request.method
     try:
-        params = admit_request(
-            request.method,
-            request.params,
-            peer="client",
-            version=negotiated.protocol_version,
-            capabilities=wire_capabilities(negotiated.server_capabilities),
-        )
+        spec, stateless = _admitted_method(method, negotiated)
+        params = admitted_params(spec, request.params, stateless=stateless)
     except RemoteProtocolError as exc:
         raise RequestRefused(request_id, exc, malformed=False) from None
     token = request.params.get("_meta", {}).get("progressToken") if request.params else None
     return Prepared(
         request_id=request_id,
-        method=request.method,
+        method=method,
         params=params,
         progress_token=token if type(token) in (int, str) else None,
         negotiated=negotiated,
         trace=meta.trace,
     )
+
+
+#: Methods admitted under an agreement, by (method, id of the agreement): what
+#: :func:`~trimcp.protocol.admission.admitted_method` said, which depends on nothing else.
+#: Agreements are frozen and shared (:func:`~trimcp.protocol.modern.negotiated`), so a
+#: client's requests ask the table once per method (of the table: others are not kept).
+#: Each entry holds its agreement (so the
+#: id stays its own); at most ``_ADMITTED_ENTRIES``, the oldest goes first.
+_admitted: dict[tuple[str, int], tuple[Negotiated, Method[Any, Any] | None, bool]] = {}
+_ADMITTED_ENTRIES: Final = 256
+
+
+def _admitted_method(method: str, negotiated: Negotiated) -> tuple[Method[Any, Any] | None, bool]:
+    """The method's row (see :func:`~trimcp.protocol.admission.admitted_method`) and
+    whether the agreed version is a stateless one."""
+    entry = _admitted.get((method, id(negotiated)))
+    if entry is not None and entry[0] is negotiated:
+        return entry[1], entry[2]
+    version = negotiated.protocol_version
+    spec = admitted_method(
+        method,
+        peer="client",
+        version=version,
+        capabilities=wire_capabilities(negotiated.server_capabilities),
+    )  # raises RemoteProtocolError (not kept: a refusal is made anew each time)
+    stateless = version in STATELESS_VERSIONS
+    if spec is not None:  # a method of the table (a short name: an unknown one could be long)
+        if len(_admitted) >= _ADMITTED_ENTRIES:
+            del _admitted[next(iter(_admitted))]
+        _admitted[(method, id(negotiated))] = (negotiated, spec, stateless)
+    return spec, stateless

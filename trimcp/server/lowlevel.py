@@ -59,9 +59,17 @@ class LowLevelServer(ServerShell):
         super().__init__(info, instructions=instructions, supported_versions=supported_versions)
         #: What it declares, in ``initialize``, ``server/discover`` and every 2026 request.
         self.capabilities = capabilities or ServerCapabilities()
+        self._offer = Offer(self.capabilities, self.instructions)
 
     def offer(self, purpose: Purpose) -> Offer:
-        return Offer(self.capabilities, self.instructions)
+        # The same Offer while neither attribute changes (every 2026 request asks).
+        offer = self._offer
+        if (
+            offer.capabilities is not self.capabilities
+            or offer.instructions is not self.instructions
+        ):
+            offer = self._offer = Offer(self.capabilities, self.instructions)
+        return offer
 
     def on(self, method: Method[P, R]) -> Callable[[TypedHandler[P, R]], TypedHandler[P, R]]:
         """Decorator: answer ``method`` (a constant of :mod:`trimcp.protocol.methods`) with

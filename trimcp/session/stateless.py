@@ -61,9 +61,10 @@ class StatelessHandler(SessionHandler, Negotiator, Protocol):
     :class:`~trimcp.protocol.stateless.Negotiator`), and ``handle_request``."""
 
 
-@attrs.define(kw_only=True)
+@attrs.define
 class Answer:
-    """How a stateless request ended: a result, an error, or nothing to send."""
+    """How a stateless request ended: a result, an error, or nothing to send (made for
+    every request: positional arguments are the cheaper call)."""
 
     request_id: RequestId
     result: Any = None
@@ -83,12 +84,13 @@ class Answer:
         if self.error is not None:
             return encode_error(self.request_id, self.error)
         try:
-            raw = self.result if type(self.result) is dict else serde.unstructure(self.result)
+            result = self.result
+            raw = result if type(result) is dict else serde.unstructure(result)
             if raw is None:
                 raw = {}
             kind: modern.ResultType = (
                 modern.INPUT_REQUIRED
-                if isinstance(self.result, InputRequiredResult)
+                if isinstance(result, InputRequiredResult)
                 else modern.COMPLETE
             )
             return dump_json(
@@ -147,5 +149,5 @@ async def run_request(
         on_start(ctx)
     outcome = await run_handler(handler.handle_request, ctx)
     if outcome.silent:
-        return Answer(request_id=prepared.request_id, cancelled=True)
-    return Answer(request_id=prepared.request_id, result=outcome.result, error=outcome.error)
+        return Answer(prepared.request_id, cancelled=True)
+    return Answer(prepared.request_id, outcome.result, outcome.error)
