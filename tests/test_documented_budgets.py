@@ -33,6 +33,7 @@ from trimcp.server import skills as skills_server
 from trimcp.server.state import MAX_KEY_BYTES
 from trimcp.server.stateless import StatelessOptions
 from trimcp.session import SessionOptions
+from trimcp.session import late as late_answers
 from trimcp.stores import RedisStore
 from trimcp.stores.event_ids import MAX_EVENT_ID_CHARS, MAX_NAMED_IDS
 from trimcp.stores.events import InMemoryEventStore
@@ -106,6 +107,8 @@ LIMITS: list[tuple[str, int]] = [
     ),
     ("Client(max_pages)", _parameter_default(Client, "max_pages")),
     ("auth.discovery.MAX_AUTHORIZATION_SERVERS", discovery.MAX_AUTHORIZATION_SERVERS),
+    ("session.late.MAX_LATE_ANSWERS", late_answers.MAX_LATE_ANSWERS),
+    ("session.late.LATE_ANSWER_SECONDS", late_answers.LATE_ANSWER_SECONDS),
     ("Connection.max_batch", Connection(Role.SERVER).max_batch),
     ("SessionOptions.max_in_flight", SessionOptions().max_in_flight),
     ("META_CACHE_ENTRIES", modern.META_CACHE_ENTRIES),

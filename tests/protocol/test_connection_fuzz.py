@@ -19,6 +19,7 @@ from trimcp.protocol.events import (
     BatchReceived,
     CancelReceived,
     ErrorReceived,
+    LateResponseReceived,
     MessageIgnored,
     MessageRejected,
     RequestReceived,
@@ -184,7 +185,9 @@ class LifecycleMachine(RuleBasedStateMachine):
             assert event.id in self.pending_client
             self.pending_client.discard(event.id)
         else:
-            assert isinstance(event, MessageIgnored | ErrorReceived | ResponseReceived)
+            assert isinstance(
+                event, MessageIgnored | LateResponseReceived | ErrorReceived | ResponseReceived
+            )
 
     @invariant()
     def at_most_one_answer_per_id(self) -> None:

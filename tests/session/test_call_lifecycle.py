@@ -6,8 +6,8 @@ task-capable tool (``task_support="optional"``: at 2026-07-28 the server runs th
 task, which the client follows) and a plain one, and ends the call each way:
 
 - the caller cancels (its cancel scope, once the handler runs and the client follows the
-  task the server made of the call: a caller cancelled before the answer that names the
-  task arrived cannot cancel it, the gap docs/concurrency.md names);
+  task the server made of the call; a caller cancelled before the answer that names the
+  task arrived: tests/client/test_late_task_answer.py);
 - the call's ``timeout=`` passes;
 - the tool raises ``SystemExit`` (argparse in a tool) or ``KeyboardInterrupt``.
 

@@ -21,6 +21,7 @@ passing sends ``tasks/cancel`` for the task instead (see :meth:`Client.call_tool
 
 from __future__ import annotations
 
+import functools
 import logging
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -68,6 +69,7 @@ from trimcp.client.tasks import (
     TASKS_EXTENSION,
     TaskHandle,
     as_task,
+    cancel_unreached_task,
     is_task_answer,
 )
 from trimcp.errors import (
@@ -102,6 +104,7 @@ from trimcp.protocol.methods import (
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import LATEST_VERSION, SUPPORTED_VERSIONS
 from trimcp.session import ProgressCallback, RequestContext, Session
+from trimcp.session.late import LateAnswer
 from trimcp.tasks.manager import TaskOptions
 from trimcp.types import (
     CallToolRequestParams,
@@ -411,6 +414,7 @@ class Client(Agreement):
         target: str | None = ...,
         on_progress: ProgressCallback | None = ...,
         reset_timeout_on_progress: bool = ...,
+        late_answer: LateAnswer | None = ...,
     ) -> R: ...
 
     @overload
@@ -423,6 +427,7 @@ class Client(Agreement):
         target: str | None = ...,
         on_progress: ProgressCallback | None = ...,
         reset_timeout_on_progress: bool = ...,
+        late_answer: LateAnswer | None = ...,
     ) -> Any: ...
 
     async def _request(
@@ -434,9 +439,12 @@ class Client(Agreement):
         target: str | None = None,
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
+        late_answer: LateAnswer | None = None,
     ) -> Any:
         """Send one request through the cache and the middleware; a method of the table
-        (a :class:`~trimcp.protocol.methods.Method`) comes back as its result type."""
+        (a :class:`~trimcp.protocol.methods.Method`) comes back as its result type.
+        ``late_answer``: what the session does with an answer that comes after the
+        caller left (``on_late_answer`` of :meth:`Session.send_request`)."""
         if isinstance(method, Method):
             typed: Method[Any, Any] | None = method
             method = method.name
@@ -445,6 +453,8 @@ class Client(Agreement):
         kwargs: dict[str, Any] = {}
         if timeout is not DEFAULT:
             kwargs["timeout"] = timeout
+        if late_answer is not None:
+            kwargs["on_late_answer"] = late_answer
         key = None
         if self._era is Era.MODERN:
             key = cache_key(method, params)
@@ -496,6 +506,7 @@ class Client(Agreement):
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
         deadline: CallDeadline | None = None,
+        late_answer: LateAnswer | None = None,
     ) -> Any:
         """A request a 2026 server may answer with ``InputRequiredResult`` (see
         :func:`~trimcp.client.mrtr.with_input_rounds`); each attempt has its own
@@ -511,6 +522,7 @@ class Client(Agreement):
                 target=target,
                 on_progress=on_progress,
                 reset_timeout_on_progress=reset_timeout_on_progress,
+                late_answer=late_answer,
             )
 
         return await with_input_rounds(
@@ -624,8 +636,12 @@ class Client(Agreement):
         Cancellation: cancelling the caller sends ``notifications/cancelled`` (see the
         module docstring); while following a task, it sends ``tasks/cancel`` for it
         instead (shielded, bounded by ``SessionOptions.cancel_notify_timeout``), and on
-        timeout too: the server cancels the task's scope. To let work outlive the caller,
-        use :meth:`call_tool_as_task`.
+        timeout too: the server cancels the task's scope. A caller cancelled (or timed
+        out) before the answer naming the task arrived leaves no task running either: an
+        answer that crosses the cancel is still looked at, and a task it names is
+        cancelled in the session's nursery (bounded, see docs/concurrency.md), and a
+        trimcp server cancels a task whose answer it could not hand over. To let work
+        outlive the caller, use :meth:`call_tool_as_task`.
         """
         check_str("call_tool", "name", name)
         params = CallToolRequestParams(
@@ -644,6 +660,7 @@ class Client(Agreement):
                     on_progress=on_progress,
                     reset_timeout_on_progress=reset_timeout_on_progress,
                     deadline=deadline,
+                    late_answer=self._late_task_answer(),
                 )
                 break
             except McpError as exc:
@@ -689,11 +706,12 @@ class Client(Agreement):
         ``tools/call`` (capability ``tasks.requests.tools.call``), the server's
         :class:`McpError` otherwise (``-32601`` for a tool that cannot run as a task).
         Cancellation: cancelling the caller during the creating request sends
-        ``notifications/cancelled`` (see the module docstring). Once the handle is
-        returned, the task is the caller's to stop: it goes on until ``handle.cancel()``,
-        its TTL or the server's shutdown, whatever happens to the code waiting on it
-        (this is the one way to let work outlive its caller; :meth:`call_tool` cancels a
-        task it follows).
+        ``notifications/cancelled`` (see the module docstring); at 2026-07-28 a task made
+        meanwhile is cancelled too (nobody has its id: as for :meth:`call_tool`). Once
+        the handle is returned, the task is the caller's to stop: it goes on until
+        ``handle.cancel()``, its TTL or the server's shutdown, whatever happens to the code
+        waiting on it (this is the one way to let work outlive its caller;
+        :meth:`call_tool` cancels a task it follows).
         """
         if self.era is Era.MODERN:
             return await self._call_tool_as_task_modern(name, arguments, timeout, meta)
@@ -735,10 +753,19 @@ class Client(Agreement):
             meta=dict(meta) if meta is not None else None,
         )
         # The server decides (it may ask for input first, or answer at once).
-        answer = await self._request_with_input(CALL_TOOL, params, timeout=timeout, target=name)
+        answer = await self._request_with_input(
+            CALL_TOOL, params, timeout=timeout, target=name, late_answer=self._late_task_answer()
+        )
         if is_task_answer(answer):
             return self._remember_task(TaskHandle(self, as_task(answer), modern=True))
         return TaskHandle.finished(self, expect_result(CALL_TOOL, answer))
+
+    def _late_task_answer(self) -> LateAnswer | None:
+        """For a ``tools/call`` the server may run as a task (2026-07-28): the answer that
+        comes after its caller left may name a task nobody else can reach; cancel it."""
+        if self._era is not Era.MODERN:
+            return None
+        return functools.partial(cancel_unreached_task, self)
 
     def _remember_task(self, handle: TaskHandle) -> TaskHandle:
         self._task_handles[handle.task_id] = handle

@@ -56,6 +56,17 @@ def is_task_answer(answer: Any) -> bool:
     return isinstance(answer, Mapping) and answer.get("resultType") == tasks_ext.RESULT_TYPE_TASK
 
 
+async def cancel_unreached_task(client: Client, answer: Any) -> None:
+    """What a 2026-07-28 ``tools/call`` does with its answer when it comes after its caller
+    left (cancelled, or timed out): a task the server made of the call, whose id nobody
+    else can ever learn, is cancelled (``tasks/cancel``, shielded, bounded by
+    ``SessionOptions.cancel_notify_timeout``; a failure changes nothing); any other answer
+    is dropped. Run by the session (``on_late_answer`` of
+    :meth:`~trimcp.session.Session.send_request`)."""
+    if is_task_answer(answer):
+        await TaskHandle(client, as_task(answer), modern=True)._abandon()
+
+
 def with_tasks_extension(capabilities: ClientCapabilities) -> ClientCapabilities:
     """``capabilities`` declaring the tasks extension too (a trimcp client can always
     follow a task the server chooses to create)."""

@@ -37,6 +37,7 @@ from trimcp.protocol.events import (
     CancelReceived,
     ErrorReceived,
     Event,
+    LateResponseReceived,
     MessageIgnored,
     MessageRejected,
     NotificationReceived,
@@ -449,9 +450,11 @@ class Connection:
     def _on_response(self, response: Response) -> Event:
         pending = self._outbound.pop(response.id, None)
         if pending is None:
-            return MessageIgnored(
-                reason=f"response for unknown or cancelled request {response.id!r}"
-            )
+            request_id = response.id
+            if type(request_id) is int and 0 < request_id < self._next_id:
+                # Ours, no longer awaited (cancelled or timed out): the engine decides.
+                return LateResponseReceived(id=request_id, result=response.result)
+            return MessageIgnored(reason=f"response for unknown request {request_id!r}")
         self._drop_progress(pending)
         method = pending.method
         result: Any = response.result
@@ -702,7 +705,8 @@ class Connection:
     def cancel_outbound(self, request_id: RequestId, reason: str | None = None) -> bytes | None:
         """Forget our request and encode the ``notifications/cancelled`` to send for it.
 
-        A response arriving later is ignored. Returns None when there is nothing to cancel
+        A response arriving later is reported as :class:`LateResponseReceived` (the
+        engine drops it, or hands it to whoever asked). Returns None when there is nothing to cancel
         (already answered) or when it must not be cancelled (``initialize``).
         """
         pending = self._outbound.pop(request_id, None)

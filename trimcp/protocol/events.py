@@ -102,6 +102,16 @@ class MessageIgnored(Record):
 
 
 @attrs.frozen(kw_only=True, repr=False, eq=False)
+class LateResponseReceived(Record):
+    """The result of a request of ours that is no longer awaited (its caller left: we
+    cancelled it, or it timed out): ``result`` as decoded JSON, never structured. Usually
+    dropped; the session engine acts on the few its callers asked it to look at."""
+
+    id: RequestId
+    result: Any
+
+
+@attrs.frozen(kw_only=True, repr=False, eq=False)
 class BatchReceived(Record):
     """A JSON-RPC batch (2025-03-26 only): its events, in order. Answer it as one array."""
 
@@ -117,5 +127,6 @@ Event = (
     | ErrorReceived
     | MessageRejected
     | MessageIgnored
+    | LateResponseReceived
     | BatchReceived
 )

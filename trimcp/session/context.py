@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+import logging
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
@@ -17,6 +18,8 @@ from trimcp.session.outbound import ProgressCallback
 if TYPE_CHECKING:
     from trimcp.protocol.modern import TraceContext
     from trimcp.session.engine import Session
+
+logger = logging.getLogger("trimcp.session")
 
 
 class Outlet(Protocol):
@@ -45,6 +48,7 @@ class RequestContext:
     __slots__ = (
         "_last_progress",
         "_negotiated",
+        "_unanswered",
         "cancel_scope",
         "cancelled_by_peer",
         "end_requested",
@@ -98,6 +102,30 @@ class RequestContext:
         self.end_requested = False
         #: Set by :meth:`request_end`: what a long-lived handler waits on to notice it.
         self.end_wakeup: trio.Event | None = None
+        self._unanswered: list[Callable[[], None]] | None = None
+
+    def on_unanswered(self, release: Callable[[], None]) -> None:
+        """Call ``release()`` if this request ends without its result handed over to the
+        transport: the peer cancelled it or left, or it failed. For work the result
+        names that only the result could let the peer reach (a task a 2026 server made
+        of the call: nobody could ever cancel it). ``release`` is synchronous; its
+        exceptions are logged."""
+        if self._unanswered is None:
+            self._unanswered = []
+        self._unanswered.append(release)
+
+    def unanswered(self) -> None:
+        """This request ends without its result handed over: run what
+        :meth:`on_unanswered` registered (once). Called by whoever drops the answer (the
+        outcome mapping, a transport whose client left)."""
+        releases, self._unanswered = self._unanswered, None
+        for release in releases or ():
+            try:
+                release()
+            except Exception:
+                logger.exception(
+                    "releasing the work of unanswered request %r failed", self.request_id
+                )
 
     def request_end(self) -> None:
         """Ask a long-lived request to finish with its result (unlike a cancel, which ends

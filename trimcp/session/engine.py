@@ -48,6 +48,7 @@ from trimcp.protocol.events import (
     CancelReceived,
     ErrorReceived,
     Event,
+    LateResponseReceived,
     MessageIgnored,
     MessageRejected,
     NotificationReceived,
@@ -68,6 +69,7 @@ from trimcp.session.hooks import (
     RestingTransport,
     SessionAttendant,
 )
+from trimcp.session.late import LateAnswer, LateAnswers
 from trimcp.session.options import SessionOptions
 from trimcp.session.outbound import ProgressCallback, TaskProgress, Waiter
 from trimcp.session.outcome import run_handler
@@ -137,6 +139,7 @@ class Session:
         "_connection",
         "_handler",
         "_inbound",
+        "_late",
         "_relay",
         "_resting",
         "_run",
@@ -187,6 +190,8 @@ class Session:
         #: caller's progress callback (run in the notification task from then on). Made
         #: when first needed, like the batches' table: a resting session holds neither.
         self._task_progress: dict[RequestId, ProgressCallback] | None = None
+        #: Our abandoned requests whose answer is still looked at (made when first needed).
+        self._late: LateAnswers | None = None
         self._relay: Relay | None = None
         if isinstance(handler, RequestRelay):
             self._relay = Relay(handler)
@@ -303,6 +308,13 @@ class Session:
         return bool(self._inbound or self._waiters)
 
     @property
+    def late_answers(self) -> int:
+        """How many of our abandoned requests still have their answer looked at (see
+        :mod:`trimcp.session.late`; bounded in count and time)."""
+        late = self._late
+        return 0 if late is None else len(late)
+
+    @property
     def followed_tasks(self) -> int:
         """How many tasks created by our task-augmented requests are still followed for
         progress (0 once each has ended: their callbacks are dropped then)."""
@@ -368,6 +380,7 @@ class Session:
         reset_timeout_on_progress: bool = False,
         related_request_id: RequestId | None = None,
         on_sent: Callable[[RequestId], None] | None = None,
+        on_late_answer: LateAnswer | None = None,
     ) -> Any:
         """Send a request and wait for its result (typed for known methods).
 
@@ -382,7 +395,10 @@ class Session:
         the request is not allowed now. Cancellation: if the calling scope is cancelled,
         ``notifications/cancelled`` is sent to the peer (shielded, bounded by
         ``options.cancel_notify_timeout``), a late answer is dropped, and ``Cancelled``
-        propagates as usual.
+        propagates as usual. ``on_late_answer``: an answer that still comes after the
+        caller was cancelled or timed out goes to it instead of being dropped (its result
+        as decoded JSON; run in the session's nursery, errors logged; bounded, see
+        :mod:`trimcp.session.late`).
         """
         if self.closing:
             raise SessionClosed(f"Cannot send {method}: {self.close_reason or 'session closing'}")
@@ -423,25 +439,39 @@ class Session:
         except BaseException:
             if not waiter.done:
                 if queued:
-                    await self._cancel_outbound(request_id, related_request_id, "cancelled")
+                    await self._cancel_outbound(
+                        request_id, related_request_id, "cancelled", on_late_answer
+                    )
                 else:
                     self._connection.cancel_outbound(request_id)
+            elif on_late_answer is not None and waiter.error is None:
+                self._late_answered(on_late_answer, waiter.result)  # answered, never returned
             raise
         finally:
             self._waiters.pop(request_id, None)
         # Only the deadline scope catching its own cancellation gets here.
         if waiter.done:  # the answer and the deadline raced; the answer wins
             return await waiter.wait(on_progress)
-        await self._cancel_outbound(request_id, related_request_id, "timed out")
+        await self._cancel_outbound(request_id, related_request_id, "timed out", on_late_answer)
         raise RequestTimeout(f"{method} got no answer within {timeout:g}s")
 
     async def _cancel_outbound(
-        self, request_id: RequestId, related: RequestId | None, reason: str
+        self,
+        request_id: RequestId,
+        related: RequestId | None,
+        reason: str,
+        on_late_answer: LateAnswer | None = None,
     ) -> None:
-        """Forget our request and tell the peer, shielded and bounded in time."""
+        """Forget our request and tell the peer, shielded and bounded in time;
+        ``on_late_answer`` is kept for its answer, should it still come."""
         data = self._connection.cancel_outbound(request_id, reason)
         if data is None:
             return
+        if on_late_answer is not None:
+            late = self._late
+            if late is None:
+                late = self._late = LateAnswers()
+            late.expect(request_id, on_late_answer)
         item = Outgoing(data, related)
         try:
             self._run.outbox.send_end.send_nowait(item)
@@ -596,6 +626,9 @@ class Session:
         elif kind is BatchReceived:
             assert isinstance(event, BatchReceived)
             await self._on_batch(event)
+        elif kind is LateResponseReceived:
+            assert isinstance(event, LateResponseReceived)
+            self._on_late_response(event)
         else:
             assert isinstance(event, MessageIgnored)
             logger.debug("ignored a message: %s", event.reason)
@@ -614,6 +647,29 @@ class Session:
             if follow is not None and self._connection.follows_task(event.id):
                 self._follow_task(event.id, follow)
             await waiter.answered(event.result)
+
+    def _on_late_response(self, event: LateResponseReceived) -> None:
+        late = self._late
+        handler = None if late is None else late.take(event.id)
+        if handler is None:
+            logger.debug("ignored a message: response for cancelled request %r", event.id)
+            return
+        self._late_answered(handler, event.result)
+
+    def _late_answered(self, handler: LateAnswer, result: Any) -> None:
+        """Run ``handler`` on an answer its caller never got, in the session's nursery
+        (never blocking the reader); its errors are logged, never raised into the session."""
+
+        async def run() -> None:
+            try:
+                await handler(result)
+            except Exception:
+                logger.exception("handling the late answer of an abandoned request failed")
+
+        try:
+            self._run.nursery.start_soon(run)
+        except RuntimeError:  # the session's nursery has closed: nobody can act on it
+            logger.debug("dropped a late answer: the session has closed")
 
     async def _on_notification(self, event: NotificationReceived) -> None:
         # The relay, if the handler relays, sends it on from the reader, so it keeps its

@@ -131,8 +131,11 @@ async def run_handler(
     """Run ``handle_request(ctx)`` inside ``ctx.cancel_scope`` and say how it ended.
 
     See the module docstring for the mapping. A request the peer cancelled before it
-    started is not run at all. Cancellation: ``trio.Cancelled`` from outside the request's
-    scope propagates (nothing is answered); the scope's own cancel is an outcome.
+    started is not run at all. Whenever the outcome is not the handler's result (the peer
+    cancelled, an error, a cancel from outside), what the handler tied to its result
+    (:meth:`RequestContext.on_unanswered`) is released. Cancellation: ``trio.Cancelled``
+    from outside the request's scope propagates (nothing is answered); the scope's own
+    cancel is an outcome.
     """
     scope = ctx.cancel_scope
     if ctx.cancelled_by_peer and scope.cancel_called:
@@ -145,12 +148,16 @@ async def run_handler(
             result = await handle_request(ctx)
     except BaseException as exc:
         if _is_cancellation(exc):
+            ctx.unanswered()
             raise
         error = error_for(exc, _describe_request, ctx)
     if ctx.cancelled_by_peer:  # also when it returned anyway
+        ctx.unanswered()
         return Outcome(silent=True)
     if error is None and scope.cancelled_caught:
         error = RequestTimeout(f"{ctx.method} exceeded the handler timeout")
+    if error is not None:
+        ctx.unanswered()  # the result, and what it named, will never reach the peer
     return Outcome(result, error)
 
 

@@ -71,6 +71,14 @@ class Answer:
     error: McpError | None = None
     #: The client cancelled it: the spec says no response.
     cancelled: bool = False
+    #: The request's context (for :meth:`undelivered`).
+    context: RequestContext | None = None
+
+    def undelivered(self) -> None:
+        """The transport could not hand this answer over (its client left): release what
+        the result named (:meth:`RequestContext.on_unanswered`)."""
+        if self.context is not None:
+            self.context.unanswered()
 
     @property
     def input_required(self) -> bool:
@@ -150,4 +158,4 @@ async def run_request(
     outcome = await run_handler(handler.handle_request, ctx)
     if outcome.silent:
         return Answer(prepared.request_id, cancelled=True)
-    return Answer(prepared.request_id, outcome.result, outcome.error)
+    return Answer(prepared.request_id, outcome.result, outcome.error, False, ctx)

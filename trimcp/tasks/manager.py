@@ -158,7 +158,8 @@ class _Live:
         self.changed = trio.Event()
         self.inputs = InputQueue(limit, self.touch)
         self.listener = listener
-        #: Why the scope was cancelled: "request", "shutdown" (a passed deadline: None).
+        #: Why the scope was cancelled: "request", "shutdown", "unanswered" (its creating
+        #: request ended without its answer) (a passed deadline: None).
         self.reason: str | None = None
         #: Held while the record is written to the store: this process is the one writer
         #: of a running task's record, and its writes land in the order they were made
@@ -416,6 +417,11 @@ class TaskManager:
         elif live.reason == "request":
             record.status = "cancelled"
             record.status_message = "The task was cancelled by request"
+        elif live.reason == "unanswered":
+            record.status = "cancelled"
+            record.status_message = (
+                "The request that created the task was cancelled before its answer was sent"
+            )
         else:  # the deadline (its TTL) passed
             record.status = "failed"
             record.status_message = f"The task ran past its TTL of {record.ttl_ms} ms"
@@ -724,6 +730,16 @@ class TaskManager:
         elif self.cancelled_elsewhere is not None:
             self.cancelled_elsewhere(task_id)
         return record
+
+    def abandon(self, task_id: str) -> None:
+        """The request that created ``task_id`` ended unanswered (its client cancelled or
+        left before it learned the id): cancel the task now, as ``tasks/cancel`` would; it
+        is recorded ``cancelled`` when its work ends. Synchronous; does nothing to a task
+        that ended or does not run here."""
+        live = self._live.get(task_id)
+        if live is not None and not live.record.terminal and live.reason is None:
+            live.reason = "unanswered"
+            live.scope.cancel()
 
     async def stop_if_cancelled(self, task_id: str) -> None:
         """Another replica recorded ``task_id`` cancelled: stop its work if it runs here.

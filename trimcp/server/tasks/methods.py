@@ -11,6 +11,7 @@ anonymous 2026 task is reachable only by its id, 128 random bits (see ``docs/tas
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -152,6 +153,10 @@ async def call_tool_as_task(
         listener=None if stateless else notify,
     )
     if stateless:
+        # 2026: the server chose to make a task of the call; the answer is the only way
+        # the client learns its id. Unanswered (the client cancelled or left first), the
+        # task could never be reached: it ends with its request.
+        ctx.on_unanswered(functools.partial(manager.abandon, record.task_id))
         return modern.create_result(record)
     return CreateTaskResult(task=Task(**task_fields(record)))
 

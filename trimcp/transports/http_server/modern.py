@@ -319,6 +319,7 @@ class ModernEndpoint:
             await watch.end()
         response.request_scope = None
         if response.gone:
+            answer.undelivered()
             return  # the client went away: the spec says nothing more is sent
         data = answer.encode(self._server_info)
         if data is None:
@@ -328,6 +329,7 @@ class ModernEndpoint:
         try:
             await response.finish(data, status)
         except ClientGone:
+            answer.undelivered()
             return
 
     def _admit_listen(
