@@ -19,6 +19,7 @@ from trimcp.protocol import connection as connection_module
 from trimcp.protocol.connection import DEFAULT_MAX_BATCH, Connection
 from trimcp.protocol.lifecycle import Role
 from trimcp.session import open_session
+from trimcp.session.options import SessionOptions
 from trimcp.session.transport import Decoded
 from trimcp.transports.http_server import HttpServerConfig
 from trimcp.transports.http_server import asgi as asgi_module
@@ -194,6 +195,55 @@ async def test_a_post_body_is_parsed_once(
         answer = await client.call(session_id, 7, "echo", {"text": "once"})
         assert answer["result"]["content"][0]["text"] == "once"
         assert parses == 1
+
+
+@pytest.mark.parametrize("json_response", [False, True])
+async def test_a_posted_request_is_classified_once(
+    autojump_clock: trio.abc.Clock, monkeypatch: pytest.MonkeyPatch, json_response: bool
+) -> None:
+    # Was: twice, by the app and again by the engine's reader.
+    seen: list[Any] = []
+    real = vars(asgi_module)["classify"]
+
+    def counting(value: Any) -> Any:
+        seen.append(value)
+        return real(value)
+
+    monkeypatch.setattr(asgi_module, "classify", counting)
+    monkeypatch.setattr(connection_module, "classify", counting)
+    async with running_app(HttpServerConfig(json_response=json_response)) as (_app, client):
+        session_id = await client.initialize()
+        seen.clear()
+        answer = await client.call(session_id, 7, "echo", {"text": "once"})
+        assert answer["result"]["content"][0]["text"] == "once"
+        assert len(seen) == 1
+
+
+async def test_requests_over_max_in_flight_wait_for_room_in_order(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # A request the session takes in the POST's own task (Session.receive_now) must leave
+    # the limit as the reader keeps it: the requests over it wait, none is refused.
+    log = ServerLog()
+    config = HttpServerConfig(session_options=SessionOptions(max_in_flight=2))
+    async with running_app(config, make_server(log)) as (_app, client):
+        session_id = await client.initialize()
+        posts = []
+        for request_id in range(1, 5):
+            posts.append(
+                await client.post(tool_call(request_id, "slow"), session_id=session_id, wait=False)
+            )
+            await trio.testing.wait_all_tasks_blocked()
+        assert log.started == [1, 2]
+        log.release.set()
+        for post in posts:
+            with trio.fail_after(WAIT):
+                await post.wait_finished()
+            assert post.status == 200
+            assert [m["result"] for m in post.messages() if "result" in m] == [
+                {"content": [{"type": "text", "text": "slow done"}]}
+            ]
+        assert log.started == [1, 2, 3, 4]
 
 
 @pytest.mark.parametrize("json_response", [False, True])

@@ -48,6 +48,27 @@ async def test_an_idle_session_rests_and_answers_its_next_call(
             assert session.resting
 
 
+async def test_a_session_rests_only_after_rest_after_since_its_last_call(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # Calls taken without the reader (Session.receive_now) count as activity: a session
+    # called every 0.3 s never rests, and rests 0.5 s after its last call.
+    async with running_app(CONFIG) as (app, client):
+        session_id = await client.initialize()
+        await client.call(session_id, 1, "echo", {"text": "warm"})
+        session = session_of(app, session_id)
+        for request_id in range(2, 8):
+            await trio.sleep(0.3)
+            assert not session.resting
+            await client.call(session_id, request_id, "echo", {"text": "hi"})
+        await trio.sleep(0.4)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not session.resting
+        await trio.sleep(0.2)
+        await trio.testing.wait_all_tasks_blocked()
+        assert session.resting
+
+
 async def test_sessions_never_rest_when_resting_is_off(autojump_clock: trio.abc.Clock) -> None:
     async with running_app(HttpServerConfig(rest_after=None)) as (app, client):
         session_id = await client.initialize()

@@ -100,3 +100,22 @@ async def test_without_a_traceparent_header_nothing_is_added(
         await client.call(session_id, 1, "echo", {"text": "hi"}, extra=[("baggage", "a=b")])
     span = server_call_span(exporter)
     assert span.parent is None  # a root span: no trace context came
+
+
+async def test_a_request_without_params_takes_the_trace_context_from_the_headers(
+    autojump_clock: trio.abc.Clock, exporter: InMemorySpanExporter
+) -> None:
+    # The headers make the request a params object: the request the session takes must
+    # be the one with it (the body is parsed once and handed over as parsed).
+    async with running_app(server=traced_app(exporter)) as (_, client):
+        session_id = await client.initialize()
+        reply = await client.post(
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            session_id=session_id,
+            extra=[("traceparent", traceparent(HEADER_PARENT))],
+        )
+        assert reply.status == 200, reply.body
+    spans = [s for s in exporter.get_finished_spans() if s.name.startswith("tools/list")]
+    assert len(spans) == 1
+    assert spans[0].parent is not None
+    assert spans[0].parent.span_id == int(HEADER_PARENT, 16)

@@ -245,6 +245,11 @@ class Connection:
             return self._rejected(exc)
         return self._dispatch(message)
 
+    def receive_message(self, message: Message) -> Event:
+        """Like :meth:`receive_object`, for one message its transport classified already
+        (with :func:`~trimcp.protocol.jsonrpc.classify`): it is not classified twice."""
+        return self._dispatch(message)
+
     def _invalid_answer(self, request_id: RequestId, reason: str) -> ErrorReceived:
         pending = self._outbound.pop(request_id)
         self._drop_progress(pending)

@@ -27,6 +27,7 @@ import math
 import secrets
 from collections.abc import AsyncIterator, Callable, Hashable
 from contextlib import asynccontextmanager, suppress
+from contextvars import copy_context
 from typing import Any, Protocol
 
 import trio
@@ -56,7 +57,7 @@ from trimcp.protocol.events import (
     RequestReceived,
     ResponseReceived,
 )
-from trimcp.protocol.jsonrpc import RequestId, encode_batch, encode_error
+from trimcp.protocol.jsonrpc import Message, Request, RequestId, encode_batch, encode_error
 from trimcp.protocol.lifecycle import Role, State
 from trimcp.protocol.methods import Method, P, R, expect_result
 from trimcp.protocol.negotiated import Negotiated
@@ -83,6 +84,8 @@ from trimcp.session.writer import Outbox
 logger = logging.getLogger("trimcp.session")
 
 _PEER_GONE = (trio.EndOfChannel, trio.BrokenResourceError, trio.ClosedResourceError)
+#: Requests :meth:`Session.receive_now` leaves to the reader (answered or relayed there).
+_READER_ONLY = frozenset({"ping", "initialize"})
 
 #: The options of every session made without any (frozen, so one serves them all).
 _DEFAULT_OPTIONS = SessionOptions()
@@ -549,6 +552,10 @@ class Session:
         transport = self._transport
         resting = self._resting
         rest_after = None if resting is None else resting.rest_after
+        quiet_until: float | None = None  # (a request taken by receive_now meanwhile)
+        # The tasks the reader starts see the session's context variables (its transport's,
+        # say): so do those receive_now starts from another task.
+        self._run.context = copy_context()
         try:
             while True:
                 await self._wait_for_capacity()
@@ -558,13 +565,21 @@ class Session:
                     else:
                         # Only the reader decides to rest: it is the one task that knows
                         # it holds no message half-handled (a cancelled receive got none).
-                        with trio.move_on_after(rest_after) as quiet:
+                        if quiet_until is None:
+                            quiet_until = trio.current_time() + rest_after
+                        with trio.move_on_at(quiet_until) as quiet:
                             data = await transport.receive()
                         if quiet.cancelled_caught:
                             assert resting is not None
+                            # Quiet since the last message, whoever took it.
+                            quiet_until = self._run.taken_at + rest_after
+                            if quiet_until > trio.current_time():
+                                continue
+                            quiet_until = None
                             if self._may_rest() and resting.begin_rest(self._run):
                                 return
                             continue
+                        quiet_until = None
                 except MessageTooLarge as exc:
                     logger.warning("dropped an oversized message: %s", exc)
                     await self._run.outbox.queue(Outgoing(encode_error(None, exc)))
@@ -576,6 +591,45 @@ class Session:
                 await self._on_event(event)
         except _PEER_GONE:
             self.request_close("the peer closed the connection")
+
+    def receive_now(self, message: Message) -> bool:
+        """Take one message its transport's owner parsed and classified already, in the
+        caller's task instead of the reader's. True: taken (its handler started, or its
+        refusal on its way); False: feed it to the transport as usual.
+
+        Only while the reader waits on an empty transport (the owner asks its transport,
+        e.g. ``HttpSessionTransport.reader_waiting()``): everything read before is handled
+        then, so taking this message now keeps the order. Only what the reader would take
+        without waiting and that leaves it where it is: a request (not a ping or an
+        initialize) of an awake session that is not closing, with room below
+        ``max_in_flight`` after it, and no relay. Saves a task switch, a queue and a
+        cancel scope per request. Synchronous: nothing can come between the checks and the
+        taking.
+        """
+        if type(message) is not Request or message.method in _READER_ONLY:
+            return False
+        closer = self._closer
+        if (
+            self._relay is not None
+            or (closer is not None and closer.closing)
+            or len(self._inbound) + 1 >= self.options.max_in_flight
+        ):
+            return False
+        run = self._run
+        resting = self._resting
+        if resting is not None:
+            if resting.phase:  # not awake: its reader is not waiting for this
+                return False
+            run.taken_at = trio.current_time()  # the reader's quiet time starts again
+        event = self._connection.receive_message(message)
+        if self._task_progress:
+            self._forget_ended_tasks()
+        if type(event) is RequestReceived:
+            run.context.run(self._start_handler, event, None)
+        else:  # refused by the protocol: answered from a task (the reply may wait for room)
+            assert isinstance(event, MessageRejected)
+            run.context.run(run.nursery.start_soon, self._on_rejected, event, None)
+        return True
 
     def _may_rest(self) -> bool:
         """Nothing of the session's own is under way (the reader asks, before resting):
@@ -767,6 +821,11 @@ class Session:
             and await self._relay.took_request(self, event)
         ):
             return
+        self._start_handler(event, batch)
+
+    def _start_handler(self, event: RequestReceived, batch: _Batch | None) -> None:
+        """Start the handler task of the peer's request (admitted, below the limit)."""
+        request_id = event.id
         scope = trio.CancelScope()
         if self.options.handler_timeout is not None:
             scope.deadline = trio.current_time() + self.options.handler_timeout

@@ -8,6 +8,8 @@ waking makes a new one. The engine makes runs and reads their fields; the close 
 
 from __future__ import annotations
 
+import math
+from contextvars import Context
 from typing import Any
 
 import trio
@@ -26,6 +28,7 @@ class Run:
 
     __slots__ = (
         "close_requested",
+        "context",
         "handlers_idle",
         "notes_recv",
         "notes_send",
@@ -34,6 +37,7 @@ class Run:
         "reader_wakeup",
         "services",
         "services_done",
+        "taken_at",
     )
 
     def __init__(self, options: SessionOptions, outbox: Outbox, carry: Run | None = None) -> None:
@@ -55,6 +59,11 @@ class Run:
         # The closer cancels this scope at its end; open_session does after close_bound.
         self.services = trio.CancelScope(shield=True)
         self.services_done = trio.Event()
+        #: When :meth:`Session.receive_now` last took a message (the reader's quiet time
+        #: counts from it too).
+        self.taken_at = -math.inf
+        #: The context variables of the session's tasks (set by its reader).
+        self.context = Context()
 
 
 class _Nowhere:

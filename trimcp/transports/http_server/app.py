@@ -80,7 +80,7 @@ from trimcp.transports.http_server.streams import (
     pump,
     pump_until_disconnect,
 )
-from trimcp.transports.http_server.tracecontext import adopt_trace_headers
+from trimcp.transports.http_server.tracecontext import trace_adopter
 from trimcp.transports.http_server.transport import HttpSessionTransport
 
 logger = logging.getLogger("trimcp.http")
@@ -369,8 +369,7 @@ class McpHttpApp:
             headers.get(b"content-length"),
             buffered=BODY_BUFFERED in engine,
         )
-        parsed = parse_body(body)
-        adopt_trace_headers(parsed.value, headers)
+        parsed = parse_body(body, prepare=trace_adopter(headers))
         if not modern_http.claims(version) and not modern_http.is_modern_body(parsed):
             raise HttpRejection(400, f"Unsupported MCP-Protocol-Version: {version[:40]}")
         await self._modern.post(
@@ -410,8 +409,7 @@ class McpHttpApp:
                 # (the lean engine read it whole already: no timeout scope to read it)
                 buffered=BODY_BUFFERED in extensions(scope),
             )
-            parsed = parse_body(body)
-            adopt_trace_headers(parsed.value, headers)
+            parsed = parse_body(body, prepare=trace_adopter(headers))
             if self._modern is not None and entry is None and modern_http.is_modern_body(parsed):
                 # A 2026 request without MCP-Protocol-Version: answered as 2026 (-32020).
                 await self._modern.post(receive, send, headers, parsed, principal)
@@ -532,12 +530,15 @@ class McpHttpApp:
             await respond(send, 202, headers=extra)
             return
         version = session.protocol_version or _requested_version(requests)
-        await self._answer(send, receive, transport, body, messages, ids, version, extra, principal)
+        await self._answer(
+            send, receive, session, transport, body, messages, ids, version, extra, principal
+        )
 
     async def _answer(
         self,
         send: Send,
         receive: Receive,
+        session: Session,
         transport: HttpSessionTransport,
         body: Decoded,
         messages: list[Message],
@@ -557,7 +558,7 @@ class McpHttpApp:
             stream = await transport.open_post_stream(
                 ids, json_mode=True, sink=None, prime=False, auth=principal
             )
-            await self._feed(transport, stream, body, messages)
+            await self._feed(session, transport, stream, body, messages)
             if await _answered_before_disconnect(stream, receive):
                 await _send_json(send, stream, ids, extra)
             return
@@ -566,7 +567,7 @@ class McpHttpApp:
         stream = await transport.open_post_stream(
             ids, json_mode=False, sink=sink, prime=prime, auth=principal
         )
-        await self._feed(transport, stream, body, messages)
+        await self._feed(session, transport, stream, body, messages)
         start = {"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *extra]}
         await send(start)
         if prime:
@@ -593,13 +594,21 @@ class McpHttpApp:
 
     async def _feed(
         self,
+        session: Session,
         transport: HttpSessionTransport,
         stream: OutStream,
         body: Decoded,
         messages: list[Message],
     ) -> None:
         try:
-            await transport.feed(body, self.config.enqueue_timeout)
+            # One request while the engine's reader waits: the session takes it here, in
+            # this task (no hop through the reader; the message is not classified again).
+            if not (
+                type(body.value) is dict
+                and transport.reader_waiting()
+                and session.receive_now(messages[0])
+            ):
+                await transport.feed(body, self.config.enqueue_timeout)
         except BaseException:
             transport.abandon(stream)
             raise
@@ -642,6 +651,7 @@ class McpHttpApp:
                 await self._answer(
                     send,
                     receive,
+                    session,
                     transport,
                     body,
                     messages,

@@ -228,11 +228,19 @@ class ParsedBody(NamedTuple):
     batch: bool
 
 
-def parse_body(body: bytes, max_batch: int = DEFAULT_MAX_BATCH) -> ParsedBody:
+def parse_body(
+    body: bytes,
+    max_batch: int = DEFAULT_MAX_BATCH,
+    *,
+    prepare: Callable[[Any], None] | None = None,
+) -> ParsedBody:
     """Parse a POST body into messages; 400 if invalid.
 
     A batch over ``max_batch`` members is refused before any member is looked at, so the
-    work one body costs stays bounded by its size and the batch limit.
+    work one body costs stays bounded by its size and the batch limit. ``prepare`` changes
+    the decoded value in place before its messages are read (see
+    :func:`~trimcp.transports.http_server.tracecontext.trace_adopter`), so that they carry
+    the change.
     """
     try:
         parsed = parse_json(body)
@@ -243,7 +251,11 @@ def parse_body(body: bytes, max_batch: int = DEFAULT_MAX_BATCH) -> ParsedBody:
                 raise InvalidMessage(
                     INVALID_REQUEST, f"Invalid request: batch larger than {max_batch}"
                 )
+            if prepare is not None:
+                prepare(parsed)
             return ParsedBody(parsed, [classify(item) for item in parsed], True)
+        if prepare is not None:
+            prepare(parsed)
         return ParsedBody(parsed, [classify(parsed)], False)
     except InvalidMessage as exc:
         raise HttpRejection(400, exc.message, code=exc.code, request_id=exc.request_id) from None

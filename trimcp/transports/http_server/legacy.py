@@ -34,7 +34,7 @@ from trimcp.transports.http_server.asgi import (
     session_gone,
 )
 from trimcp.transports.http_server.streams import Sink, pump_until_disconnect, sse_message
-from trimcp.transports.http_server.tracecontext import adopt_trace_headers
+from trimcp.transports.http_server.tracecontext import trace_adopter
 
 if TYPE_CHECKING:
     from trimcp.auth.principal import AuthInfo
@@ -146,8 +146,7 @@ async def _post(
         body = await read_body(
             receive, config.max_body_bytes, config.body_timeout, headers.get(b"content-length")
         )
-        parsed = parse_body(body)
-        adopt_trace_headers(parsed.value, headers)
+        parsed = parse_body(body, prepare=trace_adopter(headers))
         if config.auth is not None:  # per tool/prompt/resource scopes, as on /mcp
             requests = [m for m in parsed.messages if type(m) is Request]
             config.auth.authorize(requests, cast("AuthInfo | None", principal))

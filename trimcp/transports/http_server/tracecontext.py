@@ -12,11 +12,13 @@ propagator ignores malformed ones), bounded by the server's header size limit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from trimcp.transports.http_server.asgi import RequestHeaders
 
-__all__ = ["TRACE_HEADERS", "adopt_trace_headers"]
+__all__ = ["TRACE_HEADERS", "adopt_trace_headers", "trace_adopter"]
 
 #: The W3C trace context headers, as the app reads them (lower case).
 TRACE_HEADERS = (b"traceparent", b"tracestate", b"baggage")
@@ -44,3 +46,12 @@ def adopt_trace_headers(value: Any, headers: RequestHeaders) -> None:
             meta = params["_meta"] = {}
         if type(meta) is dict and "traceparent" not in meta:
             meta.update(found)
+
+
+def trace_adopter(headers: RequestHeaders) -> Callable[[Any], None] | None:
+    """:func:`adopt_trace_headers` for ``headers``, for ``parse_body(prepare=...)`` (before
+    the body's messages are read: a request without ``params`` gets a new object); None
+    without a ``traceparent`` header."""
+    if headers.get(b"traceparent") is None:
+        return None
+    return partial(adopt_trace_headers, headers=headers)

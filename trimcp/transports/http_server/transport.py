@@ -172,6 +172,16 @@ class HttpSessionTransport:
         except trio.ClosedResourceError:
             raise trio.EndOfChannel from None
 
+    def reader_waiting(self) -> bool:
+        """Whether the engine's reader waits in :meth:`receive` with nothing queued for it
+        or handed to it: all that was fed before is handled (see
+        :meth:`~trimcp.session.engine.Session.receive_now`)."""
+        channel = self._in_send
+        if channel is None:
+            return False
+        stats = channel.statistics()
+        return not stats.current_buffer_used and stats.tasks_waiting_receive > 0
+
     def can_rest(self) -> bool:
         """Whether no POSTed message waits for the engine (the session may rest).
 
