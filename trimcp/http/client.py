@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Final
 
@@ -135,6 +135,8 @@ class HttpConnection:
         #: When the connection went back to the pool (Trio clock).
         self.idle_since = 0.0
         self.closed = False
+        #: True once we stopped sending (:meth:`stop_sending`): never reused.
+        self.half_closed = False
 
     async def send_request(
         self, method: str, endpoint: Endpoint, headers: list[tuple[str, str]], body: bytes
@@ -178,10 +180,29 @@ class HttpConnection:
             if type(event) is not h11.InformationalResponse:
                 raise HttpClientError(f"unexpected HTTP event from {url}: {type(event).__name__}")
 
+    async def stop_sending(self) -> bool:
+        """Half-close: tell the server we send nothing more (it sees us leave) while we
+        still read what it sends. False when the stream cannot (TLS) or is gone. The
+        connection is not reused afterwards."""
+        stream = self._stream
+        if self.closed or not isinstance(stream, trio.abc.HalfCloseableStream):
+            return False
+        self.half_closed = True
+        try:
+            await stream.send_eof()
+        except (*_STREAM_ERRORS, trio.BusyResourceError):
+            return False
+        return True
+
     def start_next_cycle(self) -> bool:
         """Make the connection ready for another exchange; False if it cannot be reused."""
         conn = self._h11
-        if self.closed or conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
+        if (
+            self.closed
+            or self.half_closed
+            or conn.our_state is not h11.DONE
+            or conn.their_state is not h11.DONE
+        ):
             return False
         try:
             conn.start_next_cycle()
@@ -274,14 +295,17 @@ class ConnectionPool:
         body: bytes = b"",
         *,
         head_timeout: float,
+        on_sent: Callable[[HttpConnection], None] | None = None,
     ) -> AsyncIterator[Response]:
         """Send one request and yield its response once the head has arrived.
 
         ``head_timeout`` bounds the wait for the response head after the request is
         written. A kept-alive connection the server had closed meanwhile is replaced once,
         transparently (only when no byte of a response arrived, so the server cannot have
-        seen the request). Raises :class:`HttpClientError` on failure. On exit the
-        connection goes back to the pool only if the body was read to its end.
+        seen the request; never once we stopped sending). ``on_sent`` is given the
+        connection once the request is written. Raises :class:`HttpClientError` on
+        failure. On exit the connection goes back to the pool only if the body was read
+        to its end.
         Cancellation: the connection is closed.
         """
         if self._closed:
@@ -292,11 +316,16 @@ class ConnectionPool:
             conn = await self._acquire(endpoint, fresh=attempt == 2)
             try:
                 response = await self._exchange(
-                    conn, method, endpoint, header_list, body, head_timeout
+                    conn, method, endpoint, header_list, body, head_timeout, on_sent
                 )
             except HttpClientError as exc:
                 await conn.aclose()
-                stale = conn.reused and conn.received == 0 and not isinstance(exc, HttpTimeout)
+                stale = (
+                    conn.reused
+                    and conn.received == 0
+                    and not conn.half_closed
+                    and not isinstance(exc, HttpTimeout)
+                )
                 if stale and attempt == 1:
                     # The server closed the idle connection; it never saw this request.
                     logger.debug(
@@ -327,6 +356,7 @@ class ConnectionPool:
         headers: list[tuple[str, str]],
         body: bytes,
         head_timeout: float,
+        on_sent: Callable[[HttpConnection], None] | None = None,
     ) -> Response:
         try:
             with trio.fail_after(self._connect_timeout):
@@ -337,6 +367,8 @@ class ConnectionPool:
             ) from None
         except _STREAM_ERRORS as exc:
             raise HttpClientError(f"request to {endpoint.url} failed: {_describe(exc)}") from None
+        if on_sent is not None:
+            on_sent(conn)
         try:
             with trio.fail_after(head_timeout):
                 return await conn.receive_response(endpoint.url)

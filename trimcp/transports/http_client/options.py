@@ -68,6 +68,9 @@ class HttpClientOptions(Record):
     ``reconnect_delay``), doubled after each failed attempt, at most
     ``max_reconnect_delay``; it gives up after ``max_reconnect_attempts`` attempts in a
     row that bring nothing. ``inbox_size``: messages buffered for the session.
+    ``late_answer_timeout``: how long a cancelled 2026-07-28 ``tools/call`` still reads
+    an answer already on its way (it may name a task the server made of the call, which
+    the client then cancels), its connection half-closed so the server sees it leave.
     """
 
     headers: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_headers)
@@ -83,6 +86,7 @@ class HttpClientOptions(Record):
     max_reconnect_delay: float = attrs.field(default=30.0, validator=positive)
     max_reconnect_attempts: int = attrs.field(default=3, validator=positive)
     inbox_size: int = attrs.field(default=64, validator=positive)
+    late_answer_timeout: float = attrs.field(default=2.0, validator=positive)
     #: OAuth (a :class:`trimcp.auth.OAuthClient`): tokens obtained on 401, refreshed, and
     #: stepped up on 403 ``insufficient_scope`` (see docs/authorization.md).
     auth: Any = None

@@ -4,8 +4,10 @@ A 2026 request is recognised by the protocol version in its ``_meta``. It goes o
 no session id and with the headers :mod:`trimcp.protocol.modern` computes; for ``tools/call`` that
 includes ``Mcp-Param-*`` for the tool's annotated arguments, learnt from the latest
 ``tools/list`` answer that passed through (tools with invalid annotations are dropped from
-that answer, with a warning). Cancelling a 2026 request closes its stream: the server
-takes the disconnect as the cancellation, so no ``notifications/cancelled`` is POSTed.
+that answer, with a warning). Cancelling a 2026 request leaves its stream: the server
+takes the disconnect as the cancellation, so no ``notifications/cancelled`` is POSTed (a
+``tools/call`` half-closes and still reads an answer on its way, which may name a task to
+cancel: ``StreamableHttpClient._leave_post``).
 """
 
 from __future__ import annotations

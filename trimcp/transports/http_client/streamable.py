@@ -25,7 +25,7 @@ import logging
 import trio
 
 from trimcp.errors import INTERNAL_ERROR, LocalError, McpError
-from trimcp.http.client import ConnectionPool, Response
+from trimcp.http.client import ConnectionPool, HttpConnection, Response
 from trimcp.http.errors import (
     HTTP_ERRORS,
     AuthorizationRefused,
@@ -97,6 +97,22 @@ class _FallBack(Exception):
         self.status = status
 
 
+class _Post:
+    """A request's POST under way: its scope, and once the request is written, its
+    connection (for a 2026 ``tools/call``, which may be answered with a task)."""
+
+    __slots__ = ("connection", "linger", "scope")
+
+    def __init__(self, scope: trio.CancelScope, *, linger: bool) -> None:
+        self.scope = scope
+        #: Cancelled, it still reads an answer on its way (see ``_leave_post``).
+        self.linger = linger
+        self.connection: HttpConnection | None = None
+
+    def sent(self, connection: HttpConnection) -> None:
+        self.connection = connection
+
+
 class StreamableHttpClient:
     """The state of one Streamable HTTP session; used by :class:`HttpClientTransport`."""
 
@@ -115,7 +131,7 @@ class StreamableHttpClient:
         self._tasks = tasks
         self._answers = AnswerReader(endpoint, options, inbox)
         self._slots = trio.Semaphore(options.max_connections)
-        self._posts: dict[RequestId, trio.CancelScope] = {}
+        self._posts: dict[RequestId, _Post] = {}
         self._reinit_lock = trio.Lock()
         self._get_scope: trio.CancelScope | None = None
         self._init_request: bytes | None = None
@@ -151,8 +167,8 @@ class StreamableHttpClient:
         if info.cancelled_id is not None and info.cancelled_id == self._init_id:
             self._cancel_post(info.cancelled_id)
         if info.cancelled_id is not None and info.cancelled_id in self._stateless.in_flight:
-            # 2026-07-28: closing the request's stream is the cancellation; no notice.
-            self._cancel_post(info.cancelled_id)
+            # 2026-07-28: leaving the request's stream is the cancellation; no notice.
+            await self._leave_post(info.cancelled_id)
             return
         if self._mode_known is not None:
             await self._mode_known.wait()
@@ -183,14 +199,35 @@ class StreamableHttpClient:
                 # it between here and its start without closing the transport).
                 self._mode_known = trio.Event()
         scope = trio.CancelScope()
+        post = _Post(scope, linger=info.modern_version is not None and info.method == "tools/call")
         for request_id in info.request_ids:
-            self._posts[request_id] = scope
+            self._posts[request_id] = post
         self._tasks.spawn(self._run_request, data, info, scope, scope=scope)
 
     def _cancel_post(self, request_id: RequestId) -> None:
-        scope = self._posts.get(request_id)
-        if scope is not None:
-            scope.cancel()
+        post = self._posts.get(request_id)
+        if post is not None:
+            post.scope.cancel()
+
+    async def _leave_post(self, request_id: RequestId) -> None:
+        """Cancel a 2026 request: the server takes the client leaving its stream as the
+        cancel. A ``tools/call`` may have been answered already with a task that only
+        that answer names: then the connection is half-closed (the server still sees the
+        client leave, and cancels a task whose answer it has not written) and the answer
+        on its way is still read, for ``late_answer_timeout`` at most, and handed to the
+        session, which cancels the task it names (docs/concurrency.md). Otherwise, or on
+        a stream that cannot half-close (TLS), the POST is closed at once."""
+        post = self._posts.get(request_id)
+        if post is None:
+            return
+        connection = post.connection
+        if post.linger and connection is not None and await connection.stop_sending():
+            scope = post.scope
+            scope.deadline = min(
+                scope.deadline, trio.current_time() + self._options.late_answer_timeout
+            )
+            return
+        post.scope.cancel()
 
     async def _run_request(self, data: bytes, info: OutgoingInfo, scope: trio.CancelScope) -> None:
         pending = set(info.request_ids)
@@ -204,7 +241,8 @@ class StreamableHttpClient:
             )
         finally:
             for request_id in info.request_ids:
-                if self._posts.get(request_id) is scope:
+                post = self._posts.get(request_id)
+                if post is not None and post.scope is scope:
                     del self._posts[request_id]
                 self._stateless.in_flight.discard(request_id)
             self._slots.release()
@@ -263,9 +301,15 @@ class StreamableHttpClient:
         headers = self._headers(ACCEPT_POST, body=True, session=not (info.is_initialize or modern))
         if modern:
             headers.update(self._stateless.headers(info))
+        post = self._posts.get(info.request_ids[0]) if info.request_ids else None
         try:
             async with self._pool.request(
-                "POST", self._endpoint, headers, data, head_timeout=options.sse_read_timeout
+                "POST",
+                self._endpoint,
+                headers,
+                data,
+                head_timeout=options.sse_read_timeout,
+                on_sent=post.sent if post is not None and post.linger else None,
             ) as response:
                 status = response.status
                 if status in (401, 403) and self.auth is not None:
