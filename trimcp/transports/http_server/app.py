@@ -74,6 +74,7 @@ from trimcp.transports.http_server.manager import SessionEntry, SessionManager, 
 from trimcp.transports.http_server.modern import ModernEndpoint
 from trimcp.transports.http_server.relay import ReplicaRelay
 from trimcp.transports.http_server.sharing import SharedSessions
+from trimcp.transports.http_server.slow import SlowRequests
 from trimcp.transports.http_server.streams import (
     OutStream,
     Sink,
@@ -93,9 +94,6 @@ UNKNOWN_EVENT_ID = (
     "Unknown Last-Event-ID: no event of this session has that id (never issued, expired, "
     "or of a stream with nothing more to send); open the stream again without it"
 )
-#: Seconds a JSON-mode POST waits for its answer before it also watches for the client
-#: leaving (a client that leaves is noticed at most this late).
-QUICK_ANSWER = 0.05
 _STATELESS_INIT_ID = "trimcp-stateless-initialize"
 
 
@@ -151,8 +149,11 @@ class McpHttpApp:
         # A shared handler with a lifespan (trimcp.Server): entered with the manager.
         self._lifespan_of = lifespan_of
         # A shared handler that serves 2026-07-28 requests too (trimcp.Server).
+        #: Starts a disconnect watcher for a request still unanswered after a short grace
+        #: (2026 requests, 2025 JSON-mode POSTs); run by :meth:`run`.
+        self.slow = SlowRequests()
         self._modern = (
-            ModernEndpoint(lifespan_of, config, self.manager, self.budgets)
+            ModernEndpoint(lifespan_of, config, self.manager, self.budgets, self.slow)
             if isinstance(lifespan_of, StatelessHandler)
             else None
         )
@@ -167,14 +168,10 @@ class McpHttpApp:
         """
         async with open_handler_lifespan(self._lifespan_of):
             auth = self.config.auth
-            if auth is None and self._modern is None and self.relay is None:
-                await self.manager.run(task_status=task_status)
-                return
             async with trio.open_nursery() as nursery:
                 if auth is not None:
                     await nursery.start(auth.run)  # the token verifier's key refresh
-                if self._modern is not None:
-                    await nursery.start(self._modern.run)
+                await nursery.start(self.slow.run)
                 if self.relay is not None:
                     await nursery.start(self.relay.run, self._lifespan_of)
                 await self.manager.run(task_status=task_status)
@@ -559,7 +556,7 @@ class McpHttpApp:
                 ids, json_mode=True, sink=None, prime=False, auth=principal
             )
             await self._feed(session, transport, stream, body, messages)
-            if await _answered_before_disconnect(stream, receive):
+            if await self._answered_before_disconnect(stream, receive):
                 await _send_json(send, stream, ids, extra)
             return
         sink = Sink(config.stream_max_bytes, config.stream_max_messages)
@@ -591,6 +588,29 @@ class McpHttpApp:
             await pump_until_disconnect(send, receive, sink)
         finally:
             stream.detach(sink)
+
+    async def _answered_before_disconnect(self, stream: OutStream, receive: Receive) -> bool:
+        """Wait for a JSON-mode stream's answer; False when the client went away first.
+
+        Most answers come at once: the client is watched (a task reading its connection)
+        only once the answer is late (:class:`SlowRequests`; no task and no cancel scope
+        before). Cancellation: stops waiting (the watcher, if any, is stopped first).
+        """
+        done = stream.done
+        gone = False
+
+        async def watch() -> None:
+            nonlocal gone
+            await wait_for_disconnect(receive)
+            gone = True
+            stream.release_waiter()
+
+        watching = self.slow.add(watch)
+        try:
+            await done.wait()
+        finally:
+            await watching.end()
+        return not gone
 
     async def _feed(
         self,
@@ -782,29 +802,6 @@ async def _initialize_implicitly(
     if type(answer) is not dict or "result" not in answer:
         raise HttpRejection(400, "The server refused the implicit initialization")
     await transport.feed(Decoded(notification_object("notifications/initialized", None)), timeout)
-
-
-async def _answered_before_disconnect(stream: OutStream, receive: Receive) -> bool:
-    """Wait for a JSON-mode stream's answer; False when the client went away first."""
-    done = stream.done
-    # Most answers come at once: wait for them without a watcher task (a cancel scope costs
-    # far less than a task). Only a slow answer pays for watching the client.
-    with trio.move_on_after(QUICK_ANSWER):
-        await done.wait()
-        return True
-    gone = False
-    async with trio.open_nursery() as nursery:
-
-        async def watch() -> None:
-            nonlocal gone
-            await wait_for_disconnect(receive)
-            gone = True
-            nursery.cancel_scope.cancel()
-
-        nursery.start_soon(watch)
-        await done.wait()
-        nursery.cancel_scope.cancel()
-    return not gone
 
 
 async def _send_json(send: Send, stream: OutStream, ids: list[RequestId], extra: Headers) -> None:

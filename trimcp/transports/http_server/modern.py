@@ -197,6 +197,7 @@ class ModernEndpoint:
         config: HttpServerConfig,
         manager: SessionManager,
         budgets: StreamBudgets,
+        slow: SlowRequests,
     ) -> None:
         self.handler = handler
         self.config = config
@@ -205,12 +206,8 @@ class ModernEndpoint:
         self.budgets = budgets
         self._server_info = serde.unstructure(getattr(handler, "info", None))
         self._header_params = handler if isinstance(handler, HeaderParameters) else None
-        #: Starts disconnect watchers for slow requests; run by the app (:meth:`run`).
-        self.slow = SlowRequests()
-
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run what 2026 requests share (the slow-request watcher) until cancelled."""
-        await self.slow.run(task_status=task_status)
+        #: Starts disconnect watchers for slow requests (the app's, run by the app).
+        self.slow = slow
 
     def close(self) -> None:
         """End open listen streams gracefully (the server is shutting down)."""

@@ -208,13 +208,18 @@ class OutStream:
 
     @property
     def done(self) -> trio.Event:
-        """Set once the stream has nothing more to say."""
+        """Set once the stream has nothing more to say (or :meth:`release_waiter`)."""
         done = self._done
         if done is None:
             done = self._done = trio.Event()
             if self._finished:
                 done.set()
         return done
+
+    def release_waiter(self) -> None:
+        """Wake whoever waits for :attr:`done` now: the POST waiting for its answer has
+        lost its client. The stream itself goes on (its answers are still taken)."""
+        self.done.set()
 
     def storing(self) -> None:
         """An event of this stream is being stored (until :meth:`stored`)."""
