@@ -6,8 +6,9 @@ cancel. But the server may have written the answer already, so closing would thr
 the one message naming the task. The client half-closes instead (the server still sees it
 leave) and reads what is already on its way, for a bounded time; a task it finds there is
 cancelled. The interleaving is chosen, not hoped for: the client talks to the trimcp HTTP
-server (lean engine, loopback) through :class:`Relay`, a TCP relay that holds the server's
-answer back until the test has cancelled the caller and the client has stopped sending.
+server (loopback) through :class:`Relay`, a TCP relay that holds the server's
+answer back until the test has cancelled the caller and the client has stopped sending
+(and under hypercorn, which takes the half-close as a disconnect too).
 
 Real clock (sockets): every wait is bounded by ``fail_after``; nothing sleeps and no time
 is asserted. The same rule in memory, deterministic to the scheduling point:
@@ -20,12 +21,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 import trio
 
 import trimcp
 from trimcp.client import Client, connect_http
 from trimcp.server.tasks import TaskContext
 from trimcp.transports.http_server import serve_http
+from trimcp.transports.http_server.serve import Engine
 
 BOUND = 10.0
 _GONE = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
@@ -109,11 +112,11 @@ class Tools:
 
 
 @asynccontextmanager
-async def relayed(tools: Tools) -> AsyncIterator[tuple[Client, Relay]]:
+async def relayed(tools: Tools, engine: Engine) -> AsyncIterator[tuple[Client, Relay]]:
     async with trio.open_nursery() as nursery:
         port: int = await nursery.start(
             lambda task_status: serve_http(
-                tools.app, port=0, engine="lean", task_status=task_status
+                tools.app, port=0, engine=engine, task_status=task_status
             )
         )
         relay = Relay(port)
@@ -128,10 +131,13 @@ async def status(client: Client, task_id: str) -> Any:
     return (await (await client.get_task(task_id)).refresh()).status
 
 
-async def test_a_caller_cancelled_with_the_task_answer_on_the_wire_cancels_the_task() -> None:
+@pytest.mark.parametrize("engine", ["lean", "hypercorn"])
+async def test_a_caller_cancelled_with_the_task_answer_on_the_wire_cancels_the_task(
+    engine: Engine,
+) -> None:
     tools = Tools()
     with trio.fail_after(BOUND):
-        async with relayed(tools) as (client, relay):
+        async with relayed(tools, engine) as (client, relay):
             relay.arm()
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(client.call_tool, "hold")
