@@ -26,7 +26,6 @@ Cancellation: cancelling the caller (a client that disconnects) cancels the hand
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Hashable
 from typing import Any, Protocol, runtime_checkable
 
@@ -48,7 +47,7 @@ from trimcp.protocol.jsonrpc import (
 from trimcp.protocol.stateless import Negotiator, Prepared
 from trimcp.session.context import Outlet, RequestContext
 from trimcp.session.engine import SessionHandler
-from trimcp.session.outcome import run_handler
+from trimcp.session.outcome import Outcome, run_handler
 from trimcp.types import InputRequiredResult
 
 logger = logging.getLogger("trimcp.session")
@@ -126,22 +125,41 @@ async def run_request(
     """Run the handler for one prepared 2026 request and say how it ended.
 
     ``timeout``: the handler's deadline (answered ``-32001``). ``on_start`` sees the
-    :class:`RequestContext` before the handler runs (stdio keeps it to apply
-    ``notifications/cancelled``). ``scope``: the request's cancel scope, when the
-    transport wants to hold it (made here otherwise); a transport that cancels it for a
-    client that left must not send the answer. How the handler ended maps to the answer
-    through :func:`trimcp.session.outcome.run_handler`, as in the session era.
-    Cancellation: see the module docstring.
+    :class:`RequestContext` before the handler runs. ``scope``: the request's cancel
+    scope, when the transport wants to hold it (made here otherwise); a transport that
+    cancels it for a client that left must not send the answer. How the handler ended
+    maps to the answer through :func:`trimcp.session.outcome.run_handler`, as in the
+    session era. Cancellation: see the module docstring.
     """
+    ctx = request_context(prepared, outlet, principal=principal, timeout=timeout, scope=scope)
+    if on_start is not None:
+        on_start(ctx)
+    return answer_of(ctx, await run_handler(handler.handle_request, ctx))
+
+
+def request_context(
+    prepared: Prepared,
+    outlet: Outlet,
+    *,
+    principal: Hashable | None = None,
+    timeout: float | None = None,
+    scope: trio.CancelScope | None = None,
+) -> RequestContext:
+    """The :class:`RequestContext` :func:`run_request` runs a prepared request with (a
+    transport that runs it itself, through :func:`~trimcp.session.outcome.run_handler`
+    and :func:`answer_of`, as stdio does, saves a frame per request): its own cancel
+    scope (``scope``, or a new one) with the ``timeout`` as its deadline."""
     if scope is None:
         # The deadline given at creation: setting it afterwards costs trio a second
         # registration.
-        scope = trio.CancelScope(
-            deadline=math.inf if timeout is None else trio.current_time() + timeout
+        scope = (
+            trio.CancelScope()
+            if timeout is None
+            else trio.CancelScope(deadline=trio.current_time() + timeout)
         )
     elif timeout is not None:
         scope.deadline = trio.current_time() + timeout
-    ctx = RequestContext(
+    return RequestContext(
         None,
         prepared.request_id,
         prepared.method,
@@ -153,9 +171,10 @@ async def run_request(
         principal=principal,
         trace=prepared.trace,
     )
-    if on_start is not None:
-        on_start(ctx)
-    outcome = await run_handler(handler.handle_request, ctx)
+
+
+def answer_of(ctx: RequestContext, outcome: Outcome) -> Answer:
+    """The :class:`Answer` of the request of ``ctx``, which ended with ``outcome``."""
     if outcome.silent:
-        return Answer(prepared.request_id, cancelled=True)
-    return Answer(prepared.request_id, outcome.result, outcome.error, False, ctx)
+        return Answer(ctx.request_id, cancelled=True)
+    return Answer(ctx.request_id, outcome.result, outcome.error, False, ctx)

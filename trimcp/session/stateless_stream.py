@@ -42,7 +42,8 @@ from trimcp.protocol.stateless import RequestRefused, prepare
 from trimcp.session.context import RequestContext
 from trimcp.session.engine import Session, serve_session
 from trimcp.session.options import SessionOptions
-from trimcp.session.stateless import StatelessHandler, run_request
+from trimcp.session.outcome import run_handler
+from trimcp.session.stateless import StatelessHandler, answer_of, request_context
 from trimcp.session.transport import Decoded, MessageTooLarge, Outgoing, Transport
 from trimcp.session.writer import Outbox
 
@@ -253,10 +254,13 @@ class _Stream:
             timeout = (
                 None if request.method == "subscriptions/listen" else self.options.handler_timeout
             )
-            answer = await run_request(
-                self.handler, prepared, outlet, timeout=timeout, on_start=outlet.started
-            )
-            data = answer.encode(self.server_info)
+            # run_request(), one frame fewer: the context, kept on the outlet before the
+            # handler runs (notifications/cancelled reaches it from then on), the handler
+            # in the request's scope, the answer.
+            ctx = request_context(prepared, outlet, timeout=timeout)
+            outlet.started(ctx)
+            outcome = await run_handler(self.handler.handle_request, ctx)
+            data = answer_of(ctx, outcome).encode(self.server_info)
             if data is not None:
                 await self.write(data, request_id)
         finally:
