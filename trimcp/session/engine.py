@@ -3,7 +3,9 @@
 Tasks a session owns, all in its nursery (see docs/concurrency.md):
 
 - the **reader** pulls messages from the transport, feeds the protocol core and acts on
-  its events: starts a handler task per request, cancels scopes, completes waiters;
+  its events: starts a handler task per request, cancels scopes, completes waiters (a
+  transport's owner may hand it a request directly instead, while the reader waits:
+  :meth:`Session.receive_now`);
 - the **writer** drains the bounded outbox into the transport, coalescing what is queued;
 - the **notifier** runs notification handlers one at a time, in arrival order;
 - one **handler task** per inbound request, inside that request's ``CancelScope``;
