@@ -83,8 +83,10 @@ class HttpSessionTransport:
         "_lock_",
         "_name_post",
         "_next_stream",
+        "_reading",
         "_routes",
         "_store",
+        "_unread",
         "claimed",
         "closed",
         "dropped",
@@ -113,6 +115,10 @@ class HttpSessionTransport:
         self._inbound_queue = inbound_queue
         self._in_send: trio.MemorySendChannel[Inbound] | None = None
         self._in_recv: trio.MemoryReceiveChannel[Inbound] | None = None
+        # Messages fed and not yet returned by receive(), and whether the reader is in
+        # receive(): what reader_waiting() asks, without a statistics object per POST.
+        self._unread = 0
+        self._reading = False
         self._routes: dict[RequestId, OutStream] = {}
         self._live: dict[str, OutStream] = {}
         self._next_stream = 1
@@ -167,20 +173,21 @@ class HttpSessionTransport:
 
     async def receive(self) -> Inbound:
         """The next POSTed message; ``EndOfChannel`` once closed. Cancellation: safe."""
+        self._reading = True
         try:
-            return await self._inbound()[1].receive()
+            message = await self._inbound()[1].receive()
         except trio.ClosedResourceError:
             raise trio.EndOfChannel from None
+        finally:
+            self._reading = False
+        self._unread -= 1
+        return message
 
     def reader_waiting(self) -> bool:
         """Whether the engine's reader waits in :meth:`receive` with nothing queued for it
         or handed to it: all that was fed before is handled (see
         :meth:`~trimcp.session.engine.Session.receive_now`)."""
-        channel = self._in_send
-        if channel is None:
-            return False
-        stats = channel.statistics()
-        return not stats.current_buffer_used and stats.tasks_waiting_receive > 0
+        return self._reading and not self._unread
 
     def can_rest(self) -> bool:
         """Whether no POSTed message waits for the engine (the session may rest).
@@ -324,7 +331,12 @@ class HttpSessionTransport:
         Raises :class:`HttpRejection`: 404 when the session is closed, 503 when the engine
         did not take the message in time. Cancellation: atomic, fed whole or not at all.
         """
-        await feed_bounded(self._inbound()[0], body, timeout)
+        self._unread += 1
+        try:
+            await feed_bounded(self._inbound()[0], body, timeout)
+        except BaseException:
+            self._unread -= 1  # not fed
+            raise
 
     def detach(self, sink: Sink) -> None:
         """A response ended (its client went away): stop writing into ``sink``."""
