@@ -174,6 +174,35 @@ async def test_a_2026_request_is_admitted_by_the_offer_in_force(
         assert (await peer.ask(3, "tools/call", params))["result"]["content"][0]["text"] == "called"
 
 
+async def test_a_2026_request_sees_what_the_app_serves_now(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The app keeps its capabilities (and its Offer) until something registered changes:
+    # a tool removed between two 2026 requests is refused as undeclared, a tool added
+    # back is admitted, a tool disabled stays declared, and a completer added at runtime
+    # is declared by the next server/discover.
+    app = server()
+    params = {"name": "x", "_meta": META}
+    async with stream(app) as peer:
+        assert (await peer.ask(1, "tools/call", params))["result"]["content"][0]["text"] == "x"
+        found = (await peer.ask(2, "server/discover", {"_meta": META}))["result"]
+        assert "completions" not in found["capabilities"]
+        app.remove_tool("x")
+        refused = (await peer.ask(3, "tools/call", params))["error"]
+        assert refused["code"] == -32601
+        assert "capability tools was not declared" in refused["message"]
+        app.add_tool(lambda: "y", name="x")
+        assert (await peer.ask(4, "tools/call", params))["result"]["content"][0]["text"] == "y"
+        tool = app.get_tool("x")
+        assert tool is not None
+        tool.disable()
+        unknown = (await peer.ask(5, "tools/call", params))["error"]
+        assert unknown["code"] == -32602  # declared, but no such tool
+        app.complete_argument(prompt="p", argument="a")(lambda value: [value])
+        found = (await peer.ask(6, "server/discover", {"_meta": META}))["result"]
+        assert found["capabilities"]["completions"] == {}
+
+
 @pytest.mark.parametrize("make", SHELLS, ids=["lowlevel", "server", "proxy"])
 def test_every_shell_runs_with_any_serve_setting(make: Callable[[], ServerShell]) -> None:
     # run() is the shell's: the proxy's took any ServeSettings field (store=, reuse_port=),

@@ -184,9 +184,13 @@ class Server(ServerShell):
         self._catalog = Catalog(LocalProvider(registries), self._changed)
         self._components = Components(self._catalog, registries)
         self.completions = Completions()
+        # A completer added or adopted changes what is declared (``completions``).
+        self.completions.listeners.append(lambda: self._stateless.count_change())
         self._log_buffer = LogBuffer(log_buffer)
         self._sessions = SessionTable(self._log_buffer, notify_timeout=notify_timeout)
         self._stateless = StatelessServing(self, stateless or StatelessOptions())
+        #: A 2026 request's offer, kept while its parts stay the same (none yet).
+        self._request_offer = Offer(ServerCapabilities(), instructions)
         #: The handlers' Context of a request to this server.
         self._context = partial(Context, self)
         #: Runs the tools called as tasks (see :mod:`trimcp.server.tasks`).
@@ -738,7 +742,10 @@ class Server(ServerShell):
             return Offer(self.capabilities(), self.instructions)
         stateless = self._stateless
         if purpose == "request":
-            return Offer(stateless.capabilities(), self.instructions)
+            # The same Offer while nothing changes: the agreement is kept by its identity.
+            offer = self._request_offer
+            offer = self._request_offer = offer.kept(stateless.capabilities(), self.instructions)
+            return offer
         return Offer(stateless.discovered_capabilities(), self.instructions)
 
     def discover_cache(self) -> CacheHint:

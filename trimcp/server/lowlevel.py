@@ -63,12 +63,7 @@ class LowLevelServer(ServerShell):
 
     def offer(self, purpose: Purpose) -> Offer:
         # The same Offer while neither attribute changes (every 2026 request asks).
-        offer = self._offer
-        if (
-            offer.capabilities is not self.capabilities
-            or offer.instructions is not self.instructions
-        ):
-            offer = self._offer = Offer(self.capabilities, self.instructions)
+        offer = self._offer = self._offer.kept(self.capabilities, self.instructions)
         return offer
 
     def on(self, method: Method[P, R]) -> Callable[[TypedHandler[P, R]], TypedHandler[P, R]]:

@@ -63,6 +63,13 @@ class Offer(NamedTuple):
     capabilities: ServerCapabilities
     instructions: str | None
 
+    def kept(self, capabilities: ServerCapabilities, instructions: str | None) -> Offer:
+        """This offer while its parts are these same objects, else a new one: every
+        2026-07-28 request asks for one, and the agreement is kept by the offer's identity."""
+        if self.capabilities is capabilities and self.instructions is instructions:
+            return self
+        return Offer(capabilities, instructions)
+
 
 def answer_initialize(
     params: InitializeRequestParams,

@@ -19,7 +19,7 @@ the same method table as a session-era request; what differs is around it:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sized
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
@@ -45,18 +45,7 @@ if TYPE_CHECKING:
 
 class Served(Protocol):
     """What the 2026 side asks of its server (a :class:`trimcp.Server`): what it
-    registered (the capabilities cache follows it), what it declares, and its lookups."""
-
-    @property
-    def tools(self) -> Sized: ...
-    @property
-    def prompts(self) -> Sized: ...
-    @property
-    def resources(self) -> Sized: ...
-    @property
-    def templates(self) -> Sized: ...
-    @property
-    def completions(self) -> object: ...
+    declares (kept until :meth:`StatelessServing.count_change`), and its lookups."""
 
     def capabilities(self, *, stateless: bool = False) -> ServerCapabilities: ...
     def admit_resource(self, ctx: RequestContext, method: str, uri: str) -> Resolved: ...
@@ -65,8 +54,8 @@ class Served(Protocol):
     def lists_vary(self, ctx: RequestContext) -> bool: ...
 
 
-#: The registry's change key, what ``initialize`` declares, what ``server/discover`` does.
-_Declared = tuple[tuple[int, ...], ServerCapabilities, ServerCapabilities]
+#: The change count, what ``initialize`` declares, what ``server/discover`` does.
+_Declared = tuple[int, ServerCapabilities, ServerCapabilities]
 
 
 #: Fresh for no time (the defaults): shared by anyone, or by the same authorization only.
@@ -109,7 +98,9 @@ class StatelessServing:
             idle_timeout=options.listen_idle_timeout,
             keepalive=options.listen_keepalive,
         )
-        #: Bumped on every change of what is served; keys the capabilities cache.
+        #: Bumped on every change of what is served or declared (the server's registries,
+        #: providers, mounts, completers and extensions call :meth:`count_change`); keys
+        #: the capabilities cache, which every 2026 request reads.
         self.changes = 0
         self._capabilities: _Declared | None = None
 
@@ -119,31 +110,20 @@ class StatelessServing:
 
     def capabilities(self) -> ServerCapabilities:
         """The server's capabilities, rebuilt only when what is registered changed (every
-        2026 request carries them in its ``Negotiated``)."""
-        return self._cached(self._key())[1]
+        2026 request carries them in its ``Negotiated``): the same object until then."""
+        return self._cached()[1]
 
     def discovered_capabilities(self) -> ServerCapabilities:
         """What ``server/discover`` declares (see :meth:`Server.capabilities`), rebuilt as
         :meth:`capabilities` is."""
-        return self._cached(self._key())[2]
+        return self._cached()[2]
 
-    def _key(self) -> tuple[int, ...]:
-        server = self.server
-        return (
-            self.changes,
-            len(server.tools),
-            len(server.resources),
-            len(server.templates),
-            len(server.prompts),
-            int(bool(server.completions)),
-        )
-
-    def _cached(self, key: tuple[int, ...]) -> _Declared:
+    def _cached(self) -> _Declared:
         cached = self._capabilities
-        if cached is None or cached[0] != key:
+        if cached is None or cached[0] != self.changes:
             server = self.server
             cached = self._capabilities = (
-                key,
+                self.changes,
                 server.capabilities(),
                 server.capabilities(stateless=True),
             )
