@@ -13,7 +13,7 @@ from trimcp import Context, Server
 from trimcp.protocol import modern
 from trimcp.protocol.jsonrpc import Request
 from trimcp.protocol.stateless import RequestRefused, prepare
-from trimcp.server.input_required import InputOptions
+from trimcp.server.input_required import InputOptions, current_round
 from trimcp.server.stateless import StatelessOptions
 from trimcp.session.stateless import run_request
 from trimcp.stores.request_state import (
@@ -661,3 +661,32 @@ def test_adopting_keys_drops_a_key_whose_bytes_changed() -> None:
     with pytest.raises(InvalidRequestState, match="altered"):
         mine.open(old, b"b")
     assert mine.open(kept, b"b") == b"kept"
+
+
+async def test_only_a_call_that_can_ask_runs_as_an_input_round() -> None:
+    # A tool whose function takes no Context cannot ask, so its call runs without an
+    # input round (no scope, no current round); a request carrying requestState or
+    # inputResponses still opens one (the state is checked before anything runs), and a
+    # mounted tool taking a Context still asks through its mount.
+    app, ran = make_server()
+
+    @app.tool()
+    async def plain(who: str = "") -> str:
+        ran.append(f"plain {who} in a round: {current_round.get() is not None}")
+        return f"plain {who}"
+
+    reply = await call(app, {"name": "plain", "arguments": {"who": "ann"}})
+    assert reply["result"]["content"][0]["text"] == "plain ann"
+    assert ran == ["plain ann in a round: False"]
+    refused = await call(app, {"name": "plain", "requestState": "garbage"})
+    assert refused["error"]["code"] == -32602
+    assert refused["error"]["data"] == {"path": "params.requestState"}
+    answered = await call(app, {"name": "plain", "inputResponses": {"x": accept("x")}})
+    assert answered["result"]["content"][0]["text"] == "plain "
+    assert ran[1:] == ["plain  in a round: True"]
+
+    parent = Server("parent", "1.0")
+    parent.mount(app, "child")
+    asked = await call(parent, {"name": "child_greet", "arguments": {"who": "bob"}})
+    assert asked["result"]["resultType"] == "input_required"
+    assert list(asked["result"]["inputRequests"]) == ["name"]

@@ -748,6 +748,21 @@ class Server(ServerShell):
             return offer
         return Offer(stateless.discovered_capabilities(), self.instructions)
 
+    def may_ask(self, ctx: RequestContext) -> bool:
+        """Whether the 2026 request ``ctx`` (``tools/call``, ``prompts/get`` or
+        ``resources/read``) runs as an input round (see :mod:`trimcp.server.input_required`):
+        always, but for a ``tools/call`` without ``requestState`` or ``inputResponses`` of a
+        tool whose function takes no Context (it has no way to ask)."""
+        params = ctx.params
+        if (
+            ctx.method != "tools/call"
+            or getattr(params, "request_state", None) is not None
+            or getattr(params, "input_responses", None)
+        ):
+            return True
+        tool = self._components.get("tools", params.name, ctx)
+        return not isinstance(tool, RegisteredTool) or tool.takes_context
+
     def discover_cache(self) -> CacheHint:
         return self._stateless.options.discover_cache
 

@@ -9,7 +9,8 @@ the same method table as a session-era request; what differs is around it:
 - ``tools/call``, ``prompts/get`` and ``resources/read`` run as one *attempt*: a
   question the handler asks (``ctx.elicit``, ``ctx.sample``, ``ctx.list_roots``) that the
   retry does not answer yet ends it with ``input_required``
-  (:mod:`trimcp.server.input_required`).
+  (:mod:`trimcp.server.input_required`); a call that cannot ask (a tool whose function
+  takes no Context, no ``requestState`` or ``inputResponses`` sent) runs without one.
 - Cacheable results get ``ttlMs``/``cacheScope`` (:class:`CacheHint`: per registration,
   else the server's defaults); a list page takes the shortest TTL of its items and is
   ``private`` when any item is, or when what a list holds depends on who asks (a
@@ -48,6 +49,7 @@ class Served(Protocol):
     declares (kept until :meth:`StatelessServing.count_change`), and its lookups."""
 
     def capabilities(self, *, stateless: bool = False) -> ServerCapabilities: ...
+    def may_ask(self, ctx: RequestContext) -> bool: ...
     def admit_resource(self, ctx: RequestContext, method: str, uri: str) -> Resolved: ...
     def cache_hint(self, kind: Kind, key: str, ctx: RequestContext | None) -> CacheHint | None: ...
     def read_hint(self, uri: str, ctx: RequestContext | None) -> CacheHint | None: ...
@@ -145,10 +147,11 @@ class StatelessServing:
 
     async def handle(self, ctx: RequestContext, handler: RequestHandlerFn) -> Any:
         """Answer a 2026 request with the server's ``handler`` for its method: one input
-        attempt where the method may ask, 2026's errors, the result's cache hint."""
+        attempt where the method and the server allow a question, 2026's errors, the
+        result's cache hint."""
         method = ctx.method
         try:
-            if method in modern.INPUT_METHODS:
+            if method in modern.INPUT_METHODS and self.server.may_ask(ctx):
                 result = await run_attempt(self.options.inputs, ctx, lambda: handler(ctx))
             else:
                 result = await handler(ctx)

@@ -131,6 +131,9 @@ class RegisteredTool(FunctionHandle[P, R], _Defined):
         if run_sync_in_thread and info.is_async:
             raise TypeError(f"Tool {self.name!r}: run_sync_in_thread is for sync functions")
         self.info = info
+        #: Whether the function takes a Context: without one it cannot ask the client for
+        #: input, so a 2026 call runs without an input round (see ``Server.may_ask``).
+        self.takes_context = info.context_param is not None
         self.binder = ArgumentBinder(info, f"Tool {self.name!r}")
         # A hand-written schema is only advertised (e.g. to keep "$schema", "$defs" names or
         # "additionalProperties": false verbatim); arguments are still checked and
