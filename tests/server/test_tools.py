@@ -490,3 +490,44 @@ def test_registration_errors() -> None:
         app.add_tool(taken.fn, name="has space")
     with pytest.raises(KeyError):
         app.remove_tool("missing")
+
+
+class _Shout:
+    async def __call__(self, text: str) -> str:
+        return text.upper()
+
+
+async def test_every_function_shape_is_called_and_a_str_is_one_text_block(
+    autojump_clock: Any,
+) -> None:
+    # How a tool is called is decided at registration (a coroutine function is awaited
+    # directly); an async callable object, a sync function and a sync function returning
+    # an awaitable are still called as before, and a str is one text block in both eras.
+    app = Server("shapes")
+
+    @app.tool()
+    async def coroutine(text: str) -> str:
+        return text
+
+    @app.tool()
+    def plain(text: str) -> str:
+        return text * 2
+
+    async def later(text: str) -> str:
+        return f"later {text}"
+
+    def deferred(text: str) -> Any:
+        return later(text)
+
+    app.add_tool(_Shout(), name="shout")
+    app.add_tool(deferred, name="deferred")
+    for version in ("2025-03-26", "2025-11-25"):
+        async with connect(app, version=version) as (client, _):
+            for name, text in [
+                ("coroutine", "a"),
+                ("plain", "aa"),
+                ("shout", "A"),
+                ("deferred", "later a"),
+            ]:
+                result = await call_tool(client, name, {"text": "a"})
+                assert wire(result) == {"content": [{"type": "text", "text": text}]}

@@ -154,6 +154,8 @@ def to_call_result(value: Any, spec: OutputSpec, tool: str, version: str | None)
     if isinstance(value, CallToolResult):
         return value
     if spec.schema is None:
+        if type(value) is str:  # the commonest value: one text block
+            return CallToolResult(content=[TextContent(text=value)])
         return CallToolResult(content=to_content(value, tool))
     try:
         data = to_json(value)

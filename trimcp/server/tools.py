@@ -172,12 +172,11 @@ class RegisteredTool(FunctionHandle[P, R], _Defined):
         Cancellation: the function is cancelled with the request (a threaded sync function
         is waited for); ``trio.Cancelled`` propagates.
         """
-        version = ctx.protocol_version
         try:
             kwargs = self.binder.bind(arguments, ctx)
         except ValidationError as exc:
             message = f"Invalid arguments for tool {self.name!r}: {exc}"
-            if input_errors_are_tool_errors(version):
+            if input_errors_are_tool_errors(ctx.protocol_version):
                 return text_result(message, is_error=True)
             raise McpError(
                 INVALID_PARAMS, message, {"path": exc.path, "reason": exc.reason}
@@ -185,9 +184,14 @@ class RegisteredTool(FunctionHandle[P, R], _Defined):
         try:
             if self.run_sync_in_thread:
                 value = await trio.to_thread.run_sync(functools.partial(self.fn, **kwargs))
+            elif self.info.is_async:  # a coroutine function: its call is awaited
+                value = await self.info.fn(**kwargs)
             else:
                 value = await call(self.info, kwargs)
-            return to_call_result(value, self.output, self.name, version)
+            output = self.output
+            # Only a structured result depends on the revision (decided at registration).
+            version = ctx.protocol_version if output.schema is not None else None
+            return to_call_result(value, output, self.name, version)
         except Exception as exc:
             return self._failure(exc, mask=ctx.server.mask_error_details)
 

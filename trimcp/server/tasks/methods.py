@@ -94,13 +94,15 @@ def task_support(tool: RegisteredTool[Any, Any]) -> str:
 def runs_as_task(tool: RegisteredTool[Any, Any], ctx: RequestContext) -> bool:
     """Whether this ``tools/call`` must run as a task (raises ``-32601`` when the request
     and the tool's ``taskSupport`` disagree). In other revisions a call runs normally."""
+    support = task_support(tool)
+    wanted = getattr(ctx.params, "task", None) is not None
+    if support == "forbidden" and not wanted:
+        return False  # in every revision (the commonest call: checked first)
     version = ctx.negotiated.protocol_version if ctx.negotiated else None
     if is_stateless(version):
-        return modern.runs_as_task(task_support(tool), tool.name, ctx)
+        return modern.runs_as_task(support, tool.name, ctx)
     if version != V2025_11_25:
         return False
-    wanted = getattr(ctx.params, "task", None) is not None
-    support = task_support(tool)
     if wanted and support == "forbidden":
         raise McpError(
             METHOD_NOT_FOUND,
