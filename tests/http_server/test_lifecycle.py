@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import string
 
+import pytest
 import trio
 import trio.testing
 
 from tests.http_server.helpers import (
+    WAIT,
+    ServerLog,
     init_request,
+    make_server,
     running_app,
     tool_call,
 )
@@ -194,3 +198,31 @@ def test_the_shutdown_warning_counts_sessions_in_words() -> None:
     # Before: "1 sessions did not close within the shutdown bound".
     assert unclosed(1, 10) == "1 session did not close within the shutdown bound (10 s): cancelled"
     assert unclosed(3, 2.5).startswith("3 sessions did not close within the shutdown bound (2.5 s)")
+
+
+@pytest.mark.parametrize(
+    ("json_response", "resumable"), [(True, True), (False, True), (False, False)]
+)
+async def test_a_post_whose_session_closes_under_it_ends(
+    autojump_clock: trio.abc.Clock, json_response: bool, resumable: bool
+) -> None:
+    # Was: a JSON-mode POST (or an SSE one without an event store) waited for ever once
+    # its session closed while its handler ran: closing ended only the streams the
+    # store names.
+    log = ServerLog()
+    config = (
+        HttpServerConfig(json_response=json_response)
+        if resumable
+        else HttpServerConfig(json_response=json_response, event_store_factory=None)
+    )
+    async with running_app(config, make_server(log)) as (_app, client):
+        session_id = await client.initialize()
+        post = await client.post(tool_call(7, "slow"), session_id=session_id, wait=False)
+        await trio.testing.wait_all_tasks_blocked()
+        assert log.started == [7]
+        log.sessions[0].request_close("closed by the test")
+        with trio.fail_after(WAIT):
+            await post.wait_returned()
+        assert log.cancelled == [7]
+        answers = [post.json()] if json_response else post.messages()
+        assert not any("result" in answer for answer in answers)

@@ -239,6 +239,10 @@ class HttpSessionTransport:
             self._in_recv.close()
         for stream in list(self._live.values()):
             stream.finish()
+        # Streams the store does not name (JSON mode, no store) are only routed: their
+        # POSTs wait for them to end too.
+        for stream in list(self._routes.values()):
+            stream.finish()
         self.standalone.finish()
         self._live.clear()
         self._routes.clear()
