@@ -60,6 +60,9 @@ class Served(Protocol):
 _Declared = tuple[int, ServerCapabilities, ServerCapabilities]
 
 
+#: The methods whose complete results carry a cache hint (the table's ``cacheable``).
+_CACHEABLE: Final = frozenset(name for name, spec in METHODS.items() if spec.cacheable)
+
 #: Fresh for no time (the defaults): shared by anyone, or by the same authorization only.
 _PUBLIC: Final = CacheHint(0, "public")
 _PRIVATE: Final = CacheHint(0, "private")
@@ -113,7 +116,10 @@ class StatelessServing:
     def capabilities(self) -> ServerCapabilities:
         """The server's capabilities, rebuilt only when what is registered changed (every
         2026 request carries them in its ``Negotiated``): the same object until then."""
-        return self._cached()[1]
+        cached = self._capabilities
+        if cached is None or cached[0] != self.changes:
+            cached = self._cached()
+        return cached[1]
 
     def discovered_capabilities(self) -> ServerCapabilities:
         """What ``server/discover`` declares (see :meth:`Server.capabilities`), rebuilt as
@@ -159,7 +165,9 @@ class StatelessServing:
             if exc.code == RESOURCE_NOT_FOUND:  # 2026 forbids -32002
                 raise McpError(INVALID_PARAMS, exc.message, exc.data) from None
             raise
-        return self._with_cache(method, ctx, result)
+        if method in _CACHEABLE:
+            return self._with_cache(method, ctx, result)
+        return result
 
     # --- cache hints ---------------------------------------------------------------------
 
@@ -174,9 +182,7 @@ class StatelessServing:
     def _with_cache(self, method: str, ctx: RequestContext, result: Any) -> Any:
         # What to look at comes from the method table: a list pages through a catalog
         # (``lists``, the page in ``page_field``), a read names its resource.
-        spec = METHODS.get(method)
-        if spec is None or not spec.cacheable:
-            return result
+        spec = METHODS[method]
         if not _answers(spec.result_type, result):
             return result  # a dict, or input_required: no hint
         hint: CacheHint | None
