@@ -19,6 +19,7 @@ import trio
 import trio.testing
 
 import trimcp
+from tests.client.held_tasks import HoldingTools, task_status
 from tests.server.helpers import text_of
 from trimcp.client import Client, connect_transport
 from trimcp.errors import RequestTimeout
@@ -30,27 +31,11 @@ from trimcp.transports.memory import memory_transport_pair
 OPTIONS = SessionOptions(request_timeout=60, max_request_timeout=20, cancel_notify_timeout=1)
 
 
-class Tools:
+class Tools(HoldingTools):
     """A server with a held tool and a busy one, and what their handlers did."""
 
     def __init__(self, **server_kwargs: Any) -> None:
-        self.app = trimcp.Server("follow", **server_kwargs)
-        self.ended = trio.Event()
-        self.how: list[str] = []
-        self.task_ids: list[str] = []
-
-        @self.app.tool(task_support="optional")
-        async def hold(ctx: trimcp.Context) -> str:
-            assert isinstance(ctx, TaskContext)
-            self.task_ids.append(ctx.task_id)
-            try:
-                await trio.sleep_forever()
-            except trio.Cancelled:
-                self.how.append("cancelled")
-                raise
-            finally:
-                self.ended.set()
-            return "unreachable"
+        super().__init__("follow", **server_kwargs)
 
         @self.app.tool(task_support="optional")
         async def busy(ctx: trimcp.Context, seconds: float = 3) -> str:
@@ -79,10 +64,6 @@ async def modern(tools: Tools) -> AsyncIterator[Client]:
         nursery.cancel_scope.cancel()
 
 
-async def status(client: Client, task_id: str) -> str:
-    return (await (await client.get_task(task_id)).refresh()).status
-
-
 async def test_the_timeout_bounds_the_whole_call_and_cancels_the_task(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -98,7 +79,7 @@ async def test_the_timeout_bounds_the_whole_call_and_cancels_the_task(
         )
         await tools.ended.wait()
         assert tools.how == ["cancelled"]
-        assert await status(client, tools.task_ids[0]) == "cancelled"
+        assert await task_status(client, tools.task_ids[0]) == "cancelled"
 
 
 async def test_the_session_default_timeout_applies_too(
@@ -133,7 +114,7 @@ async def test_status_changes_push_the_deadline_out_within_the_hard_maximum(
             await client.call_tool("busy", timeout=5, reset_timeout_on_progress=True)
         # A new status message every 3 s keeps restarting 5 s; max_request_timeout ends it.
         assert trio.current_time() - start == pytest.approx(OPTIONS.max_request_timeout)
-        assert await status(client, tools.task_ids[0]) == "cancelled"
+        assert await task_status(client, tools.task_ids[0]) == "cancelled"
         start = trio.current_time()
         with pytest.raises(RequestTimeout):
             await client.call_tool("busy", timeout=5)
@@ -150,7 +131,7 @@ async def test_cancelling_the_caller_cancels_the_task(
         assert caller.cancelled_caught
         await tools.ended.wait()
         assert tools.how == ["cancelled"]
-        assert await status(client, tools.task_ids[0]) == "cancelled"
+        assert await task_status(client, tools.task_ids[0]) == "cancelled"
 
 
 async def test_telling_the_server_is_bounded_when_it_does_not_answer(
@@ -178,7 +159,7 @@ async def test_call_tool_as_task_leaves_the_task_running_when_its_waiter_goes(
         handle = await client.call_tool_as_task("hold")
         with trio.move_on_after(2):
             await handle.result()
-        assert await status(client, handle.task_id) == "working"
+        assert await task_status(client, handle.task_id) == "working"
         assert not tools.ended.is_set()
         await handle.cancel()
         await tools.ended.wait()

@@ -27,11 +27,10 @@ import pytest
 import trio
 import trio.testing
 
-import trimcp
+from tests.client.held_tasks import HoldingTools, task_status
 from trimcp.client import Client, connect_transport
 from trimcp.errors import RequestTimeout
 from trimcp.server.middleware import Call, Next
-from trimcp.server.tasks import TaskContext
 from trimcp.session import SessionOptions
 from trimcp.session.transport import Outgoing
 from trimcp.transports.memory import MemoryTransport, memory_transport_pair
@@ -73,26 +72,13 @@ class Gate:
         await self.inner.aclose()
 
 
-class Tools:
+class Tools(HoldingTools):
     """A server with a tool that runs as a task and waits forever, and a plain tool."""
 
     def __init__(self, **server_kwargs: Any) -> None:
-        self.app = trimcp.Server("late", **server_kwargs)
-        self.how: list[str] = []
-        self.task_ids: list[str] = []
+        super().__init__("late", **server_kwargs)
         self.plain_started = trio.Event()
         self.finish_plain = trio.Event()
-
-        @self.app.tool(task_support="optional")
-        async def hold(ctx: trimcp.Context) -> str:
-            assert isinstance(ctx, TaskContext)
-            self.task_ids.append(ctx.task_id)
-            try:
-                await trio.sleep_forever()
-            except trio.Cancelled:
-                self.how.append("cancelled")
-                raise
-            return "unreachable"
 
         @self.app.tool()
         async def plain() -> str:
@@ -111,10 +97,6 @@ async def modern(tools: Tools) -> AsyncIterator[tuple[Client, Gate]]:
             assert client.protocol_version == "2026-07-28"
             yield client, gate
         nursery.cancel_scope.cancel()
-
-
-async def status(client: Client, task_id: str) -> str:
-    return (await (await client.get_task(task_id)).refresh()).status
 
 
 @pytest.mark.parametrize("how", ["cancel", "timeout"])
@@ -150,7 +132,7 @@ async def test_a_task_answer_crossing_the_callers_cancel_is_cancelled(
         await trio.testing.wait_all_tasks_blocked()
         assert gate.sent.count("tasks/cancel") == 1
         assert tools.how == ["cancelled"]
-        assert await status(client, tools.task_ids[0]) == "cancelled"
+        assert await task_status(client, tools.task_ids[0]) == "cancelled"
         assert client.session.late_answers == 0
 
 
@@ -176,7 +158,7 @@ async def test_a_cancel_reaching_the_server_before_the_task_answer_cancels_the_t
         assert not caller.cancelled_caught
         await trio.testing.wait_all_tasks_blocked()
         assert tools.how == ["cancelled"]
-        assert await status(client, tools.task_ids[0]) == "cancelled"
+        assert await task_status(client, tools.task_ids[0]) == "cancelled"
 
 
 async def test_a_late_plain_answer_is_dropped(autojump_clock: trio.testing.MockClock) -> None:
@@ -217,12 +199,12 @@ async def test_call_tool_as_task_cancelled_while_creating_cancels_the_task(
         gate.release.set()
         await trio.testing.wait_all_tasks_blocked()
         assert tools.how == ["cancelled"]
-        assert await status(client, tools.task_ids[0]) == "cancelled"
+        assert await task_status(client, tools.task_ids[0]) == "cancelled"
         # Once its handle is returned, the task is the caller's: a cancelled wait leaves it.
         handle = await client.call_tool_as_task("hold")
         with trio.move_on_after(2):
             await handle.result()
-        assert await status(client, handle.task_id) == "working"
+        assert await task_status(client, handle.task_id) == "working"
         await handle.cancel()
 
 

@@ -19,14 +19,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 import pytest
 import trio
 
-import trimcp
+from tests.client.held_tasks import HoldingTools, task_status
 from trimcp.client import Client, connect_http
-from trimcp.server.tasks import TaskContext
 from trimcp.transports.http_server import serve_http
 from trimcp.transports.http_server.serve import Engine
 
@@ -90,25 +88,9 @@ class Relay:
             pass
 
 
-class Tools:
+class Tools(HoldingTools):
     def __init__(self) -> None:
-        self.app = trimcp.Server("late-http")
-        self.how: list[str] = []
-        self.task_ids: list[str] = []
-        self.ended = trio.Event()
-
-        @self.app.tool(task_support="optional")
-        async def hold(ctx: trimcp.Context) -> str:
-            assert isinstance(ctx, TaskContext)
-            self.task_ids.append(ctx.task_id)
-            try:
-                await trio.sleep_forever()
-            except trio.Cancelled:
-                self.how.append("cancelled")
-                raise
-            finally:
-                self.ended.set()
-            return "unreachable"
+        super().__init__("late-http")
 
 
 @asynccontextmanager
@@ -125,10 +107,6 @@ async def relayed(tools: Tools, engine: Engine) -> AsyncIterator[tuple[Client, R
             assert client.protocol_version == "2026-07-28"
             yield client, relay
         nursery.cancel_scope.cancel()
-
-
-async def status(client: Client, task_id: str) -> Any:
-    return (await (await client.get_task(task_id)).refresh()).status
 
 
 @pytest.mark.parametrize("engine", ["lean", "hypercorn"])
@@ -148,4 +126,4 @@ async def test_a_caller_cancelled_with_the_task_answer_on_the_wire_cancels_the_t
             relay.release.set()  # the answer reaches the client now, late
             await tools.ended.wait()
             assert tools.how == ["cancelled"]
-            assert await status(client, tools.task_ids[0]) == "cancelled"
+            assert await task_status(client, tools.task_ids[0]) == "cancelled"
