@@ -106,15 +106,11 @@ class InvalidMessage(RemoteProtocolError):
 #: stdlib, which keeps every integer exact. Digits inside strings trip it too (harmless).
 #: Found by mapping digits to "1" and the rest to "0" and searching for 19 ones: two C
 #: passes, about 13x faster than a regex (whose cost matched orjson's parse itself).
+#: ``bytes.find``, not ``in``: ``in`` first tries the needle as an integer and makes and
+#: clears a TypeError, which cost as much as the search (callgrind: 2,500 against 1,250).
 _DIGITS_AS_ONES = bytes(0x31 if 0x30 <= c <= 0x39 else 0x30 for c in range(256))
 _LONG_DIGIT_RUN = b"1" * 19
 _LONG_DIGITS_TEXT = re.compile(r"[0-9]{19}")
-
-
-def _may_hold_a_big_integer(data: bytes | str) -> bool:
-    if isinstance(data, bytes):
-        return _LONG_DIGIT_RUN in data.translate(_DIGITS_AS_ONES)
-    return _LONG_DIGITS_TEXT.search(data) is not None
 
 
 def parse_json(data: bytes | str) -> Any:
@@ -133,11 +129,17 @@ def parse_json(data: bytes | str) -> Any:
     orjson parses when it can (3-5x faster); what it refuses or would read inexactly goes
     to the stdlib, with the same checks, so the accepted language is the same either way.
     """
-    if _orjson_loads is not None and not _may_hold_a_big_integer(data):
-        try:
-            return _orjson_loads(data)
-        except ValueError:
-            pass
+    if _orjson_loads is not None:
+        # Whether it may hold a big integer (inline: every message asks).
+        if isinstance(data, bytes):
+            risky = data.translate(_DIGITS_AS_ONES).find(_LONG_DIGIT_RUN) != -1
+        else:
+            risky = _LONG_DIGITS_TEXT.search(data) is not None
+        if not risky:
+            try:
+                return _orjson_loads(data)
+            except ValueError:
+                pass
     return _parse_strictly(data)
 
 
