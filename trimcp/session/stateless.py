@@ -88,28 +88,33 @@ class Answer:
         into every result's ``_meta``; results get their ``resultType``."""
         if self.cancelled:
             return None
-        if self.error is not None:
-            return encode_error(self.request_id, self.error)
-        try:
-            result = self.result
-            raw = result if type(result) is dict else serde.unstructure(result)
-            if raw is None:
-                raw = {}
-            kind: modern.ResultType = (
-                modern.INPUT_REQUIRED
-                if isinstance(result, InputRequiredResult)
-                else modern.COMPLETE
-            )
-            return dump_json(
-                response_object(self.request_id, modern.stamp_result(raw, server_info, kind))
-            )
-        except Exception:
-            logger.exception("cannot encode the result of request %r", self.request_id)
-            return encode_error(self.request_id, McpError(INTERNAL_ERROR))
+        return encode_answer(self.request_id, self.result, self.error, server_info)
 
     @property
     def code(self) -> int | None:
         return self.error.code if self.error is not None else None
+
+
+def encode_answer(
+    request_id: RequestId, result: Any, error: McpError | None, server_info: Any = None
+) -> bytes:
+    """The JSON-RPC response of a stateless request that ended with ``error`` (when not
+    None) or ``result``: results stamped with their ``resultType`` and ``server_info``
+    (wire form) in their ``_meta``. A result that cannot be encoded is answered ``-32603``
+    (and logged). What :meth:`Answer.encode` sends; stdio calls it without an Answer."""
+    if error is not None:
+        return encode_error(request_id, error)
+    try:
+        raw = result if type(result) is dict else serde.unstructure(result)
+        if raw is None:
+            raw = {}
+        kind: modern.ResultType = (
+            modern.INPUT_REQUIRED if isinstance(result, InputRequiredResult) else modern.COMPLETE
+        )
+        return dump_json(response_object(request_id, modern.stamp_result(raw, server_info, kind)))
+    except Exception:
+        logger.exception("cannot encode the result of request %r", request_id)
+        return encode_error(request_id, McpError(INTERNAL_ERROR))
 
 
 async def run_request(

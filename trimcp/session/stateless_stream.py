@@ -43,7 +43,7 @@ from trimcp.session.context import RequestContext
 from trimcp.session.engine import Session, serve_session
 from trimcp.session.options import SessionOptions
 from trimcp.session.outcome import run_handler
-from trimcp.session.stateless import StatelessHandler, answer_of, request_context
+from trimcp.session.stateless import StatelessHandler, encode_answer, request_context
 from trimcp.session.transport import Decoded, MessageTooLarge, Outgoing, Transport
 from trimcp.session.writer import Outbox
 
@@ -149,9 +149,6 @@ class _StreamOutlet:
         self._stream = stream
         self.ctx: RequestContext | None = None
 
-    def started(self, ctx: RequestContext) -> None:
-        self.ctx = ctx
-
     async def send_notification(
         self, method: str, params: Any = None, *, related_request_id: RequestId | None = None
     ) -> None:
@@ -169,6 +166,7 @@ class _Stream:
         self.transport = transport
         self.handler = handler
         self.options = options
+        self._max_in_flight = options.max_in_flight
         self.server_info = serde.unstructure(getattr(handler, "info", None))
         self.outbox = Outbox(transport, options.outbox_size, on_peer_gone=_peer_gone)
         #: The requests under way (from the reader's taking them to their end), by id.
@@ -183,22 +181,33 @@ class _Stream:
         if not self.outbox.queue_nowait(message):
             await self.outbox.queue(message)
 
-    async def receive_one(self, raw: bytes | Decoded, nursery: trio.Nursery) -> None:
+    def take(self, raw: bytes | Decoded, nursery: trio.Nursery) -> Awaitable[None] | None:
+        """Act on one message read from the peer, without waiting in the common case: a
+        request gets its task, a notification its effect. Returns what is left to await
+        (an error to write, a request that waits for room or is refused), else None: the
+        reader awaits nothing per request (no coroutine is made for it)."""
         try:
             value = raw.value if isinstance(raw, Decoded) else parse_json(raw)
             if type(value) is list:
                 raise InvalidMessage(INVALID_REQUEST, "Invalid request: 2026-07-28 has no batches")
             message = classify(value)
         except InvalidMessage as exc:
-            if exc.replyable:
-                await self.write(encode_error(exc.request_id, exc))
-            return
+            return self.write(encode_error(exc.request_id, exc)) if exc.replyable else None
         if type(message) is Request:
-            await self._on_request(message, nursery)
+            requests = self.requests
+            if (
+                message.id in requests
+                or len(requests) >= self._max_in_flight
+                or message.method == "initialize"
+            ):
+                return self._on_request(message, nursery)  # refused, or waits for room
+            outlet = requests[message.id] = _StreamOutlet(self)
+            nursery.start_soon(self._run, message, outlet)
         elif type(message) is Notification:
             self._on_notification(message)
         else:
             logger.debug("ignored a response from the client (2026 servers send no requests)")
+        return None
 
     def _on_notification(self, note: Notification) -> None:
         if note.method != "notifications/cancelled":
@@ -237,7 +246,7 @@ class _Stream:
                 )
             )
             return
-        while len(requests) >= self.options.max_in_flight:
+        while len(requests) >= self._max_in_flight:
             room = self._room = trio.Event()
             await room.wait()
         outlet = requests[request_id] = _StreamOutlet(self)
@@ -256,25 +265,28 @@ class _Stream:
             )
             # run_request(), one frame fewer: the context, kept on the outlet before the
             # handler runs (notifications/cancelled reaches it from then on), the handler
-            # in the request's scope, the answer.
-            ctx = request_context(prepared, outlet, timeout=timeout)
-            outlet.started(ctx)
+            # in the request's scope, the answer (none when the client cancelled it).
+            ctx = outlet.ctx = request_context(prepared, outlet, timeout=timeout)
             outcome = await run_handler(self.handler.handle_request, ctx)
-            data = answer_of(ctx, outcome).encode(self.server_info)
-            if data is not None:
-                await self.write(data, request_id)
+            if outcome.silent:
+                return
+            message = Outgoing(
+                encode_answer(request_id, outcome.result, outcome.error, self.server_info),
+                request_id,
+            )
+            if not self.outbox.queue_nowait(message):
+                await self.outbox.queue(message)
         finally:
-            self._ended(request_id)
-
-    def _ended(self, request_id: RequestId) -> None:
-        requests = self.requests
-        del requests[request_id]
-        room = self._room
-        if room is not None:
-            self._room = None
-            room.set()
-        if not requests and self._drained is not None:
-            self._drained.set()
+            # The request ended: out of the table; wake the reader waiting for room and
+            # the wind-down waiting for the last one.
+            requests = self.requests
+            del requests[request_id]
+            room = self._room
+            if room is not None:
+                self._room = None
+                room.set()
+            if not requests and self._drained is not None:
+                self._drained.set()
 
     async def _all_ended(self) -> None:
         if self.requests:
@@ -314,7 +326,9 @@ async def serve_stateless_stream(
             writers.start_soon(stream.outbox.write_loop)
             async with trio.open_nursery() as requests:
                 if first is not None:
-                    await stream.receive_one(first, requests)
+                    pending = stream.take(first, requests)
+                    if pending is not None:
+                        await pending
                 while True:
                     try:
                         raw = await transport.receive()
@@ -325,7 +339,9 @@ async def serve_stateless_stream(
                     except MessageTooLarge as exc:
                         await stream.write(encode_error(None, exc))
                         continue
-                    await stream.receive_one(raw, requests)
+                    pending = stream.take(raw, requests)
+                    if pending is not None:
+                        await pending
                 await stream.wind_down()
             # The writer drains what was answered, then ends (bounded).
             stream.outbox.send_end.close()
