@@ -348,7 +348,6 @@ def _trace(meta: dict[str, Any]) -> TraceContext | None:
 
 def negotiated(
     meta: RequestMeta,
-    *,
     server_info: Implementation,
     server_capabilities: ServerCapabilities,
     instructions: str | None = None,
@@ -357,7 +356,8 @@ def negotiated(
 
     The same object for the same parts (kept for the last few): a client sends the same
     envelope every time (:func:`read_request_meta` hands back the same parts) and a server
-    offers the same objects until what it registers changes."""
+    offers the same objects until what it registers changes. Every 2026 request asks:
+    the arguments may be given by position, the cheaper call."""
     last = _last_agreed[0]
     if (
         last is not None

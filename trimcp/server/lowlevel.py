@@ -62,8 +62,12 @@ class LowLevelServer(ServerShell):
         self._offer = Offer(self.capabilities, self.instructions)
 
     def offer(self, purpose: Purpose) -> Offer:
-        # The same Offer while neither attribute changes (every 2026 request asks).
-        offer = self._offer = self._offer.kept(self.capabilities, self.instructions)
+        # The same Offer while neither attribute changes (every 2026 request asks; the
+        # check of Offer.kept, inline).
+        offer = self._offer
+        if offer.capabilities is self.capabilities and offer.instructions is self.instructions:
+            return offer
+        offer = self._offer = Offer(self.capabilities, self.instructions)
         return offer
 
     def on(self, method: Method[P, R]) -> Callable[[TypedHandler[P, R]], TypedHandler[P, R]]:

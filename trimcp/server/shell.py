@@ -194,13 +194,8 @@ class ServerShell:
     def negotiate_request(self, meta: modern.RequestMeta) -> Negotiated:
         """The agreement of one 2026-07-28 request (its ``_meta``, our identity and offer;
         see :mod:`trimcp.session.stateless`)."""
-        offer = self.offer("request")
-        return modern.negotiated(
-            meta,
-            server_info=self.info,
-            server_capabilities=offer.capabilities,
-            instructions=offer.instructions,
-        )
+        capabilities, instructions = self.offer("request")
+        return modern.negotiated(meta, self.info, capabilities, instructions)
 
     def discover_result(self) -> DiscoverResult:
         """Our answer to ``server/discover``."""
