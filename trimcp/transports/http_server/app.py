@@ -52,6 +52,7 @@ from trimcp.transports.http_server.asgi import (
     BODY_BUFFERED,
     BOUNDED_SEND,
     JSON_TYPE,
+    NORMALIZED_HEADERS,
     SSE_HEADERS,
     Headers,
     HttpRejection,
@@ -272,7 +273,8 @@ class McpHttpApp:
 
     def _gate(self, scope: Scope) -> RequestHeaders:
         config = self.config
-        headers = RequestHeaders(scope["headers"])
+        normalized = NORMALIZED_HEADERS in extensions(scope)
+        headers = RequestHeaders(scope["headers"], normalized=normalized)
         if headers.duplicate is not None:
             name = headers.duplicate.decode("latin-1")
             raise HttpRejection(400, f"Repeated {name} header")

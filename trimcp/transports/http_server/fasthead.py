@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from trimcp.transports.http_server.heads import tokens
+
 __all__ = ["DECLINE", "NEED_MORE", "Head", "parse"]
 
 _REQUEST_LINE = re.compile(rb"([A-Z]{1,32}) ([\x21-\x7e]+) HTTP/1\.([01])")
@@ -70,7 +72,17 @@ _DECLINED = frozenset({b"transfer-encoding", b"expect", b"upgrade"})
 class Head:
     """A request read by the fast path: its head and the start of its body."""
 
-    __slots__ = ("body", "headers", "http11", "method", "remaining", "size", "target")
+    __slots__ = (
+        "body",
+        "close",
+        "headers",
+        "http11",
+        "length",
+        "method",
+        "remaining",
+        "size",
+        "target",
+    )
 
     def __init__(
         self,
@@ -81,6 +93,8 @@ class Head:
         body: bytes,
         remaining: int,
         size: int,
+        length: int = 0,
+        close: bool = False,
     ) -> None:
         self.method = method
         self.target = target
@@ -93,6 +107,10 @@ class Head:
         self.remaining = remaining
         #: The head's size on the wire (request line to the blank line, inclusive).
         self.size = size
+        #: The body's ``Content-Length`` (0 without one).
+        self.length = length
+        #: A ``Connection`` header says ``close``.
+        self.close = close
 
 
 class _Marker:
@@ -140,6 +158,7 @@ def parse(buffer: bytearray, max_head: int) -> Head | _Marker:
     headers: list[tuple[bytes, bytes]] = []
     length = -1
     host = False
+    close = False
     fields = _FIELDS
     for line in lines[1:]:
         pair = fields.get(line)
@@ -161,6 +180,8 @@ def parse(buffer: bytearray, max_head: int) -> Head | _Marker:
             if host:
                 return DECLINE  # h11 refuses two
             host = True
+        elif name == b"connection":
+            close = close or b"close" in tokens(value)
         elif name in _DECLINED:
             return DECLINE
         headers.append((name, value))
@@ -171,4 +192,5 @@ def parse(buffer: bytearray, max_head: int) -> Head | _Marker:
     stop = min(start + max(length, 0), len(buffer))
     body = bytes(buffer[start:stop])
     del buffer[:stop]
-    return Head(method, target, http11, headers, body, max(length, 0) - len(body), start)
+    length = max(length, 0)
+    return Head(method, target, http11, headers, body, length - len(body), start, length, close)

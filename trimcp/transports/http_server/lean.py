@@ -40,7 +40,7 @@ from trimcp._fastio import FastReceive, FastSend
 from trimcp._record import Record
 from trimcp.transports.http_server import fasthead
 from trimcp.transports.http_server.app import McpHttpApp
-from trimcp.transports.http_server.asgi import BODY_BUFFERED, BOUNDED_SEND
+from trimcp.transports.http_server.asgi import BODY_BUFFERED, BOUNDED_SEND, NORMALIZED_HEADERS
 from trimcp.transports.http_server.exchange import Exchange
 from trimcp.transports.http_server.fasthead import NEED_MORE, Head
 from trimcp.transports.http_server.guard import check_head
@@ -58,8 +58,8 @@ _PEER_GONE = (trio.BrokenResourceError, trio.ClosedResourceError)
 _VERSIONS = {b"1.1": "1.1", b"1.0": "1.0"}
 # What this server promises the app (see trimcp.transports.http_server.asgi): shared,
 # read-only dicts, one per case.
-_STREAMED_BODY: dict[str, Any] = {BOUNDED_SEND: {}}
-_BUFFERED_BODY: dict[str, Any] = {BOUNDED_SEND: {}, BODY_BUFFERED: {}}
+_STREAMED_BODY: dict[str, Any] = {BOUNDED_SEND: {}, NORMALIZED_HEADERS: {}}
+_BUFFERED_BODY: dict[str, Any] = {BOUNDED_SEND: {}, BODY_BUFFERED: {}, NORMALIZED_HEADERS: {}}
 
 App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
@@ -319,14 +319,26 @@ class _Connection:
         limit = self.limits.max_header_bytes
         headers: list[tuple[bytes, bytes]]
         fast_body: bytes | None
+        body_length: int | None
         if type(request) is Head:
+            # The fast path read the framing headers already (no Transfer-Encoding).
             http11 = request.http11
             version = "1.1" if http11 else "1.0"
             headers = request.headers
-            head_bytes = request.size
             fast_body = request.body
             self.owed = request.remaining
             expect_continue = False
+            keep_alive = http11 and not request.close
+            body_length = request.length
+            # check_head counts a head as written with ": " after each name: at most one
+            # byte per header line more than the wire (a head the fast path took is no
+            # larger than the limit there, and has no Transfer-Encoding). Only a head
+            # that close to the limit can be refused.
+            refusal = (
+                check_head(request.method, request.target, headers, limit, head_bytes=request.size)
+                if request.size + len(headers) > limit
+                else None
+            )
         else:
             assert isinstance(request, h11.Request)
             assert self.conn is not None
@@ -342,18 +354,20 @@ class _Connection:
             head_bytes = fed - len(self.conn.trailing_data[0]) if fed > limit else 0
             fast_body = None
             expect_continue = self.conn.they_are_waiting_for_100_continue
+            keep_alive = http11
+            body_length = 0
+            for name, value in headers:
+                if name == b"connection":
+                    if b"close" in tokens(value):
+                        keep_alive = False
+                elif name == b"content-length":
+                    body_length = int(value)  # checked by h11: digits
+                elif name == b"transfer-encoding":
+                    body_length = None
+            refusal = check_head(
+                request.method, request.target, headers, limit, head_bytes=head_bytes
+            )
         self.http11 = http11
-        keep_alive = http11
-        body_length: int | None = 0
-        for name, value in headers:
-            if name == b"connection":
-                if b"close" in tokens(value):
-                    keep_alive = False
-            elif name == b"content-length":
-                body_length = int(value)  # checked by h11 or the fast path: digits
-            elif name == b"transfer-encoding":
-                body_length = None
-        refusal = check_head(request.method, request.target, headers, limit, head_bytes=head_bytes)
         if refusal is not None:  # too large (431/414), or CL with TE: smuggling (400)
             await self._refuse(refusal[0])
             return False

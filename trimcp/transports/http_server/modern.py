@@ -348,7 +348,7 @@ class ModernEndpoint:
     def _check_headers(self, headers: RequestHeaders, request: Request) -> None:
         wire = {
             name.decode("latin-1"): value
-            for name, value in headers.values.items()
+            for name, value in headers.items()
             if name.startswith(b"mcp-")
         }
         modern.check_headers(wire, request.method, request.params)
