@@ -21,7 +21,7 @@ This module does no I/O.
 import re
 from collections.abc import Callable, Mapping
 from functools import cache
-from types import MappingProxyType, NoneType, UnionType
+from types import MappingProxyType, MemberDescriptorType, NoneType, UnionType
 from typing import Any, Final, Literal, TypeVar, Union, get_args, get_origin, overload
 
 import attrs
@@ -190,7 +190,7 @@ def _is_list(t: Any) -> bool:
     return get_origin(t) is list
 
 
-def _structure_list_factory(t: Any) -> StructureHook:
+def _structure_list_factory(t: Any, c: cattrs.Converter) -> StructureHook:
     (elem,) = get_args(t)
     if elem is str:
 
@@ -204,7 +204,7 @@ def _structure_list_factory(t: Any) -> StructureHook:
 
         return structure_str_list
 
-    hook = converter.get_structure_hook(elem)
+    hook = c.get_structure_hook(elem)
 
     def structure_list(value: Any, _: Any) -> list[Any]:
         if type(value) is not list:
@@ -240,11 +240,11 @@ def _is_value_typed_dict(t: Any) -> bool:
     return get_origin(t) is dict and not _is_any_dict(t)
 
 
-def _structure_dict_factory(t: Any) -> StructureHook:
+def _structure_dict_factory(t: Any, c: cattrs.Converter) -> StructureHook:
     key_type, elem = get_args(t)
     if key_type is not str:
         raise TypeError(f"trimcp mappings have string keys: {t!r}")
-    hook = converter.get_structure_hook(elem)
+    hook = c.get_structure_hook(elem)
 
     def structure_dict(value: Any, _: Any) -> dict[str, Any]:
         if type(value) is not dict:
@@ -301,7 +301,7 @@ def _literal_field(cls: type, name: str) -> tuple[str, ...]:
 
 
 def _tagged_dispatch(
-    members: tuple[Any, ...], tag: str, default: type | None = None
+    c: cattrs.Converter, members: tuple[Any, ...], tag: str, default: type | None = None
 ) -> StructureHook:
     """Structure a union of attrs classes by the string value of the member ``tag``.
 
@@ -312,9 +312,9 @@ def _tagged_dispatch(
         for value in _literal_field(cls, tag):
             if value in table:
                 raise TypeError(f"{tag}={value!r} is ambiguous in {members!r}")
-            table[value] = (converter.get_structure_hook(cls), cls)
+            table[value] = (c.get_structure_hook(cls), cls)
     expected = ", ".join(repr(v) for v in sorted(table))
-    default_entry = None if default is None else (converter.get_structure_hook(default), default)
+    default_entry = None if default is None else (c.get_structure_hook(default), default)
 
     def structure_tagged(value: Any, _: Any) -> Any:
         if type(value) is not dict:
@@ -334,19 +334,36 @@ def _tagged_dispatch(
     return structure_tagged
 
 
-def _structure_resource_contents(value: Any, _: Any) -> Any:
-    if type(value) is not dict:
-        raise _Problem(f"expected an object, got {_kind(value)}")
-    if "text" in value:
-        cls: type = wire.TextResourceContents
-    elif "blob" in value:
-        cls = wire.BlobResourceContents
-    else:
+def _structure_resource_contents_factory(c: cattrs.Converter) -> StructureHook:
+    text_hook = c.get_structure_hook(wire.TextResourceContents)
+    blob_hook = c.get_structure_hook(wire.BlobResourceContents)
+
+    def structure_resource_contents(value: Any, _: Any) -> Any:
+        if type(value) is not dict:
+            raise _Problem(f"expected an object, got {_kind(value)}")
+        if "text" in value:
+            return text_hook(value, wire.TextResourceContents)
+        if "blob" in value:
+            return blob_hook(value, wire.BlobResourceContents)
         raise _Problem("expected resource contents with a 'text' or a 'blob' member")
-    return _structure_hook(cls)(value, cls)
+
+    return structure_resource_contents
 
 
-def _structure_primitive_schema(value: Any, _: Any) -> Any:
+def _structure_primitive_schema_factory(c: cattrs.Converter) -> StructureHook:
+    hooks: dict[type, StructureHook] = {}  # made on first use, as the converter's own
+
+    def structure_primitive_schema(value: Any, _: Any) -> Any:
+        cls = _primitive_schema_class(value)
+        hook = hooks.get(cls)
+        if hook is None:
+            hook = hooks[cls] = c.get_structure_hook(cls)
+        return hook(value, cls)
+
+    return structure_primitive_schema
+
+
+def _primitive_schema_class(value: Any) -> type:
     # Several variants share ``type``; the schema tells them apart by which keys appear.
     if type(value) is not dict:
         raise _Problem(f"expected an object, got {_kind(value)}")
@@ -373,12 +390,12 @@ def _structure_primitive_schema(value: Any, _: Any) -> Any:
     else:
         expected = "'string', 'number', 'integer', 'boolean', 'array'"
         raise _Problem(f"expected one of {expected}, got {_show(kind)}", ("type",))
-    return _structure_hook(cls)(value, cls)
+    return cls
 
 
-def _structure_one_or_many_factory(single: Any, many: Any) -> StructureHook:
-    single_hook = converter.get_structure_hook(single)
-    many_hook = converter.get_structure_hook(many)
+def _structure_one_or_many_factory(c: cattrs.Converter, single: Any, many: Any) -> StructureHook:
+    single_hook = c.get_structure_hook(single)
+    many_hook = c.get_structure_hook(many)
 
     def structure_one_or_many(value: Any, _: Any) -> Any:
         if type(value) is list:
@@ -391,7 +408,9 @@ def _structure_one_or_many_factory(single: Any, many: Any) -> StructureHook:
 _PRIMITIVE_CLASSES: Final = {str: (str,), int: (int,), float: (int, float), bool: (bool,)}
 
 
-def _structure_primitive_union_factory(members: tuple[Any, ...]) -> StructureHook:
+def _structure_primitive_union_factory(
+    c: cattrs.Converter, members: tuple[Any, ...]
+) -> StructureHook:
     """Values that are one of a few JSON scalars (``int | str``), or a list of strings."""
     classes: set[type] = set()
     list_hook: StructureHook | None = None
@@ -399,7 +418,7 @@ def _structure_primitive_union_factory(members: tuple[Any, ...]) -> StructureHoo
         if member in _PRIMITIVE_CLASSES:
             classes.update(_PRIMITIVE_CLASSES[member])
         elif member == list[str]:
-            list_hook = converter.get_structure_hook(member)
+            list_hook = c.get_structure_hook(member)
         else:
             raise TypeError(f"no structure rule for union member {member!r}")
     allowed = frozenset(classes)
@@ -433,6 +452,7 @@ def _optional_leaf(hook: StructureHook) -> StructureHook | None:
                 return value
             raise _Problem(f"expected {expected}, got {_kind(value)}")
 
+        _NULLABLE_LEAVES[structure_optional_leaf] = classes
         return structure_optional_leaf
 
     def structure_optional_number(value: Any, _: Any) -> Any:
@@ -440,6 +460,7 @@ def _optional_leaf(hook: StructureHook) -> StructureHook | None:
             return value
         raise _Problem(f"expected {expected}, got {_kind(value)}")
 
+    _NULLABLE_LEAVES[structure_optional_number] = classes
     return structure_optional_number
 
 
@@ -451,13 +472,15 @@ _LEAF_KINDS: Final[dict[StructureHook, tuple[frozenset[type], str]]] = {
     _structure_bool: (frozenset({bool}), "a boolean"),
     _structure_json_object: (frozenset({dict}), "an object"),
 }
+#: The hooks :func:`_optional_leaf` made: the classes they accept besides None.
+_NULLABLE_LEAVES: Final[dict[StructureHook, frozenset[type]]] = {}
 
 
-def _structure_union_factory(t: Any) -> StructureHook:
+def _structure_union_factory(t: Any, c: cattrs.Converter) -> StructureHook:
     members = get_args(t)
     if NoneType in members:
         inner = _union_of(tuple(m for m in members if m is not NoneType))
-        hook = converter.get_structure_hook(inner)
+        hook = c.get_structure_hook(inner)
         fused = _optional_leaf(hook)
         if fused is not None:
             return fused
@@ -467,16 +490,16 @@ def _structure_union_factory(t: Any) -> StructureHook:
 
         return structure_optional
     if t == wire.loaded("ResourceContents"):
-        return _structure_resource_contents
+        return _structure_resource_contents_factory(c)
     if t == wire.loaded("PrimitiveSchemaDefinition"):
-        return _structure_primitive_schema
+        return _structure_primitive_schema_factory(c)
     if t == wire.loaded("ElicitRequestParams"):
-        return _tagged_dispatch(members, "mode", default=wire.ElicitRequestFormParams)
+        return _tagged_dispatch(c, members, "mode", default=wire.ElicitRequestFormParams)
     if t == wire.loaded("SamplingMessageContent"):
-        return _structure_one_or_many_factory(wire.SamplingContent, list[wire.SamplingContent])
+        return _structure_one_or_many_factory(c, wire.SamplingContent, list[wire.SamplingContent])
     if all(_literal_field(m, "type") for m in members):
-        return _tagged_dispatch(members, "type")
-    return _structure_primitive_union_factory(members)
+        return _tagged_dispatch(c, members, "type")
+    return _structure_primitive_union_factory(c, members)
 
 
 def _unstructure_union_factory(t: Any) -> UnstructureHook:
@@ -532,6 +555,90 @@ def _structure_class_factory(cls: type) -> StructureHook:
         return generated(value, cls)
 
     return structure_object
+
+
+class _Redo(Exception):
+    """Raised by the fast hooks on any input they do not take as it is."""
+
+
+def _slot_setters(cls: type) -> dict[str, Callable[[Any, Any], None]]:
+    """Each slot's own setter (its member descriptor's ``__set__``), which a frozen class's
+    ``__setattr__`` does not guard: what attrs' ``__init__`` reaches through
+    ``object.__setattr__``, in one call and without keyword arguments."""
+    setters: dict[str, Callable[[Any, Any], None]] = {}
+    for klass in cls.__mro__:  # the first class that has the name wins, as for lookups
+        for name, value in vars(klass).items():
+            if type(value) is MemberDescriptorType and name not in setters:
+                setters[name] = value.__set__
+    return setters
+
+
+_FACTORY: Final[type] = type(attrs.Factory(list))
+
+
+def _made_by_its_fields(cls: type) -> bool:
+    """Whether ``cls(**fields)`` only stores each field, so that setting the slots of a
+    new instance makes the same object (no validator, converter, factory or hook)."""
+    return not (
+        hasattr(cls, "__attrs_pre_init__")
+        or hasattr(cls, "__attrs_post_init__")
+        or "__slots__" not in vars(cls)
+        or any(
+            f.validator is not None
+            or f.converter is not None
+            or isinstance(f.default, _FACTORY)
+            or not f.init
+            for f in attrs.fields(cls)
+        )
+    )
+
+
+def _fast_structure_class_factory(cls: type, c: cattrs.Converter) -> StructureHook:
+    """A structure function for the hot path: no error bookkeeping (any bad value raises,
+    and :func:`structure` runs the detailed hooks again to say where and what); the
+    instance is made by setting its slots; leaf checks are inline and absent optional
+    fields cost one lookup. It makes the same object as the detailed function."""
+    if not _made_by_its_fields(cls):
+        # (tests/types builds every wire class's hooks: a new kind of field fails there)
+        raise TypeError(f"{cls!r}: wire classes hold plain fields (no validator, factory...)")
+    setters = _slot_setters(cls)
+    env: dict[str, Any] = {"new": object.__new__, "cls": cls, "Redo": _Redo}
+    lines = ["  if type(o) is not dict:", "    raise Redo", "  i = new(cls)"]
+    for n, field in enumerate(attrs.fields(cls)):
+        key = repr(wire_names(cls)[field.name])
+        hook = c.get_structure_hook(field.type)
+        env[f"set{n}"], env[f"default{n}"] = setters[field.name], field.default
+        env[f"hook{n}"], env[f"type{n}"] = hook, field.type
+        leaf = _LEAF_KINDS.get(hook)
+        nullable = _NULLABLE_LEAVES.get(hook)
+        classes = leaf[0] if leaf is not None else nullable
+        if classes is not None:
+            env[f"classes{n}"] = classes
+            only = next(iter(classes)) if len(classes) == 1 else None
+            env[f"only{n}"] = only
+            bad = f"type(v) is not only{n}" if only else f"type(v) not in classes{n}"
+            if nullable is not None:
+                bad = f"v is not None and {bad}"
+            check = [f"if {bad}:", "  raise Redo"]
+            takes_none = nullable is not None
+        elif hook is _structure_any:
+            check, takes_none = [], True
+        else:
+            check, takes_none = [f"v = hook{n}(v, type{n})"], False
+        if field.default is attrs.NOTHING:
+            lines += [f"  v = o[{key}]", *(f"  {line}" for line in check)]
+        elif field.default is None and takes_none:
+            lines += [f"  v = o.get({key})", *(f"  {line}" for line in check)]
+        else:
+            lines += [f"  if {key} in o:", f"    v = o[{key}]"]
+            lines += [*(f"    {line}" for line in check), "  else:", f"    v = default{n}"]
+        lines.append(f"  set{n}(i, v)")
+    name = f"structure_{cls.__name__}"
+    source = "\n".join([f"def {name}(o, _):", *lines, "  return i", ""])
+    filename = f"<trimcp fast structure {cls.__module__}.{cls.__qualname__}>"
+    exec(compile(source, filename, "exec"), env)
+    made: StructureHook = env[name]
+    return made
 
 
 def _unstructure_class_factory(cls: type) -> UnstructureHook:
@@ -597,8 +704,10 @@ def _shape_error(exc: BaseException) -> ShapeError:
 # --- the converter ---------------------------------------------------------------------
 
 
-def _build() -> cattrs.Converter:
-    c = cattrs.Converter(detailed_validation=True, forbid_extra_keys=False)
+def _build(*, fast: bool = False) -> cattrs.Converter:
+    """The converter, or (``fast``) the structure hooks of the hot path, which only say
+    whether a value fits (any bad value raises): both made by the same factories."""
+    c = cattrs.Converter(detailed_validation=not fast, forbid_extra_keys=False)
     c.register_structure_hook(str, _structure_str)
     c.register_structure_hook(int, _structure_int)
     c.register_structure_hook(float, _structure_float)
@@ -618,7 +727,10 @@ def _build() -> cattrs.Converter:
     c.register_unstructure_hook_func(_is_any_dict, identity)
     c.register_structure_hook_factory(_is_union, _structure_union_factory)
     c.register_unstructure_hook_factory(_is_union, _unstructure_union_factory)
-    c.register_structure_hook_factory(_is_wire_class, _structure_class_factory)
+    if fast:
+        c.register_structure_hook_factory(_is_wire_class, _fast_structure_class_factory)
+    else:
+        c.register_structure_hook_factory(_is_wire_class, _structure_class_factory)
     c.register_unstructure_hook_factory(_is_wire_class, _unstructure_class_factory)
     return c
 
@@ -626,11 +738,15 @@ def _build() -> cattrs.Converter:
 converter: Final[cattrs.Converter] = _build()
 """The converter. Read-only: use it for hooks, never register new ones on it."""
 
+#: The hot path's structure hooks (see :func:`structure`); not for use outside this module.
+_fast: Final[cattrs.Converter] = _build(fast=True)
+
 # Hooks are generated on first use of each type and kept: a process pays only for the
 # types it meets (a stdio server's cold start skips most of the 200-odd wire classes), and
 # these tables skip cattrs' dispatch on the hot path. tests/types checks that every wire
 # class gets its hooks (build_all_hooks).
 _STRUCTURE_HOOKS: Final[dict[Any, StructureHook]] = {}
+_FAST_STRUCTURE_HOOKS: Final[dict[Any, StructureHook]] = {}
 _UNSTRUCTURE_HOOKS: Final[dict[Any, UnstructureHook]] = {}
 
 
@@ -638,6 +754,13 @@ def _structure_hook(cls: Any) -> StructureHook:
     hook = _STRUCTURE_HOOKS.get(cls)
     if hook is None:
         hook = _STRUCTURE_HOOKS[cls] = converter.get_structure_hook(cls)
+    return hook
+
+
+def _fast_structure_hook(cls: Any) -> StructureHook:
+    hook = _FAST_STRUCTURE_HOOKS.get(cls)
+    if hook is None:
+        hook = _FAST_STRUCTURE_HOOKS[cls] = _fast.get_structure_hook(cls)
     return hook
 
 
@@ -650,6 +773,7 @@ def build_all_hooks() -> int:
     classes = _wire_classes()
     for cls in classes:
         _structure_hook(cls)
+        _fast_structure_hook(cls)
         _UNSTRUCTURE_HOOKS.setdefault(cls, converter.get_unstructure_hook(cls))
     return len(classes)
 
@@ -666,11 +790,17 @@ def structure(data: Any, cls: Any) -> Any:
     parser returns (``dict``, ``list``...); the result may share its open objects and lists
     of strings.
     """
-    hook = _STRUCTURE_HOOKS.get(cls)
+    hook = _FAST_STRUCTURE_HOOKS.get(cls)
     if hook is None:
-        hook = _structure_hook(cls)
+        hook = _fast_structure_hook(cls)
     try:
         return hook(data, cls)
+    except Exception:
+        pass
+    # Bad input: the detailed hooks (the same checks, with the bookkeeping that names the
+    # first bad field) run once, from the top: a bad value deep inside costs two passes.
+    try:
+        return _structure_hook(cls)(data, cls)
     except Exception as exc:
         raise _shape_error(exc) from None
 

@@ -17,10 +17,10 @@ def test_every_wire_class_gets_its_hooks() -> None:
 def test_importing_serde_builds_no_hooks_and_first_use_does() -> None:
     code = (
         "from trimcp import serde\n"
-        "before = len(serde._STRUCTURE_HOOKS)\n"
+        "before = len(serde._FAST_STRUCTURE_HOOKS)\n"
         "from trimcp.types import Implementation\n"
         "serde.structure({'name': 'a', 'version': '1'}, Implementation)\n"
-        "print(before, len(serde._STRUCTURE_HOOKS) > before)\n"
+        "print(before, len(serde._FAST_STRUCTURE_HOOKS) > before)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
