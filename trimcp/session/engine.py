@@ -619,15 +619,16 @@ class Session:
             return False
         run = self._run
         resting = self._resting
+        now = trio.current_time()  # (read once: the quiet time and the handler's deadline)
         if resting is not None:
             if resting.phase:  # not awake: its reader is not waiting for this
                 return False
-            run.taken_at = trio.current_time()  # the reader's quiet time starts again
+            run.taken_at = now  # the reader's quiet time starts again
         event = self._connection.receive_message(message)
         if self._task_progress:
             self._forget_ended_tasks()
         if type(event) is RequestReceived:
-            run.context.run(self._start_handler, event, None)
+            run.context.run(self._start_handler, event, None, now)
         else:  # refused by the protocol: answered from a task (the reply may wait for room)
             assert isinstance(event, MessageRejected)
             run.context.run(run.nursery.start_soon, self._on_rejected, event, None)
@@ -825,12 +826,17 @@ class Session:
             return
         self._start_handler(event, batch)
 
-    def _start_handler(self, event: RequestReceived, batch: _Batch | None) -> None:
-        """Start the handler task of the peer's request (admitted, below the limit)."""
+    def _start_handler(
+        self, event: RequestReceived, batch: _Batch | None, now: float | None = None
+    ) -> None:
+        """Start the handler task of the peer's request (admitted, below the limit).
+
+        ``now``: the Trio clock as the caller just read it (else it is read here)."""
         request_id = event.id
         scope = trio.CancelScope()
-        if self.options.handler_timeout is not None:
-            scope.deadline = trio.current_time() + self.options.handler_timeout
+        timeout = self.options.handler_timeout
+        if timeout is not None:
+            scope.deadline = (trio.current_time() if now is None else now) + timeout
         principals = self.principals
         ctx = RequestContext(
             self,

@@ -96,6 +96,10 @@ UNKNOWN_EVENT_ID = (
     "or of a stream with nothing more to send); open the stream again without it"
 )
 _STATELESS_INIT_ID = "trimcp-stateless-initialize"
+#: How many allowed ``Host`` values the app remembers (cleared when full).
+_MAX_HOSTS_KEPT = 64
+#: A scope without ASGI extensions (read-only).
+_NO_EXTENSIONS: dict[str, Any] = {}
 
 
 def handler_factory(
@@ -153,6 +157,8 @@ class McpHttpApp:
         #: Starts a disconnect watcher for a request still unanswered after a short grace
         #: (2026 requests, 2025 JSON-mode POSTs); run by :meth:`run`.
         self.slow = SlowRequests()
+        #: ``Host`` values found allowed (the config is frozen): a client repeats its own.
+        self._hosts_allowed: set[str | None] = set()
         self._modern = (
             ModernEndpoint(lifespan_of, config, self.manager, self.budgets, self.slow)
             if isinstance(lifespan_of, StatelessHandler)
@@ -273,13 +279,18 @@ class McpHttpApp:
 
     def _gate(self, scope: Scope) -> RequestHeaders:
         config = self.config
-        normalized = NORMALIZED_HEADERS in extensions(scope)
-        headers = RequestHeaders(scope["headers"], normalized=normalized)
+        engine = scope.get("extensions") or _NO_EXTENSIONS
+        headers = RequestHeaders(scope["headers"], normalized=NORMALIZED_HEADERS in engine)
         if headers.duplicate is not None:
             name = headers.duplicate.decode("latin-1")
             raise HttpRejection(400, f"Repeated {name} header")
-        if not host_allowed(headers.get(b"host"), config.hosts):
-            raise HttpRejection(421, "Host not allowed")
+        host = headers.get(b"host")
+        if host not in self._hosts_allowed:
+            if not host_allowed(host, config.hosts):
+                raise HttpRejection(421, "Host not allowed")
+            if len(self._hosts_allowed) >= _MAX_HOSTS_KEPT:
+                self._hosts_allowed.clear()
+            self._hosts_allowed.add(host)
         origin = headers.get(b"origin")
         if origin is not None and not origin_allowed(origin, config.allowed_origins, config.hosts):
             raise HttpRejection(403, "Origin not allowed")
@@ -406,7 +417,7 @@ class McpHttpApp:
                 config.body_timeout,
                 headers.get(b"content-length"),
                 # (the lean engine read it whole already: no timeout scope to read it)
-                buffered=BODY_BUFFERED in extensions(scope),
+                buffered=BODY_BUFFERED in (scope.get("extensions") or _NO_EXTENSIONS),
             )
             parsed = parse_body(body, prepare=trace_adopter(headers))
             if self._modern is not None and entry is None and modern_http.is_modern_body(parsed):

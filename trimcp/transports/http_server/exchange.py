@@ -87,6 +87,12 @@ class Exchange:
 
     async def receive(self) -> Message:
         if not self.body_done:
+            body = self._fast_body
+            if body is not None and not self._connection.owed:
+                # The whole body came with the head (nearly every request): at once.
+                self._fast_body = None
+                self.body_done = True
+                return {"type": "http.request", "body": body, "more_body": False}
             return await self._receive_body()
         if self.complete:
             # The response is over: nothing more to wait for, and no client is leaving

@@ -1,8 +1,8 @@
 """Response heads of the lean HTTP/1.1 engine: status lines and validated header lines.
 
 The app repeats the same few headers on every response, so each validated line is kept
-(bounded); ``Content-Length`` varies and is not. The ``Date`` line is formatted at most
-once a second.
+(bounded; ``Content-Length`` lines apart, since they vary more). The ``Date`` line is
+formatted at most once a second.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ PLAIN, LENGTH, CONNECTION, FRAMING = range(4)
 #: credential (``Mcp-Session-Id``, ``Set-Cookie``) outlives its response here.
 _LINES: dict[tuple[bytes, bytes], tuple[bytes, int, bool]] = {}
 _MAX_LINES = 1024
+#: Validated ``Content-Length`` lines (digits, the caller checks): answers come in a few
+#: sizes. Bounded as :data:`_LINES`, apart from it.
+_LENGTHS: dict[tuple[bytes, bytes], tuple[bytes, int, bool]] = {}
 #: Response headers that repeat and carry no secret (an allowlist: any other header is
 #: validated on each response).
 _REMEMBERED = frozenset(
@@ -47,7 +50,7 @@ _STATUS_LINES: dict[int, bytes] = {}
 def header(name: bytes, value: bytes) -> tuple[bytes, int, bool]:
     """``(line, kind, close)`` for one response header; ValueError if it is malformed."""
     pair = (name, value)
-    entry = _LINES.get(pair)
+    entry = _LINES.get(pair) or _LENGTHS.get(pair)
     if entry is not None:
         return entry
     if not _TOKEN.fullmatch(name) or not _FIELD_VALUE.fullmatch(value):
@@ -55,7 +58,12 @@ def header(name: bytes, value: bytes) -> tuple[bytes, int, bool]:
     lower = name.lower()
     close = False
     if lower == b"content-length":
-        return value, LENGTH, False  # varies per response: not cached
+        # Kept apart (sizes vary more than the other lines, and must not evict them).
+        entry = (value, LENGTH, False)
+        if len(_LENGTHS) >= _MAX_LINES:
+            _LENGTHS.clear()
+        _LENGTHS[pair] = entry
+        return entry
     if lower == b"connection":
         kind = CONNECTION
         close = b"close" in tokens(value)

@@ -19,22 +19,22 @@ from trimcp.transports.http_server.deadlines import DeadlineQueue
 class IdleWait:
     """One connection waiting for its next request head; :meth:`stop` when it arrived."""
 
-    __slots__ = ("due", "expired", "scope")
-
-    @property
-    def pending(self) -> bool:
-        return self.scope is not None
+    __slots__ = ("due", "expired", "pending", "scope")
 
     def __init__(self, due: float, scope: trio.CancelScope | None) -> None:
         self.due = due
         #: The connection's scope, cancelled if the wait outlives its deadline.
         self.scope = scope
+        #: Whether the wait goes on (``scope`` is set): an attribute, not a property,
+        #: since the queue asks it of every entry it passes.
+        self.pending = scope is not None
         #: The deadline passed while waiting: the connection was ended.
         self.expired = False
 
     def stop(self) -> None:
         """The head arrived (or the wait ended otherwise): nothing to cancel."""
         self.scope = None
+        self.pending = False
 
 
 class IdleTimer:
@@ -45,6 +45,9 @@ class IdleTimer:
         self._queue: DeadlineQueue[IdleWait] = DeadlineQueue()
         self._running = False
         self._scope = trio.CancelScope()
+        # The run's clock, read directly while running (trio.current_time() costs two
+        # Python calls more, and the lean engine asks once per request).
+        self._clock: trio.abc.Clock | None = None
 
     @property
     def running(self) -> bool:
@@ -52,7 +55,9 @@ class IdleTimer:
 
     def start(self, scope: trio.CancelScope) -> IdleWait:
         """A connection begins to wait; its ``scope`` is cancelled at the deadline."""
-        wait = IdleWait(trio.current_time() + self.timeout, scope)
+        clock = self._clock
+        now = trio.current_time() if clock is None else clock.current_time()
+        wait = IdleWait(now + self.timeout, scope)
         self._queue.push(wait)
         return wait
 
@@ -66,6 +71,7 @@ class IdleTimer:
         Cancellation: stops; connections still waiting then wait without this bound
         (the server is stopping and ends them itself).
         """
+        self._clock = trio.lowlevel.current_clock()
         self._running = True
         task_status.started()
         try:
@@ -80,5 +86,6 @@ def _expire(wait: IdleWait) -> None:
     scope = wait.scope
     if scope is not None:
         wait.scope = None
+        wait.pending = False
         wait.expired = True
         scope.cancel()

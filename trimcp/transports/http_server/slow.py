@@ -20,6 +20,7 @@ never touches the connection once the request is over.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 
 import trio
@@ -35,18 +36,16 @@ Watcher = Callable[[], Awaitable[None]]
 class Watch:
     """One request's place in the queue. Await :meth:`end` when the request ends."""
 
-    __slots__ = ("_exited", "_scope", "_watcher", "due")
+    __slots__ = ("_exited", "_scope", "_watcher", "due", "pending")
 
     def __init__(self, due: float, watcher: Watcher | None) -> None:
         self.due = due
         self._watcher = watcher
+        #: Still waiting to be promoted (the request runs and has no watcher yet). An
+        #: attribute, not a property: the queue asks it of every entry it passes.
+        self.pending = watcher is not None
         self._scope: trio.CancelScope | None = None
         self._exited: trio.Event | None = None
-
-    @property
-    def pending(self) -> bool:
-        """Still waiting to be promoted (the request runs and has no watcher yet)."""
-        return self._watcher is not None
 
     @property
     def watched(self) -> bool:
@@ -56,6 +55,7 @@ class Watch:
     def promote(self, nursery: trio.Nursery) -> None:
         """Start the watcher in ``nursery`` now, unless the request already ended."""
         watcher, self._watcher = self._watcher, None
+        self.pending = False
         if watcher is None:
             return
         self._scope = trio.CancelScope()
@@ -77,6 +77,7 @@ class Watch:
         is shielded; it is short, since the watcher is cancelled first.
         """
         self._watcher = None
+        self.pending = False
         exited = self._exited
         if exited is not None:
             assert self._scope is not None
@@ -92,6 +93,9 @@ class SlowRequests:
         self.grace = grace
         self._queue: DeadlineQueue[Watch] = DeadlineQueue()
         self._nursery: trio.Nursery | None = None
+        # The run's clock, read directly (trio.current_time() costs two Python calls
+        # more, once per request).
+        self._clock: trio.abc.Clock | None = None
 
     def add(self, watcher: Watcher) -> Watch:
         """Queue a running request; ``watcher`` watches its client once it is due.
@@ -99,9 +103,11 @@ class SlowRequests:
         While :meth:`run` is not running nothing is watched (the HTTP app serves no
         request then: its session manager refuses them).
         """
-        watch = Watch(trio.current_time() + self.grace, watcher)
-        if self._nursery is not None:
-            self._queue.push(watch)
+        clock = self._clock
+        if self._nursery is None or clock is None:
+            return Watch(math.inf, watcher)  # never promoted
+        watch = Watch(clock.current_time() + self.grace, watcher)
+        self._queue.push(watch)
         return watch
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -111,6 +117,7 @@ class SlowRequests:
         being cancelled too: this runs as long as the app serves).
         """
         async with trio.open_nursery() as nursery:
+            self._clock = trio.lowlevel.current_clock()
             self._nursery = nursery
             task_status.started()
             try:
