@@ -71,7 +71,6 @@ class RequestContext:
         params: Any,
         progress_token: ProgressToken | None,
         cancel_scope: trio.CancelScope,
-        *,
         negotiated: Negotiated | None = None,
         outlet: Outlet | None = None,
         principal: Hashable | None = None,

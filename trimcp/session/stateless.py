@@ -145,7 +145,6 @@ async def run_request(
 def request_context(
     prepared: Prepared,
     outlet: Outlet,
-    *,
     principal: Hashable | None = None,
     timeout: float | None = None,
     scope: trio.CancelScope | None = None,
@@ -164,17 +163,17 @@ def request_context(
         )
     elif timeout is not None:
         scope.deadline = trio.current_time() + timeout
-    return RequestContext(
+    return RequestContext(  # by position: every request makes one
         None,
         prepared.request_id,
         prepared.method,
         prepared.params,
         prepared.progress_token,
         scope,
-        negotiated=prepared.negotiated,
-        outlet=outlet,
-        principal=principal,
-        trace=prepared.trace,
+        prepared.negotiated,
+        outlet,
+        principal,
+        prepared.trace,
     )
 
 

@@ -266,7 +266,7 @@ class _Stream:
             # run_request(), one frame fewer: the context, kept on the outlet before the
             # handler runs (notifications/cancelled reaches it from then on), the handler
             # in the request's scope, the answer (none when the client cancelled it).
-            ctx = outlet.ctx = request_context(prepared, outlet, timeout=timeout)
+            ctx = outlet.ctx = request_context(prepared, outlet, None, timeout)
             outcome = await run_handler(self.handler.handle_request, ctx)
             if outcome.silent:
                 return
