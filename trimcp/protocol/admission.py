@@ -118,11 +118,12 @@ def admitted_method(
 
 
 def admitted_params(
-    spec: Method[Any, Any] | None, params: Any, *, stateless: bool, structure: bool = True
+    spec: Method[Any, Any] | None, params: Any, stateless: bool, structure: bool = True
 ) -> Any:
     """The second half of :func:`admit_request`: the params of a request whose method
     was admitted (``spec``, from :func:`admitted_method`), typed; ``-32602`` when they do
-    not fit."""
+    not fit. Every request asks: ``stateless`` may be given by position, the cheaper
+    call."""
     if spec is None:
         return params
     if stateless and spec.input_capable and type(params) is dict and "inputResponses" in params:

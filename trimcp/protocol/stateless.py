@@ -98,8 +98,12 @@ def prepare(handler: Negotiator, request: Request) -> Prepared:
     method = request.method
     params = request.params
     try:
-        spec, stateless = _admitted_method(method, negotiated)
-        typed = admitted_params(spec, params, stateless=stateless)
+        entry = _admitted.get((method, id(negotiated)))
+        if entry is not None and entry[0] is negotiated:  # asked before (see _admitted)
+            spec, stateless = entry[1], entry[2]
+        else:
+            spec, stateless = _admit_method(method, negotiated)
+        typed = admitted_params(spec, params, stateless)
     except RemoteProtocolError as exc:
         raise RequestRefused(request_id, exc, malformed=False) from None
     # read_request_meta() checked that params._meta is an object.
@@ -124,12 +128,10 @@ _admitted: dict[tuple[str, int], tuple[Negotiated, Method[Any, Any] | None, bool
 _ADMITTED_ENTRIES: Final = 256
 
 
-def _admitted_method(method: str, negotiated: Negotiated) -> tuple[Method[Any, Any] | None, bool]:
+def _admit_method(method: str, negotiated: Negotiated) -> tuple[Method[Any, Any] | None, bool]:
     """The method's row (see :func:`~trimcp.protocol.admission.admitted_method`) and
-    whether the agreed version is a stateless one."""
-    entry = _admitted.get((method, id(negotiated)))
-    if entry is not None and entry[0] is negotiated:
-        return entry[1], entry[2]
+    whether the agreed version is a stateless one, kept in :data:`_admitted` (which
+    :func:`prepare` reads first)."""
     version = negotiated.protocol_version
     spec = admitted_method(
         method,

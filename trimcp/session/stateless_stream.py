@@ -51,6 +51,11 @@ logger = logging.getLogger("trimcp.session")
 
 _PEER_GONE = (trio.BrokenResourceError, trio.ClosedResourceError)
 
+#: ``Outgoing(data, related)`` without its Python ``__new__`` (a NamedTuple's makes the
+#: same tuple by this call): every answer makes one, and the class call costs about
+#: 3,000 instructions against 500 (callgrind).
+_outgoing = tuple.__new__
+
 
 def _peer_gone(unwritten: int) -> None:
     # No session to close: the reader sees the peer leave and ends the stream.
@@ -270,9 +275,13 @@ class _Stream:
             outcome = await run_handler(self.handler.handle_request, ctx)
             if outcome.silent:
                 return
-            message = Outgoing(
-                encode_answer(request_id, outcome.result, outcome.error, self.server_info),
-                request_id,
+            message = _outgoing(
+                Outgoing,
+                (
+                    encode_answer(request_id, outcome.result, outcome.error, self.server_info),
+                    request_id,
+                    (),
+                ),
             )
             if not self.outbox.queue_nowait(message):
                 await self.outbox.queue(message)
