@@ -229,15 +229,48 @@ def test_credential_lines_are_never_remembered() -> None:
     assert set(fasthead._FIELDS) == {b"Host: h", b"Accept: a", b"Content-Length: 0"}
 
 
+def test_a_connection_keeps_its_own_lines_to_itself() -> None:
+    # The request line and the credential lines are matched once per connection: kept in
+    # the connection's own table (bounded), never in the memo every connection shares.
+    from trimcp.transports.http_server import fasthead
+
+    fasthead._FIELDS.clear()
+    raw = b"POST /mcp?k=v HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n"
+    raw += b"".join(line + b"\r\n" for line in CREDENTIALS) + b"\r\n"
+    own: dict[bytes, object] = {}
+    alone = parse(bytearray(raw), MAX_HEAD)
+    for _ in range(2):  # the second read finds the kept lines
+        head = parse(bytearray(raw), MAX_HEAD, own)
+        assert isinstance(head, Head)
+        assert isinstance(alone, Head)
+        assert (head.method, head.target, head.headers) == (
+            alone.method,
+            alone.target,
+            alone.headers,
+        )
+    assert set(own) == {b"POST /mcp?k=v HTTP/1.1", *CREDENTIALS}
+    assert set(fasthead._FIELDS) == {b"Host: h", b"Content-Length: 0"}
+    for i in range(3 * fasthead.MAX_OWN_LINES):
+        parse(bytearray(b"GET /%d HTTP/1.1\r\nHost: h\r\nX-Key: %d\r\n\r\n" % (i, i)), 999, own)
+    assert len(own) <= fasthead.MAX_OWN_LINES
+
+
 def test_credential_response_lines_are_never_remembered() -> None:
     # Fails before: the response header memo kept every line, session ids included.
+    # A connection keeps its own (they end with it), bounded.
+    own: dict[tuple[bytes, bytes], tuple[bytes, int, bool]] = {}
     for _ in range(2):
-        assert heads.header(b"mcp-session-id", b"3f1c9a")[0] == b"mcp-session-id: 3f1c9a\r\n"
-        assert heads.header(b"set-cookie", b"s=1")[0] == b"set-cookie: s=1\r\n"
-        assert heads.header(b"content-type", b"text/event-stream")[1] == heads.PLAIN
+        line = heads.header(b"mcp-session-id", b"3f1c9a", own)[0]
+        assert line == b"mcp-session-id: 3f1c9a\r\n"
+        assert heads.header(b"set-cookie", b"s=1", own)[0] == b"set-cookie: s=1\r\n"
+        assert heads.header(b"content-type", b"text/event-stream", own)[1] == heads.PLAIN
     assert (b"mcp-session-id", b"3f1c9a") not in heads._LINES
     assert (b"set-cookie", b"s=1") not in heads._LINES
     assert (b"content-type", b"text/event-stream") in heads._LINES
+    assert set(own) == {(b"mcp-session-id", b"3f1c9a"), (b"set-cookie", b"s=1")}
+    for i in range(3 * heads.MAX_OWN_LINES):
+        heads.header(b"mcp-session-id", b"%d" % i, own)
+    assert len(own) <= heads.MAX_OWN_LINES
 
 
 @pytest.mark.parametrize("engine", ["lean"])

@@ -229,8 +229,10 @@ class Exchange:
         length: bytes | None = None
         keep_alive = self.keep_alive
         closing = False  # the app's headers already say Connection: close
+        connection = self._connection
+        own = connection.lines
         for name, value in start.get("headers", ()):
-            line, kind, close = header(name, value)
+            line, kind, close = header(name, value, own)
             if kind == PLAIN:
                 lines.append(line)
             elif kind == LENGTH:
@@ -242,7 +244,6 @@ class Exchange:
                 if close:
                     closing = True
                     keep_alive = False
-        connection = self._connection
         if connection.state.terminating:
             keep_alive = False
         elif keep_alive and not self.body_done:

@@ -27,7 +27,7 @@ The head is returned with as much of the body as is buffered; the server reads t
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Any, Final
 
 from trimcp.transports.http_server.heads import tokens
 
@@ -65,6 +65,8 @@ _REMEMBERED = frozenset(
         b"mcp-name",
     }
 )
+#: How many lines a connection keeps for itself (see :func:`parse`).
+MAX_OWN_LINES = 8
 #: Headers whose presence sends the request to h11.
 _DECLINED = frozenset({b"transfer-encoding", b"expect", b"upgrade"})
 
@@ -129,11 +131,15 @@ NEED_MORE: Final = _Marker("NEED_MORE")
 DECLINE: Final = _Marker("DECLINE")
 
 
-def parse(buffer: bytearray, max_head: int) -> Head | _Marker:
+def parse(buffer: bytearray, max_head: int, own: dict[bytes, Any] | None = None) -> Head | _Marker:
     """Read one request from the front of ``buffer`` and remove it from there.
 
     Returns a :class:`Head`, :data:`NEED_MORE` or :data:`DECLINE` (``buffer`` then stays
-    as it was).
+    as it was). ``own``: the lines one connection keeps for itself, matched once (at most
+    :data:`MAX_OWN_LINES`, each no longer than the shared ones): its request line and
+    the header lines not shared between connections (its ``Mcp-Session-Id``, which it
+    repeats on every request). They end with the connection; no other client's request
+    meets them.
     """
     if not buffer:
         return NEED_MORE
@@ -149,10 +155,16 @@ def parse(buffer: bytearray, max_head: int) -> Head | _Marker:
     if end + 4 > max_head:
         return DECLINE  # h11 (and the guard) decide about oversized heads
     lines = bytes(buffer[:end]).split(b"\r\n")
-    request_line = _REQUEST_LINE.fullmatch(lines[0])
-    if request_line is None:
-        return DECLINE
-    method, target, minor = request_line.groups()
+    first = lines[0]
+    parts = None if own is None else own.get(first)
+    if parts is None:
+        request_line = _REQUEST_LINE.fullmatch(first)
+        if request_line is None:
+            return DECLINE
+        parts = request_line.groups()
+        if own is not None and len(first) <= _MAX_FIELD_BYTES:
+            _keep(own, first, parts)
+    method, target, minor = parts
     if method == b"CONNECT":
         return DECLINE
     headers: list[tuple[bytes, bytes]] = []
@@ -162,15 +174,20 @@ def parse(buffer: bytearray, max_head: int) -> Head | _Marker:
     fields = _FIELDS
     for line in lines[1:]:
         pair = fields.get(line)
+        if pair is None and own is not None:
+            pair = own.get(line)
         if pair is None:
             field = _FIELD.fullmatch(line)
             if field is None:
                 return DECLINE
             pair = (field[1].lower(), field[2])
-            if len(line) <= _MAX_FIELD_BYTES and pair[0] in _REMEMBERED:
-                if len(fields) >= _MAX_FIELDS:
-                    fields.clear()
-                fields[line] = pair
+            if len(line) <= _MAX_FIELD_BYTES:
+                if pair[0] in _REMEMBERED:
+                    if len(fields) >= _MAX_FIELDS:
+                        fields.clear()
+                    fields[line] = pair
+                elif own is not None:
+                    _keep(own, line, pair)
         name, value = pair
         if name == b"content-length":
             if length >= 0 or not value.isdigit() or len(value) > 18:
@@ -194,3 +211,9 @@ def parse(buffer: bytearray, max_head: int) -> Head | _Marker:
     del buffer[:stop]
     length = max(length, 0)
     return Head(method, target, http11, headers, body, length - len(body), start, length, close)
+
+
+def _keep(own: dict[bytes, Any], line: bytes, parsed: Any) -> None:
+    if len(own) >= MAX_OWN_LINES:
+        own.clear()
+    own[line] = parsed

@@ -47,10 +47,21 @@ _REMEMBERED = frozenset(
 _STATUS_LINES: dict[int, bytes] = {}
 
 
-def header(name: bytes, value: bytes) -> tuple[bytes, int, bool]:
-    """``(line, kind, close)`` for one response header; ValueError if it is malformed."""
+#: How many lines of other headers a connection keeps (see :func:`header`).
+MAX_OWN_LINES = 8
+
+
+def header(
+    name: bytes, value: bytes, own: dict[tuple[bytes, bytes], tuple[bytes, int, bool]]
+) -> tuple[bytes, int, bool]:
+    """``(line, kind, close)`` for one response header; ValueError if it is malformed.
+
+    ``own``: the lines of headers not shared between connections (``Mcp-Session-Id``,
+    repeated on every answer to its client) that one connection keeps for itself, at
+    most :data:`MAX_OWN_LINES`: they end with it, and no other client's response sees
+    them."""
     pair = (name, value)
-    entry = _LINES.get(pair) or _LENGTHS.get(pair)
+    entry = _LINES.get(pair) or _LENGTHS.get(pair) or own.get(pair)
     if entry is not None:
         return entry
     if not _TOKEN.fullmatch(name) or not _FIELD_VALUE.fullmatch(value):
@@ -76,6 +87,10 @@ def header(name: bytes, value: bytes) -> tuple[bytes, int, bool]:
         if len(_LINES) >= _MAX_LINES:
             _LINES.clear()
         _LINES[pair] = entry
+    elif kind == PLAIN:
+        if len(own) >= MAX_OWN_LINES:
+            own.clear()
+        own[pair] = entry
     return entry
 
 

@@ -131,6 +131,10 @@ class _Connection:
         self._out = FastSend(stream)
         #: The connection's own scope: the idle timer cancels it while it waits too long.
         self.scope = trio.CancelScope()
+        #: Validated response header lines of this connection's own (see heads.header).
+        self.lines: dict[tuple[bytes, bytes], tuple[bytes, int, bool]] = {}
+        #: Request lines of this connection's own, read by the fast path (see its parse).
+        self.fields: dict[bytes, Any] = {}
 
     async def read(self) -> bool:
         """Feed h11 one read from the socket; False at end of input or on error."""
@@ -284,7 +288,7 @@ class _Connection:
         if self._empty and not await self.read():
             return None
         while self.conn is None:
-            head = fasthead.parse(self.buffer, limits.max_header_bytes)
+            head = fasthead.parse(self.buffer, limits.max_header_bytes, self.fields)
             if type(head) is Head:
                 return head
             if head is not NEED_MORE:
