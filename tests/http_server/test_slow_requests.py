@@ -141,3 +141,22 @@ async def test_the_queue_holds_about_the_requests_still_running(
             await slow.add(watchers.make("w")).end()
         assert len(slow._queue) <= 1
         nursery.cancel_scope.cancel()
+
+
+async def test_end_now_ends_an_unwatched_request_and_leaves_a_watched_one_to_end(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    slow = SlowRequests(grace=0.02)
+    watchers = Watchers()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(slow.run)
+        quick = slow.add(watchers.make("quick"))
+        late = slow.add(watchers.make("late"))
+        assert quick.end_now()  # within the grace: ended, and never watched
+        await trio.sleep(0.1)
+        assert watchers.names == ["late"]
+        assert not late.end_now()  # its watcher runs: end() must stop it
+        assert watchers.stopped == []
+        await late.end()
+        assert watchers.stopped == ["late"]
+        nursery.cancel_scope.cancel()

@@ -427,11 +427,20 @@ class McpHttpApp:
             messages, batch = parsed.messages, parsed.batch
             # The engine gets the value parsed here: a body is decoded once.
             inbound = Decoded(parsed.value)
-            requests = [m for m in messages if type(m) is Request]
+            initialize: Request | None = None
+            if batch:
+                requests = [m for m in messages if type(m) is Request]
+            else:  # one message (nearly every POST): no comprehension, no generator
+                first = messages[0]
+                if type(first) is Request:
+                    requests = [first]
+                    if first.method == "initialize":
+                        initialize = first
+                else:
+                    requests = []
             if config.auth is not None:
                 config.auth.authorize(requests, cast("AuthInfo | None", principal))
-            initialize = next((r for r in requests if r.method == "initialize"), None)
-            if initialize is not None and batch:
+            if batch and any(r.method == "initialize" for r in requests):
                 raise HttpRejection(400, "initialize must not be part of a batch")
             if config.stateless:
                 await self._post_stateless(
@@ -539,7 +548,12 @@ class McpHttpApp:
             _apply_cancels(transport, messages)
             await respond(send, 202, headers=extra)
             return
-        version = session.protocol_version or _requested_version(requests)
+        # (only an SSE answer asks: whether to prime its stream)
+        version = (
+            None
+            if self.config.json_response
+            else session.protocol_version or _requested_version(requests)
+        )
         await self._answer(
             send, receive, session, transport, body, messages, ids, version, extra, principal
         )
@@ -565,9 +579,7 @@ class McpHttpApp:
         """
         config = self.config
         if config.json_response:
-            stream = await transport.open_post_stream(
-                ids, json_mode=True, sink=None, prime=False, auth=principal
-            )
+            stream = transport.open_stream(ids, json_mode=True, auth=principal)
             await self._feed(session, transport, stream, body, messages)
             if await self._answered_before_disconnect(stream, receive):
                 await _send_json(send, stream, ids, extra)
@@ -622,7 +634,8 @@ class McpHttpApp:
         try:
             await done.wait()
         finally:
-            await watching.end()
+            if not watching.end_now():
+                await watching.end()
         return not gone
 
     async def _feed(

@@ -80,7 +80,7 @@ class RequestHeaders(dict[bytes, str]):
     def __init__(self, raw: Iterable[tuple[bytes, bytes]], *, normalized: bool = False) -> None:
         """``normalized``: the names are lower-case and the values stripped already (the
         lean engine's, see :data:`NORMALIZED_HEADERS`)."""
-        super().__init__()
+        # (no dict.__init__ call: the dict is made empty by dict.__new__)
         duplicate: bytes | None = None
         for name, value in raw:
             if not normalized:

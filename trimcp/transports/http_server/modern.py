@@ -313,7 +313,8 @@ class ModernEndpoint:
                 self.handler, prepared, response, principal=principal, scope=scope
             )
         finally:
-            await watch.end()
+            if not watch.end_now():
+                await watch.end()
         response.request_scope = None
         if response.gone:
             answer.undelivered()

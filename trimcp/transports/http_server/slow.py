@@ -70,6 +70,13 @@ class Watch:
         finally:
             self._exited.set()
 
+    def end_now(self) -> bool:
+        """:meth:`end` without a coroutine when the request has no watcher (True); False
+        when it has one: then await :meth:`end`."""
+        self._watcher = None
+        self.pending = False
+        return self._exited is None
+
     async def end(self) -> None:
         """The request ended: stop its watcher, if it has one, and wait until it stopped.
 

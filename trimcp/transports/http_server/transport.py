@@ -276,9 +276,21 @@ class HttpSessionTransport:
         With ``prime`` (and a store) the sink first gets the priming event. ``auth`` is the
         principal of the POST (handlers see it through :meth:`auth_for`).
         """
-        resumable = self._store is not None and not json_mode
+        stream = self.open_stream(request_ids, json_mode=json_mode, auth=auth)
+        if sink is not None:
+            stream_id = stream.stream_id
+            if prime and stream_id is not None:
+                await self._prime(stream_id, sink)
+            stream.attach(sink)
+        return stream
+
+    def open_stream(
+        self, request_ids: Sequence[RequestId], *, json_mode: bool, auth: object = None
+    ) -> OutStream:
+        """:meth:`open_post_stream` without a sink: it never waits. (A JSON-mode POST's
+        stream, whose answer is kept in its ``json_body``, needs nothing more.)"""
         stream_id: str | None = None
-        if resumable:
+        if self._store is not None and not json_mode:  # resumable
             number = self._next_stream
             self._next_stream += 1
             name = self._name_post
@@ -294,10 +306,6 @@ class HttpSessionTransport:
             if self._live is SEALED:
                 self._live = {}
             self._live[stream_id] = stream
-        if sink is not None:
-            if prime and stream_id is not None:
-                await self._prime(stream_id, sink)
-            stream.attach(sink)
         return stream
 
     async def make_known(self, stream: OutStream) -> None:
