@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import trio
@@ -75,12 +76,13 @@ class _Fair:
         """Whether calls go to the descriptor (else to the stream's own methods)."""
         return self._owner is not None
 
-    async def _checkpoint(self) -> None:
+    def _checkpoint(self) -> Callable[[], Awaitable[None]]:
+        """The checkpoint this call takes, for the caller to await (``await
+        self._checkpoint()()``): no coroutine frame of its own per read or write."""
         self._calls += 1
         if self._calls % FAIR_EVERY:
-            await trio.lowlevel.checkpoint_if_cancelled()
-        else:
-            await trio.lowlevel.checkpoint()
+            return trio.lowlevel.checkpoint_if_cancelled
+        return trio.lowlevel.checkpoint
 
 
 class FastReceive(_Fair):
@@ -98,7 +100,7 @@ class FastReceive(_Fair):
         owner = self._owner
         if owner is None:
             return await self.stream.receive_some(max_bytes)
-        await self._checkpoint()
+        await self._checkpoint()()
         while True:
             fd: int = owner.fileno()
             try:
@@ -126,7 +128,7 @@ class FastSend(_Fair):
         while waiting, part of ``data`` may have been written."""
         owner = self._owner
         if owner is not None:
-            await self._checkpoint()
+            await self._checkpoint()()
             try:
                 sent = os.write(owner.fileno(), data)
             except BlockingIOError:
