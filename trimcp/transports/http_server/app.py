@@ -157,6 +157,8 @@ class McpHttpApp:
         #: Starts a disconnect watcher for a request still unanswered after a short grace
         #: (2026 requests, 2025 JSON-mode POSTs); run by :meth:`run`.
         self.slow = SlowRequests()
+        #: Nobody is authenticated (neither ``auth`` nor ``authenticate``; frozen config).
+        self._open = config.auth is None and config.authenticate is None
         #: ``Host`` values found allowed (the config is frozen): a client repeats its own.
         self._hosts_allowed: set[str | None] = set()
         self._modern = (
@@ -243,7 +245,8 @@ class McpHttpApp:
                 await auth.serve_endpoint(path, scope, receive, send)
             elif path == config.path:
                 headers = self._gate(scope)
-                principal = await self._authenticate(scope)
+                # (an open server: no coroutine to learn that nobody is authenticated)
+                principal = None if self._open else await self._authenticate(scope)
                 await self._endpoint(scope, receive, send, headers, principal)
             elif config.legacy_sse and path in (
                 config.legacy_sse_path,
