@@ -22,7 +22,8 @@ classes are compiled exactly as attrs always does.
   the file: the classes are then compiled as attrs always does.
   ``TRIMCP_NO_ATTRS_CACHE=1`` turns it off.
 - cattrs' structure/unstructure hooks for trimcp's classes, generated and compiled the
-  same way at their first use, go through the same cache.
+  same way at their first use, go through the same cache, and so does the code trimcp
+  generates itself (:func:`compile_generated`: the wire types' ``__init__``, serde's hooks).
 - The file is trusted as much as the ``.pyc`` files beside it.
 """
 
@@ -51,6 +52,9 @@ from typing import Any, Final
 #: compiled from source). A user's own classes are never among them.
 _ATTRS_COVERED: Final = re.compile(r"<attrs generated \S+ (?:trimcp|trio|outcome|cattrs)\.")
 _CATTRS_COVERED: Final = re.compile(r"<cattrs generated \S+ (?:trimcp|trio|outcome|cattrs)\.")
+#: The file names of the code trimcp generates itself for its own classes
+#: ("<trimcp generated KIND MODULE.QUALNAME>": wire types' ``__init__``, serde's hooks).
+_TRIMCP_COVERED: Final = re.compile(r"<trimcp generated \S+ trimcp\.")
 #: What ``_compile_and_eval`` looks like in the attrs this was written for (name, kind,
 #: default of each parameter); another shape turns the cache off.
 _EXPECTED: Final = [
@@ -245,6 +249,15 @@ def _cover_cattrs(cache: _Cache) -> None:
 
     cached_compile._trimcp_cache = True  # type: ignore[attr-defined]
     cattrs.gen.compile = cached_compile  # type: ignore[attr-defined]
+
+
+def compile_generated(source: str, filename: str) -> CodeType:
+    """Compile code trimcp generates itself (``filename``: "<trimcp generated KIND
+    MODULE.QUALNAME>"): through the cache once it is installed and for trimcp's own
+    classes, else as usual (a user's subclass of a wire type is compiled every time)."""
+    if _cache is not None and _TRIMCP_COVERED.match(filename):
+        return _cache.code(source, filename)
+    return compile(source, filename, "exec")
 
 
 def save() -> bool:

@@ -21,7 +21,7 @@ This module does no I/O.
 import re
 from collections.abc import Callable, Mapping
 from functools import cache
-from types import MappingProxyType, MemberDescriptorType, NoneType, UnionType
+from types import MappingProxyType, NoneType, UnionType
 from typing import Any, Final, Literal, TypeVar, Union, get_args, get_origin, overload
 
 import attrs
@@ -31,6 +31,8 @@ from cattrs.fns import identity
 from cattrs.gen import make_dict_structure_fn, override
 
 import trimcp.types as wire
+from trimcp._attrs_cache import compile_generated
+from trimcp.types.base import made_by_its_fields, slot_setters
 
 __all__ = ["ShapeError", "converter", "structure", "unstructure", "wire_names"]
 
@@ -579,47 +581,15 @@ class _Redo(Exception):
     """Raised by the fast hooks on any input they do not take as it is."""
 
 
-def _slot_setters(cls: type) -> dict[str, Callable[[Any, Any], None]]:
-    """Each slot's own setter (its member descriptor's ``__set__``), which a frozen class's
-    ``__setattr__`` does not guard: what attrs' ``__init__`` reaches through
-    ``object.__setattr__``, in one call and without keyword arguments."""
-    setters: dict[str, Callable[[Any, Any], None]] = {}
-    for klass in cls.__mro__:  # the first class that has the name wins, as for lookups
-        for name, value in vars(klass).items():
-            if type(value) is MemberDescriptorType and name not in setters:
-                setters[name] = value.__set__
-    return setters
-
-
-_FACTORY: Final[type] = type(attrs.Factory(list))
-
-
-def _made_by_its_fields(cls: type) -> bool:
-    """Whether ``cls(**fields)`` only stores each field, so that setting the slots of a
-    new instance makes the same object (no validator, converter, factory or hook)."""
-    return not (
-        hasattr(cls, "__attrs_pre_init__")
-        or hasattr(cls, "__attrs_post_init__")
-        or "__slots__" not in vars(cls)
-        or any(
-            f.validator is not None
-            or f.converter is not None
-            or isinstance(f.default, _FACTORY)
-            or not f.init
-            for f in attrs.fields(cls)
-        )
-    )
-
-
 def _fast_structure_class_factory(cls: type, c: cattrs.Converter) -> StructureHook:
     """A structure function for the hot path: no error bookkeeping (any bad value raises,
     and :func:`structure` runs the detailed hooks again to say where and what); the
     instance is made by setting its slots; leaf checks are inline and absent optional
     fields cost one lookup. It makes the same object as the detailed function."""
-    if not _made_by_its_fields(cls):
+    if not made_by_its_fields(cls):
         # (tests/types builds every wire class's hooks: a new kind of field fails there)
         raise TypeError(f"{cls!r}: wire classes hold plain fields (no validator, factory...)")
-    setters = _slot_setters(cls)
+    setters = slot_setters(cls)
     env: dict[str, Any] = {"new": object.__new__, "cls": cls, "Redo": _Redo}
     lines = ["  if type(o) is not dict:", "    raise Redo", "  i = new(cls)"]
     for n, field in enumerate(attrs.fields(cls)):
@@ -653,8 +623,8 @@ def _fast_structure_class_factory(cls: type, c: cattrs.Converter) -> StructureHo
         lines.append(f"  set{n}(i, v)")
     name = f"structure_{cls.__name__}"
     source = "\n".join([f"def {name}(o, _):", *lines, "  return i", ""])
-    filename = f"<trimcp fast structure {cls.__module__}.{cls.__qualname__}>"
-    exec(compile(source, filename, "exec"), env)
+    filename = f"<trimcp generated fast-structure {cls.__module__}.{cls.__qualname__}>"
+    exec(compile_generated(source, filename), env)
     made: StructureHook = env[name]
     return made
 
@@ -689,8 +659,8 @@ def _unstructure_class_factory(cls: type) -> UnstructureHook:
     source = "\n".join(
         [f"def {name}(instance):", "  res = {", *always, "  }", *optional, "  return res", ""]
     )
-    filename = f"<trimcp unstructure {cls.__module__}.{cls.__qualname__}>"
-    exec(compile(source, filename, "exec"), env)
+    filename = f"<trimcp generated unstructure {cls.__module__}.{cls.__qualname__}>"
+    exec(compile_generated(source, filename), env)
     made: UnstructureHook = env[name]
     return made
 
