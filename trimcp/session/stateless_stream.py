@@ -145,20 +145,24 @@ async def serve_either_era(
 
 
 class _StreamOutlet:
-    """One request under way on the stream: where its notifications go (through the
-    stream's outbox), and its context once its handler started (None before)."""
+    """One request on the stream: where its notifications go (through the stream's
+    outbox), its context while its handler runs (None before and after: the context
+    holds the outlet, and a cycle per request would be left to the cyclic GC), and
+    whether the client cancelled it."""
 
-    __slots__ = ("_stream", "ctx")
+    __slots__ = ("_stream", "cancelled", "ctx")
 
     def __init__(self, stream: _Stream) -> None:
         self._stream = stream
         self.ctx: RequestContext | None = None
+        #: The client cancelled the request: nothing more is sent for it (work that
+        #: outlives the request, a task made of it, still holds this outlet).
+        self.cancelled = False
 
     async def send_notification(
         self, method: str, params: Any = None, *, related_request_id: RequestId | None = None
     ) -> None:
-        ctx = self.ctx
-        if ctx is not None and ctx.cancelled_by_peer:
+        if self.cancelled:
             return  # the client cancelled it: nothing more is sent for it
         raw = params if params is None or type(params) is dict else serde.unstructure(params)
         await self._stream.write(dump_json(notification_object(method, raw)), related_request_id)
@@ -221,9 +225,11 @@ class _Stream:
         if not (type(request_id) is int or type(request_id) is str):
             return
         outlet = self.requests.get(request_id)
-        ctx = outlet.ctx if outlet is not None else None
+        if outlet is None:
+            return
+        ctx = outlet.ctx
         if ctx is not None:
-            ctx.cancelled_by_peer = True
+            outlet.cancelled = ctx.cancelled_by_peer = True
             ctx.cancel_scope.cancel()
 
     async def _on_request(self, request: Request, nursery: trio.Nursery) -> None:
@@ -286,8 +292,10 @@ class _Stream:
             if not self.outbox.queue_nowait(message):
                 await self.outbox.queue(message)
         finally:
-            # The request ended: out of the table; wake the reader waiting for room and
-            # the wind-down waiting for the last one.
+            # The request ended: its outlet lets go of its context (which holds the
+            # outlet: no cycle is left), it leaves the table, the reader waiting for
+            # room and the wind-down waiting for the last one are woken.
+            outlet.ctx = None
             requests = self.requests
             del requests[request_id]
             room = self._room
