@@ -61,6 +61,10 @@ _VERSIONS = {b"1.1": "1.1", b"1.0": "1.0"}
 _STREAMED_BODY: dict[str, Any] = {BOUNDED_SEND: {}, NORMALIZED_HEADERS: {}}
 _BUFFERED_BODY: dict[str, Any] = {BOUNDED_SEND: {}, BODY_BUFFERED: {}, NORMALIZED_HEADERS: {}}
 
+#: The scope's ``asgi`` entry (shared, read-only) and the usual methods' names, made once.
+_ASGI: dict[str, str] = {"version": "3.0", "spec_version": "2.3"}
+_METHODS = {name.encode("ascii"): name for name in ("POST", "GET", "DELETE", "HEAD", "OPTIONS")}
+
 App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
 
@@ -384,9 +388,9 @@ class _Connection:
         method = request.method
         scope: dict[str, Any] = {
             "type": "http",
-            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "asgi": _ASGI,
             "http_version": version,
-            "method": method.decode("ascii"),
+            "method": _METHODS.get(method) or method.decode("ascii"),
             "scheme": "http",
             "path": unquote(text) if "%" in text else text,
             "raw_path": path,
