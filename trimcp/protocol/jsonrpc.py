@@ -234,16 +234,19 @@ def classify(obj: Any) -> Message:
                 INVALID_REQUEST, 'Invalid request: "id" must be a string or an integer'
             )
         params = obj.get("params")
-        if params is not None and type(params) is not dict:
-            raise InvalidMessage(
-                INVALID_PARAMS, 'Invalid params: "params" must be an object', request_id=reply_id
-            )
-        if "params" in obj and params is None:
-            raise InvalidMessage(
-                INVALID_PARAMS,
-                'Invalid params: "params" must be an object, not null',
-                request_id=reply_id,
-            )
+        if type(params) is not dict:  # (one check for the usual case: params present)
+            if params is not None:
+                raise InvalidMessage(
+                    INVALID_PARAMS,
+                    'Invalid params: "params" must be an object',
+                    request_id=reply_id,
+                )
+            if "params" in obj:
+                raise InvalidMessage(
+                    INVALID_PARAMS,
+                    'Invalid params: "params" must be an object, not null',
+                    request_id=reply_id,
+                )
         if reply_id is not None:
             return Request(reply_id, method, params)
         return Notification(method=method, params=params)
