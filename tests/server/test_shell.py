@@ -150,6 +150,55 @@ async def test_a_shell_that_answers_2026_its_own_way_is_asked(
         assert missed["error"] == {"code": -32601, "message": "Method not found: no/such"}
 
 
+class Watched(LowLevelServer):
+    """A server of its own that sees every request first (its own handle_request)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            Implementation(name="shell", version="1"),
+            capabilities=ServerCapabilities(tools=ToolsCapability()),
+        )
+        self.seen: list[str] = []
+
+    async def handle_request(self, ctx: RequestContext) -> Any:
+        self.seen.append(ctx.method)
+        return await super().handle_request(ctx)
+
+
+def test_a_2026_request_skips_only_a_shell_that_would_forward_it() -> None:
+    # stateless_answerer hands a transport the table's handler only when the class
+    # keeps the shell's handle_request and answer_stateless (which would just forward).
+    plain = lowlevel()
+
+    @plain.request_handler("tools/call")
+    async def call(ctx: RequestContext) -> Any:
+        return {}
+
+    assert plain.stateless_answerer("tools/call") is call
+    assert plain.stateless_answerer("server/discover") == plain.handle_request
+    assert plain.stateless_answerer("no/such") == plain.handle_request
+    for own in (Watched(), Wrapped(Implementation(name="shell", version="1"))):
+        own.request_handler("tools/call")(call)
+        assert own.stateless_answerer("tools/call") == own.handle_request
+
+
+async def test_a_shell_that_handles_requests_its_own_way_sees_2026_ones(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    watched = Watched()
+
+    @watched.request_handler("tools/call")
+    async def call(ctx: RequestContext) -> Any:
+        return {"content": [{"type": "text", "text": "table"}]}
+
+    async with stream(watched) as peer:
+        answered = (await peer.ask(1, "tools/call", {"name": "x", "_meta": META}))["result"]
+        assert answered["content"][0]["text"] == "table"
+        missed = await peer.ask(2, "no/such", {"_meta": META})
+        assert missed["error"]["code"] == -32601
+    assert watched.seen == ["tools/call", "no/such"]
+
+
 async def test_a_2026_request_is_admitted_by_the_offer_in_force(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

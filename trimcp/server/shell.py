@@ -137,10 +137,16 @@ class ServerShell:
     #: Whether this class answers 2026-07-28 requests straight from its method table (it
     #: keeps the shell's :meth:`answer_stateless`): decided once per class.
     _answers_stateless_by_table: bool = True
+    #: Whether it also keeps the shell's :meth:`handle_request`, which then only forwards
+    #: such a request to its table handler (see :meth:`stateless_answerer`).
+    _forwards_stateless: bool = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._answers_stateless_by_table = cls.answer_stateless is ServerShell.answer_stateless
+        cls._forwards_stateless = (
+            cls._answers_stateless_by_table and cls.handle_request is ServerShell.handle_request
+        )
 
     def __init__(
         self,
@@ -251,6 +257,19 @@ class ServerShell:
                 "Mcp-Session-Id), or without the 2026 _meta envelope",
             )
         return await self.answer_in_session(ctx)
+
+    def stateless_answerer(self, method: str) -> RequestHandlerFn:
+        """What a transport runs for a 2026-07-28 request of ``method``:
+        :meth:`handle_request`, or, when this class keeps the shell's
+        :meth:`handle_request` and :meth:`answer_stateless` (which would only forward the
+        request), the method table's handler itself, one frame fewer per request. The
+        same answer either way: ``server/discover`` and a method the table lacks go to
+        :meth:`handle_request`. Cancellation: as :meth:`handle_request`'s."""
+        if self._forwards_stateless and method != "server/discover":
+            handler = self.methods.get(method)
+            if handler is not None:
+                return handler
+        return self.handle_request
 
     async def answer_discover(self, ctx: RequestContext) -> DiscoverResult:
         """``server/discover`` (2026-07-28)."""

@@ -51,6 +51,9 @@ logger = logging.getLogger("trimcp.session")
 
 _PEER_GONE = (trio.BrokenResourceError, trio.ClosedResourceError)
 
+#: ``async def (ctx) -> result``: what answers one request.
+RequestHandler = Callable[[RequestContext], Awaitable[Any]]
+
 #: ``Outgoing(data, related)`` without its Python ``__new__`` (a NamedTuple's makes the
 #: same tuple by this call): every answer makes one, and the class call costs about
 #: 3,000 instructions against 500 (callgrind).
@@ -176,6 +179,12 @@ class _Stream:
         self.handler = handler
         self.options = options
         self._max_in_flight = options.max_in_flight
+        #: What runs a request of a method, when the handler says
+        #: (:meth:`~trimcp.server.shell.ServerShell.stateless_answerer`); else its
+        #: handle_request.
+        self._answerer: Callable[[str], RequestHandler] | None = getattr(
+            handler, "stateless_answerer", None
+        )
         self.server_info = serde.unstructure(getattr(handler, "info", None))
         self.outbox = Outbox(transport, options.outbox_size, on_peer_gone=_peer_gone)
         #: The requests under way (from the reader's taking them to their end), by id.
@@ -278,7 +287,11 @@ class _Stream:
             # handler runs (notifications/cancelled reaches it from then on), the handler
             # in the request's scope, the answer (none when the client cancelled it).
             ctx = outlet.ctx = request_context(prepared, outlet, None, timeout)
-            outcome = await run_handler(self.handler.handle_request, ctx)
+            answerer = self._answerer
+            outcome = await run_handler(
+                self.handler.handle_request if answerer is None else answerer(request.method),
+                ctx,
+            )
             if outcome.silent:
                 return
             message = _outgoing(
