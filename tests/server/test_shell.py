@@ -204,11 +204,15 @@ async def test_a_2026_request_is_admitted_by_the_offer_in_force(
 ) -> None:
     # Agreements, offers and admitted methods are kept while nothing changes: a server
     # that withdraws a capability between two requests refuses the second, and offering
-    # it again admits the third.
+    # it again admits the third; new instructions or a new identity are agreed at once.
     shell = lowlevel()
 
     @shell.request_handler("tools/call")
     async def call(ctx: RequestContext) -> Any:
+        agreed = ctx.negotiated
+        assert agreed is not None
+        assert agreed.instructions == shell.instructions
+        assert agreed.server_info is shell.info
         return {"content": [{"type": "text", "text": "called"}]}
 
     params = {"name": "x", "_meta": META}
@@ -221,6 +225,10 @@ async def test_a_2026_request_is_admitted_by_the_offer_in_force(
         assert "capability tools was not declared" in refused["message"]
         shell.capabilities = offered
         assert (await peer.ask(3, "tools/call", params))["result"]["content"][0]["text"] == "called"
+        shell.instructions = "be brief"
+        assert (await peer.ask(4, "tools/call", params))["result"]["content"][0]["text"] == "called"
+        shell.info = Implementation(name="renamed", version="2")
+        assert (await peer.ask(5, "tools/call", params))["result"]["content"][0]["text"] == "called"
 
 
 async def test_a_2026_request_sees_what_the_app_serves_now(

@@ -19,7 +19,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from trimcp.protocol import modern
 from trimcp.protocol.methods import Method
+from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import SUPPORTED_VERSIONS
 from trimcp.server.dispatch import P, R, TypedHandler
 from trimcp.server.shell import (
@@ -60,6 +62,16 @@ class LowLevelServer(ServerShell):
         #: What it declares, in ``initialize``, ``server/discover`` and every 2026 request.
         self.capabilities = capabilities or ServerCapabilities()
         self._offer = Offer(self.capabilities, self.instructions)
+        self._last_agreed: (
+            tuple[
+                modern.RequestMeta,
+                ServerCapabilities,
+                str | None,
+                Implementation,
+                Negotiated,
+            ]
+            | None
+        ) = None
 
     def offer(self, purpose: Purpose) -> Offer:
         # The same Offer while neither attribute changes (every 2026 request asks; the
@@ -69,6 +81,24 @@ class LowLevelServer(ServerShell):
             return offer
         offer = self._offer = Offer(self.capabilities, self.instructions)
         return offer
+
+    def negotiate_request(self, meta: modern.RequestMeta) -> Negotiated:
+        # Every 2026 request asks. This server's offer is two attributes: while they, its
+        # identity and the request's envelope (read_request_meta hands back the same
+        # RequestMeta for the same envelope) are the objects of the last request, so is
+        # the agreement; else the shell's way (offer(), then modern.negotiated).
+        last = self._last_agreed
+        if (
+            last is not None
+            and last[0] is meta
+            and last[1] is self.capabilities
+            and last[2] is self.instructions
+            and last[3] is self.info
+        ):
+            return last[4]
+        agreed = super().negotiate_request(meta)
+        self._last_agreed = (meta, self.capabilities, self.instructions, self.info, agreed)
+        return agreed
 
     def on(self, method: Method[P, R]) -> Callable[[TypedHandler[P, R]], TypedHandler[P, R]]:
         """Decorator: answer ``method`` (a constant of :mod:`trimcp.protocol.methods`) with
