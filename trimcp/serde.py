@@ -1,8 +1,10 @@
 """The one cattrs converter between trimcp's attrs wire types and plain JSON data.
 
 Use :func:`structure` on data a peer sent and :func:`unstructure` on what we send. The
-converter is configured once, here, and all hooks for :mod:`trimcp.types` are generated
-at import; nothing changes it later.
+converter is configured once, here; the hooks of each wire class are generated at its
+first use and kept; nothing changes them later. :func:`structure` runs a second set of
+hooks first, made by the same factories but without cattrs' error bookkeeping (any bad
+value raises); only when they refuse do the detailed ones run, to name the bad field.
 
 Rules it applies (see :mod:`trimcp.types.common` for the type conventions):
 
