@@ -17,6 +17,7 @@ import trio.testing
 from tests.http_server.helpers import WAIT, AsgiClient, running_app
 from trimcp.server import Context, Server
 from trimcp.transports.http_server import HttpServerConfig, McpHttpApp
+from trimcp.transports.http_server.transport import HttpSessionTransport
 
 GET_HEADERS = [("accept", "text/event-stream")]
 CONFIG = HttpServerConfig(rest_after=0.5)
@@ -67,6 +68,35 @@ async def test_a_session_rests_only_after_rest_after_since_its_last_call(
         await trio.sleep(0.2)
         await trio.testing.wait_all_tasks_blocked()
         assert session.resting
+
+
+async def test_a_busy_session_does_not_wake_its_reader_every_quiet_time(
+    autojump_clock: trio.abc.Clock, monkeypatch: Any
+) -> None:
+    # Calls taken by receive_now move the reader's quiet-time deadline on: while calls
+    # come (here every 0.1 s for 5 s, rest_after 0.5 s) the reader waits in one receive.
+    # Fails before: it woke every 0.5 s to find the session busy (10 receives).
+    receives = 0
+    receive = HttpSessionTransport.receive
+
+    async def counted(self: HttpSessionTransport) -> Any:
+        nonlocal receives
+        receives += 1
+        return await receive(self)
+
+    async with running_app(CONFIG) as (app, client):
+        session_id = await client.initialize()
+        await client.call(session_id, 1, "echo", {"text": "warm"})
+        session = session_of(app, session_id)
+        monkeypatch.setattr(HttpSessionTransport, "receive", counted)
+        for request_id in range(2, 52):
+            await trio.sleep(0.1)
+            await client.call(session_id, request_id, "echo", {"text": "hi"})
+        assert receives <= 1
+        assert not session.resting
+        await trio.sleep(0.6)
+        await trio.testing.wait_all_tasks_blocked()
+        assert session.resting  # still 0.5 s after the last call
 
 
 async def test_sessions_never_rest_when_resting_is_off(autojump_clock: trio.abc.Clock) -> None:

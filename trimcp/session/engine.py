@@ -569,8 +569,13 @@ class Session:
                         # it holds no message half-handled (a cancelled receive got none).
                         if quiet_until is None:
                             quiet_until = trio.current_time() + rest_after
+                        run = self._run
                         with trio.move_on_at(quiet_until) as quiet:
-                            data = await transport.receive()
+                            run.quiet, run.quiet_until = quiet, quiet_until
+                            try:
+                                data = await transport.receive()
+                            finally:
+                                run.quiet = None
                         if quiet.cancelled_caught:
                             assert resting is not None
                             # Quiet since the last message, whoever took it.
@@ -624,6 +629,12 @@ class Session:
             if resting.phase:  # not awake: its reader is not waiting for this
                 return False
             run.taken_at = now  # the reader's quiet time starts again
+            quiet = run.quiet
+            if quiet is not None and run.quiet_until - now < resting.rest_after / 2:
+                # Its deadline moves on (at most twice a quiet time, while calls come):
+                # waking the reader costs far more than moving it, and it would only
+                # find the session busy. Never later than the quiet time after this call.
+                run.quiet_until = quiet.deadline = now + resting.rest_after
         event = self._connection.receive_message(message)
         if self._task_progress:
             self._forget_ended_tasks()

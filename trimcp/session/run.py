@@ -34,6 +34,8 @@ class Run:
         "notes_send",
         "nursery",
         "outbox",
+        "quiet",
+        "quiet_until",
         "reader_wakeup",
         "services",
         "services_done",
@@ -62,6 +64,11 @@ class Run:
         #: When :meth:`Session.receive_now` last took a message (the reader's quiet time
         #: counts from it too).
         self.taken_at = -math.inf
+        #: The reader's quiet-time scope while it waits in receive (None otherwise), and
+        #: its deadline: receive_now moves the deadline on instead of letting the reader
+        #: wake every quiet time only to find that the session was busy.
+        self.quiet: trio.CancelScope | None = None
+        self.quiet_until = math.inf
         #: The context variables of the session's tasks (set by its reader).
         self.context = Context()
 
