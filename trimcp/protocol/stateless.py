@@ -12,7 +12,8 @@ is the session layer's job (:mod:`trimcp.session.stateless`).
 
 from __future__ import annotations
 
-from typing import Any, Final, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Final, Protocol, TypeVar, overload, runtime_checkable
 
 import attrs
 
@@ -75,8 +76,29 @@ class Prepared(Record):
     trace: modern.TraceContext | None = None
 
 
-def prepare(handler: Negotiator, request: Request) -> Prepared:
+_T = TypeVar("_T")
+
+#: What :func:`prepare` makes of a request that passed its checks, from its parts (in
+#: :class:`Prepared`'s order).
+MakePrepared = Callable[
+    [RequestId, str, Any, "int | str | None", Negotiated, "modern.TraceContext | None"], _T
+]
+
+
+@overload
+def prepare(handler: Negotiator, request: Request) -> Prepared: ...
+
+
+@overload
+def prepare(handler: Negotiator, request: Request, make: MakePrepared[_T]) -> _T: ...
+
+
+def prepare(handler: Negotiator, request: Request, make: MakePrepared[Any] = Prepared) -> Any:
     """Check a 2026 request and build its :class:`Negotiated` (sans I/O).
+
+    Returns a :class:`Prepared` request, or what ``make`` makes of its parts (a transport
+    that runs the request itself makes its context directly: one object fewer per
+    request).
 
     Raises :class:`RequestRefused`: ``-32602`` for a missing or malformed ``_meta``
     field, ``-32022`` for an unsupported version (both malformed), ``-32601`` for a
@@ -108,7 +130,7 @@ def prepare(handler: Negotiator, request: Request) -> Prepared:
         raise RequestRefused(request_id, exc, malformed=False) from None
     # read_request_meta() checked that params._meta is an object.
     token = params["_meta"].get("progressToken") if params is not None else None
-    return Prepared(
+    return make(
         request_id,
         method,
         typed,

@@ -38,12 +38,13 @@ from trimcp.protocol.jsonrpc import (
     notification_object,
     parse_json,
 )
+from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.stateless import RequestRefused, prepare
 from trimcp.session.context import RequestContext
 from trimcp.session.engine import Session, serve_session
 from trimcp.session.options import SessionOptions
 from trimcp.session.outcome import run_handler
-from trimcp.session.stateless import StatelessHandler, encode_answer, request_context
+from trimcp.session.stateless import StatelessHandler, encode_answer
 from trimcp.session.transport import Decoded, MessageTooLarge, Outgoing, Transport
 from trimcp.session.writer import Outbox
 
@@ -162,6 +163,31 @@ class _StreamOutlet:
         #: outlives the request, a task made of it, still holds this outlet).
         self.cancelled = False
 
+    def context(
+        self,
+        request_id: RequestId,
+        method: str,
+        params: Any,
+        progress_token: int | str | None,
+        negotiated: Negotiated,
+        trace: modern.TraceContext | None,
+    ) -> RequestContext:
+        """The request's context, made by :func:`~trimcp.protocol.stateless.prepare` from
+        the checked request's parts (no :class:`~trimcp.protocol.stateless.Prepared` in
+        between) and kept here: notifications/cancelled reaches it from now on. Its own
+        cancel scope has the handler timeout as its deadline (a listen stream has none)."""
+        timeout = None if method == "subscriptions/listen" else self._stream.handler_timeout
+        # The deadline given at creation (see request_context).
+        scope = (
+            trio.CancelScope()
+            if timeout is None
+            else trio.CancelScope(deadline=trio.current_time() + timeout)
+        )
+        ctx = self.ctx = RequestContext(
+            None, request_id, method, params, progress_token, scope, negotiated, self, None, trace
+        )
+        return ctx
+
     async def send_notification(
         self, method: str, params: Any = None, *, related_request_id: RequestId | None = None
     ) -> None:
@@ -179,6 +205,7 @@ class _Stream:
         self.handler = handler
         self.options = options
         self._max_in_flight = options.max_in_flight
+        self.handler_timeout = options.handler_timeout
         #: What runs a request of a method, when the handler says
         #: (:meth:`~trimcp.server.shell.ServerShell.stateless_answerer`); else its
         #: handle_request.
@@ -275,18 +302,14 @@ class _Stream:
     async def _run(self, request: Request, outlet: _StreamOutlet) -> None:
         request_id = request.id
         try:
+            # run_request(), one frame fewer: the context (made and kept by the outlet
+            # once the request passed its checks), the handler in the request's scope,
+            # the answer (none when the client cancelled it).
             try:
-                prepared = prepare(self.handler, request)
+                ctx = prepare(self.handler, request, outlet.context)
             except RequestRefused as refused:
                 await self.write(refused.encode(), request_id)
                 return
-            timeout = (
-                None if request.method == "subscriptions/listen" else self.options.handler_timeout
-            )
-            # run_request(), one frame fewer: the context, kept on the outlet before the
-            # handler runs (notifications/cancelled reaches it from then on), the handler
-            # in the request's scope, the answer (none when the client cancelled it).
-            ctx = outlet.ctx = request_context(prepared, outlet, None, timeout)
             answerer = self._answerer
             outcome = await run_handler(
                 self.handler.handle_request if answerer is None else answerer(request.method),
