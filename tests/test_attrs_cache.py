@@ -254,3 +254,35 @@ def test_a_cache_of_another_python_is_ignored(tmp_path: Path) -> None:
     path.write_bytes(b"trimcp-attrs-cache-1\n" + other + data[len(header) :])
     again = start(tmp_path)
     assert (again["hits"], again["misses"]) == (0, first["misses"])
+
+
+#: trimcp's own generated code (a wire class's __init__, serde's hooks) beside a user's
+#: subclass of a wire type, whose __init__ trimcp also makes.
+OWN_CODE = """
+import json
+import attrs
+import trimcp._attrs_cache as cache
+cache.install()
+import trimcp.types as t
+from trimcp import serde
+
+@attrs.frozen(kw_only=True, repr=False, eq=False)
+class Tagged(t.TextContent):  # the user's own subclass of a wire type
+    tag: str = "x"
+
+Tagged(text="a")
+serde.structure(serde.unstructure(t.Implementation(name="n", version="1")), t.Implementation)
+cache.save()
+print(json.dumps(cache.stats()))
+"""
+
+
+def test_trimcp_own_generated_code_is_cached_and_a_users_never(tmp_path: Path) -> None:
+    first = run(tmp_path, OWN_CODE)
+    data = (tmp_path / "cache.marshal").read_bytes()
+    for kind in ("slot-init", "fast-structure", "unstructure"):
+        assert f"<trimcp generated {kind} trimcp.types.".encode() in data, kind
+    assert b"__main__.Tagged" not in data
+    second = run(tmp_path, OWN_CODE)
+    assert second["misses"] == 0
+    assert second["hits"] == first["hits"] + first["misses"]
