@@ -52,6 +52,10 @@ logger = logging.getLogger("trimcp.session")
 
 _PEER_GONE = (trio.BrokenResourceError, trio.ClosedResourceError)
 
+#: The name of every request's task (trio would make one per task from the method's
+#: module and qualified name: an f-string per request).
+_TASK_NAME = "trimcp 2026-07-28 request"
+
 #: ``async def (ctx) -> result``: what answers one request.
 RequestHandler = Callable[[RequestContext], Awaitable[Any]]
 
@@ -247,7 +251,7 @@ class _Stream:
             ):
                 return self._on_request(message, nursery)  # refused, or waits for room
             outlet = requests[message.id] = _StreamOutlet(self)
-            nursery.start_soon(self._run, message, outlet)
+            nursery.start_soon(self._run, message, outlet, name=_TASK_NAME)
         elif type(message) is Notification:
             self._on_notification(message)
         else:
@@ -297,7 +301,7 @@ class _Stream:
             room = self._room = trio.Event()
             await room.wait()
         outlet = requests[request_id] = _StreamOutlet(self)
-        nursery.start_soon(self._run, request, outlet)
+        nursery.start_soon(self._run, request, outlet, name=_TASK_NAME)
 
     async def _run(self, request: Request, outlet: _StreamOutlet) -> None:
         request_id = request.id
