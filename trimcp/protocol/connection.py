@@ -126,6 +126,8 @@ class Connection:
     """
 
     __slots__ = (
+        "_allowed_in",
+        "_allowed_state",
         "_followed",
         "_inbound",
         "_init_params",
@@ -154,6 +156,10 @@ class Connection:
     ) -> None:
         self.role = role
         self.state = State.NEW
+        #: The inbound requests legal in ``_allowed_state`` (INBOUND_REQUESTS's entry, looked
+        #: up again when the state is another: a tuple of two enums hashes in Python, twice).
+        self._allowed_state: State | None = None
+        self._allowed_in: frozenset[str] | None = None
         self.supported_versions = supported_versions
         self.max_batch = max_batch
         #: What the handshake agreed on; None until it completes.
@@ -342,7 +348,12 @@ class Connection:
                 ),
                 (),
             )
-        if not request_allowed(INBOUND_REQUESTS, self.role, self.state, method):
+        state = self.state
+        if state is not self._allowed_state:
+            self._allowed_in = INBOUND_REQUESTS[(self.role, state)]
+            self._allowed_state = state
+        allowed = self._allowed_in  # (request_allowed, without its lookup per request)
+        if method not in allowed if allowed is not None else method == "initialize":
             rejected = self._reject_request(
                 request_id, INVALID_REQUEST, self._state_refusal(method)
             )
@@ -350,13 +361,14 @@ class Connection:
                 return attrs.evolve(rejected, expected=True)  # an auto-mode client's probe
             return rejected
         pass_through = self.pass_through
+        negotiated = self.negotiated
         try:
             params = admit_request(
                 method,
                 request.params,
                 peer=self._peer,
-                version=self.protocol_version,
-                capabilities=self._own_caps if self.negotiated is not None else None,
+                version=negotiated.protocol_version if negotiated is not None else None,
+                capabilities=self._own_caps if negotiated is not None else None,
                 structure=pass_through is None
                 or method == "initialize"
                 or not pass_through(method),
@@ -680,8 +692,14 @@ class Connection:
         method = self._inbound.get(request_id)
         if method is None:
             raise LocalProtocolError(f"No in-flight request {request_id!r} to answer")
-        raw = _wire(result)
-        data = _encode(response_object(request_id, raw if raw is not None else {}))
+        # (_wire and _encode inlined: once per answer)
+        raw = result if result is None or type(result) is dict else serde.unstructure(result)
+        try:
+            data = dump_json(response_object(request_id, raw if raw is not None else {}))
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise LocalProtocolError(
+                f"Message cannot be encoded as JSON: {exc}", INTERNAL_ERROR
+            ) from exc
         del self._inbound[request_id]
         if method == "initialize":
             assert self._init_params is not None
