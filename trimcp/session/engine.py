@@ -305,7 +305,7 @@ class Session:
                 with suppress(SessionClosed):  # no owner to run it any more
                     self.wake()
             self._run.close_requested.set()
-            self._run.reader_wakeup.set()
+            _wake_reader(self._run)
 
     @property
     def busy(self) -> bool:
@@ -358,7 +358,7 @@ class Session:
             send_now=transport.send_now if isinstance(transport, ImmediateTransport) else None,
             carry=None if carry is None else carry.outbox,
         )
-        run = Run(self.options, outbox, carry)
+        run = Run(self.options, outbox, carry, handlers_busy=self._handlers_busy)
         if self._close_wanted():
             run.close_requested.set()
         return run
@@ -430,7 +430,7 @@ class Session:
             # the notification task, so it arrives in order whoever waits.
             waiter.follow = on_progress
         self._waiters[request_id] = waiter
-        self._run.reader_wakeup.set()  # a reader paused at max_in_flight must read our answer
+        _wake_reader(self._run)  # a reader paused at max_in_flight must read our answer
         queued = False
         try:
             await self._run.outbox.send_end.send(Outgoing(data, related_request_id))
@@ -663,8 +663,8 @@ class Session:
             and not self._waiters
             and not self._close_wanted()
         ):
-            self._run.reader_wakeup = trio.Event()
-            await self._run.reader_wakeup.wait()
+            wakeup = self._run.reader_wakeup = trio.Event()
+            await wakeup.wait()
 
     async def _on_event(self, event: Event, batch: _Batch | None = None) -> None:
         kind = type(event)
@@ -859,9 +859,6 @@ class Session:
             principal=None if principals is None else principals.auth_for(request_id),
         )
         self._inbound[request_id] = ctx
-        self._run.handlers_idle = (
-            trio.Event() if self._run.handlers_idle.is_set() else self._run.handlers_idle
-        )
         if batch is not None:
             if self._batch_of is None:
                 self._batch_of = {}
@@ -877,9 +874,7 @@ class Session:
             outcome = await run_handler(self._handler.handle_request, ctx)
         finally:
             del self._inbound[request_id]
-            if not self._inbound:
-                self._run.handlers_idle.set()
-            self._run.reader_wakeup.set()
+            self._handler_ended()
         reply: bytes | None = None
         if outcome.silent or (ctx.cancel_scope.cancel_called and self.closing):
             # Cancelled: the spec says no response. (Also when it returned anyway.)
@@ -894,6 +889,24 @@ class Session:
         elif batch is not None:
             batch.pending.discard(request_id)
             await self._maybe_flush_batch(batch)
+
+    def _handler_ended(self) -> None:
+        """One of the peer's requests is over: wake whoever waits for that (the closer
+        once none is left, a reader paused at max_in_flight). No event is made or set
+        when nobody waits (the usual case: once per request)."""
+        run = self._run
+        if not self._inbound:
+            idle = run.idle_waiter
+            if idle is not None:
+                run.idle_waiter = None
+                idle.set()
+        wakeup = run.reader_wakeup
+        if wakeup is not None:
+            run.reader_wakeup = None
+            wakeup.set()
+
+    def _handlers_busy(self) -> bool:
+        return bool(self._inbound)
 
     def _encode_result(self, ctx: RequestContext, result: Any) -> bytes:
         try:
@@ -1083,9 +1096,6 @@ class Session:
         """Hold ``work`` as the peer's request ``request_id``, under way without a handler
         task (it counts against ``max_in_flight``; the close waits for it, then cancels it)."""
         self._inbound[request_id] = work
-        run = self._run
-        if run.handlers_idle.is_set():
-            run.handlers_idle = trio.Event()
 
     def end_inbound(self, request_id: RequestId, *, forget: bool) -> None:
         """The peer's request ``request_id`` held by :meth:`adopt_inbound` is over
@@ -1093,10 +1103,7 @@ class Session:
         self._inbound.pop(request_id, None)
         if forget:
             self._connection.forget_inbound(request_id)
-        run = self._run
-        if not self._inbound:
-            run.handlers_idle.set()
-        run.reader_wakeup.set()
+        self._handler_ended()
 
     async def answer(self, request_id: RequestId, result: Any, error: McpError | None) -> None:
         """Answer the peer's request ``request_id`` with ``result`` (JSON) or ``error``.
@@ -1129,7 +1136,7 @@ class Session:
         work.sent_as(request_id)
         self._waiters[request_id] = work
         run = self._run
-        run.reader_wakeup.set()  # a reader paused at max_in_flight must read the answer
+        _wake_reader(run)  # a reader paused at max_in_flight must read the answer
         message = Outgoing(data)
         if run.outbox.write_now(message):
             return request_id
@@ -1243,3 +1250,11 @@ __all__ = [
     "resting_session",
     "serve_session",
 ]
+
+
+def _wake_reader(run: Run) -> None:
+    """Wake the reader if it waits for room below max_in_flight (see _wait_for_capacity)."""
+    wakeup = run.reader_wakeup
+    if wakeup is not None:
+        run.reader_wakeup = None
+        wakeup.set()

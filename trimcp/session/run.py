@@ -9,6 +9,7 @@ waking makes a new one. The engine makes runs and reads their fields; the close 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from contextvars import Context
 from typing import Any
 
@@ -27,9 +28,10 @@ class Run:
     """
 
     __slots__ = (
+        "_handlers_busy",
         "close_requested",
         "context",
-        "handlers_idle",
+        "idle_waiter",
         "notes_recv",
         "notes_send",
         "nursery",
@@ -42,7 +44,14 @@ class Run:
         "taken_at",
     )
 
-    def __init__(self, options: SessionOptions, outbox: Outbox, carry: Run | None = None) -> None:
+    def __init__(
+        self,
+        options: SessionOptions,
+        outbox: Outbox,
+        carry: Run | None = None,
+        *,
+        handlers_busy: Callable[[], bool] = lambda: False,
+    ) -> None:
         self.nursery: trio.Nursery
         self.outbox = outbox
         if carry is None:
@@ -51,9 +60,14 @@ class Run:
             )
         else:
             self.notes_send, self.notes_recv = carry.notes_send, carry.notes_recv
-        self.reader_wakeup = trio.Event()
-        self.handlers_idle = trio.Event()
-        self.handlers_idle.set()
+        #: Set (and dropped) when a handler ends or a close is asked for: made by the reader
+        #: when it waits for room below max_in_flight, None while nobody waits (an event
+        #: per request, set by every handler, cost more than the check).
+        self.reader_wakeup: trio.Event | None = None
+        #: The event :attr:`handlers_idle` handed out while handlers ran: the engine sets
+        #: and drops it when the last one ends (None: nobody waits).
+        self.idle_waiter: trio.Event | None = None
+        self._handlers_busy = handlers_busy
         self.close_requested = trio.Event()
         # Shielded: a cancel from outside the session (a deadline around the whole
         # ``async with``) must not kill the writer and closer before the close sequence
@@ -71,6 +85,22 @@ class Run:
         self.quiet_until = math.inf
         #: The context variables of the session's tasks (set by its reader).
         self.context = Context()
+
+    @property
+    def handlers_idle(self) -> trio.Event:
+        """An event set once no handler of the session's runs (set already when none
+        does). Made when asked (the close sequence asks), not per request."""
+        if not self._handlers_busy():
+            return _IDLE
+        waiter = self.idle_waiter
+        if waiter is None:
+            waiter = self.idle_waiter = trio.Event()
+        return waiter
+
+
+#: What :attr:`Run.handlers_idle` hands out when no handler runs (set forever).
+_IDLE = trio.Event()
+_IDLE.set()
 
 
 class _Nowhere:
