@@ -360,3 +360,30 @@ async def test_an_ended_request_is_freed_without_the_cyclic_gc(
             await client_end.aclose()
     finally:
         gc.enable()
+
+
+
+class _QuietOutlet:
+    async def send_notification(
+        self, method: str, params: Any = None, *, related_request_id: Any = None
+    ) -> None:
+        pass
+
+
+def test_a_stateless_context_is_the_one_the_class_makes() -> None:
+    """stateless_context (stdio's context, made without the class call) sets every slot
+    as RequestContext's __init__ does (a slot it forgets fails here: unset, or another
+    value)."""
+    from trimcp.protocol.negotiated import Negotiated
+    from trimcp.session.context import stateless_context
+
+    scope = trio.CancelScope()
+    negotiated = object.__new__(Negotiated)
+    outlet = _QuietOutlet()
+    trace = modern.TraceContext(traceparent="00-" + "1" * 32 + "-" + "2" * 16 + "-01")
+    made = stateless_context("id-1", "tools/call", {"n": 1}, 7, scope, negotiated, outlet, trace)
+    expected = RequestContext(
+        None, "id-1", "tools/call", {"n": 1}, 7, scope, negotiated, outlet, None, trace
+    )
+    slots = RequestContext.__slots__
+    assert [getattr(made, name) for name in slots] == [getattr(expected, name) for name in slots]

@@ -79,6 +79,10 @@ class ErrorResponse(Record):
 
 Message = Request | Notification | Response | ErrorResponse
 
+#: What :func:`classify` makes a request with (then sets its three slots): calling the
+#: class costs its generated ``__init__``'s frame and the class call's argument tuple.
+_new_request: Final = object.__new__
+
 
 class InvalidMessage(RemoteProtocolError):
     """A message the peer sent is not valid JSON-RPC / MCP.
@@ -248,7 +252,13 @@ def classify(obj: Any) -> Message:
                     request_id=reply_id,
                 )
         if reply_id is not None:
-            return Request(reply_id, method, params)
+            # Request(reply_id, method, params) without the class call (every request
+            # makes one): its slots set here, as its __init__ would (no validators).
+            request = _new_request(Request)
+            request.id = reply_id
+            request.method = method
+            request.params = params
+            return request
         return Notification(method=method, params=params)
     has_result = "result" in obj
     has_error = "error" in obj

@@ -211,3 +211,41 @@ class RequestContext:
             related_request_id=self.request_id,
             **kwargs,
         )
+
+
+#: What :func:`stateless_context` makes a context with (then sets every slot).
+_new_context = object.__new__
+
+
+def stateless_context(
+    request_id: RequestId,
+    method: str,
+    params: Any,
+    progress_token: ProgressToken | None,
+    cancel_scope: trio.CancelScope,
+    negotiated: Negotiated,
+    outlet: Outlet,
+    trace: TraceContext | None,
+) -> RequestContext:
+    """``RequestContext(None, request_id, method, params, progress_token, cancel_scope,
+    negotiated, outlet, None, trace)``, a stateless request's anonymous context, without
+    the class call: a transport that makes one per request (stdio) saves the
+    ``__init__``'s frame and the call's argument tuple. The same object, every slot set
+    as ``__init__`` sets it."""
+    ctx: RequestContext = _new_context(RequestContext)
+    ctx.session = None
+    ctx.request_id = request_id
+    ctx.method = method
+    ctx.params = params
+    ctx.progress_token = progress_token
+    ctx.cancel_scope = cancel_scope
+    ctx.cancelled_by_peer = False
+    ctx._last_progress = None
+    ctx._negotiated = negotiated
+    ctx.outlet = outlet
+    ctx.principal = None
+    ctx.trace = trace
+    ctx.end_requested = False
+    ctx.end_wakeup = None
+    ctx._unanswered = None
+    return ctx

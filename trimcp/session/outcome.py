@@ -67,6 +67,10 @@ class Outcome:
         self.cancelled = cancelled
 
 
+#: What :func:`run_handler` makes an outcome with (then sets its four slots).
+_new_outcome = object.__new__
+
+
 def internal_error() -> McpError:
     """The answer for a handler that failed in a way the peer must not see the details of."""
     return McpError(INTERNAL_ERROR, "Internal error")
@@ -158,7 +162,13 @@ async def run_handler(
         error = RequestTimeout(f"{ctx.method} exceeded the handler timeout")
     if error is not None:
         ctx.unanswered()  # the result, and what it named, will never reach the peer
-    return Outcome(result, error)
+    # Outcome(result, error) without the class call (every request makes one): its
+    # __init__'s frame and the call's argument tuple.
+    outcome: Outcome = _new_outcome(Outcome)
+    outcome.result = result
+    outcome.error = error
+    outcome.silent = outcome.cancelled = False
+    return outcome
 
 
 def _is_cancellation(exc: BaseException) -> bool:

@@ -40,7 +40,7 @@ from trimcp.protocol.jsonrpc import (
 )
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.stateless import RequestRefused, prepare
-from trimcp.session.context import RequestContext
+from trimcp.session.context import RequestContext, stateless_context
 from trimcp.session.engine import Session, serve_session
 from trimcp.session.options import SessionOptions
 from trimcp.session.outcome import run_handler
@@ -63,6 +63,9 @@ RequestHandler = Callable[[RequestContext], Awaitable[Any]]
 #: same tuple by this call): every answer makes one, and the class call costs about
 #: 3,000 instructions against 500 (callgrind).
 _outgoing = tuple.__new__
+
+#: What :meth:`_Stream.take` makes each request's outlet with (then sets its slots).
+_new_outlet = object.__new__
 
 
 def _peer_gone(unwritten: int) -> None:
@@ -187,8 +190,8 @@ class _StreamOutlet:
             if timeout is None
             else trio.CancelScope(deadline=trio.current_time() + timeout)
         )
-        ctx = self.ctx = RequestContext(
-            None, request_id, method, params, progress_token, scope, negotiated, self, None, trace
+        ctx = self.ctx = stateless_context(
+            request_id, method, params, progress_token, scope, negotiated, self, trace
         )
         return ctx
 
@@ -250,7 +253,12 @@ class _Stream:
                 or message.method == "initialize"
             ):
                 return self._on_request(message, nursery)  # refused, or waits for room
-            outlet = requests[message.id] = _StreamOutlet(self)
+            # _StreamOutlet(self) without the class call (its __init__'s frame and the
+            # call's argument tuple): every request makes one.
+            outlet = requests[message.id] = _new_outlet(_StreamOutlet)
+            outlet._stream = self
+            outlet.ctx = None
+            outlet.cancelled = False
             nursery.start_soon(self._run, message, outlet, name=_TASK_NAME)
         elif type(message) is Notification:
             self._on_notification(message)
