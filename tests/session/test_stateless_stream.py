@@ -362,7 +362,6 @@ async def test_an_ended_request_is_freed_without_the_cyclic_gc(
         gc.enable()
 
 
-
 class _QuietOutlet:
     async def send_notification(
         self, method: str, params: Any = None, *, related_request_id: Any = None
