@@ -433,7 +433,7 @@ class Session:
         _wake_reader(self._run)  # a reader paused at max_in_flight must read our answer
         queued = False
         try:
-            await self._run.outbox.send_end.send(Outgoing(data, related_request_id))
+            await self._run.outbox.send(Outgoing(data, related_request_id))
             queued = True
             with trio.CancelScope(deadline=start + timeout) as deadline:
                 waiter.deadline_scope = deadline
@@ -479,7 +479,7 @@ class Session:
             late.expect(request_id, on_late_answer)
         item = Outgoing(data, related)
         try:
-            self._run.outbox.send_end.send_nowait(item)
+            self._run.outbox.send_nowait(item)
             return
         except trio.WouldBlock:
             pass
@@ -487,7 +487,7 @@ class Session:
             return
         deadline = trio.current_time() + self.options.cancel_notify_timeout
         with trio.CancelScope(shield=True, deadline=deadline), suppress(*_PEER_GONE):
-            await self._run.outbox.send_end.send(item)
+            await self._run.outbox.send(item)
 
     async def request(
         self,
@@ -530,7 +530,7 @@ class Session:
         if self._resting is not None:
             self.wake()
         try:
-            await self._run.outbox.send_end.send(Outgoing(data, related_request_id))
+            await self._run.outbox.send(Outgoing(data, related_request_id))
         except _PEER_GONE:
             raise SessionClosed(f"Cannot send {method}: the session is closed") from None
 
@@ -1142,7 +1142,7 @@ class Session:
             return request_id
         try:
             try:
-                run.outbox.send_end.send_nowait(message)
+                run.outbox.send_nowait(message)
                 full = False
             except trio.WouldBlock:
                 full = True
@@ -1151,7 +1151,7 @@ class Session:
                 # go on reading to see its own peer leave.
                 timeout = self.options.request_timeout
                 with trio.move_on_after(timeout) as waited:
-                    await run.outbox.send_end.send(message)
+                    await run.outbox.send(message)
                 if waited.cancelled_caught:
                     raise RequestTimeout(f"the peer read nothing for {timeout:g}s")
         except BaseException as exc:

@@ -41,7 +41,10 @@ class Outbox:
         "_free",
         "_keep_queue",
         "_on_peer_gone",
+        "_parked",
         "_send_now",
+        "_sent",
+        "_taken",
         "busy",
         "done",
         "receive_end",
@@ -59,10 +62,20 @@ class Outbox:
         send_now: Callable[[Outgoing], bool] | None = None,
         carry: Outbox | None = None,
     ) -> None:
+        # Whether nothing waits in the queue for the writer, counted here instead of asked
+        # of the channel per reply (its statistics() builds an object: six calls): every
+        # message sent through this outbox counts in _sent before it is handed over (and
+        # out again if it was not), and the writer counts in _taken what it takes. Equal
+        # while the writer is parked in receive: nothing is queued or handed to it.
+        # Conservative while a send is under way (_sent ahead): the caller then queues.
         if carry is None:
             self.send_end, self.receive_end = trio.open_memory_channel[Outgoing](size)
+            self._sent = self._taken = 0
         else:  # the queue of an outbox whose writer ended while messages waited
             self.send_end, self.receive_end = carry.send_end, carry.receive_end
+            self._sent, self._taken = carry._sent, carry._taken
+        #: The writer task waits in the queue's receive (see _sent).
+        self._parked = False
         self.transport = transport
         self._on_peer_gone = on_peer_gone
         self._keep_queue = keep_queue
@@ -78,11 +91,35 @@ class Outbox:
         #: Set when the writer task has ended.
         self.done = trio.Event()
 
+    def send_nowait(self, message: Outgoing) -> None:
+        """Queue ``message`` without waiting, as the queue's ``send_nowait`` (raises
+        ``trio.WouldBlock`` when full, ``trio.ClosedResourceError`` or
+        ``trio.BrokenResourceError`` when closed). Every message goes in through this
+        outbox (here, :meth:`send` or :meth:`queue`), never the queue directly: the
+        outbox counts them (see ``_sent``)."""
+        self._sent += 1
+        try:
+            self.send_end.send_nowait(message)
+        except BaseException:
+            self._sent -= 1
+            raise
+
+    async def send(self, message: Outgoing) -> None:
+        """Queue ``message``, waiting while the queue is full, as the queue's ``send``
+        (raises as it does once closed). Cancellation: atomic (queued whole or not at
+        all)."""
+        self._sent += 1
+        try:
+            await self.send_end.send(message)
+        except BaseException:
+            self._sent -= 1
+            raise
+
     def queue_nowait(self, message: Outgoing) -> bool:
         """:meth:`queue` when the outbox has room (no scheduler pass, no ``await``);
         False when it is full (then :meth:`queue` waits for room)."""
         try:
-            self.send_end.send_nowait(message)
+            self.send_nowait(message)
         except trio.WouldBlock:
             return False
         except _PEER_GONE:
@@ -98,10 +135,10 @@ class Outbox:
         try:
             # No scheduler pass when there is room (the common case): only a full outbox
             # makes us wait.
-            self.send_end.send_nowait(message)
+            self.send_nowait(message)
         except trio.WouldBlock:
             try:
-                await self.send_end.send(message)
+                await self.send(message)
             except _PEER_GONE:
                 logger.debug("dropped an outgoing message: the peer is gone")
         except _PEER_GONE:
@@ -116,7 +153,15 @@ class Outbox:
         receive = self.receive_end
         batch: list[Outgoing] = []
         try:
-            async for first in receive:
+            while True:
+                self._parked = True
+                try:
+                    first = await receive.receive()
+                except trio.EndOfChannel:
+                    break
+                finally:
+                    self._parked = False
+                self._taken += 1
                 while self.busy:  # a direct write is under way
                     free = self._free
                     if free is None:
@@ -130,6 +175,7 @@ class Outbox:
                             batch.append(receive.receive_nowait())
                         except (trio.WouldBlock, trio.EndOfChannel):
                             break
+                        self._taken += 1
                     await self.transport.send(batch)
                 finally:
                     self._release()
@@ -149,12 +195,10 @@ class Outbox:
         and only for replies, which are written outside the handler's cancel scope, so a
         write is never cut in half by a handler being cancelled.
         """
-        if self.busy:
-            return False
-        stats = self.send_end.statistics()
-        # The writer must be parked in receive(): a message handed straight to a waiting
-        # writer leaves the buffer empty but is not written yet, and must go out first.
-        if stats.current_buffer_used or not stats.tasks_waiting_receive:
+        # The writer must be parked in receive() with nothing queued: a message handed
+        # straight to a waiting writer leaves the buffer empty but is not written yet, and
+        # must go out first (it counts in _sent, not yet in _taken).
+        if self.busy or not self._parked or self._sent != self._taken:
             return False
         self.busy = True
         try:
@@ -169,10 +213,7 @@ class Outbox:
         """Write ``message`` at once when the transport can and nothing is queued before it
         (saves the hop to the writer task; order kept as in :meth:`reply_directly`)."""
         send_now = self._send_now
-        if send_now is None or self.busy:
-            return False
-        stats = self.send_end.statistics()
-        if stats.current_buffer_used or not stats.tasks_waiting_receive:
+        if send_now is None or self.busy or not self._parked or self._sent != self._taken:
             return False
         return send_now(message)
 
