@@ -254,6 +254,8 @@ class Connection:
     def receive_message(self, message: Message) -> Event:
         """Like :meth:`receive_object`, for one message its transport classified already
         (with :func:`~trimcp.protocol.jsonrpc.classify`): it is not classified twice."""
+        if type(message) is Request:  # (nearly always: no _dispatch frame)
+            return self._on_request(message)
         return self._dispatch(message)
 
     def _invalid_answer(self, request_id: RequestId, reason: str) -> ErrorReceived:
@@ -385,9 +387,9 @@ class Connection:
             self._init_params = params
             self._transition(Transition.RECEIVED_INITIALIZE)
         self._inbound[request_id] = method
-        return RequestReceived(
-            id=request_id, method=method, params=params, progress_token=_progress_token(request)
-        )
+        # (_progress_token's first test inlined: a request without params has none)
+        token = _progress_token(request) if request.params else None
+        return RequestReceived(id=request_id, method=method, params=params, progress_token=token)
 
     def _state_refusal(self, method: str) -> str:
         if self.state is State.CLOSED:

@@ -558,6 +558,7 @@ class Session:
         # The tasks the reader starts see the session's context variables (its transport's,
         # say): so do those receive_now starts from another task.
         self._run.context = copy_context()
+        self._run.clock = trio.lowlevel.current_clock()
         try:
             while True:
                 await self._wait_for_capacity()
@@ -624,7 +625,9 @@ class Session:
             return False
         run = self._run
         resting = self._resting
-        now = trio.current_time()  # (read once: the quiet time and the handler's deadline)
+        # (read once: the quiet time and the handler's deadline)
+        clock = run.clock
+        now = trio.current_time() if clock is None else clock.current_time()
         if resting is not None:
             if resting.phase:  # not awake: its reader is not waiting for this
                 return False
@@ -873,18 +876,42 @@ class Session:
         try:
             outcome = await run_handler(self._handler.handle_request, ctx)
         finally:
-            del self._inbound[request_id]
-            self._handler_ended()
+            inbound = self._inbound
+            del inbound[request_id]
+            # (_handler_ended, inlined: once per request)
+            run = self._run
+            if not inbound:
+                idle = run.idle_waiter
+                if idle is not None:
+                    run.idle_waiter = None
+                    idle.set()
+            wakeup = run.reader_wakeup
+            if wakeup is not None:
+                run.reader_wakeup = None
+                wakeup.set()
         reply: bytes | None = None
-        if outcome.silent or (ctx.cancel_scope.cancel_called and self.closing):
+        connection = self._connection
+        closer = self._closer  # self.closing, inlined (and asked before the scope)
+        closing = closer is not None and closer.closing
+        if outcome.silent or (closing and ctx.cancel_scope.cancel_called):
             # Cancelled: the spec says no response. (Also when it returned anyway.)
-            self._connection.forget_inbound(request_id)
+            connection.forget_inbound(request_id)
         elif outcome.error is not None:
-            reply = self._connection.send_error(request_id, outcome.error)
+            reply = connection.send_error(request_id, outcome.error)
         else:
-            reply = self._encode_result(ctx, outcome.result)
+            try:
+                reply = connection.send_result(request_id, outcome.result)
+            except Exception:
+                logger.exception("cannot encode the result of %s (id %r)", ctx.method, request_id)
+                reply = connection.send_error(request_id, McpError(INTERNAL_ERROR))
         batch = self._batch_of.pop(request_id, None) if self._batch_of else None
-        if reply is not None:
+        if reply is not None and batch is None:
+            # (_reply's path for one request, inlined: once per request)
+            message = Outgoing(reply, request_id, (request_id,))
+            outbox = run.outbox
+            if closing or not await outbox.reply_directly(message):
+                await outbox.queue(message)
+        elif reply is not None:
             await self._reply(request_id, reply, batch)
         elif batch is not None:
             batch.pending.discard(request_id)
@@ -907,13 +934,6 @@ class Session:
 
     def _handlers_busy(self) -> bool:
         return bool(self._inbound)
-
-    def _encode_result(self, ctx: RequestContext, result: Any) -> bytes:
-        try:
-            return self._connection.send_result(ctx.request_id, result)
-        except Exception:
-            logger.exception("cannot encode the result of %s (id %r)", ctx.method, ctx.request_id)
-            return self._connection.send_error(ctx.request_id, McpError(INTERNAL_ERROR))
 
     async def _reply(self, request_id: RequestId, data: bytes, batch: _Batch | None) -> None:
         if batch is None:

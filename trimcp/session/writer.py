@@ -206,7 +206,12 @@ class Outbox:
         except _PEER_GONE:
             self._on_peer_gone(1)
         finally:
-            self._release()
+            # (_release, inlined: once per reply)
+            self.busy = False
+            free = self._free
+            if free is not None:
+                self._free = None
+                free.set()
         return True
 
     def write_now(self, message: Outgoing) -> bool:

@@ -37,6 +37,7 @@ from trimcp.protocol.lifecycle import Role
 from trimcp.protocol.negotiated import IMPLICIT_CLIENT_NAME
 from trimcp.protocol.versions import (
     HTTP_DEFAULT_VERSION,
+    STATELESS_VERSIONS,
     SUPPORTED_VERSIONS,
     V2025_11_25,
     allows_batches,
@@ -321,7 +322,8 @@ class McpHttpApp:
         if (
             self._modern is not None
             and version is not None
-            and (modern_http.claims(version) or version not in SUPPORTED_VERSIONS)
+            # (modern_http.claims, inlined: once per POST)
+            and (version in STATELESS_VERSIONS or version not in SUPPORTED_VERSIONS)
         ):
             # 2026-07-28 (by its header, or maybe by its body: an unknown version in the
             # header of a 2026 request is answered with the versions we speak).
@@ -422,7 +424,9 @@ class McpHttpApp:
                 # (the lean engine read it whole already: no timeout scope to read it)
                 buffered=BODY_BUFFERED in (scope.get("extensions") or _NO_EXTENSIONS),
             )
-            parsed = parse_body(body, prepare=trace_adopter(headers))
+            # (no trace_adopter call without a traceparent header: once per POST)
+            adopt = None if headers.get(b"traceparent") is None else trace_adopter(headers)
+            parsed = parse_body(body, prepare=adopt)
             if self._modern is not None and entry is None and modern_http.is_modern_body(parsed):
                 # A 2026 request without MCP-Protocol-Version: answered as 2026 (-32020).
                 await self._modern.post(receive, send, headers, parsed, principal)
@@ -536,7 +540,8 @@ class McpHttpApp:
             raise HttpRejection(503, "The server is shutting down") from None
         if batch and not allows_batches(session.protocol_version):
             raise HttpRejection(400, "Batches are not allowed in this protocol version")
-        ids = [r.id for r in requests]
+        # (one request, nearly every POST: no comprehension frame)
+        ids = [requests[0].id] if len(requests) == 1 else [r.id for r in requests]
         for request_id in ids:
             if transport.in_flight(request_id) or ids.count(request_id) > 1:
                 raise HttpRejection(
@@ -661,7 +666,8 @@ class McpHttpApp:
         except BaseException:
             transport.abandon(stream)
             raise
-        _apply_cancels(transport, messages)
+        if len(messages) > 1 or type(messages[0]) is not Request:  # (no call for one request)
+            _apply_cancels(transport, messages)
 
     async def _post_stateless(
         self,

@@ -43,15 +43,13 @@ class IdleTimer:
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
         self._queue: DeadlineQueue[IdleWait] = DeadlineQueue()
-        self._running = False
+        #: Whether :meth:`run` keeps the deadlines (an attribute, not a property: the
+        #: lean engine asks once per request).
+        self.running = False
         self._scope = trio.CancelScope()
         # The run's clock, read directly while running (trio.current_time() costs two
         # Python calls more, and the lean engine asks once per request).
         self._clock: trio.abc.Clock | None = None
-
-    @property
-    def running(self) -> bool:
-        return self._running
 
     def start(self, scope: trio.CancelScope) -> IdleWait:
         """A connection begins to wait; its ``scope`` is cancelled at the deadline."""
@@ -72,13 +70,13 @@ class IdleTimer:
         (the server is stopping and ends them itself).
         """
         self._clock = trio.lowlevel.current_clock()
-        self._running = True
+        self.running = True
         task_status.started()
         try:
             with self._scope:
                 await self._queue.keep(_expire)
         finally:
-            self._running = False
+            self.running = False
             self._queue.clear()
 
 

@@ -506,11 +506,17 @@ class HttpSessionTransport:
         answers = message.answers
         if not answers:
             return False
-        stream = self._routes.get(answers[0])
+        routes = self._routes
+        stream = routes.get(answers[0])
         if stream is None or not stream.json_mode:
             return False
         stream.json_body = message.data
-        self._settle(stream, answers)
+        # (_settle and _end inlined, once per answer: a JSON-mode stream is never live)
+        for request_id in answers:
+            if stream.settle(request_id) and routes.get(request_id) is stream:
+                del routes[request_id]
+        if not stream.waiting:
+            stream.finish()
         return True
 
     async def deliver_relayed(self, data: bytes) -> None:
