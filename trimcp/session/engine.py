@@ -866,7 +866,7 @@ class Session:
             if self._batch_of is None:
                 self._batch_of = {}
             self._batch_of[request_id] = batch
-        self._run.nursery.start_soon(self._run_handler, ctx)
+        self._run.nursery.start_soon(self._run_handler, ctx, name=_HANDLER_TASK)
 
     # --- handler tasks --------------------------------------------------------------------
 
@@ -1270,6 +1270,11 @@ __all__ = [
     "resting_session",
     "serve_session",
 ]
+
+
+#: The name of every request handler's task (trio would make one per task from the
+#: method's module and qualified name: an f-string and two attribute lookups a request).
+_HANDLER_TASK = "trimcp request handler"
 
 
 def _wake_reader(run: Run) -> None:
