@@ -207,7 +207,11 @@ class _Connection:
                     keep = await self._serve(request)
                     if not keep or self.state.terminating:
                         return
-                    self._next_cycle()
+                    if self.conn is None:  # (_next_cycle's fast path, inlined)
+                        self._fed = len(self.buffer)
+                        self._empty = not self.buffer and not self._eof
+                    else:
+                        self._next_cycle()
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(_LINGER):
                 await self._close()
@@ -420,6 +424,8 @@ class _Connection:
             return False
         if not exchange.complete:
             return False  # the app ended mid-response: the connection cannot be reused
+        if self.conn is None and not self.owed:  # read whole by the fast path: nearly always
+            return exchange.keep_alive
         return exchange.keep_alive and self._request_read()
 
     def _request_read(self) -> bool:
