@@ -34,7 +34,7 @@ from cattrs.gen import make_dict_structure_fn, override
 
 import trimcp.types as wire
 from trimcp._attrs_cache import compile_generated
-from trimcp.types.base import made_by_its_fields, slot_setters
+from trimcp.types.base import made_by_its_fields, writable_twin
 
 __all__ = ["ShapeError", "converter", "structure", "unstructure", "wire_names"]
 
@@ -586,18 +586,20 @@ class _Redo(Exception):
 def _fast_structure_class_factory(cls: type, c: cattrs.Converter) -> StructureHook:
     """A structure function for the hot path: no error bookkeeping (any bad value raises,
     and :func:`structure` runs the detailed hooks again to say where and what); the
-    instance is made by setting its slots; leaf checks are inline and absent optional
+    instance is made by setting its slots (as its :func:`~trimcp.types.base.writable_twin`,
+    then made a ``cls``); leaf checks are inline and absent optional
     fields cost one lookup. It makes the same object as the detailed function."""
     if not made_by_its_fields(cls):
         # (tests/types builds every wire class's hooks: a new kind of field fails there)
         raise TypeError(f"{cls!r}: wire classes hold plain fields (no validator, factory...)")
-    setters = slot_setters(cls)
+    # Made as its twin, whose slots the bytecode stores itself, then made a cls.
     env: dict[str, Any] = {"new": object.__new__, "cls": cls, "Redo": _Redo}
-    lines = ["  if type(o) is not dict:", "    raise Redo", "  i = new(cls)"]
+    env["twin"] = writable_twin(cls)
+    lines = ["  if type(o) is not dict:", "    raise Redo", "  i = new(twin)"]
     for n, field in enumerate(attrs.fields(cls)):
         key = repr(wire_names(cls)[field.name])
         hook = c.get_structure_hook(field.type)
-        env[f"set{n}"], env[f"default{n}"] = setters[field.name], field.default
+        env[f"default{n}"] = field.default
         env[f"hook{n}"], env[f"type{n}"] = hook, field.type
         leaf = _LEAF_KINDS.get(hook)
         nullable = _NULLABLE_LEAVES.get(hook)
@@ -622,9 +624,9 @@ def _fast_structure_class_factory(cls: type, c: cattrs.Converter) -> StructureHo
         else:
             lines += [f"  if {key} in o:", f"    v = o[{key}]"]
             lines += [*(f"    {line}" for line in check), "  else:", f"    v = default{n}"]
-        lines.append(f"  set{n}(i, v)")
+        lines.append(f"  i.{field.name} = v")
     name = f"structure_{cls.__name__}"
-    source = "\n".join([f"def {name}(o, _):", *lines, "  return i", ""])
+    source = "\n".join([f"def {name}(o, _):", *lines, "  i.__class__ = cls", "  return i", ""])
     filename = f"<trimcp generated fast-structure {cls.__module__}.{cls.__qualname__}>"
     exec(compile_generated(source, filename), env)
     made: StructureHook = env[name]
