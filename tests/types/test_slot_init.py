@@ -84,3 +84,22 @@ def test_the_first_call_and_later_ones_agree() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.split() == ["True", "True", "Implementation.__init__"]
+
+
+def test_a_plain_subclass_is_made_as_itself() -> None:
+    """A subclass attrs did not build shares its base's __init__, which stores the fields
+    as the base's writable twin only for an instance of the base itself: the subclass's
+    instances stay theirs (made as the base, one without a __dict__ would be a TextContent,
+    one with a __dict__ refused for its layout)."""
+
+    class Slotted(t.TextContent):
+        __slots__ = ()
+
+    class WithDict(t.TextContent):
+        pass
+
+    for cls in (Slotted, WithDict):
+        made = cls(text="a")
+        assert type(made) is cls
+        assert (made.type, made.text, made.annotations, made.meta) == ("text", "a", None, None)
+    assert type(t.TextContent(text="b")) is t.TextContent

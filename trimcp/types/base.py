@@ -10,7 +10,9 @@ Each wire class's ``__init__`` is attrs' own, rewritten once the class is built
 but each field is stored through its slot's own setter instead of
 ``object.__setattr__(self, name, value)``, which a frozen class's ``__init__`` otherwise
 pays on every field (callgrind: about 360 instructions less per field; a wire object is
-made for every call a server answers). The instances are the same frozen attrs objects.
+made for every call a server answers); a class of three fields or more stores them as its
+:func:`writable_twin` instead (the bytecode's own slot stores, cheaper still). The
+instances are the same frozen attrs objects.
 """
 
 import functools
@@ -40,6 +42,7 @@ def slot_setters(cls: type) -> dict[str, Callable[[Any, Any], None]]:
     return setters
 
 
+@functools.cache
 def writable_twin(cls: type) -> type:
     """A subclass of the slotted (frozen) attrs class ``cls`` that adds nothing to its
     layout and stores attributes plainly: an instance made as a twin, its fields set by
@@ -48,7 +51,7 @@ def writable_twin(cls: type) -> type:
     same): the object ``cls``'s ``__init__`` makes. For code that makes wire objects
     itself (serde's fast structure functions); nothing else sees a twin instance. Both
     ``__setattr__`` and ``__delattr__`` are object's: with either one Python's own,
-    every store would call it."""
+    every store would call it. One per class (kept)."""
     twin = type(
         f"{cls.__name__}Twin",
         (cls,),
@@ -63,6 +66,10 @@ def writable_twin(cls: type) -> type:
 
 
 _FACTORY: Final[type] = type(attrs.Factory(list))
+#: The ``__class__`` setter (what ``object.__setattr__(o, "__class__", c)`` reaches).
+_SET_CLASS: Final = vars(object)["__class__"].__set__
+#: From how many fields a class's ``__init__`` stores them as its writable twin.
+_TWIN_FIELDS: Final = 3
 
 
 def made_by_its_fields(cls: type) -> bool:
@@ -104,6 +111,21 @@ def _slot_init(cls: type, attrs_init: Callable[..., None]) -> Callable[..., None
         body.append(f"    _trimcp_set{n}(self, {field.name})")
     if not params:
         return attrs_init  # nothing to store: attrs' own is as cheap
+    if len(body) >= _TWIN_FIELDS:
+        # Three or more: a cls made its writable twin and back (two calls of the
+        # __class__ setter) takes the bytecode's own slot stores, cheaper than a setter's
+        # call each. Only an instance of cls itself (a subclass's may differ in layout).
+        env["_trimcp_cls"], env["_trimcp_twin"] = cls, writable_twin(cls)
+        env["_trimcp_set_class"] = _SET_CLASS
+        stores = [f"        self.{field.name} = {field.name}" for field in attrs.fields(cls)]
+        body = [
+            "    if self.__class__ is _trimcp_cls:",
+            "        _trimcp_set_class(self, _trimcp_twin)",
+            *stores,
+            "        _trimcp_set_class(self, _trimcp_cls)",
+            "    else:",
+            *(f"    {line}" for line in body),
+        ]
     source = "\n".join([f"def __init__(self, *, {', '.join(params)}):", *body, ""])
     filename = f"<trimcp generated slot-init {cls.__module__}.{cls.__qualname__}>"
     exec(compile_generated(source, filename), env)
