@@ -590,7 +590,14 @@ class McpHttpApp:
             stream = transport.open_stream(ids, json_mode=True, auth=principal)
             await self._feed(session, transport, stream, body, messages)
             if await self._answered_before_disconnect(stream, receive):
-                await _send_json(send, stream, ids, extra)
+                answer = stream.json_body
+                if answer is None:  # the session closed, or the client cancelled, first
+                    answer = error_body(
+                        CONNECTION_CLOSED,
+                        "The request ended without an answer",
+                        ids[0] if len(ids) == 1 else None,
+                    )
+                await respond(send, 200, answer, [*extra, JSON_TYPE])
             return
         sink = Sink(config.stream_max_bytes, config.stream_max_messages)
         prime = version is not None and version >= V2025_11_25
@@ -837,17 +844,6 @@ async def _initialize_implicitly(
     if type(answer) is not dict or "result" not in answer:
         raise HttpRejection(400, "The server refused the implicit initialization")
     await transport.feed(Decoded(notification_object("notifications/initialized", None)), timeout)
-
-
-async def _send_json(send: Send, stream: OutStream, ids: list[RequestId], extra: Headers) -> None:
-    body = stream.json_body
-    if body is None:  # the session closed, or the client cancelled, before an answer
-        body = error_body(
-            CONNECTION_CLOSED,
-            "The request ended without an answer",
-            ids[0] if len(ids) == 1 else None,
-        )
-    await respond(send, 200, body, [*extra, JSON_TYPE])
 
 
 async def _metadata(scope: Scope, send: Send, body: bytes) -> None:

@@ -216,8 +216,23 @@ class HttpSessionTransport:
 
     async def send(self, messages: Sequence[Outgoing]) -> None:
         """Route each message to its stream. Never waits for a client (see module doc)."""
-        if len(messages) == 1 and self._answer_json_post(messages[0]):
-            return
+        if len(messages) == 1:
+            # The answer to a JSON-mode POST (nearly every call in JSON mode), delivered
+            # now: stored nowhere and written by the POST itself, so it takes neither the
+            # lock (which keeps stored events and resumes in order) nor a wait.
+            message = messages[0]
+            answers = message.answers
+            if answers:
+                routes = self._routes
+                stream = routes.get(answers[0])
+                if stream is not None and stream.json_mode:
+                    stream.json_body = message.data
+                    for request_id in answers:
+                        if stream.settle(request_id) and routes.get(request_id) is stream:
+                            del routes[request_id]
+                    if not stream.waiting:
+                        stream.finish()  # (a JSON-mode stream is never live)
+                    return
         lock = self._lock
         try:
             lock.acquire_nowait()
@@ -498,26 +513,6 @@ class HttpSessionTransport:
                 await self._deliver(stream, data, ())
                 return
         await self._deliver(self.standalone, data, ())
-
-    def _answer_json_post(self, message: Outgoing) -> bool:
-        """Deliver ``message`` now if it answers a JSON-mode POST (True): that answer is
-        stored nowhere and written by the POST itself, so it takes neither the lock (which
-        keeps stored events and resumes in order) nor a wait."""
-        answers = message.answers
-        if not answers:
-            return False
-        routes = self._routes
-        stream = routes.get(answers[0])
-        if stream is None or not stream.json_mode:
-            return False
-        stream.json_body = message.data
-        # (_settle and _end inlined, once per answer: a JSON-mode stream is never live)
-        for request_id in answers:
-            if stream.settle(request_id) and routes.get(request_id) is stream:
-                del routes[request_id]
-        if not stream.waiting:
-            stream.finish()
-        return True
 
     async def deliver_relayed(self, data: bytes) -> None:
         """A message another replica relayed for the GET stream held here: stored and sent
