@@ -39,10 +39,10 @@ from trimcp.errors import (
 )
 from trimcp.protocol import modern
 from trimcp.protocol.jsonrpc import (
+    JSONRPC_VERSION,
     RequestId,
     dump_json,
     encode_error,
-    response_object,
 )
 from trimcp.protocol.stateless import Negotiator, Prepared
 from trimcp.session.context import Outlet, RequestContext
@@ -111,7 +111,14 @@ def encode_answer(
         kind: modern.ResultType = (
             modern.INPUT_REQUIRED if isinstance(result, InputRequiredResult) else modern.COMPLETE
         )
-        return dump_json(response_object(request_id, modern.stamp_result(raw, server_info, kind)))
+        # response_object(), inline: every answer makes one.
+        return dump_json(
+            {
+                "jsonrpc": JSONRPC_VERSION,
+                "id": request_id,
+                "result": modern.stamp_result(raw, server_info, kind),
+            }
+        )
     except Exception:
         logger.exception("cannot encode the result of request %r", request_id)
         return encode_error(request_id, McpError(INTERNAL_ERROR))
