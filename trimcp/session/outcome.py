@@ -5,10 +5,12 @@ work raised is mapped by :func:`error_for`, the one mapping. :func:`run_handler`
 for a request (inline: every request runs it): it runs
 ``handle_request(ctx)`` inside the request's cancel scope and returns an :class:`Outcome`:
 the result, the error to answer with, or nothing to send. The session engine (session era,
-any transport) and :func:`trimcp.session.stateless.run_request` (2026-07-28 over HTTP and
-over stdio) both call it, so the same handler behaviour gets the same answer whichever way
-it came; the task runner (:mod:`trimcp.tasks.manager`, a server's tasks and a client's)
-calls :func:`settle` and records the same mapping as the task's status:
+any transport) and :func:`trimcp.session.stateless.run_request` (2026-07-28 over HTTP)
+both call it, and stdio's 2026 stream runs it inline through its two halves
+(:func:`handler_failed`, :func:`handler_ended`), so the same handler behaviour gets the
+same answer whichever way it came; the task runner (:mod:`trimcp.tasks.manager`, a
+server's tasks and a client's) calls :func:`settle` and records the same mapping as the
+task's status:
 
 - a result is the answer;
 - :class:`~trimcp.errors.McpError` (a tool error is already a result) is the answer;
@@ -151,24 +153,47 @@ async def run_handler(
         with scope:
             result = await handle_request(ctx)
     except BaseException as exc:
-        if _is_cancellation(exc):
-            ctx.unanswered()
+        error = handler_failed(ctx, exc)
+        if error is None:
             raise
-        error = error_for(exc, _describe_request, ctx)
-    if ctx.cancelled_by_peer:  # also when it returned anyway
+    if error is None and not ctx.cancelled_by_peer and not scope.cancelled_caught:
+        # The result is the answer (see handler_ended). Outcome(result) without the class
+        # call (every request makes one): its __init__'s frame and argument tuple.
+        outcome: Outcome = _new_outcome(Outcome)
+        outcome.result = result
+        outcome.error = None
+        outcome.silent = outcome.cancelled = False
+        return outcome
+    return handler_ended(ctx, result, error)
+
+
+def handler_failed(ctx: RequestContext, exc: BaseException) -> McpError | None:
+    """What :func:`run_handler` makes of what the request's handler raised: None for
+    Trio's cancellation, which the caller re-raises (what the handler tied to its result
+    is released first), else the error to answer with (logged as :func:`error_for`
+    does). For a transport that runs a handler itself (stdio's 2026 requests) with the
+    same mapping."""
+    if _is_cancellation(exc):
+        ctx.unanswered()
+        return None
+    return error_for(exc, _describe_request, ctx)
+
+
+def handler_ended(ctx: RequestContext, result: Any, error: McpError | None) -> Outcome:
+    """:func:`run_handler`'s outcome once the handler returned ``result`` or failed with
+    ``error`` (:func:`handler_failed`'s): nothing to send when the peer cancelled it
+    (also when it returned anyway), ``-32001`` when the scope's deadline ended it; what
+    the handler tied to its result is released whenever the result is not the answer.
+    The result is the answer exactly when ``error`` is None and neither the peer's cancel
+    nor the scope's own ended it (a caller may take that case without this call)."""
+    if ctx.cancelled_by_peer:
         ctx.unanswered()
         return Outcome(silent=True)
-    if error is None and scope.cancelled_caught:
+    if error is None and ctx.cancel_scope.cancelled_caught:
         error = RequestTimeout(f"{ctx.method} exceeded the handler timeout")
     if error is not None:
         ctx.unanswered()  # the result, and what it named, will never reach the peer
-    # Outcome(result, error) without the class call (every request makes one): its
-    # __init__'s frame and the call's argument tuple.
-    outcome: Outcome = _new_outcome(Outcome)
-    outcome.result = result
-    outcome.error = error
-    outcome.silent = outcome.cancelled = False
-    return outcome
+    return Outcome(result, error)
 
 
 def _is_cancellation(exc: BaseException) -> bool:

@@ -43,7 +43,7 @@ from trimcp.protocol.stateless import RequestRefused, prepare
 from trimcp.session.context import RequestContext, stateless_context
 from trimcp.session.engine import Session, serve_session
 from trimcp.session.options import SessionOptions
-from trimcp.session.outcome import run_handler
+from trimcp.session.outcome import handler_ended, handler_failed
 from trimcp.session.stateless import StatelessHandler, encode_answer
 from trimcp.session.transport import Decoded, MessageTooLarge, Outgoing, Transport
 from trimcp.session.writer import Outbox
@@ -311,6 +311,7 @@ class _Stream:
         outlet = requests[request_id] = _StreamOutlet(self)
         nursery.start_soon(self._run, request, outlet, name=_TASK_NAME)
 
+    @trio.lowlevel.enable_ki_protection  # as run_handler: a Ctrl-C goes to the main task
     async def _run(self, request: Request, outlet: _StreamOutlet) -> None:
         request_id = request.id
         try:
@@ -323,19 +324,28 @@ class _Stream:
                 await self.write(refused.encode(), request_id)
                 return
             answerer = self._answerer
-            outcome = await run_handler(
-                self.handler.handle_request if answerer is None else answerer(request.method),
-                ctx,
-            )
-            if outcome.silent:
-                return
+            handle = self.handler.handle_request if answerer is None else answerer(request.method)
+            # run_handler(), inline (its coroutine and Outcome per request), with its
+            # mapping (handler_failed, handler_ended). The context was made just now: the
+            # peer cannot have cancelled it yet (nothing was awaited since).
+            scope = ctx.cancel_scope
+            result: Any = None
+            error: McpError | None = None
+            try:
+                with scope:
+                    result = await handle(ctx)
+            except BaseException as exc:
+                error = handler_failed(ctx, exc)
+                if error is None:
+                    raise
+            if error is not None or ctx.cancelled_by_peer or scope.cancelled_caught:
+                outcome = handler_ended(ctx, result, error)
+                if outcome.silent:
+                    return
+                result, error = outcome.result, outcome.error
             message = _outgoing(
                 Outgoing,
-                (
-                    encode_answer(request_id, outcome.result, outcome.error, self.server_info),
-                    request_id,
-                    (),
-                ),
+                (encode_answer(request_id, result, error, self.server_info), request_id, ()),
             )
             if not self.outbox.queue_nowait(message):
                 await self.outbox.queue(message)
