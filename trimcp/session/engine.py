@@ -876,19 +876,8 @@ class Session:
         try:
             outcome = await run_handler(self._handler.handle_request, ctx)
         finally:
-            inbound = self._inbound
-            del inbound[request_id]
-            # (_handler_ended, inlined: once per request)
-            run = self._run
-            if not inbound:
-                idle = run.idle_waiter
-                if idle is not None:
-                    run.idle_waiter = None
-                    idle.set()
-            wakeup = run.reader_wakeup
-            if wakeup is not None:
-                run.reader_wakeup = None
-                wakeup.set()
+            del self._inbound[request_id]
+            self._handler_ended()
         reply: bytes | None = None
         connection = self._connection
         closer = self._closer  # self.closing, inlined (and asked before the scope)
@@ -905,13 +894,7 @@ class Session:
                 logger.exception("cannot encode the result of %s (id %r)", ctx.method, request_id)
                 reply = connection.send_error(request_id, McpError(INTERNAL_ERROR))
         batch = self._batch_of.pop(request_id, None) if self._batch_of else None
-        if reply is not None and batch is None:
-            # (_reply's path for one request, inlined: once per request)
-            message = Outgoing(reply, request_id, (request_id,))
-            outbox = run.outbox
-            if closing or not await outbox.reply_directly(message):
-                await outbox.queue(message)
-        elif reply is not None:
+        if reply is not None:
             await self._reply(request_id, reply, batch)
         elif batch is not None:
             batch.pending.discard(request_id)
