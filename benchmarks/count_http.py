@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import pstats
-import re
 import signal
 import socket
 import subprocess
@@ -38,10 +36,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.count_stdio import instructions, profile_report
 from benchmarks.loadgen_http import run_calls
 
 ROOT = Path(__file__).resolve().parent.parent
-_TOTAL = re.compile(rb"^(?:summary|totals): (\d+)", re.MULTILINE)
 _START_TIMEOUT = 180.0  # seconds for the server to listen (valgrind starts slowly)
 _CALL_TIMEOUT = 120.0  # seconds for one answer under valgrind
 
@@ -119,24 +117,6 @@ def _run(opts: argparse.Namespace, calls: int, out: str) -> None:
         proc.wait(timeout=_START_TIMEOUT)
 
 
-def _instructions(path: str) -> int:
-    found = _TOTAL.search(Path(path).read_bytes())
-    if found is None:
-        raise SystemExit(f"count_http: no total in {path}")
-    return int(found.group(1))
-
-
-def _profile_report(first: str, second: str, span: int, top: int) -> None:
-    before, after = pstats.Stats(first).stats, pstats.Stats(second).stats
-    rows = []
-    for key, value in after.items():
-        calls = value[1] - before.get(key, (0, 0))[1]
-        rows.append((calls / span, f"{key[0]}:{key[1]}({key[2]})"))
-    print(f"Python and C calls per call: {sum(c for c, _ in rows):.1f}")
-    for per_call, name in sorted(rows, reverse=True)[:top]:
-        print(f"{per_call:7.2f}  {name}")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.count_http")
     parser.add_argument("--tree", type=Path, default=ROOT)
@@ -155,9 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         for calls, out in zip((small, large), outs, strict=True):
             _run(opts, calls, out)
         if opts.profile:
-            _profile_report(outs[0], outs[1], large - small, opts.top)
+            profile_report(outs[0], outs[1], large - small, opts.top, unit="call")
         else:
-            per_call = (_instructions(outs[1]) - _instructions(outs[0])) / (large - small)
+            per_call = (instructions(outs[1]) - instructions(outs[0])) / (large - small)
             print(f"{opts.tree}: {per_call:,.0f} instructions per call")
     return 0
 

@@ -95,22 +95,25 @@ def _run(opts: argparse.Namespace, server: list[str], calls: int, out: str) -> N
     _drive(proc, calls, opts.in_flight, opts.era)
 
 
-def _instructions(path: str) -> int:
+def instructions(path: str) -> int:
+    """The instruction total of a callgrind output file (also used by count_http)."""
     found = _TOTAL.search(Path(path).read_bytes())
     if found is None:
-        raise SystemExit(f"count_stdio: no total in {path}")
+        raise SystemExit(f"no instruction total in {path}")
     return int(found.group(1))
 
 
-def _profile_report(first: str, second: str, span: int, top: int) -> None:
+def profile_report(first: str, second: str, span: int, top: int, unit: str = "request") -> None:
+    """Print the Python and C calls per ``unit`` between two cProfile dumps ``span`` units
+    apart, and the ``top`` most called (also used by count_http)."""
     before, after = pstats.Stats(first).stats, pstats.Stats(second).stats
     rows = []
     for key, value in after.items():
         calls = value[1] - before.get(key, (0, 0))[1]
         rows.append((calls / span, f"{key[0]}:{key[1]}({key[2]})"))
-    print(f"Python and C calls per request: {sum(c for c, _ in rows):.1f}")
-    for per_request, name in sorted(rows, reverse=True)[:top]:
-        print(f"{per_request:7.2f}  {name}")
+    print(f"Python and C calls per {unit}: {sum(c for c, _ in rows):.1f}")
+    for per_unit, name in sorted(rows, reverse=True)[:top]:
+        print(f"{per_unit:7.2f}  {name}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,9 +136,9 @@ def main(argv: list[str] | None = None) -> int:
         for calls, out in zip((small, large), outs, strict=True):
             _run(opts, server, calls, out)
         if opts.profile:
-            _profile_report(outs[0], outs[1], large - small, opts.top)
+            profile_report(outs[0], outs[1], large - small, opts.top)
         else:
-            per_call = (_instructions(outs[1]) - _instructions(outs[0])) / (large - small)
+            per_call = (instructions(outs[1]) - instructions(outs[0])) / (large - small)
             print(f"{opts.tree}: {per_call:,.0f} instructions per call ({opts.era})")
     return 0
 
