@@ -28,6 +28,15 @@ app = trimcp.Server("bus-replica", version="1.0.0")
 MARKS = Path(os.environ.get("BUS_MARKS", "."))
 
 
+def _mark(name: str, text: str | None = None) -> None:
+    """Leave ``MARKS/name`` holding ``text`` (by default this process's pid). Written aside
+    and renamed into place: the tests poll for it from another process, and must never
+    read it half-written."""
+    aside = MARKS / f".{name}.{os.getpid()}.{uuid.uuid4().hex}"
+    aside.write_text(str(os.getpid()) if text is None else text)
+    os.replace(aside, MARKS / name)
+
+
 @attrs.frozen
 class Name:
     name: str
@@ -42,14 +51,14 @@ async def ask(*, ctx: trimcp.Context) -> str:
 @app.tool()
 async def ask_marked(tag: str, *, ctx: trimcp.Context) -> str:
     """``ask``, leaving ``<tag>.asked`` first."""
-    (MARKS / f"{tag}.asked").write_text(str(os.getpid()))
+    _mark(f"{tag}.asked")
     return await _greet(ctx)
 
 
 @app.tool(task_support="optional")
 async def ask_in_task(tag: str, *, ctx: trimcp.Context) -> str:
     """``ask_marked``, as a task when the client asks for one (or the server chooses)."""
-    (MARKS / f"{tag}.asked").write_text(str(os.getpid()))
+    _mark(f"{tag}.asked")
     return await _greet(ctx)
 
 
@@ -84,11 +93,11 @@ def grow(name: str) -> str:
 @app.tool()
 async def hold(tag: str) -> str:
     """Wait (at most a minute) until cancelled; marks say what happened."""
-    (MARKS / f"{tag}.started").write_text(str(os.getpid()))
+    _mark(f"{tag}.started")
     try:
         await trio.sleep(60)
     except trio.Cancelled:
-        (MARKS / f"{tag}.cancelled").write_text(str(os.getpid()))
+        _mark(f"{tag}.cancelled")
         raise
     return "not cancelled"
 
@@ -98,8 +107,7 @@ async def roots_changed(session: Session, params: object) -> None:
     """List the client's roots again (a server request not tied to any client request: it
     goes on the session's GET stream, wherever that is open); leave a mark with the count."""
     result = await session.send_request("roots/list", timeout=20)
-    mark = MARKS / f"roots-{uuid.uuid4().hex}"
-    mark.write_text(f"{os.getpid()} {len(result.roots)}")
+    _mark(f"roots-{uuid.uuid4().hex}", f"{os.getpid()} {len(result.roots)}")
 
 
 @app.tool()

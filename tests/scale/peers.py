@@ -272,11 +272,17 @@ class Cluster:
         import trio
 
         mark = self.marks / f"{tag}.pid"
+        text = ""
         for _ in range(1000):
-            if mark.exists():
+            # Until it holds a whole pid: the apps rename their marks into place, but a
+            # reader must not trust every writer to (an empty file broke a CI run).
+            text = mark.read_text() if mark.exists() else ""
+            if text.strip().isdigit():
                 break
             await trio.sleep(0.02)
-        pid = int(mark.read_text())
+        else:
+            raise AssertionError(f"no replica left a whole {mark.name} within 20 s: {text!r}")
+        pid = int(text)
         return next(n for n, r in enumerate(self.replicas) if r.process.pid == pid)
 
 

@@ -22,8 +22,13 @@ MARKS = os.environ.get("SCALE_MARKS")
 
 
 def _mark(tag: str) -> None:
+    # Written aside and renamed into place: the tests poll for the file from another
+    # process, and must never read it half-written (empty).
     if MARKS:
-        (Path(MARKS) / f"{tag}.pid").write_text(str(os.getpid()))
+        final = Path(MARKS) / f"{tag}.pid"
+        aside = final.with_name(f".{final.name}.{os.getpid()}")
+        aside.write_text(str(os.getpid()))
+        os.replace(aside, final)
 
 
 @app.tool()
