@@ -226,3 +226,62 @@ _messages = (
 def test_frame_message_round_trips(messages: list[bytes]) -> None:
     stream = b"".join(frame_message(m) for m in messages)
     assert three_ways(stream, max_line_bytes=1 << 20) == [*messages, EOF]
+
+
+def run_mixed(framer: LineFramer, chunks: list[bytes], many: list[bool]) -> list[FramerEvent]:
+    """As :func:`run`, asking :meth:`LineFramer.next_lines` first whenever ``many`` says
+    (cycled), else :meth:`LineFramer.next_event`."""
+    events: list[FramerEvent] = []
+    turns = itertools.cycle(many or [False])
+    for chunk in [*chunks, b""]:
+        framer.receive_data(chunk)
+        while True:
+            if next(turns):
+                lines = framer.next_lines()
+                assert all(type(line) is bytes for line in lines)
+                events += lines
+                if lines:
+                    continue
+            event = framer.next_event()
+            if event is NEED_DATA or event is EOF:
+                break
+            events.append(event)
+    assert framer.next_event() is EOF
+    return [*events, EOF]
+
+
+def test_next_lines_hands_over_a_pipelined_read_at_once() -> None:
+    lines = [b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % i for i in range(100)]
+    framer = LineFramer()
+    framer.receive_data(b"\n".join(lines) + b"\n \n\n" + b'{"partial')
+    assert framer.next_lines() == lines
+    assert framer.next_lines() == []
+    assert framer.next_event() is NEED_DATA
+    assert framer.buffered_bytes == len(b'{"partial')
+
+
+@pytest.mark.parametrize(
+    "stream",
+    [b"a\r\nb\n", b"a\nb\r\n", b"ok\n" + b"x" * 20 + b"\nok2\n", b"a\n" + b"x" * 30 + b"\n"],
+)
+def test_next_lines_leaves_crs_and_over_long_lines_to_next_event(stream: bytes) -> None:
+    framer = LineFramer(max_line_bytes=16)
+    framer.receive_data(stream)
+    assert framer.next_lines() == []  # nothing consumed: next_event says it all
+    assert run(framer, []) == reference(stream, 16)
+
+
+@settings(max_examples=300)
+@given(
+    stream=_streams,
+    max_line_bytes=st.integers(1, 16),
+    many=st.lists(st.booleans(), max_size=6),
+    data=st.data(),
+)
+def test_next_lines_mixed_with_next_event_matches_the_reference(
+    stream: bytes, max_line_bytes: int, many: list[bool], data: st.DataObject
+) -> None:
+    chunks = data.draw(_chunked(stream))
+    framer = LineFramer(max_line_bytes)
+    assert run_mixed(framer, chunks, many) == reference(stream, max_line_bytes)
+    assert framer.buffered_bytes == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -22,6 +23,7 @@ from trimcp.session import RequestContext
 from trimcp.session.options import SessionOptions
 from trimcp.session.transport import MessageTooLarge, Outgoing
 from trimcp.transports.memory import MemoryTransport, memory_transport_pair
+from trimcp.transports.ndjson import NdjsonTransport
 from trimcp.types import CallToolResult, Implementation, ServerCapabilities, ToolsCapability
 
 V = "2026-07-28"
@@ -386,3 +388,47 @@ def test_a_stateless_context_is_the_one_the_class_makes() -> None:
     )
     slots = RequestContext.__slots__
     assert [getattr(made, name) for name in slots] == [getattr(expected, name) for name in slots]
+
+
+async def test_pipelined_requests_read_at_once_keep_order_limits_and_refusals() -> None:
+    # Over pipes the stream takes every message one read brought (receive_many): still at
+    # most max_in_flight at once, an over-long line refused in its place, a blank one
+    # skipped, every request answered.
+    running: list[int] = []
+    peak = 0
+    app = make_server(Probe())
+
+    @app.tool()
+    async def hold(n: int) -> str:
+        nonlocal peak
+        running.append(n)
+        peak = max(peak, len(running))
+        await trio.lowlevel.checkpoint()
+        running.remove(n)
+        return str(n)
+
+    to_server, from_server = os.pipe(), os.pipe()
+    server_end = NdjsonTransport(
+        trio.lowlevel.FdStream(to_server[0]),
+        trio.lowlevel.FdStream(from_server[1]),
+        max_message_bytes=1000,
+    )
+    lines = []
+    for n in range(1, 9):
+        call = {"name": "hold", "arguments": {"n": n}, "_meta": META}
+        request = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": call}
+        lines.append(json.dumps(request))
+        if n == 4:
+            lines += ["x" * 2000, "  "]
+    os.write(to_server[1], ("\n".join(lines) + "\n").encode())
+    os.close(to_server[1])
+    options = SessionOptions(max_in_flight=2)
+    with trio.fail_after(30):
+        await app.serve_stream(server_end, options=options)
+    with os.fdopen(from_server[0], "rb") as out:
+        answers = [json.loads(line) for line in out.read().splitlines()]
+    refused = [a for a in answers if "error" in a]
+    assert [(a["id"], a["error"]["code"]) for a in refused] == [(None, -32600)]
+    results = {a["id"]: a["result"]["content"][0]["text"] for a in answers if "result" in a}
+    assert results == {n: str(n) for n in range(1, 9)}
+    assert peak == 2

@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from trimcp.session.transport import Outgoing
+from trimcp.session.transport import MessageTooLarge, Outgoing
 from trimcp.transports.ndjson import NdjsonTransport
 
 
@@ -91,3 +91,37 @@ async def test_a_reader_that_always_has_input_still_lets_others_run() -> None:
         assert ran.is_set()  # a real schedule point came within those reads
     await a.aclose()
     await b.aclose()
+
+
+async def test_receive_many_hands_over_what_one_read_brought() -> None:
+    a, b = pipe_pair()
+    await a.send([Outgoing(b'{"n":%d}' % n) for n in range(50)])
+    got = await b.receive_many()
+    assert got == [b'{"n":%d}' % n for n in range(50)]  # one read, one call
+    a.send_now(Outgoing(b'{"n":50}'))
+    assert await b.receive_many() == [b'{"n":50}']
+    await a.aclose()
+    with pytest.raises(trio.EndOfChannel):
+        await b.receive_many()
+    await b.aclose()
+
+
+async def test_receive_many_reports_an_over_long_line_in_its_place() -> None:
+    a_to_b = os.pipe()
+    b_to_a = os.pipe()
+    b = NdjsonTransport(
+        trio.lowlevel.FdStream(a_to_b[0]), trio.lowlevel.FdStream(b_to_a[1]), max_message_bytes=16
+    )
+    os.write(a_to_b[1], b'{"n":1}\n{"n":2}\n' + b"x" * 40 + b'\n{"n":3}\r\n{"n":4}\n')
+    os.close(a_to_b[1])
+    seen: list[object] = []
+    while True:
+        try:
+            seen += await b.receive_many()
+        except MessageTooLarge as exc:
+            seen.append(exc.dropped)
+        except trio.EndOfChannel:
+            break
+    assert seen == [b'{"n":1}', b'{"n":2}', 40, b'{"n":3}', b'{"n":4}']
+    await b.aclose()
+    os.close(b_to_a[0])

@@ -160,6 +160,33 @@ class LineFramer:
                 continue
             return line
 
+    def next_lines(self) -> list[bytes]:
+        """Every complete line buffered, in order, as :meth:`next_event` would return them
+        one at a time; empty when the next event is anything but a line (then ask
+        :meth:`next_event`). A reader of many pipelined messages makes one call per read
+        instead of one per line. Gives up (returns ``[]``, nothing consumed) on what only
+        :meth:`next_event` reports or strips: a line being dropped, one over the limit, a
+        CR."""
+        if self._dropping:
+            return []
+        buf = self._buf
+        last = buf.rfind(b"\n", self._scan)
+        if last < 0:
+            return []
+        view = self._view
+        if view is None:
+            view = self._view = memoryview(buf)
+        chunk = view[self._start : last].tobytes()
+        if chunk.find(b"\r") != -1:
+            return []
+        lines = chunk.split(b"\n")
+        if len(chunk) > self._max and max(map(len, lines)) > self._max:
+            return []
+        self._start = self._scan = last + 1
+        # Blank and whitespace-only lines are skipped (isspace stops at the first other
+        # byte: a JSON text costs it one byte).
+        return [line for line in lines if line and not line.isspace()]
+
     def _no_complete_line(self) -> FramerEvent:
         """Handle a buffer with no LF after ``_start``: drop, finish, or ask for more."""
         buf = self._buf

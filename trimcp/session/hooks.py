@@ -42,6 +42,17 @@ class ImmediateTransport(Protocol):
 
 
 @runtime_checkable
+class ManyTransport(Protocol):
+    """A transport that hands over every message it already holds at once (a pipe read
+    often holds many pipelined requests): a reader then awaits once per read, not once
+    per message."""
+
+    async def receive_many(self) -> list[bytes]:
+        """At least one message, in order; raises and is cancelled as ``receive`` is."""
+        ...
+
+
+@runtime_checkable
 class SessionAttendant(Protocol):
     """A handler with a task of its own per session (the server framework delivers list
     changes this way, whatever transport made the session)."""

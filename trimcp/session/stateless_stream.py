@@ -42,6 +42,7 @@ from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.stateless import RequestRefused, prepare
 from trimcp.session.context import RequestContext, stateless_context
 from trimcp.session.engine import Session, serve_session
+from trimcp.session.hooks import ManyTransport
 from trimcp.session.options import SessionOptions
 from trimcp.session.outcome import handler_ended, handler_failed
 from trimcp.session.stateless import StatelessHandler, encode_answer
@@ -404,9 +405,18 @@ async def serve_stateless_stream(
                     pending = stream.take(first, requests)
                     if pending is not None:
                         await pending
+                # Every message a read brought at once, where the transport can (a pipe
+                # read holds many pipelined requests): one await per read.
+                receive_many = (
+                    transport.receive_many if isinstance(transport, ManyTransport) else None
+                )
                 while True:
                     try:
-                        raw = await transport.receive()
+                        raws = (
+                            [await transport.receive()]
+                            if receive_many is None
+                            else await receive_many()
+                        )
                     except trio.EndOfChannel:
                         break
                     except _PEER_GONE:
@@ -414,9 +424,10 @@ async def serve_stateless_stream(
                     except MessageTooLarge as exc:
                         await stream.write(encode_error(None, exc))
                         continue
-                    pending = stream.take(raw, requests)
-                    if pending is not None:
-                        await pending
+                    for raw in raws:
+                        pending = stream.take(raw, requests)
+                        if pending is not None:
+                            await pending
                 await stream.wind_down()
             # The writer drains what was answered, then ends (bounded).
             stream.outbox.send_end.close()

@@ -125,6 +125,10 @@ class ChildProcessTransport(NdjsonTransport):
                     text if len(text) <= 200 else text[:200] + "...",
                 )
 
+    async def receive_many(self) -> list[bytes]:
+        """One line at a time, through :meth:`receive` (which skips what is not JSON-RPC)."""
+        return [await self.receive()]
+
     async def aclose(self) -> None:
         """Close the child's stdin (it sees end of input); its stdout stays open."""
         await self._send_stream.aclose()
