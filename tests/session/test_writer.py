@@ -94,3 +94,25 @@ async def test_a_carried_queue_keeps_its_count(autojump_clock: trio.abc.Clock) -
         assert await second.reply_directly(Outgoing(b"reply", 1, (1,)))
         second.send_end.close()
     assert transport.writes == [[b"left over"], [b"reply"]]
+
+
+async def test_queue_nowait_on_a_full_queue_says_so_and_is_not_counted() -> None:
+    transport = _Recorder()
+    outbox = _outbox(transport, size=1)
+    assert outbox.queue_nowait(Outgoing(b"fills"))  # no writer yet: now full
+    assert not outbox.queue_nowait(Outgoing(b"refused"))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(outbox.write_loop)
+        await trio.testing.wait_all_tasks_blocked()
+        # The refused one was not counted in: a reply goes directly again.
+        assert await outbox.reply_directly(Outgoing(b"reply", 1, (1,)))
+        outbox.send_end.close()
+    assert transport.writes == [[b"fills"], [b"reply"]]
+
+
+async def test_queue_nowait_once_the_peer_is_gone_drops_quietly() -> None:
+    outbox = _outbox(_Recorder())
+    outbox.send_end.close()
+    assert outbox.queue_nowait(Outgoing(b"dropped"))  # dropped, not refused
+    outbox.receive_end.close()
+    assert outbox.queue_nowait(Outgoing(b"dropped too"))

@@ -118,11 +118,16 @@ class Outbox:
     def queue_nowait(self, message: Outgoing) -> bool:
         """:meth:`queue` when the outbox has room (no scheduler pass, no ``await``);
         False when it is full (then :meth:`queue` waits for room)."""
+        # (send_nowait, inline: every stateless answer comes through here)
+        self._sent += 1
         try:
-            self.send_nowait(message)
-        except trio.WouldBlock:
-            return False
-        except _PEER_GONE:
+            self.send_end.send_nowait(message)
+        except BaseException as exc:
+            self._sent -= 1
+            if isinstance(exc, trio.WouldBlock):
+                return False
+            if not isinstance(exc, _PEER_GONE):
+                raise
             logger.debug("dropped an outgoing message: the peer is gone")
         return True
 
