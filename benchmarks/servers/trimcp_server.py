@@ -116,16 +116,20 @@ def build_lowlevel(tools: int, page_size: int | None) -> Any:
         if name == "stats":
             return text(STATS.snapshot())
         STATS.started += 1
+        done = False
         try:
             if name == "sleep":
                 await trio.sleep(float(arguments.get("ms", 0)) / 1000.0)
+                done = True
                 return text("slept")
             if name == "echo" or name in fillers:
+                done = True
                 return text(str(arguments.get("text", "")))
+            done = True
             raise McpError(INVALID_PARAMS, f"Unknown tool: {name}")
         finally:
             STATS.finished += 1
-            if ctx.cancel_scope.cancel_called:
+            if not done:
                 STATS.cancelled += 1
 
     return server
