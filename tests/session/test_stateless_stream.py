@@ -432,3 +432,36 @@ async def test_pipelined_requests_read_at_once_keep_order_limits_and_refusals() 
     results = {a["id"]: a["result"]["content"][0]["text"] for a in answers if "result" in a}
     assert results == {n: str(n) for n in range(1, 9)}
     assert peak == 2
+
+
+async def test_the_stream_runs_the_table_as_it_is_and_discover_by_the_shell(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The stream runs a request from the method table's lookup (stateless_table): a
+    # handler added while serving answers; server/discover is the shell's own answer
+    # even when the table holds a handler of that name.
+    server = LowLevelServer(
+        Implementation(name="s", version="1"),
+        capabilities=ServerCapabilities(tools=ToolsCapability()),
+    )
+
+    @server.request_handler("server/discover")
+    async def not_this(ctx: RequestContext) -> Any:
+        raise AssertionError("server/discover is the shell's")
+
+    client_end, server_end = memory_transport_pair()
+    peer = Peer(client_end)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve_stream, server_end)
+        await peer.request(1, "tools/call", {"name": "x"})
+        assert (await peer.next())["error"]["code"] == -32601  # no handler yet
+
+        @server.request_handler("tools/call")
+        async def call(ctx: RequestContext) -> CallToolResult:
+            return CallToolResult(content=[])
+
+        await peer.request(2, "tools/call", {"name": "x"})
+        assert (await peer.next())["result"]["content"] == []
+        await peer.request(3, "server/discover")
+        assert V in (await peer.next())["result"]["supportedVersions"]
+        await client_end.aclose()

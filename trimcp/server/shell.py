@@ -138,7 +138,7 @@ class ServerShell:
     #: keeps the shell's :meth:`answer_stateless`): decided once per class.
     _answers_stateless_by_table: bool = True
     #: Whether it also keeps the shell's :meth:`handle_request`, which then only forwards
-    #: such a request to its table handler (see :meth:`stateless_answerer`).
+    #: such a request to its table handler (see :meth:`stateless_table`).
     _forwards_stateless: bool = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -258,18 +258,16 @@ class ServerShell:
             )
         return await self.answer_in_session(ctx)
 
-    def stateless_answerer(self, method: str) -> RequestHandlerFn:
-        """What a transport runs for a 2026-07-28 request of ``method``:
-        :meth:`handle_request`, or, when this class keeps the shell's
+    def stateless_table(self) -> Callable[[str], RequestHandlerFn | None] | None:
+        """What a transport may run a 2026-07-28 request from instead of
+        :meth:`handle_request`, one frame fewer per request: the method table's lookup
+        (the handler of a method, or None), when this class keeps the shell's
         :meth:`handle_request` and :meth:`answer_stateless` (which would only forward the
-        request), the method table's handler itself, one frame fewer per request. The
-        same answer either way: ``server/discover`` and a method the table lacks go to
-        :meth:`handle_request`. Cancellation: as :meth:`handle_request`'s."""
-        if self._forwards_stateless and method != "server/discover":
-            handler = self.methods.get(method)
-            if handler is not None:
-                return handler
-        return self.handle_request
+        request); else None. ``server/discover`` and a method the table lacks (None) go
+        to :meth:`handle_request`. The lookup reads the table as it is at each request
+        (a handler added while serving is seen). Cancellation: as
+        :meth:`handle_request`'s."""
+        return self.methods.get if self._forwards_stateless else None
 
     async def answer_discover(self, ctx: RequestContext) -> DiscoverResult:
         """``server/discover`` (2026-07-28)."""

@@ -214,11 +214,12 @@ class _Stream:
         self.options = options
         self._max_in_flight = options.max_in_flight
         self.handler_timeout = options.handler_timeout
-        #: What runs a request of a method, when the handler says
-        #: (:meth:`~trimcp.server.shell.ServerShell.stateless_answerer`); else its
-        #: handle_request.
-        self._answerer: Callable[[str], RequestHandler] | None = getattr(
-            handler, "stateless_answerer", None
+        #: The handler's method table, when it runs requests from it
+        #: (:meth:`~trimcp.server.shell.ServerShell.stateless_table`; its handle_request
+        #: runs the rest, server/discover always).
+        table = getattr(handler, "stateless_table", None)
+        self._table_get: Callable[[str], RequestHandler | None] | None = (
+            None if table is None else table()
         )
         self.server_info = serde.unstructure(getattr(handler, "info", None))
         self.outbox = Outbox(transport, options.outbox_size, on_peer_gone=_peer_gone)
@@ -324,8 +325,11 @@ class _Stream:
             except RequestRefused as refused:
                 await self.write(refused.encode(), request_id)
                 return
-            answerer = self._answerer
-            handle = self.handler.handle_request if answerer is None else answerer(request.method)
+            table_get = self._table_get
+            method = request.method
+            handle = None if table_get is None or method == "server/discover" else table_get(method)
+            if handle is None:
+                handle = self.handler.handle_request
             # run_handler(), inline (its coroutine and Outcome per request), with its
             # mapping (handler_failed, handler_ended). The context was made just now: the
             # peer cannot have cancelled it yet (nothing was awaited since).
