@@ -266,3 +266,28 @@ async def test_a_session_refuses_a_method_its_revision_lacks() -> None:
         assert reply["error"]["message"].endswith("does not exist in protocol version 2025-06-18")
     async with raw_client(make_app(), version="2025-11-25") as (peer, _):
         assert (await peer.request(1, "tasks/list", {}))["result"]["tasks"] == []
+
+
+def test_a_2026_request_is_typed_and_checked_the_same_when_its_method_was_admitted_before() -> None:
+    # prepare() keeps each method's admission and params type per agreement: the second
+    # request of a method is typed by the kept type, and bad params are still refused.
+    from trimcp.protocol import modern
+    from trimcp.protocol.jsonrpc import Request
+    from trimcp.protocol.stateless import RequestRefused, prepare
+    from trimcp.server.lowlevel import LowLevelServer
+    from trimcp.types import Implementation, ServerCapabilities, ToolsCapability
+
+    server = LowLevelServer(
+        Implementation(name="s", version="1"),
+        capabilities=ServerCapabilities(tools=ToolsCapability()),
+    )
+    meta = {modern.META_PROTOCOL_VERSION: V2026, modern.META_CLIENT_CAPABILITIES: {}}
+    for request_id in (1, 2):
+        params = {"name": "echo", "arguments": {"n": request_id}, "_meta": meta}
+        prepared = prepare(server, Request(request_id, "tools/call", params))
+        assert prepared.params == CallToolRequestParams(
+            name="echo", arguments={"n": request_id}, meta=meta
+        )
+    with pytest.raises(RequestRefused) as refused:
+        prepare(server, Request(3, "tools/call", {"name": 7, "_meta": meta}))
+    assert refused.value.error.code == INVALID_PARAMS

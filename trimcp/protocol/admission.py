@@ -117,18 +117,28 @@ def admitted_method(
     return spec
 
 
+#: :func:`admitted_params`' default ``params_type``: the method's own.
+_OF_SPEC: Any = object()
+
+
 def admitted_params(
-    spec: Method[Any, Any] | None, params: Any, stateless: bool, structure: bool = True
+    spec: Method[Any, Any] | None,
+    params: Any,
+    stateless: bool,
+    structure: bool = True,
+    params_type: Any = _OF_SPEC,
 ) -> Any:
     """The second half of :func:`admit_request`: the params of a request whose method
     was admitted (``spec``, from :func:`admitted_method`), typed; ``-32602`` when they do
     not fit. Every request asks: ``stateless`` may be given by position, the cheaper
-    call."""
+    call; so may ``params_type``, ``spec.params_type`` kept by a caller that asks for the
+    same method again and again (the property costs a Python frame per request)."""
     if spec is None:
         return params
     if stateless and spec.input_capable and type(params) is dict and "inputResponses" in params:
         _check_input_responses(params["inputResponses"])
-    params_type = spec.params_type
+    if params_type is _OF_SPEC:
+        params_type = spec.params_type
     if not structure or params_type is None:
         return params
     try:

@@ -121,11 +121,9 @@ def prepare(handler: Negotiator, request: Request, make: MakePrepared[Any] = Pre
     params = request.params
     try:
         entry = _admitted.get((method, id(negotiated)))
-        if entry is not None and entry[0] is negotiated:  # asked before (see _admitted)
-            spec, stateless = entry[1], entry[2]
-        else:
-            spec, stateless = _admit_method(method, negotiated)
-        typed = admitted_params(spec, params, stateless)
+        if entry is None or entry[0] is not negotiated:  # not asked before (see _admitted)
+            entry = _admit_method(method, negotiated)
+        typed = admitted_params(entry[1], params, entry[2], True, entry[3])
     except RemoteProtocolError as exc:
         raise RequestRefused(request_id, exc, malformed=False) from None
     # read_request_meta() checked that params._meta is an object.
@@ -141,19 +139,21 @@ def prepare(handler: Negotiator, request: Request, make: MakePrepared[Any] = Pre
 
 
 #: Methods admitted under an agreement, by (method, id of the agreement): what
-#: :func:`~trimcp.protocol.admission.admitted_method` said, which depends on nothing else.
+#: :func:`~trimcp.protocol.admission.admitted_method` said, which depends on nothing else,
+#: whether the agreed version is a stateless one, and the method's params type.
 #: Agreements are frozen and shared (:func:`~trimcp.protocol.modern.negotiated`), so a
 #: client's requests ask the table once per method (of the table: others are not kept).
 #: Each entry holds its agreement (so the
 #: id stays its own); at most ``_ADMITTED_ENTRIES``, the oldest goes first.
-_admitted: dict[tuple[str, int], tuple[Negotiated, Method[Any, Any] | None, bool]] = {}
+_Admitted = tuple[Negotiated, "Method[Any, Any] | None", bool, Any]
+_admitted: dict[tuple[str, int], _Admitted] = {}
 _ADMITTED_ENTRIES: Final = 256
 
 
-def _admit_method(method: str, negotiated: Negotiated) -> tuple[Method[Any, Any] | None, bool]:
-    """The method's row (see :func:`~trimcp.protocol.admission.admitted_method`) and
-    whether the agreed version is a stateless one, kept in :data:`_admitted` (which
-    :func:`prepare` reads first)."""
+def _admit_method(method: str, negotiated: Negotiated) -> _Admitted:
+    """The method's row (see :func:`~trimcp.protocol.admission.admitted_method`), whether
+    the agreed version is a stateless one and the row's params type, kept in
+    :data:`_admitted` (which :func:`prepare` reads first), after the agreement."""
     version = negotiated.protocol_version
     spec = admitted_method(
         method,
@@ -161,9 +161,14 @@ def _admit_method(method: str, negotiated: Negotiated) -> tuple[Method[Any, Any]
         version=version,
         capabilities=wire_capabilities(negotiated.server_capabilities),
     )  # raises RemoteProtocolError (not kept: a refusal is made anew each time)
-    stateless = version in STATELESS_VERSIONS
+    entry = (
+        negotiated,
+        spec,
+        version in STATELESS_VERSIONS,
+        None if spec is None else spec.params_type,
+    )
     if spec is not None:  # a method of the table (a short name: an unknown one could be long)
         if len(_admitted) >= _ADMITTED_ENTRIES:
             del _admitted[next(iter(_admitted))]
-        _admitted[(method, id(negotiated))] = (negotiated, spec, stateless)
-    return spec, stateless
+        _admitted[(method, id(negotiated))] = entry
+    return entry
