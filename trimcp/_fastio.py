@@ -19,8 +19,9 @@ Checkpoint policy, the same for every user:
   a peer that always has input ready, or a writer the kernel never makes wait, must not
   keep the other tasks from running for long, but a schedule point per message is what
   made Trio's streams slow here.
-- :meth:`FastSend.send_now` is the one exception: it never waits and is no checkpoint,
-  for callers that cannot await (it writes at once or not at all).
+- :meth:`FastSend.send_now` and :meth:`FastReceive.receive_nowait` are the exceptions:
+  they never wait and are no checkpoint, for callers that cannot await or that take
+  their checkpoints elsewhere (they write or read at once or not at all).
 
 Errors are Trio's: ``trio.ClosedResourceError`` once the stream was closed here (a
 closed stream's ``fileno()`` is -1, so the call fails instead of touching a file that
@@ -94,21 +95,41 @@ class FastReceive(_Fair):
         super().__init__(stream)
         self.stream = stream
 
-    async def receive_some(self, max_bytes: int) -> bytes | bytearray:
+    async def receive_some(self, max_bytes: int, *, blocked: bool = False) -> bytes | bytearray:
         """Up to ``max_bytes`` bytes (b"" at the end of input), waiting only when none
-        are there. Cancellation: safe, a cancelled call reads nothing."""
+        are there. ``blocked``: :meth:`receive_nowait` just found none, so the call waits
+        for the kernel first (no second read that would fail; the wait is the
+        checkpoint). Cancellation: safe, a cancelled call reads nothing."""
         owner = self._owner
         if owner is None:
             return await self.stream.receive_some(max_bytes)
-        await self._checkpoint()()
+        fd: int
+        if blocked and (fd := owner.fileno()) >= 0:
+            await trio.lowlevel.wait_readable(fd)
+        else:
+            await self._checkpoint()()
         while True:
-            fd: int = owner.fileno()
+            fd = owner.fileno()
             try:
                 return os.read(fd, max_bytes)
             except BlockingIOError:
                 await trio.lowlevel.wait_readable(fd)
             except OSError as exc:
                 raise _stream_error(exc) from exc
+
+    def receive_nowait(self, max_bytes: int) -> bytes | None:
+        """Up to ``max_bytes`` bytes if the kernel has some now (b"" at the end of
+        input); None when a read would wait, or when this stream is not read directly.
+        No checkpoint (the caller's loop takes its own: see the module's policy)."""
+        owner = self._owner
+        if owner is None:
+            return None
+        try:
+            return os.read(owner.fileno(), max_bytes)
+        except BlockingIOError:
+            return None
+        except OSError as exc:
+            raise _stream_error(exc) from exc
 
 
 class FastSend(_Fair):

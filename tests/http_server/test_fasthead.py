@@ -264,9 +264,9 @@ def test_credential_response_lines_are_never_remembered() -> None:
         assert line == b"mcp-session-id: 3f1c9a\r\n"
         assert heads.header(b"set-cookie", b"s=1", own)[0] == b"set-cookie: s=1\r\n"
         assert heads.header(b"content-type", b"text/event-stream", own)[1] == heads.PLAIN
-    assert (b"mcp-session-id", b"3f1c9a") not in heads._LINES
-    assert (b"set-cookie", b"s=1") not in heads._LINES
-    assert (b"content-type", b"text/event-stream") in heads._LINES
+    assert (b"mcp-session-id", b"3f1c9a") not in heads.LINES
+    assert (b"set-cookie", b"s=1") not in heads.LINES
+    assert (b"content-type", b"text/event-stream") in heads.LINES
     assert set(own) == {(b"mcp-session-id", b"3f1c9a"), (b"set-cookie", b"s=1")}
     for i in range(3 * heads.MAX_OWN_LINES):
         heads.header(b"mcp-session-id", b"%d" % i, own)
@@ -303,5 +303,5 @@ async def test_each_request_on_a_keep_alive_connection_has_its_own_credentials(
                 assert status == 200
                 session_id = headers["mcp-session-id"].encode()
             assert not [line for line in fasthead._FIELDS if b"Bearer" in line]
-            assert not [pair for pair in heads._LINES if session_id in pair[1]]
+            assert not [pair for pair in heads.LINES if session_id in pair[1]]
             nursery.cancel_scope.cancel()

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 import trio
+import trio.testing
 
 import trimcp._fastio as fastio
 from tests.http_server import test_real_socket
@@ -83,6 +84,44 @@ async def test_a_read_that_waits_is_a_schedule_point() -> None:
     await writer.aclose()
 
 
+async def test_receive_nowait_reads_what_is_there_and_never_waits() -> None:
+    reader, writer = pipe()
+    fast_in = FastReceive(reader)
+    yields = _Yields(trio.lowlevel.current_task())
+    trio.lowlevel.add_instrument(yields)
+    try:
+        assert fast_in.receive_nowait(100) is None  # nothing yet: would wait
+        await FastSend(writer).send_all(b"here")
+        yields.count = 0
+        assert fast_in.receive_nowait(100) == b"here"
+        assert fast_in.receive_nowait(100) is None
+        assert yields.count == 0  # no checkpoint
+    finally:
+        trio.lowlevel.remove_instrument(yields)
+    await writer.aclose()
+    assert fast_in.receive_nowait(100) == b""  # the end of input
+    await reader.aclose()
+    with pytest.raises(trio.ClosedResourceError):
+        fast_in.receive_nowait(100)
+
+
+async def test_a_blocked_read_waits_for_the_kernel_first() -> None:
+    # receive_nowait found nothing: the read then waits (a schedule point) and reads.
+    reader, writer = pipe()
+    fast_in = FastReceive(reader)
+    assert fast_in.receive_nowait(100) is None
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(FastSend(writer).send_all, b"late")
+        assert await fast_in.receive_some(100, blocked=True) == b"late"
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        with pytest.raises(trio.Cancelled):
+            await fast_in.receive_some(100, blocked=True)  # a cancel point too
+    await writer.aclose()
+    assert await fast_in.receive_some(100, blocked=True) == b""
+    await reader.aclose()
+
+
 async def test_closed_here_raises_closed_and_gone_there_raises_broken() -> None:
     reader, writer = pipe()
     fast_in, fast_out = FastReceive(reader), FastSend(writer)
@@ -110,6 +149,7 @@ async def test_off_posix_stdio_uses_the_streams_own_methods() -> None:
     assert not a._out.direct
     await a.send([Outgoing(b'{"n":1}'), Outgoing(b'{"n":2}')])
     assert not a.send_now(Outgoing(b'{"n":3}'))  # never at once: the ordinary path
+    assert FastReceive(trio.testing.MemoryReceiveStream()).receive_nowait(100) is None
     await a.send([Outgoing(b'{"n":3}')])
     assert [await b.receive() for _ in range(3)] == [b'{"n":1}', b'{"n":2}', b'{"n":3}']
     await b.send([Outgoing(b'{"back":true}')])

@@ -200,7 +200,7 @@ class McpHttpApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "http":
-            await self._http(scope, receive, send)
+            await self.http(scope, receive, send)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
         elif kind == "websocket":
@@ -225,7 +225,9 @@ class McpHttpApp:
 
     # --- the gate ---------------------------------------------------------------------------
 
-    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The app for an ``http`` scope (a server that only serves those, as the lean
+        engine does, calls this directly: one frame fewer per request)."""
         config = self.config
         path: str = scope["path"]
         root: str = scope.get("root_path", "")
@@ -588,8 +590,27 @@ class McpHttpApp:
         config = self.config
         if config.json_response:
             stream = transport.open_stream(ids, json_mode=True, auth=principal)
-            await self._feed(session, transport, stream, body, messages)
-            if await self._answered_before_disconnect(stream, receive):
+            if not self._feed_now(session, transport, stream, body, messages):
+                await self._feed(transport, stream, body, messages)
+            # Wait for the answer, or for the client to go. Most answers come at once:
+            # the client is watched (a task reading its connection) only once the answer
+            # is late (SlowRequests: no task and no cancel scope before). Cancellation:
+            # stops waiting (the watcher, if any, is stopped first).
+            gone = False
+
+            async def watch() -> None:
+                nonlocal gone
+                await wait_for_disconnect(receive)
+                gone = True
+                stream.release_waiter()
+
+            watching = self.slow.add(watch)
+            try:
+                await stream.done.wait()
+            finally:
+                if not watching.end_now():
+                    await watching.end()
+            if not gone:
                 answer = stream.json_body
                 if answer is None:  # the session closed, or the client cancelled, first
                     answer = error_body(
@@ -604,7 +625,8 @@ class McpHttpApp:
         stream = await transport.open_post_stream(
             ids, json_mode=False, sink=sink, prime=prime, auth=principal
         )
-        await self._feed(session, transport, stream, body, messages)
+        if not self._feed_now(session, transport, stream, body, messages):
+            await self._feed(transport, stream, body, messages)
         start = {"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *extra]}
         await send(start)
         if prime:
@@ -629,47 +651,37 @@ class McpHttpApp:
         finally:
             stream.detach(sink)
 
-    async def _answered_before_disconnect(self, stream: OutStream, receive: Receive) -> bool:
-        """Wait for a JSON-mode stream's answer; False when the client went away first.
-
-        Most answers come at once: the client is watched (a task reading its connection)
-        only once the answer is late (:class:`SlowRequests`; no task and no cancel scope
-        before). Cancellation: stops waiting (the watcher, if any, is stopped first).
-        """
-        done = stream.done
-        gone = False
-
-        async def watch() -> None:
-            nonlocal gone
-            await wait_for_disconnect(receive)
-            gone = True
-            stream.release_waiter()
-
-        watching = self.slow.add(watch)
-        try:
-            await done.wait()
-        finally:
-            if not watching.end_now():
-                await watching.end()
-        return not gone
-
-    async def _feed(
+    def _feed_now(
         self,
         session: Session,
         transport: HttpSessionTransport,
         stream: OutStream,
         body: Decoded,
         messages: list[Message],
-    ) -> None:
+    ) -> bool:
+        """Hand one request to the session while the engine's reader waits: the session
+        takes it here, in this task (no hop through the reader; the message is not
+        classified again). False: :meth:`_feed` it. (No coroutine: nearly every POST.)"""
         try:
-            # One request while the engine's reader waits: the session takes it here, in
-            # this task (no hop through the reader; the message is not classified again).
-            if not (
+            return (
                 type(body.value) is dict
                 and transport.reader_waiting()
                 and session.receive_now(messages[0])
-            ):
-                await transport.feed(body, self.config.enqueue_timeout)
+            )
+        except BaseException:
+            transport.abandon(stream)
+            raise
+
+    async def _feed(
+        self,
+        transport: HttpSessionTransport,
+        stream: OutStream,
+        body: Decoded,
+        messages: list[Message],
+    ) -> None:
+        """Feed the body to the session's reader (what :meth:`_feed_now` did not take)."""
+        try:
+            await transport.feed(body, self.config.enqueue_timeout)
         except BaseException:
             transport.abandon(stream)
             raise

@@ -16,6 +16,8 @@ from trimcp.transports.http_server.asgi import Message
 from trimcp.transports.http_server.heads import (
     CONNECTION,
     LENGTH,
+    LENGTHS,
+    LINES,
     PLAIN,
     Date,
     header,
@@ -232,7 +234,11 @@ class Exchange:
         connection = self._connection
         own = connection.lines
         for name, value in start.get("headers", ()):
-            line, kind, close = header(name, value, own)
+            pair = (name, value)
+            # (header's lookups, inline: known lines take no call)
+            line, kind, close = (
+                LINES.get(pair) or LENGTHS.get(pair) or own.get(pair) or header(name, value, own)
+            )
             if kind == PLAIN:
                 lines.append(line)
             elif kind == LENGTH:

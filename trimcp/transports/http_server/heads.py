@@ -12,20 +12,33 @@ import time
 from email.utils import formatdate
 from http import HTTPStatus
 
-__all__ = ["CONNECTION", "FRAMING", "LENGTH", "PLAIN", "Date", "header", "status_line", "tokens"]
+__all__ = [
+    "CONNECTION",
+    "FRAMING",
+    "LENGTH",
+    "LENGTHS",
+    "LINES",
+    "PLAIN",
+    "Date",
+    "header",
+    "status_line",
+    "tokens",
+]
 
 _TOKEN = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
 _FIELD_VALUE = re.compile(rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?")
 # What a response header is to the framing: passed through, or looked at.
 PLAIN, LENGTH, CONNECTION, FRAMING = range(4)
 #: Validated header lines by (name, value): the app repeats the same few headers.
-#: Shared by every connection, so only :data:`_REMEMBERED` headers are kept: never a
-#: credential (``Mcp-Session-Id``, ``Set-Cookie``) outlives its response here.
-_LINES: dict[tuple[bytes, bytes], tuple[bytes, int, bool]] = {}
+#: Written only by :func:`header`; read by the lean engine's response heads too (no call
+#: per header line once known). Shared by every connection, so only :data:`_REMEMBERED`
+#: headers are kept: never a credential (``Mcp-Session-Id``, ``Set-Cookie``) outlives
+#: its response here.
+LINES: dict[tuple[bytes, bytes], tuple[bytes, int, bool]] = {}
 _MAX_LINES = 1024
 #: Validated ``Content-Length`` lines (digits, the caller checks): answers come in a few
-#: sizes. Bounded as :data:`_LINES`, apart from it.
-_LENGTHS: dict[tuple[bytes, bytes], tuple[bytes, int, bool]] = {}
+#: sizes. Bounded as :data:`LINES`, apart from it.
+LENGTHS: dict[tuple[bytes, bytes], tuple[bytes, int, bool]] = {}
 #: Response headers that repeat and carry no secret (an allowlist: any other header is
 #: validated on each response).
 _REMEMBERED = frozenset(
@@ -61,7 +74,7 @@ def header(
     most :data:`MAX_OWN_LINES`: they end with it, and no other client's response sees
     them."""
     pair = (name, value)
-    entry = _LINES.get(pair) or _LENGTHS.get(pair) or own.get(pair)
+    entry = LINES.get(pair) or LENGTHS.get(pair) or own.get(pair)
     if entry is not None:
         return entry
     if not _TOKEN.fullmatch(name) or not _FIELD_VALUE.fullmatch(value):
@@ -71,9 +84,9 @@ def header(
     if lower == b"content-length":
         # Kept apart (sizes vary more than the other lines, and must not evict them).
         entry = (value, LENGTH, False)
-        if len(_LENGTHS) >= _MAX_LINES:
-            _LENGTHS.clear()
-        _LENGTHS[pair] = entry
+        if len(LENGTHS) >= _MAX_LINES:
+            LENGTHS.clear()
+        LENGTHS[pair] = entry
         return entry
     if lower == b"connection":
         kind = CONNECTION
@@ -84,9 +97,9 @@ def header(
         kind = PLAIN
     entry = (name + b": " + value + b"\r\n", kind, close)
     if lower in _REMEMBERED:
-        if len(_LINES) >= _MAX_LINES:
-            _LINES.clear()
-        _LINES[pair] = entry
+        if len(LINES) >= _MAX_LINES:
+            LINES.clear()
+        LINES[pair] = entry
     elif kind == PLAIN:
         if len(own) >= MAX_OWN_LINES:
             own.clear()

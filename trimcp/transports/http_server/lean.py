@@ -124,6 +124,8 @@ class _Connection:
         #: h11's own bound only applies to incomplete input).
         self._fed = 0
         self._eof = False
+        #: The last read found nothing (:meth:`_request_now`): the next one waits first.
+        self._blocked = False
         self._broken = False  # a write failed or timed out: the stream is unusable
         self.client, self.server = _addresses(stream)
         #: The socket under a SocketStream is read and written with direct syscalls on
@@ -145,13 +147,14 @@ class _Connection:
         if self._eof:
             return False
         timeout = self.limits.read_timeout
+        blocked, self._blocked = self._blocked, False
         try:
             if timeout is None:
-                data = await self._in.receive_some(_READ)
+                data = await self._in.receive_some(_READ, blocked=blocked)
             else:
                 data = b""
                 with trio.move_on_after(timeout):
-                    data = await self._in.receive_some(_READ)
+                    data = await self._in.receive_some(_READ, blocked=blocked)
         except _PEER_GONE:
             data = b""
         conn = self.conn
@@ -200,10 +203,13 @@ class _Connection:
             with self.scope:
                 while not self.state.terminating:
                     # (no checkpoint of its own: reading and writing through trimcp._fastio
-                    # takes a schedule point at least every few calls)
-                    request = await self._next_request()
+                    # takes a schedule point at least every few calls, and every request
+                    # served writes)
+                    request: Head | h11.Request | None = self._request_now()
                     if request is None:
-                        return
+                        request = await self._next_request()
+                        if request is None:
+                            return
                     keep = await self._serve(request)
                     if not keep or self.state.terminating:
                         return
@@ -263,6 +269,31 @@ class _Connection:
             except (*_PEER_GONE, trio.BusyResourceError, OSError):
                 pass
         await self.stream.aclose()
+
+    def _request_now(self) -> Head | None:
+        """The next request's head when the fast path reads it whole without waiting (a
+        busy server nearly always finds it there); else None, and :meth:`_next_request`
+        reads it (what was read here stays buffered). No header timeout or shutdown
+        scope is needed for a head that is already here: nothing waits."""
+        if self.conn is not None or self._eof:
+            return None
+        buffer = self.buffer
+        if self._empty:
+            try:
+                data = self._in.receive_nowait(_READ)
+            except _PEER_GONE:
+                data = b""
+            if data is None:
+                self._blocked = True  # (read() then waits for the kernel first)
+                return None  # nothing yet: wait for it under the header timeout
+            if not data:
+                self._eof = True  # (read() then says so)
+                return None
+            self._fed += len(data)
+            buffer += data
+            self._empty = False
+        head = fasthead.parse(buffer, self.limits.max_header_bytes, self.fields)
+        return head if type(head) is Head else None
 
     async def _next_request(self) -> Head | h11.Request | None:
         """The next request head, within the header timeout; None: the connection ends.
@@ -509,9 +540,10 @@ async def serve_lean(
     else:
         listeners = await trio.open_tcp_listeners(port, host=host, backlog=backlog)
     bound = listeners[0].socket.getsockname()[1]
+    serve_request = app.http  # (every scope here is "http": no dispatch on the type)
 
     async def handle(stream: trio.SocketStream) -> None:
-        await _Connection(stream, app, state, limits).run()
+        await _Connection(stream, serve_request, state, limits).run()
 
     try:
         async with trio.open_nursery() as nursery:
