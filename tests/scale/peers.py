@@ -149,6 +149,8 @@ class Nginx:
         self, binary: str, workdir: Path, upstreams: list[int], port: int | None = None
     ) -> None:
         self.port = free_port() if port is None else port
+        #: One line per finished request (see NGINX_CONF's ``upstreams`` format).
+        self.access_log = workdir / "access.log"
         servers = "".join(f"        server 127.0.0.1:{p} max_fails=0;\n" for p in upstreams)
         include = f"    upstream trimcp {{\n{servers}        keepalive 16;\n    }}\n"
         conf = workdir / "nginx.conf"
