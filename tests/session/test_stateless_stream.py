@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import os
 import weakref
 from collections.abc import AsyncIterator
@@ -20,6 +21,7 @@ from trimcp.protocol import modern
 from trimcp.proxy import ProxyServer
 from trimcp.server.lowlevel import LowLevelServer
 from trimcp.session import RequestContext
+from trimcp.session.context import ContextOutlet
 from trimcp.session.options import SessionOptions
 from trimcp.session.transport import MessageTooLarge, Outgoing
 from trimcp.transports.memory import MemoryTransport, memory_transport_pair
@@ -364,30 +366,43 @@ async def test_an_ended_request_is_freed_without_the_cyclic_gc(
         gc.enable()
 
 
-class _QuietOutlet:
+class _QuietOutlet(ContextOutlet):
+    __slots__ = ()
+
     async def send_notification(
         self, method: str, params: Any = None, *, related_request_id: Any = None
     ) -> None:
         pass
 
 
-def test_a_stateless_context_is_the_one_the_class_makes() -> None:
-    """stateless_context (stdio's context, made without the class call) sets every slot
+async def test_a_stateless_context_is_the_one_the_class_makes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """ContextOutlet.context (stdio's context, made without the class call) sets every slot
     as RequestContext's __init__ does (a slot it forgets fails here: unset, or another
-    value)."""
+    value), in a scope of its own with the outlet's timeout as its deadline (none for a
+    listen stream), and keeps it."""
     from trimcp.protocol.negotiated import Negotiated
-    from trimcp.session.context import stateless_context
 
-    scope = trio.CancelScope()
     negotiated = object.__new__(Negotiated)
-    outlet = _QuietOutlet()
     trace = modern.TraceContext(traceparent="00-" + "1" * 32 + "-" + "2" * 16 + "-01")
-    made = stateless_context("id-1", "tools/call", {"n": 1}, 7, scope, negotiated, outlet, trace)
-    expected = RequestContext(
-        None, "id-1", "tools/call", {"n": 1}, 7, scope, negotiated, outlet, None, trace
-    )
-    slots = RequestContext.__slots__
-    assert [getattr(made, name) for name in slots] == [getattr(expected, name) for name in slots]
+    for method, timeout, deadline in [
+        ("tools/call", None, math.inf),
+        ("tools/call", 5.0, 5.0),
+        ("subscriptions/listen", 5.0, math.inf),
+    ]:
+        outlet = _QuietOutlet()
+        outlet.timeout = timeout
+        made = outlet.context("id-1", method, {"n": 1}, 7, negotiated, trace)
+        assert outlet.ctx is made
+        scope = made.cancel_scope
+        assert scope.deadline - trio.current_time() == pytest.approx(deadline)
+        expected = RequestContext(
+            None, "id-1", method, {"n": 1}, 7, scope, negotiated, outlet, None, trace
+        )
+        slots = RequestContext.__slots__
+        made_slots = [getattr(made, name) for name in slots]
+        assert made_slots == [getattr(expected, name) for name in slots]
 
 
 async def test_pipelined_requests_read_at_once_keep_order_limits_and_refusals() -> None:

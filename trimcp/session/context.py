@@ -213,39 +213,65 @@ class RequestContext:
         )
 
 
-#: What :func:`stateless_context` makes a context with (then sets every slot).
+#: What :meth:`ContextOutlet.context` makes a context with (then sets every slot).
 _new_context = object.__new__
 
 
-def stateless_context(
-    request_id: RequestId,
-    method: str,
-    params: Any,
-    progress_token: ProgressToken | None,
-    cancel_scope: trio.CancelScope,
-    negotiated: Negotiated,
-    outlet: Outlet,
-    trace: TraceContext | None,
-) -> RequestContext:
-    """``RequestContext(None, request_id, method, params, progress_token, cancel_scope,
-    negotiated, outlet, None, trace)``, a stateless request's anonymous context, without
-    the class call: a transport that makes one per request (stdio) saves the
-    ``__init__``'s frame and the call's argument tuple. The same object, every slot set
-    as ``__init__`` sets it."""
-    ctx: RequestContext = _new_context(RequestContext)
-    ctx.session = None
-    ctx.request_id = request_id
-    ctx.method = method
-    ctx.params = params
-    ctx.progress_token = progress_token
-    ctx.cancel_scope = cancel_scope
-    ctx.cancelled_by_peer = False
-    ctx._last_progress = None
-    ctx._negotiated = negotiated
-    ctx.outlet = outlet
-    ctx.principal = None
-    ctx.trace = trace
-    ctx.end_requested = False
-    ctx.end_wakeup = None
-    ctx._unanswered = None
-    return ctx
+class ContextOutlet:
+    """The base of an outlet that makes its own request's context (stdio makes one outlet
+    and one context per request): :meth:`context` is what
+    :func:`~trimcp.protocol.stateless.prepare` makes it with, one frame per request (a
+    function making the context besides would be a second). The context is kept in
+    ``ctx`` once made; ``timeout`` (set by whoever makes the outlet) is the handler's
+    deadline from then, None for none (a listen stream has none: it ends when the client
+    or the server ends it). A subclass sends the notifications."""
+
+    __slots__ = ("ctx", "timeout")
+
+    ctx: RequestContext | None
+    timeout: float | None
+
+    async def send_notification(
+        self, method: str, params: Any = None, *, related_request_id: RequestId | None = None
+    ) -> None:
+        raise NotImplementedError
+
+    def context(
+        self,
+        request_id: RequestId,
+        method: str,
+        params: Any,
+        progress_token: ProgressToken | None,
+        negotiated: Negotiated,
+        trace: TraceContext | None,
+    ) -> RequestContext:
+        """``RequestContext(None, request_id, method, params, progress_token, scope,
+        negotiated, self, None, trace)``, a stateless request's anonymous context, in a
+        cancel scope of its own (``timeout`` its deadline, given at creation: see
+        :func:`~trimcp.session.stateless.request_context`), kept in ``ctx``: made
+        without the class call (the ``__init__``'s frame and the call's argument tuple),
+        every slot set as ``__init__`` sets it."""
+        timeout = None if method == "subscriptions/listen" else self.timeout
+        scope = (
+            trio.CancelScope()
+            if timeout is None
+            else trio.CancelScope(deadline=trio.current_time() + timeout)
+        )
+        ctx: RequestContext = _new_context(RequestContext)
+        ctx.session = None
+        ctx.request_id = request_id
+        ctx.method = method
+        ctx.params = params
+        ctx.progress_token = progress_token
+        ctx.cancel_scope = scope
+        ctx.cancelled_by_peer = False
+        ctx._last_progress = None
+        ctx._negotiated = negotiated
+        ctx.outlet = self
+        ctx.principal = None
+        ctx.trace = trace
+        ctx.end_requested = False
+        ctx.end_wakeup = None
+        ctx._unanswered = None
+        self.ctx = ctx
+        return ctx

@@ -38,9 +38,8 @@ from trimcp.protocol.jsonrpc import (
     notification_object,
     parse_json,
 )
-from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.stateless import RequestRefused, prepare
-from trimcp.session.context import RequestContext, stateless_context
+from trimcp.session.context import ContextOutlet, RequestContext
 from trimcp.session.engine import Session, serve_session
 from trimcp.session.hooks import ManyTransport
 from trimcp.session.options import SessionOptions
@@ -156,45 +155,22 @@ async def serve_either_era(
         await serve_session(_Replay(transport, first), handler, options=options)
 
 
-class _StreamOutlet:
+class _StreamOutlet(ContextOutlet):
     """One request on the stream: where its notifications go (through the stream's
-    outbox), its context while its handler runs (None before and after: the context
-    holds the outlet, and a cycle per request would be left to the cyclic GC), and
-    whether the client cancelled it."""
+    outbox), its context while its handler runs (made by :meth:`context`, then kept:
+    None before and after, since the context holds the outlet and a cycle per request
+    would be left to the cyclic GC), and whether the client cancelled it. Its handler's
+    deadline is the stream's handler timeout."""
 
-    __slots__ = ("_stream", "cancelled", "ctx")
+    __slots__ = ("_stream", "cancelled")
 
     def __init__(self, stream: _Stream) -> None:
         self._stream = stream
-        self.ctx: RequestContext | None = None
+        self.ctx = None
+        self.timeout = stream.handler_timeout
         #: The client cancelled the request: nothing more is sent for it (work that
         #: outlives the request, a task made of it, still holds this outlet).
         self.cancelled = False
-
-    def context(
-        self,
-        request_id: RequestId,
-        method: str,
-        params: Any,
-        progress_token: int | str | None,
-        negotiated: Negotiated,
-        trace: modern.TraceContext | None,
-    ) -> RequestContext:
-        """The request's context, made by :func:`~trimcp.protocol.stateless.prepare` from
-        the checked request's parts (no :class:`~trimcp.protocol.stateless.Prepared` in
-        between) and kept here: notifications/cancelled reaches it from now on. Its own
-        cancel scope has the handler timeout as its deadline (a listen stream has none)."""
-        timeout = None if method == "subscriptions/listen" else self._stream.handler_timeout
-        # The deadline given at creation (see request_context).
-        scope = (
-            trio.CancelScope()
-            if timeout is None
-            else trio.CancelScope(deadline=trio.current_time() + timeout)
-        )
-        ctx = self.ctx = stateless_context(
-            request_id, method, params, progress_token, scope, negotiated, self, trace
-        )
-        return ctx
 
     async def send_notification(
         self, method: str, params: Any = None, *, related_request_id: RequestId | None = None
@@ -260,6 +236,7 @@ class _Stream:
             outlet = requests[message.id] = _new_outlet(_StreamOutlet)
             outlet._stream = self
             outlet.ctx = None
+            outlet.timeout = self.handler_timeout
             outlet.cancelled = False
             nursery.start_soon(self._run, message, outlet, name=_TASK_NAME)
         elif type(message) is Notification:
