@@ -845,6 +845,13 @@ def structure(data: Any, cls: Any) -> Any:
         raise _shape_error(exc) from None
 
 
+#: The unstructure function made for a class (``hook(obj)``: what :func:`unstructure`
+#: returns for it), or None when none is made yet (then call :func:`unstructure`): the
+#: table's own lookup, for a caller that unstructures every request's answer (no Python
+#: frame of ours around it).
+unstructure_hook_of: Final[Callable[[type], UnstructureHook | None]] = _UNSTRUCTURE_HOOKS.get
+
+
 def unstructure(obj: Any) -> Any:
     """Turn a wire object (or a list/dict of them) into plain JSON data.
 

@@ -36,3 +36,16 @@ def _cattrs_own(cls: type) -> Any:
 def test_the_same_bytes_as_cattrs_own_functions(cls: type, data: st.DataObject) -> None:
     value = data.draw(instances(cls))
     assert dump_json(serde.unstructure(value)) == dump_json(_cattrs_own(cls)(value))
+
+
+def test_unstructure_hook_of_gives_what_unstructure_runs() -> None:
+    # The table's own lookup: None until unstructure made the class's function, then
+    # that function (encode_answer calls it directly).
+    from trimcp.types import CallToolResult, TextContent
+
+    result = CallToolResult(content=[TextContent(text="a")], is_error=False)
+    made = serde.unstructure(result)
+    hook = serde.unstructure_hook_of(CallToolResult)
+    assert hook is not None
+    assert hook(result) == made
+    assert serde.unstructure_hook_of(list) is None  # not a wire class: unstructure's way

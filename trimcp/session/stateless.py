@@ -95,6 +95,9 @@ class Answer:
         return self.error.code if self.error is not None else None
 
 
+_unstructure_hook_of = serde.unstructure_hook_of
+
+
 def encode_answer(
     request_id: RequestId, result: Any, error: McpError | None, server_info: Any = None
 ) -> bytes:
@@ -105,7 +108,11 @@ def encode_answer(
     if error is not None:
         return encode_error(request_id, error)
     try:
-        raw = result if type(result) is dict else serde.unstructure(result)
+        if type(result) is dict:
+            raw = result
+        else:  # (serde.unstructure's dispatch, inline: every answer asks)
+            hook = _unstructure_hook_of(type(result))
+            raw = serde.unstructure(result) if hook is None else hook(result)
         if raw is None:
             raw = {}
         kind: modern.ResultType = (
