@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from tests.http_server.test_identity import _by_header, _call_2026, whoami_server
 from tests.http_server.test_real_socket import HEADERS, RawHttp
-from trimcp.transports.http_server import HttpServerConfig, heads, serve_http
+from trimcp.transports.http_server import HttpServerConfig, fasthead, heads, serve_http
 from trimcp.transports.http_server.fasthead import DECLINE, NEED_MORE, Head, parse
 from trimcp.transports.http_server.serve import Engine
 
@@ -125,6 +125,49 @@ def test_what_the_fast_path_reads_h11_reads_the_same(raw: bytes) -> None:
     else:
         assert type(events[-1]) is h11.EndOfMessage
     assert bytes(buffer) == raw[head.size + len(head.body) :]
+
+
+def _fields(head: Head) -> tuple[object, ...]:
+    return tuple(getattr(head, name) for name in Head.__slots__ if name != "memo")
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(requests())
+def test_a_kept_head_reads_as_it_did_the_first_time(raw: bytes) -> None:
+    own: dict[bytes, object] = {}
+    kept: dict[bytes, object] = {}
+    first = parse(bytearray(raw), MAX_HEAD, own, kept)
+    buffer = bytearray(raw)
+    again = parse(buffer, MAX_HEAD, own, kept)
+    if not isinstance(first, Head):
+        assert again is first
+        assert buffer == raw
+        assert not kept  # only heads read whole are kept
+        return
+    assert isinstance(again, Head)
+    assert _fields(again) == _fields(first)
+    assert again.memo is first.memo is not None  # one memo per kept head
+    assert bytes(buffer) == raw[again.size + len(again.body) :]
+
+
+def test_kept_heads_are_bounded_per_connection() -> None:
+    own: dict[bytes, object] = {}
+    kept: dict[bytes, object] = {}
+    memos = []
+    for length in range(1, fasthead.MAX_OWN_HEADS + 2):
+        raw = b"POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: %d\r\n\r\n" % length
+        head = parse(bytearray(raw + b"x" * length), MAX_HEAD, own, kept)
+        assert isinstance(head, Head)
+        assert head.body == b"x" * length
+        assert head.headers == [(b"host", b"h"), (b"content-length", b"%d" % length)]
+        memos.append(head.memo)
+        assert 1 <= len(kept) <= fasthead.MAX_OWN_HEADS
+    assert len({id(memo) for memo in memos}) == len(memos)  # each head its own memo
+    large = b"POST /mcp HTTP/1.1\r\nHost: h\r\nX-Pad: " + b"p" * 1100 + b"\r\n\r\n"
+    head = parse(bytearray(large), 4096, own, kept)
+    assert isinstance(head, Head)
+    assert head.memo is None  # over 1 KiB: read each time, not kept
+    assert large[:-4] not in kept
 
 
 def test_a_plain_request_is_read_with_its_body_and_the_next_one_stays() -> None:
@@ -304,4 +347,37 @@ async def test_each_request_on_a_keep_alive_connection_has_its_own_credentials(
                 session_id = headers["mcp-session-id"].encode()
             assert not [line for line in fasthead._FIELDS if b"Bearer" in line]
             assert not [pair for pair in heads.LINES if session_id in pair[1]]
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_repeated_head_is_answered_and_refused_as_the_first_time() -> None:
+    # The engine keeps a connection's heads and the app its reading of each (HEAD_MEMO):
+    # the same head, byte for byte, gets the same answer each time, and a head the gate
+    # refuses (a repeated singleton header) is refused each time.
+    from tests.http_server.helpers import init_request, tool_call
+    from tests.http_server.test_real_socket import _start
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            port = await _start(nursery, engine="lean")
+            async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+                client = RawHttp(stream, f"127.0.0.1:{port}")
+                status, headers, _ = await client.request(
+                    "POST", json.dumps(init_request()).encode(), HEADERS
+                )
+                assert status == 200
+                extra = [
+                    ("mcp-session-id", headers["mcp-session-id"]),
+                    ("mcp-protocol-version", "2025-11-25"),
+                ]
+                call = json.dumps(tool_call(7, "echo", {"text": "same"})).encode()
+                for _ in range(3):  # one head, byte for byte (the same id and length)
+                    status, _, body = await client.request("POST", call, HEADERS + extra)
+                    assert status == 200
+                    assert b'"same"' in body
+                twice = [*extra, ("mcp-protocol-version", "2025-11-25")]
+                for _ in range(2):
+                    status, _, body = await client.request("POST", call, HEADERS + twice)
+                    assert status == 400
+                    assert b"Repeated mcp-protocol-version" in body
             nursery.cancel_scope.cancel()

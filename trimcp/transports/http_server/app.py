@@ -52,6 +52,7 @@ from trimcp.transports.http_server import modern as modern_http
 from trimcp.transports.http_server.asgi import (
     BODY_BUFFERED,
     BOUNDED_SEND,
+    HEAD_MEMO,
     JSON_TYPE,
     NORMALIZED_HEADERS,
     SSE_HEADERS,
@@ -285,8 +286,14 @@ class McpHttpApp:
 
     def _gate(self, scope: Scope) -> RequestHeaders:
         config = self.config
-        engine = scope.get("extensions") or _NO_EXTENSIONS
-        headers = RequestHeaders(scope["headers"], normalized=NORMALIZED_HEADERS in engine)
+        # A head the engine keeps (its client repeats it): read once (see HEAD_MEMO).
+        memo = scope.get(HEAD_MEMO)
+        headers = None if memo is None else memo.get("headers")
+        if headers is None:
+            engine = scope.get("extensions") or _NO_EXTENSIONS
+            headers = RequestHeaders(scope["headers"], normalized=NORMALIZED_HEADERS in engine)
+            if memo is not None:
+                memo["headers"] = headers
         if headers.duplicate is not None:
             name = headers.duplicate.decode("latin-1")
             raise HttpRejection(400, f"Repeated {name} header")

@@ -66,6 +66,13 @@ BODY_BUFFERED = "trimcp.body_buffered"
 #: whitespace (as HTTP/1.1 parsers give them: the app need not normalize them again).
 NORMALIZED_HEADERS = "trimcp.normalized_headers"
 
+#: A scope key (not an extension: its value is per request) of the lean engine's: a dict
+#: that is the same for every request of a connection with the same head, byte for byte,
+#: and lives as long as the engine keeps that head (see fasthead.parse). The app keeps
+#: there what it derives from the head alone (its RequestHeaders), so that a repeated
+#: head is not read again. Absent, or None, when the head is not kept.
+HEAD_MEMO = "trimcp.head_memo"
+
 _T = TypeVar("_T")
 
 

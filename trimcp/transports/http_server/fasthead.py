@@ -67,6 +67,9 @@ _REMEMBERED = frozenset(
 )
 #: How many lines a connection keeps for itself (see :func:`parse`).
 MAX_OWN_LINES = 8
+#: How many whole heads a connection keeps, read (see :func:`parse`), and the largest kept.
+MAX_OWN_HEADS = 4
+_MAX_HEAD_KEPT = 1024
 #: Headers whose presence sends the request to h11.
 _DECLINED = frozenset({b"transfer-encoding", b"expect", b"upgrade"})
 
@@ -80,6 +83,7 @@ class Head:
         "headers",
         "http11",
         "length",
+        "memo",
         "method",
         "remaining",
         "size",
@@ -97,6 +101,7 @@ class Head:
         size: int,
         length: int = 0,
         close: bool = False,
+        memo: dict[str, Any] | None = None,
     ) -> None:
         self.method = method
         self.target = target
@@ -113,6 +118,10 @@ class Head:
         self.length = length
         #: A ``Connection`` header says ``close``.
         self.close = close
+        #: For what the app derives from this head alone (see :data:`HEAD_MEMO`): one
+        #: dict per head a connection keeps (the same for each request with this exact
+        #: head, dropped with it); None when the head is not kept.
+        self.memo = memo
 
 
 class _Marker:
@@ -131,7 +140,12 @@ NEED_MORE: Final = _Marker("NEED_MORE")
 DECLINE: Final = _Marker("DECLINE")
 
 
-def parse(buffer: bytearray, max_head: int, own: dict[bytes, Any] | None = None) -> Head | _Marker:
+def parse(
+    buffer: bytearray,
+    max_head: int,
+    own: dict[bytes, Any] | None = None,
+    heads: dict[bytes, Any] | None = None,
+) -> Head | _Marker:
     """Read one request from the front of ``buffer`` and remove it from there.
 
     Returns a :class:`Head`, :data:`NEED_MORE` or :data:`DECLINE` (``buffer`` then stays
@@ -139,7 +153,11 @@ def parse(buffer: bytearray, max_head: int, own: dict[bytes, Any] | None = None)
     :data:`MAX_OWN_LINES`, each no longer than the shared ones): its request line and
     the header lines not shared between connections (its ``Mcp-Session-Id``, which it
     repeats on every request). They end with the connection; no other client's request
-    meets them.
+    meets them. ``heads``: the whole heads one connection keeps, read (at most
+    :data:`MAX_OWN_HEADS`, of at most 1 KiB): a client sends the same head, byte for
+    byte (``Content-Length`` included), for most requests of a kind, and such a head is
+    not read again. A kept head's ``headers`` list is shared by the requests that repeat
+    it: read-only.
     """
     if not buffer:
         return NEED_MORE
@@ -154,19 +172,47 @@ def parse(buffer: bytearray, max_head: int, own: dict[bytes, Any] | None = None)
         return NEED_MORE
     if end + 4 > max_head:
         return DECLINE  # h11 (and the guard) decide about oversized heads
-    lines = bytes(buffer[:end]).split(b"\r\n")
+    raw = bytes(buffer[:end])
+    known = None if heads is None else heads.get(raw)
+    if known is not None:
+        method, target, http11, headers, length, close, memo = known
+    else:
+        parsed = _parse_head(raw, own)
+        if parsed is None:
+            return DECLINE
+        method, target, http11, headers, length, close = parsed
+        memo = None
+        if heads is not None and end <= _MAX_HEAD_KEPT:
+            if len(heads) >= MAX_OWN_HEADS:
+                heads.clear()
+            memo = {}
+            heads[raw] = (*parsed, memo)
+    start = end + 4
+    stop = min(start + length, len(buffer))
+    body = bytes(buffer[start:stop])
+    del buffer[:stop]
+    return Head(
+        method, target, http11, headers, body, length - len(body), start, length, close, memo
+    )
+
+
+def _parse_head(
+    raw: bytes, own: dict[bytes, Any] | None
+) -> tuple[bytes, bytes, bool, list[tuple[bytes, bytes]], int, bool] | None:
+    """A head's request line and header lines (None: declined), the body's length."""
+    lines = raw.split(b"\r\n")
     first = lines[0]
     parts = None if own is None else own.get(first)
     if parts is None:
         request_line = _REQUEST_LINE.fullmatch(first)
         if request_line is None:
-            return DECLINE
+            return None
         parts = request_line.groups()
         if own is not None and len(first) <= _MAX_FIELD_BYTES:
             _keep(own, first, parts)
     method, target, minor = parts
     if method == b"CONNECT":
-        return DECLINE
+        return None
     headers: list[tuple[bytes, bytes]] = []
     length = -1
     host = False
@@ -179,7 +225,7 @@ def parse(buffer: bytearray, max_head: int, own: dict[bytes, Any] | None = None)
         if pair is None:
             field = _FIELD.fullmatch(line)
             if field is None:
-                return DECLINE
+                return None
             pair = (field[1].lower(), field[2])
             if len(line) <= _MAX_FIELD_BYTES:
                 if pair[0] in _REMEMBERED:
@@ -191,26 +237,21 @@ def parse(buffer: bytearray, max_head: int, own: dict[bytes, Any] | None = None)
         name, value = pair
         if name == b"content-length":
             if length >= 0 or not value.isdigit() or len(value) > 18:
-                return DECLINE
+                return None
             length = int(value)
         elif name == b"host":
             if host:
-                return DECLINE  # h11 refuses two
+                return None  # h11 refuses two
             host = True
         elif name == b"connection":
             close = close or b"close" in tokens(value)
         elif name in _DECLINED:
-            return DECLINE
+            return None
         headers.append((name, value))
     http11 = minor == b"1"
     if http11 and not host:
-        return DECLINE
-    start = end + 4
-    stop = min(start + max(length, 0), len(buffer))
-    body = bytes(buffer[start:stop])
-    del buffer[:stop]
-    length = max(length, 0)
-    return Head(method, target, http11, headers, body, length - len(body), start, length, close)
+        return None
+    return method, target, http11, headers, max(length, 0), close
 
 
 def _keep(own: dict[bytes, Any], line: bytes, parsed: Any) -> None:

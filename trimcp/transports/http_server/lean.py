@@ -40,7 +40,12 @@ from trimcp._fastio import FastReceive, FastSend
 from trimcp._record import Record
 from trimcp.transports.http_server import fasthead
 from trimcp.transports.http_server.app import McpHttpApp
-from trimcp.transports.http_server.asgi import BODY_BUFFERED, BOUNDED_SEND, NORMALIZED_HEADERS
+from trimcp.transports.http_server.asgi import (
+    BODY_BUFFERED,
+    BOUNDED_SEND,
+    HEAD_MEMO,
+    NORMALIZED_HEADERS,
+)
 from trimcp.transports.http_server.exchange import Exchange
 from trimcp.transports.http_server.fasthead import NEED_MORE, Head
 from trimcp.transports.http_server.guard import check_head
@@ -141,6 +146,8 @@ class _Connection:
         self.lines: dict[tuple[bytes, bytes], tuple[bytes, int, bool]] = {}
         #: Request lines of this connection's own, read by the fast path (see its parse).
         self.fields: dict[bytes, Any] = {}
+        #: Whole request heads of this connection's, read by the fast path (ditto).
+        self.heads: dict[bytes, Any] = {}
 
     async def read(self) -> bool:
         """Feed h11 one read from the socket; False at end of input or on error."""
@@ -292,7 +299,7 @@ class _Connection:
             self._fed += len(data)
             buffer += data
             self._empty = False
-        head = fasthead.parse(buffer, self.limits.max_header_bytes, self.fields)
+        head = fasthead.parse(buffer, self.limits.max_header_bytes, self.fields, self.heads)
         return head if type(head) is Head else None
 
     async def _next_request(self) -> Head | h11.Request | None:
@@ -327,7 +334,7 @@ class _Connection:
         if self._empty and not await self.read():
             return None
         while self.conn is None:
-            head = fasthead.parse(self.buffer, limits.max_header_bytes, self.fields)
+            head = fasthead.parse(self.buffer, limits.max_header_bytes, self.fields, self.heads)
             if type(head) is Head:
                 return head
             if head is not NEED_MORE:
@@ -363,6 +370,7 @@ class _Connection:
         headers: list[tuple[bytes, bytes]]
         fast_body: bytes | None
         body_length: int | None
+        memo: dict[str, Any] | None = None
         if type(request) is Head:
             # The fast path read the framing headers already (no Transfer-Encoding).
             http11 = request.http11
@@ -373,6 +381,7 @@ class _Connection:
             expect_continue = False
             keep_alive = http11 and not request.close
             body_length = request.length
+            memo = request.memo
             # check_head counts a head as written with ": " after each name: at most one
             # byte per header line more than the wire (a head the fast path took is no
             # larger than the limit there, and has no Transfer-Encoding). Only a head
@@ -437,6 +446,7 @@ class _Connection:
             "extensions": _BUFFERED_BODY
             if fast_body is not None and not self.owed
             else _STREAMED_BODY,
+            HEAD_MEMO: memo,
         }
         exchange = Exchange(self, method, keep_alive, expect_continue, fast_body)
         exchange.body_length = body_length
