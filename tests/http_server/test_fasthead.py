@@ -381,3 +381,34 @@ async def test_a_repeated_head_is_answered_and_refused_as_the_first_time() -> No
                     assert status == 400
                     assert b"Repeated mcp-protocol-version" in body
             nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(
+    ("body", "declared"),
+    [
+        (b"{}", "2"),
+        (b"{}", None),
+        (b"x" * 10, "10"),  # past the limit
+        (b"{}", "99"),  # declared past the limit
+        (b"{}", "2x"),  # not digits
+        (b"{}", "1" * 19),  # too many digits
+    ],
+)
+async def test_a_body_the_engine_hands_over_is_refused_as_a_read_one(
+    body: bytes, declared: str | None
+) -> None:
+    # asgi.buffered_body (the lean engine's BODY scope key) against read_body.
+    from trimcp.transports.http_server.asgi import HttpRejection, buffered_body, read_body
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    try:
+        expected: object = await read_body(receive, 8, 1.0, declared, buffered=True)
+    except HttpRejection as exc:
+        expected = (exc.status, exc.message)
+    try:
+        got: object = buffered_body(body, 8, declared)
+    except HttpRejection as exc:
+        got = (exc.status, exc.message)
+    assert got == expected

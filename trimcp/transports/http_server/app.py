@@ -50,6 +50,7 @@ from trimcp.stores.replay import SharesReplayCache
 from trimcp.transports.http_server import legacy
 from trimcp.transports.http_server import modern as modern_http
 from trimcp.transports.http_server.asgi import (
+    BODY,
     BODY_BUFFERED,
     BOUNDED_SEND,
     HEAD_MEMO,
@@ -62,6 +63,7 @@ from trimcp.transports.http_server.asgi import (
     RequestHeaders,
     Scope,
     Send,
+    buffered_body,
     error_body,
     extensions,
     parse_body,
@@ -425,14 +427,18 @@ class McpHttpApp:
             entry = await self._session(headers, principal)
             entry.active += 1
         try:
-            body = await read_body(
-                receive,
-                config.max_body_bytes,
-                config.body_timeout,
-                headers.get(b"content-length"),
-                # (the lean engine read it whole already: no timeout scope to read it)
-                buffered=BODY_BUFFERED in (scope.get("extensions") or _NO_EXTENSIONS),
-            )
+            body = scope.get(BODY)  # the lean engine's, read whole with the head
+            if body is not None:  # (no receive message, no coroutine)
+                body = buffered_body(body, config.max_body_bytes, headers.get(b"content-length"))
+            else:
+                body = await read_body(
+                    receive,
+                    config.max_body_bytes,
+                    config.body_timeout,
+                    headers.get(b"content-length"),
+                    # (the engine read it whole already: no timeout scope to read it)
+                    buffered=BODY_BUFFERED in (scope.get("extensions") or _NO_EXTENSIONS),
+                )
             # (no trace_adopter call without a traceparent header: once per POST)
             adopt = None if headers.get(b"traceparent") is None else trace_adopter(headers)
             parsed = parse_body(body, prepare=adopt)

@@ -72,6 +72,11 @@ NORMALIZED_HEADERS = "trimcp.normalized_headers"
 #: there what it derives from the head alone (its RequestHeaders), so that a repeated
 #: head is not read again. Absent, or None, when the head is not kept.
 HEAD_MEMO = "trimcp.head_memo"
+#: A scope key of the lean engine's: the whole request body, when it came with the head
+#: (the scope then names :data:`BODY_BUFFERED`); absent or None otherwise. Reading it
+#: through ``receive`` works as well: an app takes it here without a message and a
+#: coroutine (see :func:`buffered_body`).
+BODY = "trimcp.body"
 
 _T = TypeVar("_T")
 
@@ -127,11 +132,7 @@ async def read_body(
     on timeout, 400 for a bad Content-Length or a client that went away. Cancellation:
     safe, the body is simply not read.
     """
-    if declared is not None:
-        if not declared.isdigit() or len(declared) > 18:
-            raise HttpRejection(400, "Bad Content-Length")
-        if int(declared) > limit:
-            raise _too_large(limit)
+    _check_declared(limit, declared)
     if buffered:
         message = await receive()
         if message["type"] == "http.request" and not message.get("more_body", False):
@@ -161,6 +162,24 @@ async def read_body(
     if scope.cancelled_caught:
         raise HttpRejection(408, "The request body did not arrive in time")
     return b"".join(chunks)
+
+
+def buffered_body(body: bytes, limit: int, declared: str | None) -> bytes:
+    """:func:`read_body` for a body the server handed over whole in the scope
+    (:data:`BODY`): the same refusals (400 for a bad Content-Length, 413 past ``limit``),
+    without reading. Never waits."""
+    _check_declared(limit, declared)
+    if len(body) > limit:
+        raise _too_large(limit)
+    return body
+
+
+def _check_declared(limit: int, declared: str | None) -> None:
+    if declared is not None:
+        if not declared.isdigit() or len(declared) > 18:
+            raise HttpRejection(400, "Bad Content-Length")
+        if int(declared) > limit:
+            raise _too_large(limit)
 
 
 def _too_large(limit: int) -> HttpRejection:

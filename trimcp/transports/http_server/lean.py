@@ -41,6 +41,7 @@ from trimcp._record import Record
 from trimcp.transports.http_server import fasthead
 from trimcp.transports.http_server.app import McpHttpApp
 from trimcp.transports.http_server.asgi import (
+    BODY,
     BODY_BUFFERED,
     BOUNDED_SEND,
     HEAD_MEMO,
@@ -426,6 +427,7 @@ class _Connection:
         self.requests += 1
         if self.requests >= self.limits.keep_alive_max_requests:
             keep_alive = False
+        buffered = fast_body is not None and not self.owed
         target = request.target
         path, _, query = target.partition(b"?")
         text = path.decode("ascii")  # h11 accepts visible ASCII only
@@ -443,10 +445,9 @@ class _Connection:
             "headers": headers,
             "client": self.client,
             "server": self.server,
-            "extensions": _BUFFERED_BODY
-            if fast_body is not None and not self.owed
-            else _STREAMED_BODY,
+            "extensions": _BUFFERED_BODY if buffered else _STREAMED_BODY,
             HEAD_MEMO: memo,
+            BODY: fast_body if buffered else None,
         }
         exchange = Exchange(self, method, keep_alive, expect_continue, fast_body)
         exchange.body_length = body_length
