@@ -449,6 +449,42 @@ async def test_pipelined_requests_read_at_once_keep_order_limits_and_refusals() 
     assert peak == 2
 
 
+async def test_pipelined_requests_read_at_once_keep_big_integers_exact() -> None:
+    # The stream checks every line of a read for long digit runs at once (parse_json's
+    # big-integer check, screened): a line with one still goes to the exact parser, in
+    # whatever place of the read it is, and the others do not change how it is read.
+    app = make_server(Probe())
+
+    @app.tool()
+    async def echo_int(n: int) -> str:
+        return str(n)
+
+    to_server, from_server = os.pipe(), os.pipe()
+    server_end = NdjsonTransport(
+        trio.lowlevel.FdStream(to_server[0]), trio.lowlevel.FdStream(from_server[1])
+    )
+    big = [2**64, -(2**63) - 1, 10**30 + 7]
+    ids: list[int] = [1, 2**64 + 1, 3, 10**18, -(2**63) - 5, 6]
+    lines = []
+    for index, request_id in enumerate(ids):
+        n = big[index % 3] if index % 2 else index
+        call = {"name": "echo_int", "arguments": {"n": n}, "_meta": META}
+        request = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": call}
+        lines.append(json.dumps(request))
+    os.write(to_server[1], ("\n".join(lines) + "\n").encode())
+    os.close(to_server[1])
+    with trio.fail_after(30):
+        await app.serve_stream(server_end)
+    with os.fdopen(from_server[0], "rb") as out:
+        answers = [json.loads(line) for line in out.read().splitlines()]
+    results = {a["id"]: a["result"]["content"][0]["text"] for a in answers}
+    expected = {
+        request_id: str(big[index % 3] if index % 2 else index)
+        for index, request_id in enumerate(ids)
+    }
+    assert results == expected
+
+
 async def test_the_stream_runs_the_table_as_it_is_and_discover_by_the_shell(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

@@ -35,6 +35,7 @@ from trimcp.protocol.jsonrpc import (
     classify,
     dump_json,
     encode_error,
+    holds_long_digit_run,
     notification_object,
     parse_json,
 )
@@ -211,13 +212,16 @@ class _Stream:
         if not self.outbox.queue_nowait(message):
             await self.outbox.queue(message)
 
-    def take(self, raw: bytes | Decoded, nursery: trio.Nursery) -> Awaitable[None] | None:
+    def take(
+        self, raw: bytes | Decoded, nursery: trio.Nursery, screened: bool = False
+    ) -> Awaitable[None] | None:
         """Act on one message read from the peer, without waiting in the common case: a
         request gets its task, a notification its effect. Returns what is left to await
         (an error to write, a request that waits for room or is refused), else None: the
-        reader awaits nothing per request (no coroutine is made for it)."""
+        reader awaits nothing per request (no coroutine is made for it). ``screened``: as
+        :func:`~trimcp.protocol.jsonrpc.parse_json`'s."""
         try:
-            value = raw.value if isinstance(raw, Decoded) else parse_json(raw)
+            value = raw.value if isinstance(raw, Decoded) else parse_json(raw, screened)
             if type(value) is list:
                 raise InvalidMessage(INVALID_REQUEST, "Invalid request: 2026-07-28 has no batches")
             message = classify(value)
@@ -393,11 +397,15 @@ async def serve_stateless_stream(
                 )
                 while True:
                     try:
-                        raws = (
-                            [await transport.receive()]
-                            if receive_many is None
-                            else await receive_many()
-                        )
+                        raws: list[bytes] | list[bytes | Decoded]
+                        if receive_many is None:
+                            raws = [await transport.receive()]
+                            screened = False
+                        else:
+                            raws = await receive_many()
+                            # The big-integer check of parse_json, once for every line of
+                            # the read (a run of digits cannot cross the line break).
+                            screened = len(raws) > 1 and not holds_long_digit_run(b"\n".join(raws))
                     except trio.EndOfChannel:
                         break
                     except _PEER_GONE:
@@ -406,7 +414,7 @@ async def serve_stateless_stream(
                         await stream.write(encode_error(None, exc))
                         continue
                     for raw in raws:
-                        pending = stream.take(raw, requests)
+                        pending = stream.take(raw, requests, screened)
                         if pending is not None:
                             await pending
                 await stream.wind_down()
