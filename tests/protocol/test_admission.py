@@ -291,3 +291,48 @@ def test_a_2026_request_is_typed_and_checked_the_same_when_its_method_was_admitt
     with pytest.raises(RequestRefused) as refused:
         prepare(server, Request(3, "tools/call", {"name": 7, "_meta": meta}))
     assert refused.value.error.code == INVALID_PARAMS
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"name": 7},
+        {"arguments": {}},
+        {"name": "x", "arguments": []},
+        {"name": "x", "inputResponses": "yes"},
+        {"name": "x", "inputResponses": {"k": None}},
+        {"name": "x", "inputResponses": {"k": {"action": "accept"}}},
+        {"name": "x", "arguments": {"n": 1}},
+    ],
+)
+def test_prepare_types_and_refuses_2026_params_as_admit_request_does(params: Any) -> None:
+    # prepare() structures params itself when there are no input responses to check; the
+    # typed params and every refusal (code, message, data) are admit_request's.
+    from trimcp.protocol import modern
+    from trimcp.protocol.jsonrpc import Request
+    from trimcp.protocol.stateless import RequestRefused, prepare
+    from trimcp.server.lowlevel import LowLevelServer
+    from trimcp.types import Implementation, ServerCapabilities, ToolsCapability
+
+    server = LowLevelServer(
+        Implementation(name="s", version="1"),
+        capabilities=ServerCapabilities(tools=ToolsCapability()),
+    )
+    meta = {modern.META_PROTOCOL_VERSION: V2026, modern.META_CLIENT_CAPABILITIES: {}}
+    sent = {**params, "_meta": meta}
+    expected: Any = None
+    refusal: RemoteProtocolError | None = None
+    try:
+        expected = admit_request(
+            "tools/call", sent, peer="client", version=V2026, capabilities={"tools": {}}
+        )
+    except RemoteProtocolError as exc:
+        refusal = exc
+    for request_id in (1, 2):  # the method's first request and a kept admission
+        if refusal is None:
+            assert prepare(server, Request(request_id, "tools/call", sent)).params == expected
+            continue
+        with pytest.raises(RequestRefused) as refused:
+            prepare(server, Request(request_id, "tools/call", sent))
+        got = refused.value.error
+        assert (got.code, got.message, got.data) == (refusal.code, refusal.message, refusal.data)

@@ -26,6 +26,8 @@ from trimcp.protocol.jsonrpc import Request, RequestId, encode_error
 from trimcp.protocol.methods import Method
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import STATELESS_VERSIONS
+from trimcp.serde import ShapeError
+from trimcp.serde import structure as _structure
 
 
 @runtime_checkable
@@ -123,7 +125,16 @@ def prepare(handler: Negotiator, request: Request, make: MakePrepared[Any] = Pre
         entry = _admitted.get((method, id(negotiated)))
         if entry is None or entry[0] is not negotiated:  # not asked before (see _admitted)
             entry = _admit_method(method, negotiated)
-        typed = admitted_params(entry[1], params, entry[2], True, entry[3])
+        params_type = entry[3]
+        if params_type is not None and type(params) is dict and "inputResponses" not in params:
+            # What admitted_params does for these params (no input responses to check:
+            # structure them), without its frame; a ShapeError goes to it for its -32602.
+            try:
+                typed = _structure(params, params_type)
+            except ShapeError:
+                typed = admitted_params(entry[1], params, entry[2], True, params_type)
+        else:
+            typed = admitted_params(entry[1], params, entry[2], True, params_type)
     except RemoteProtocolError as exc:
         raise RequestRefused(request_id, exc, malformed=False) from None
     # read_request_meta() checked that params._meta is an object.
