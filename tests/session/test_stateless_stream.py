@@ -18,6 +18,7 @@ import trio.testing
 
 from trimcp import Context, Server
 from trimcp.protocol import modern
+from trimcp.protocol.jsonrpc import InvalidMessage, parse_json
 from trimcp.proxy import ProxyServer
 from trimcp.server.lowlevel import LowLevelServer
 from trimcp.session import RequestContext
@@ -483,6 +484,43 @@ async def test_pipelined_requests_read_at_once_keep_big_integers_exact() -> None
         for index, request_id in enumerate(ids)
     }
     assert results == expected
+
+
+async def test_pipelined_messages_read_at_once_are_refused_as_parse_json_refuses() -> None:
+    # Screened lines go to orjson directly; what it refuses goes to parse_json, which
+    # reads it exactly (a lone surrogate, a broken text, a BOM) wherever it is in the read.
+    app = make_server(Probe())
+    to_server, from_server = os.pipe(), os.pipe()
+    server_end = NdjsonTransport(
+        trio.lowlevel.FdStream(to_server[0]), trio.lowlevel.FdStream(from_server[1])
+    )
+
+    def call(request_id: int, text: str) -> bytes:
+        params = {"name": "echo", "arguments": {"text": text}, "_meta": META}
+        request = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        return json.dumps(request).encode()
+
+    bad = [
+        call(2, "\ud800"),  # json.dumps writes the lone surrogate as an escape
+        b'{"jsonrpc":"2.0","id":3,',
+        b"\xef\xbb\xbf" + call(4, "bom"),
+        call(5, "caf\u00e9").replace(b"\\u00e9", b"\xc3"),  # invalid UTF-8
+    ]
+    os.write(to_server[1], b"\n".join([call(1, "a"), *bad, call(6, "b")]) + b"\n")
+    os.close(to_server[1])
+    with trio.fail_after(30):
+        await app.serve_stream(server_end)
+    with os.fdopen(from_server[0], "rb") as out:
+        answers = [json.loads(line) for line in out.read().splitlines()]
+    expected_errors = []
+    for line in bad:
+        with pytest.raises(InvalidMessage) as refused:
+            parse_json(line)
+        expected_errors.append((refused.value.request_id, refused.value.code, str(refused.value)))
+    errors = [(a["id"], a["error"]["code"], a["error"]["message"]) for a in answers if "error" in a]
+    assert errors == expected_errors
+    assert errors[0][:2] == (2, -32600)
+    assert sorted(a["id"] for a in answers if "result" in a) == [1, 6]
 
 
 async def test_the_stream_runs_the_table_as_it_is_and_discover_by_the_shell(

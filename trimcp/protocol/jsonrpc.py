@@ -125,6 +125,14 @@ def holds_long_digit_run(data: bytes) -> bool:
     return data.translate(_DIGITS_AS_ONES).find(_LONG_DIGIT_RUN) != -1
 
 
+#: What :func:`parse_json` runs first on a text without a long digit run (orjson's
+#: ``loads``; None without orjson): a reader that screened its texts with
+#: :func:`holds_long_digit_run` may call it directly (no frame of ours per message) and
+#: must give a text it refuses (``ValueError``) to ``parse_json(data, True)``, which
+#: reads or refuses it exactly.
+loads_screened: Final[Callable[[bytes], Any] | None] = _orjson_loads
+
+
 def parse_json(data: bytes | str, screened: bool = False) -> Any:
     """Decode one JSON text. Raises :class:`InvalidMessage` (``-32700``) on anything bad.
 

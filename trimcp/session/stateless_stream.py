@@ -36,6 +36,7 @@ from trimcp.protocol.jsonrpc import (
     dump_json,
     encode_error,
     holds_long_digit_run,
+    loads_screened,
     notification_object,
     parse_json,
 )
@@ -156,6 +157,9 @@ async def serve_either_era(
         await serve_session(_Replay(transport, first), handler, options=options)
 
 
+_loads_screened = loads_screened
+
+
 class _StreamOutlet(ContextOutlet):
     """One request on the stream: where its notifications go (through the stream's
     outbox), its context while its handler runs (made by :meth:`context`, then kept:
@@ -219,9 +223,17 @@ class _Stream:
         request gets its task, a notification its effect. Returns what is left to await
         (an error to write, a request that waits for room or is refused), else None: the
         reader awaits nothing per request (no coroutine is made for it). ``screened``: as
-        :func:`~trimcp.protocol.jsonrpc.parse_json`'s."""
+        :func:`~trimcp.protocol.jsonrpc.parse_json`'s (such bytes go to
+        :data:`~trimcp.protocol.jsonrpc.loads_screened` first)."""
         try:
-            value = raw.value if isinstance(raw, Decoded) else parse_json(raw, screened)
+            if screened and type(raw) is bytes and _loads_screened is not None:
+                # (parse_json of a screened text, inline: every pipelined message asks)
+                try:
+                    value = _loads_screened(raw)
+                except ValueError:
+                    value = parse_json(raw, True)
+            else:
+                value = raw.value if isinstance(raw, Decoded) else parse_json(raw, screened)
             if type(value) is list:
                 raise InvalidMessage(INVALID_REQUEST, "Invalid request: 2026-07-28 has no batches")
             message = classify(value)
