@@ -9,6 +9,9 @@ up while the queue was full, and a queue carried over to the next outbox.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import trio
 import trio.testing
 
@@ -37,33 +40,38 @@ def _outbox(transport: _Recorder, size: int = 4) -> Outbox:
     return Outbox(transport, size, on_peer_gone=lambda _unwritten: None)
 
 
-async def test_a_reply_waits_behind_a_message_handed_to_the_writer() -> None:
-    transport = _Recorder()
-    outbox = _outbox(transport)
+@asynccontextmanager
+async def _writing(outbox: Outbox) -> AsyncIterator[None]:
+    """The outbox's writer task runs for the block, parked on its queue at the start;
+    the queue is closed at the end (the writer then drains it and ends)."""
     async with trio.open_nursery() as nursery:
         nursery.start_soon(outbox.write_loop)
         await trio.testing.wait_all_tasks_blocked()
+        yield
+        outbox.send_end.close()
+
+
+async def test_a_reply_waits_behind_a_message_handed_to_the_writer() -> None:
+    transport = _Recorder()
+    outbox = _outbox(transport)
+    async with _writing(outbox):
         # Handed straight to the parked writer: the queue's buffer stays empty, and the
         # writer has not run yet.
         outbox.send_nowait(Outgoing(b"first"))
         assert not await outbox.reply_directly(Outgoing(b"reply", 1, (1,)))
         await outbox.queue(Outgoing(b"reply", 1, (1,)))
         await trio.testing.wait_all_tasks_blocked()
-        outbox.send_end.close()
     assert [data for write in transport.writes for data in write] == [b"first", b"reply"]
 
 
 async def test_a_reply_to_a_parked_writer_on_an_empty_queue_goes_directly() -> None:
     transport = _Recorder()
     outbox = _outbox(transport)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(outbox.write_loop)
-        await trio.testing.wait_all_tasks_blocked()
+    async with _writing(outbox):
         outbox.send_nowait(Outgoing(b"queued"))
         await trio.testing.wait_all_tasks_blocked()  # written by the writer
         assert await outbox.reply_directly(Outgoing(b"reply", 1, (1,)))
         assert transport.writes == [[b"queued"], [b"reply"]]
-        outbox.send_end.close()
 
 
 async def test_a_send_given_up_on_a_full_queue_is_not_counted(
@@ -74,12 +82,9 @@ async def test_a_send_given_up_on_a_full_queue_is_not_counted(
     outbox.send_nowait(Outgoing(b"fills"))  # no writer yet: the queue is full
     with trio.move_on_after(1):  # (autojump clock: no real wait)
         await outbox.send(Outgoing(b"never"))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(outbox.write_loop)
-        await trio.testing.wait_all_tasks_blocked()
+    async with _writing(outbox):
         # Only what went in was taken: the counts agree, a reply goes directly again.
         assert await outbox.reply_directly(Outgoing(b"reply", 1, (1,)))
-        outbox.send_end.close()
     assert transport.writes == [[b"fills"], [b"reply"]]
 
 
@@ -88,11 +93,8 @@ async def test_a_carried_queue_keeps_its_count(autojump_clock: trio.abc.Clock) -
     first = _outbox(transport)
     first.send_nowait(Outgoing(b"left over"))  # its writer never ran
     second = Outbox(transport, 4, on_peer_gone=lambda _unwritten: None, carry=first)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(second.write_loop)
-        await trio.testing.wait_all_tasks_blocked()
+    async with _writing(second):
         assert await second.reply_directly(Outgoing(b"reply", 1, (1,)))
-        second.send_end.close()
     assert transport.writes == [[b"left over"], [b"reply"]]
 
 
@@ -101,12 +103,9 @@ async def test_queue_nowait_on_a_full_queue_says_so_and_is_not_counted() -> None
     outbox = _outbox(transport, size=1)
     assert outbox.queue_nowait(Outgoing(b"fills"))  # no writer yet: now full
     assert not outbox.queue_nowait(Outgoing(b"refused"))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(outbox.write_loop)
-        await trio.testing.wait_all_tasks_blocked()
+    async with _writing(outbox):
         # The refused one was not counted in: a reply goes directly again.
         assert await outbox.reply_directly(Outgoing(b"reply", 1, (1,)))
-        outbox.send_end.close()
     assert transport.writes == [[b"fills"], [b"reply"]]
 
 

@@ -157,9 +157,6 @@ async def serve_either_era(
         await serve_session(_Replay(transport, first), handler, options=options)
 
 
-_loads_screened = loads_screened
-
-
 class _StreamOutlet(ContextOutlet):
     """One request on the stream: where its notifications go (through the stream's
     outbox), its context while its handler runs (made by :meth:`context`, then kept:
@@ -226,10 +223,10 @@ class _Stream:
         :func:`~trimcp.protocol.jsonrpc.parse_json`'s (such bytes go to
         :data:`~trimcp.protocol.jsonrpc.loads_screened` first)."""
         try:
-            if screened and type(raw) is bytes and _loads_screened is not None:
+            if screened and type(raw) is bytes and loads_screened is not None:
                 # (parse_json of a screened text, inline: every pipelined message asks)
                 try:
-                    value = _loads_screened(raw)
+                    value = loads_screened(raw)
                 except ValueError:
                     value = parse_json(raw, True)
             else:

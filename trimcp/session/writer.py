@@ -122,13 +122,15 @@ class Outbox:
         self._sent += 1
         try:
             self.send_end.send_nowait(message)
-        except BaseException as exc:
+        except trio.WouldBlock:
             self._sent -= 1
-            if isinstance(exc, trio.WouldBlock):
-                return False
-            if not isinstance(exc, _PEER_GONE):
-                raise
+            return False
+        except _PEER_GONE:
+            self._sent -= 1
             logger.debug("dropped an outgoing message: the peer is gone")
+        except BaseException:
+            self._sent -= 1
+            raise
         return True
 
     async def queue(self, message: Outgoing) -> None:
