@@ -41,6 +41,13 @@ async def test_a_well_behaved_child_answers_and_exits() -> None:
         assert await session.send_request("hello") == {"mode": "plain"}
 
 
+async def test_serving_stdio_freezes_what_the_process_made_before() -> None:
+    # The cyclic GC's full collections then skip the modules and tables of start-up.
+    async with child_session("plain") as session:
+        answer = await session.send_request("frozen")
+    assert answer["frozen"] > 1000
+
+
 async def test_child_writing_1mib_to_stderr_still_completes() -> None:
     lines: list[str] = []
     async with child_session("noisy", lines) as session:

@@ -12,6 +12,7 @@ close its stdin, wait; SIGTERM, wait; SIGKILL, wait.
 from __future__ import annotations
 
 import collections
+import gc
 import logging
 import os
 import subprocess
@@ -49,9 +50,17 @@ async def open_stdio_server_transport(
     """The transport of a server launched over stdio: stdin in, stdout out.
 
     While open, anything else written to file descriptor 1 goes to stderr. On exit the
-    original stdout is restored. Cancellation: the body is cancelled as usual; the streams
-    are closed on the way out.
+    original stdout is restored. Opening it freezes what the process made so far
+    (``gc.freeze()``: see below). Cancellation: the body is cancelled as usual; the
+    streams are closed on the way out.
     """
+    # The process is now a server: what it made so far (modules, its tables) lives as long
+    # as it does. Frozen, the cyclic GC's full collections no longer walk it: they come
+    # every few thousand pipelined requests (what was alive at a younger collection is
+    # promoted), and each walked the whole heap (about 30,000 objects): 0.75 us per call
+    # measured. Not gc.collect() first: about 15 ms of start-up to free a few dozen
+    # objects of import-time garbage, which stay instead.
+    gc.freeze()
     sys.stdout.flush()
     in_fd = os.dup(sys.stdin.fileno())
     out_fd = os.dup(sys.stdout.fileno())

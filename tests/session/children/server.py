@@ -6,10 +6,13 @@
 - ``finish-after-eof``: after stdin closes, writes 1 MiB to stdout (work it was finishing)
   and exits 0 only if every write succeeded.
 - anything else: a well-behaved server.
+
+Every mode answers ``hello`` (its mode) and ``frozen`` (``gc.get_freeze_count()``).
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -29,6 +32,11 @@ server = LowLevelServer(Implementation(name=f"child-{MODE}", version="1"))
 @server.request_handler("die")
 async def die(ctx: RequestContext) -> dict[str, Any]:
     os._exit(3)
+
+
+@server.request_handler("frozen")
+async def frozen(ctx: RequestContext) -> dict[str, Any]:
+    return {"frozen": gc.get_freeze_count()}
 
 
 @server.request_handler("hello")
