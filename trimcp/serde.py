@@ -845,6 +845,14 @@ def structure(data: Any, cls: Any) -> Any:
         raise _shape_error(exc) from None
 
 
+def structure_attempt(cls: Any) -> StructureHook:
+    """What :func:`structure` tries first for ``cls`` (made now if not yet): ``hook(data,
+    cls)`` returns what :func:`structure` would, or raises any exception when ``data`` is
+    not taken as it is (then call :func:`structure`, which says why). For a caller that
+    structures every request's params (no Python frame of ours around it)."""
+    return _fast_structure_hook(cls)
+
+
 #: The unstructure function made for a class (``hook(obj)``: what :func:`unstructure`
 #: returns for it), or None when none is made yet (then call :func:`unstructure`): the
 #: table's own lookup, for a caller that unstructures every request's answer (no Python

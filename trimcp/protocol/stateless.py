@@ -26,7 +26,7 @@ from trimcp.protocol.jsonrpc import Request, RequestId, encode_error
 from trimcp.protocol.methods import Method
 from trimcp.protocol.negotiated import Negotiated
 from trimcp.protocol.versions import STATELESS_VERSIONS
-from trimcp.serde import ShapeError
+from trimcp.serde import ShapeError, StructureHook, structure_attempt
 from trimcp.serde import structure as _structure
 
 
@@ -126,13 +126,19 @@ def prepare(handler: Negotiator, request: Request, make: MakePrepared[Any] = Pre
         if entry is None or entry[0] is not negotiated:  # not asked before (see _admitted)
             entry = _admit_method(method, negotiated)
         params_type = entry[3]
-        if params_type is not None and type(params) is dict and "inputResponses" not in params:
+        attempt = entry[4]  # None exactly when params_type is
+        if attempt is not None and type(params) is dict and "inputResponses" not in params:
             # What admitted_params does for these params (no input responses to check:
-            # structure them), without its frame; a ShapeError goes to it for its -32602.
+            # structure them), without its frame nor structure()'s (its first attempt,
+            # kept with the method); params it does not take go to structure(), and a
+            # ShapeError to admitted_params for its -32602.
             try:
-                typed = _structure(params, params_type)
-            except ShapeError:
-                typed = admitted_params(entry[1], params, entry[2], True, params_type)
+                typed = attempt(params, params_type)
+            except Exception:
+                try:
+                    typed = _structure(params, params_type)
+                except ShapeError:
+                    typed = admitted_params(entry[1], params, entry[2], True, params_type)
         else:
             typed = admitted_params(entry[1], params, entry[2], True, params_type)
     except RemoteProtocolError as exc:
@@ -151,12 +157,13 @@ def prepare(handler: Negotiator, request: Request, make: MakePrepared[Any] = Pre
 
 #: Methods admitted under an agreement, by (method, id of the agreement): what
 #: :func:`~trimcp.protocol.admission.admitted_method` said, which depends on nothing else,
-#: whether the agreed version is a stateless one, and the method's params type.
+#: whether the agreed version is a stateless one, the method's params type and
+#: :func:`~trimcp.serde.structure_attempt` of it.
 #: Agreements are frozen and shared (:func:`~trimcp.protocol.modern.negotiated`), so a
 #: client's requests ask the table once per method (of the table: others are not kept).
 #: Each entry holds its agreement (so the
 #: id stays its own); at most ``_ADMITTED_ENTRIES``, the oldest goes first.
-_Admitted = tuple[Negotiated, "Method[Any, Any] | None", bool, Any]
+_Admitted = tuple[Negotiated, "Method[Any, Any] | None", bool, Any, "StructureHook | None"]
 _admitted: dict[tuple[str, int], _Admitted] = {}
 _ADMITTED_ENTRIES: Final = 256
 
@@ -172,11 +179,13 @@ def _admit_method(method: str, negotiated: Negotiated) -> _Admitted:
         version=version,
         capabilities=wire_capabilities(negotiated.server_capabilities),
     )  # raises RemoteProtocolError (not kept: a refusal is made anew each time)
+    params_type = None if spec is None else spec.params_type
     entry = (
         negotiated,
         spec,
         version in STATELESS_VERSIONS,
-        None if spec is None else spec.params_type,
+        params_type,
+        None if params_type is None else structure_attempt(params_type),
     )
     if spec is not None:  # a method of the table (a short name: an unknown one could be long)
         if len(_admitted) >= _ADMITTED_ENTRIES:
