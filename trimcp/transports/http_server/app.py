@@ -56,11 +56,13 @@ from trimcp.transports.http_server.asgi import (
     HEAD_MEMO,
     JSON_TYPE,
     NORMALIZED_HEADERS,
+    RESPOND,
     SSE_HEADERS,
     Headers,
     HttpRejection,
     Receive,
     RequestHeaders,
+    Respond,
     Scope,
     Send,
     buffered_body,
@@ -75,7 +77,12 @@ from trimcp.transports.http_server.asgi import (
 )
 from trimcp.transports.http_server.budgets import StreamBudgets
 from trimcp.transports.http_server.config import HttpServerConfig, with_declared_auth
-from trimcp.transports.http_server.manager import SessionEntry, SessionManager, is_session_id
+from trimcp.transports.http_server.manager import (
+    SESSION_HEADER,
+    SessionEntry,
+    SessionManager,
+    is_session_id,
+)
 from trimcp.transports.http_server.modern import ModernEndpoint
 from trimcp.transports.http_server.relay import ReplicaRelay
 from trimcp.transports.http_server.sharing import SharedSessions
@@ -91,7 +98,6 @@ from trimcp.transports.http_server.transport import HttpSessionTransport
 
 logger = logging.getLogger("trimcp.http")
 
-SESSION_HEADER = b"mcp-session-id"
 #: Scheduler passes a POST stream's priming event waits to share a write with the answer.
 PRIMING_PASSES = 8
 #: The refusal of a ``Last-Event-ID`` the session's event store does not know.
@@ -480,7 +486,15 @@ class McpHttpApp:
                     send = self.sharing.saving_first(send, entry)
             try:
                 await self._post_in_session(
-                    send, receive, entry, inbound, messages, requests, batch, principal
+                    send,
+                    receive,
+                    entry,
+                    inbound,
+                    messages,
+                    requests,
+                    batch,
+                    principal,
+                    scope.get(RESPOND),
                 )
                 if self.sharing is not None:
                     await self.sharing.persist(entry)
@@ -545,6 +559,7 @@ class McpHttpApp:
         requests: list[Request],
         batch: bool,
         principal: Hashable | None = None,
+        responder: Respond | None = None,
     ) -> None:
         transport: HttpSessionTransport = entry.transport
         session = entry.session
@@ -562,7 +577,7 @@ class McpHttpApp:
                 raise HttpRejection(
                     400, f"Request id {request_id!r} is already in use", request_id=request_id
                 )
-        extra = [(SESSION_HEADER, entry.session_id.encode("ascii"))]
+        extra = [entry.id_header]
         if not requests:
             if self.relay is not None and await self.relay.relay(entry, body.value, messages):
                 await respond(send, 202, headers=extra)  # sent to the replica it is for
@@ -578,7 +593,17 @@ class McpHttpApp:
             else session.protocol_version or _requested_version(requests)
         )
         await self._answer(
-            send, receive, session, transport, body, messages, ids, version, extra, principal
+            send,
+            receive,
+            session,
+            transport,
+            body,
+            messages,
+            ids,
+            version,
+            extra,
+            principal,
+            responder,
         )
 
     async def _answer(
@@ -593,8 +618,11 @@ class McpHttpApp:
         version: str | None,
         extra: Headers,
         principal: Hashable | None = None,
+        responder: Respond | None = None,
     ) -> None:
         """Feed the body and write the answers: one JSON body, or an SSE stream.
+
+        ``responder``: the engine's one-step answer (:data:`RESPOND`), if it has one.
 
         A client that goes away releases this request at once (its connection, its task);
         the handlers it started go on, as the session era says (a disconnect is not a
@@ -631,7 +659,10 @@ class McpHttpApp:
                         "The request ended without an answer",
                         ids[0] if len(ids) == 1 else None,
                     )
-                await respond(send, 200, answer, [*extra, JSON_TYPE])
+                if responder is not None:
+                    await responder(200, answer, (*extra, JSON_TYPE))
+                else:
+                    await respond(send, 200, answer, [*extra, JSON_TYPE])
             return
         sink = Sink(config.stream_max_bytes, config.stream_max_messages)
         prime = version is not None and version >= V2025_11_25
@@ -778,7 +809,7 @@ class McpHttpApp:
                 await transport.open_standalone(sink, prime=prime)
             if self.relay is not None and transport.has_standalone_stream():
                 await self.relay.claim_stream(entry)
-            start_headers = [*SSE_HEADERS, (SESSION_HEADER, entry.session_id.encode("ascii"))]
+            start_headers = [*SSE_HEADERS, entry.id_header]
             if callable(resumed):  # a call running on another replica: follow its stream
                 async with self.budgets.follow(entry.session_id, principal):  # 429, 503
                     await send(

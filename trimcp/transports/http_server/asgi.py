@@ -23,6 +23,8 @@ Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 Headers = list[tuple[bytes, bytes]]
+#: The lean engine's one-step answer (see :data:`RESPOND`): status, body, other headers.
+Respond = Callable[[int, bytes, tuple[tuple[bytes, bytes], ...]], Awaitable[None]]
 
 #: Request headers the server reads. A request repeating a singleton among them is refused
 #: (400), so two ``Host`` or ``Origin`` values can never be checked one way and used another.
@@ -77,6 +79,12 @@ HEAD_MEMO = "trimcp.head_memo"
 #: through ``receive`` works as well: an app takes it here without a message and a
 #: coroutine (see :func:`buffered_body`).
 BODY = "trimcp.body"
+#: A scope key of the lean engine's: ``respond(status, body, headers)``, an async callable
+#: that sends a complete answer with a ``Content-Length`` (``headers``: a tuple of the
+#: others) in one step: what :func:`respond` sends as two messages, the same bytes on the
+#: wire, without the messages (the engine keeps the head it makes of repeated headers).
+#: Absent or None with any other server: then use :func:`respond`.
+RESPOND = "trimcp.respond"
 
 _T = TypeVar("_T")
 

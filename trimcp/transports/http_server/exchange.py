@@ -30,6 +30,10 @@ if TYPE_CHECKING:
 __all__ = ["Exchange"]
 
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+#: What ``_start`` holds once :meth:`Exchange.respond` answered (no message was made).
+_RESPONDED: Message = {"type": "http.response.start"}
+#: How many kept heads a connection holds (see :meth:`Exchange.respond`).
+MAX_PREFIXES = 8
 LAST_CHUNK = b"0\r\n\r\n"
 
 
@@ -223,6 +227,72 @@ class Exchange:
             self.complete = True
         if out and not await self._connection.write(out):
             self.client_gone = True
+
+    async def respond(
+        self, status: int, body: bytes, headers: tuple[tuple[bytes, bytes], ...]
+    ) -> None:
+        """A complete answer in one step (:data:`~.asgi.RESPOND`): the bytes that
+        ``http.response.start`` with ``headers`` and a ``Content-Length``, then the whole
+        body, would write.
+
+        The usual answer (keep-alive, a body, no framing header among ``headers``) takes
+        the connection's kept head for ``(status, headers)``, which an app repeats on
+        every answer to its client: no message, no look-up per header line. Anything
+        else goes the way of the two messages."""
+        if self._start is not None:
+            raise RuntimeError("http.response.start sent twice")
+        connection = self._connection
+        if (
+            self.keep_alive
+            and status != 204
+            and status != 304
+            and self.method != b"HEAD"
+            and not connection.state.terminating
+            and connection.conn is None
+            and connection.owed <= len(connection.buffer)
+        ):
+            # (what _head decides for this case: Content-Length, the connection kept)
+            key = (status, headers)
+            prefixes = connection.prefixes
+            prefix = prefixes.get(key)
+            if prefix is None:
+                prefix = self._prefix(status, headers)
+                if prefix is not None:
+                    if len(prefixes) >= MAX_PREFIXES:
+                        prefixes.clear()
+                    prefixes[key] = prefix
+            if prefix is not None:
+                self._start = _RESPONDED
+                self.started = self.complete = True
+                if self.client_gone:
+                    return
+                out = b"%scontent-length: %d\r\n%s\r\n" % (prefix, len(body), Date.get())
+                if not await connection.write(out + body):
+                    self.client_gone = True
+                return
+        await self.send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-length", b"%d" % len(body)), *headers],
+            }
+        )
+        await self.send({"type": "http.response.body", "body": body, "more_body": False})
+
+    def _prefix(self, status: int, headers: tuple[tuple[bytes, bytes], ...]) -> bytes | None:
+        """The status line and the lines of ``headers`` (validated); None when one of
+        them is about framing (Content-Length, Connection, ...): :meth:`_head` decides."""
+        lines = [status_line(status)]
+        own = self._connection.lines
+        for name, value in headers:
+            pair = (name, value)
+            line, kind, _ = (
+                LINES.get(pair) or LENGTHS.get(pair) or own.get(pair) or header(name, value, own)
+            )
+            if kind != PLAIN:
+                return None
+            lines.append(line)
+        return b"".join(lines)
 
     def _head(self, start: Message, body: bytes, more: bool) -> bytes:
         """The status line and headers; decides framing and keep-alive. Sets ``started``."""

@@ -46,6 +46,7 @@ from trimcp.transports.http_server.asgi import (
     BOUNDED_SEND,
     HEAD_MEMO,
     NORMALIZED_HEADERS,
+    RESPOND,
 )
 from trimcp.transports.http_server.exchange import Exchange
 from trimcp.transports.http_server.fasthead import NEED_MORE, Head
@@ -149,6 +150,9 @@ class _Connection:
         self.fields: dict[bytes, Any] = {}
         #: Whole request heads of this connection's, read by the fast path (ditto).
         self.heads: dict[bytes, Any] = {}
+        #: Response heads of this connection's own, up to their header lines, by status
+        #: and headers (see Exchange.respond).
+        self.prefixes: dict[tuple[int, tuple[tuple[bytes, bytes], ...]], bytes] = {}
 
     async def read(self) -> bool:
         """Feed h11 one read from the socket; False at end of input or on error."""
@@ -432,6 +436,8 @@ class _Connection:
         path, _, query = target.partition(b"?")
         text = path.decode("ascii")  # h11 accepts visible ASCII only
         method = request.method
+        exchange = Exchange(self, method, keep_alive, expect_continue, fast_body)
+        exchange.body_length = body_length
         scope: dict[str, Any] = {
             "type": "http",
             "asgi": _ASGI,
@@ -448,9 +454,8 @@ class _Connection:
             "extensions": _BUFFERED_BODY if buffered else _STREAMED_BODY,
             HEAD_MEMO: memo,
             BODY: fast_body if buffered else None,
+            RESPOND: exchange.respond,
         }
-        exchange = Exchange(self, method, keep_alive, expect_continue, fast_body)
-        exchange.body_length = body_length
         try:
             await self.app(scope, exchange.receive, exchange.send)
         except Exception:

@@ -36,6 +36,8 @@ from trimcp.transports.http_server.transport import HttpSessionTransport, curren
 logger = logging.getLogger("trimcp.http")
 
 #: Bytes of randomness in a session id (192 bits; the spec asks for unguessable ids).
+#: The response (and request) header naming a session.
+SESSION_HEADER = b"mcp-session-id"
 SESSION_ID_BYTES = 24
 
 
@@ -78,6 +80,7 @@ class SessionEntry:
         "_manager",
         "active",
         "closed",
+        "id_header",
         "kind",
         "last_seen",
         "principal",
@@ -99,6 +102,8 @@ class SessionEntry:
     ) -> None:
         self._manager = manager
         self.session_id = session_id
+        #: Its ``Mcp-Session-Id`` response header, made once (every answer carries it).
+        self.id_header = (SESSION_HEADER, session_id.encode("ascii"))
         self.principal = principal
         #: What the session is bound to (:func:`~trimcp.auth.principal_key`).
         self.principal_key = principal_key(principal)
