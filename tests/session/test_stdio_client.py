@@ -44,8 +44,21 @@ async def test_a_well_behaved_child_answers_and_exits() -> None:
 async def test_serving_stdio_freezes_what_the_process_made_before() -> None:
     # The cyclic GC's full collections then skip the modules and tables of start-up.
     async with child_session("plain") as session:
-        answer = await session.send_request("frozen")
+        answer = await session.send_request("gc")
     assert answer["frozen"] > 1000
+
+
+async def test_serving_stdio_raises_the_interpreters_young_gc_threshold() -> None:
+    # 100 pipelined requests in flight then make no young collection per batch.
+    async with child_session("plain") as session:
+        answer = await session.send_request("gc")
+    assert answer["thresholds"] == [2000, 10, 10]
+
+
+async def test_serving_stdio_keeps_gc_thresholds_the_server_set() -> None:
+    async with child_session("gc-tuned") as session:
+        answer = await session.send_request("gc")
+    assert answer["thresholds"] == [5000, 20, 30]
 
 
 async def test_child_writing_1mib_to_stderr_still_completes() -> None:

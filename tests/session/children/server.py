@@ -5,9 +5,11 @@
 - ``die``: the ``die`` method kills the process mid-request.
 - ``finish-after-eof``: after stdin closes, writes 1 MiB to stdout (work it was finishing)
   and exits 0 only if every write succeeded.
+- ``gc-tuned``: sets its own GC thresholds (5000, 20, 30) before serving.
 - anything else: a well-behaved server.
 
-Every mode answers ``hello`` (its mode) and ``frozen`` (``gc.get_freeze_count()``).
+Every mode answers ``hello`` (its mode) and ``gc`` (``gc.get_freeze_count()`` and
+``gc.get_threshold()``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from trimcp.transports.stdio import serve_stdio
 from trimcp.types import Implementation
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "plain"
+if MODE == "gc-tuned":
+    gc.set_threshold(5000, 20, 30)
 server = LowLevelServer(Implementation(name=f"child-{MODE}", version="1"))
 
 
@@ -34,9 +38,9 @@ async def die(ctx: RequestContext) -> dict[str, Any]:
     os._exit(3)
 
 
-@server.request_handler("frozen")
-async def frozen(ctx: RequestContext) -> dict[str, Any]:
-    return {"frozen": gc.get_freeze_count()}
+@server.request_handler("gc")
+async def gc_state(ctx: RequestContext) -> dict[str, Any]:
+    return {"frozen": gc.get_freeze_count(), "thresholds": list(gc.get_threshold())}
 
 
 @server.request_handler("hello")
