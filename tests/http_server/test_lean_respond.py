@@ -1,16 +1,27 @@
 """The lean engine's one-step answer (``scope[RESPOND]``): the same bytes on the wire as the
-two ASGI messages of ``respond()``, whatever the request, the headers or the server's state
-(memory streams, autojump clock; no test asserts a time)."""
+two ASGI messages of ``respond()``, whatever the request, the headers or the server's state;
+and what the app keeps per kept head (memory streams, autojump clock; no test asserts a
+time)."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import pytest
 import trio
 
-from tests.http_server.test_lean_engine import App, lean_connection, request
+from tests.http_server.helpers import tool_call
+from tests.http_server.test_lean_engine import (
+    MCP,
+    App,
+    Wire,
+    initialize,
+    lean_connection,
+    mcp_app,
+    request,
+)
 from trimcp.transports.http_server.asgi import BODY, RESPOND, respond
 from trimcp.transports.http_server.lean import _ServerState
 
@@ -101,3 +112,63 @@ async def test_a_body_still_arriving_ends_the_connection_as_with_two_messages(
             heads.append(_DATE.sub(b"", out))
     assert b"connection: close" in heads[0]
     assert heads[1] == heads[0]
+
+
+# --- a kept head's checks ------------------------------------------------------------------
+
+
+def same_head_post(request_id: int, session_id: str, headers: list[tuple[str, str]]) -> bytes:
+    """A tools/call whose head is the same, byte for byte, for every one-digit id."""
+    headers = [*headers, ("mcp-session-id", session_id), ("mcp-protocol-version", "2025-11-25")]
+    body = json.dumps(tool_call(request_id, "echo", {"text": f"t{request_id}"})).encode()
+    return request("POST", body=body, headers=headers)
+
+
+REFUSED_HEADS = {
+    "content type": ([("content-type", "text/plain"), MCP[1]], None, 415),
+    "accept": ([MCP[0], ("accept", "text/html")], None, 406),
+    "session id form": (MCP, "not a session id", 404),
+}
+
+
+@pytest.mark.parametrize(
+    ("headers", "session_id", "status"), REFUSED_HEADS.values(), ids=REFUSED_HEADS.keys()
+)
+async def test_a_kept_head_is_refused_each_time(
+    autojump_clock: trio.abc.Clock,
+    headers: list[tuple[str, str]],
+    session_id: str | None,
+    status: int,
+) -> None:
+    # The app keeps what a head passed in the engine's memo for it: a head refused is
+    # refused again, however often it comes (fails with the memo's mark set before the
+    # checks: the second request is answered).
+    async with mcp_app(json_response=True) as app:
+        real_id = await initialize(app)
+        async with lean_connection(app) as (client, _):
+            wire = Wire(client)
+            for i in range(1, 4):
+                await client.send_all(same_head_post(i, session_id or real_id, headers))
+                assert (await wire.response()).status == status
+            await client.aclose()
+
+
+async def test_a_kept_head_still_finds_its_session_each_time(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # Its checks are kept, not its session: once the session ended, the same head gets 404.
+    async with mcp_app(json_response=True) as app:
+        session_id = await initialize(app)
+        async with lean_connection(app) as (client, _):
+            wire = Wire(client)
+            for i in range(1, 3):
+                await client.send_all(same_head_post(i, session_id, MCP))
+                answer = await wire.response()
+                assert answer.status == 200
+                assert f'"t{i}"'.encode() in answer.body
+            entry = app.manager.get(session_id, None, "streamable")
+            assert entry is not None
+            app.manager.end(entry, "ended by the test")
+            await client.send_all(same_head_post(3, session_id, MCP))
+            assert (await wire.response()).status == 404
+            await client.aclose()

@@ -98,6 +98,9 @@ from trimcp.transports.http_server.transport import HttpSessionTransport
 
 logger = logging.getLogger("trimcp.http")
 
+#: In a kept head's memo (see HEAD_MEMO): a POST with this head passed the checks of the
+#: head alone (POST headers, session id form, Content-Length).
+_POST_CHECKED = "post checked"
 #: Scheduler passes a POST stream's priming event waits to share a write with the answer.
 PRIMING_PASSES = 8
 #: The refusal of a ``Last-Event-ID`` the session's event store does not know.
@@ -427,15 +430,32 @@ class McpHttpApp:
         principal: Hashable | None,
     ) -> None:
         config = self.config
-        self._check_post_headers(headers)
+        # A head the engine keeps, seen before (see HEAD_MEMO): what depends on the head
+        # alone (its POST headers, its session id's form, its Content-Length) passed
+        # then, and is not checked again.
+        memo = scope.get(HEAD_MEMO)
+        checked = memo is not None and _POST_CHECKED in memo
+        if not checked:
+            self._check_post_headers(headers)
         entry: SessionEntry | None = None
-        if not config.stateless and headers.get(SESSION_HEADER) is not None:
-            entry = await self._session(headers, principal)
+        session_id = None if config.stateless else headers.get(SESSION_HEADER)
+        if session_id is not None:
+            if checked and self.sharing is None:  # (_session's lookup, without a coroutine)
+                entry = self.manager.get(session_id, principal, "streamable")
+                if entry is None:
+                    raise session_gone()
+            else:
+                entry = await self._session(headers, principal)
             entry.active += 1
         try:
             body = scope.get(BODY)  # the lean engine's, read whole with the head
             if body is not None:  # (no receive message, no coroutine)
-                body = buffered_body(body, config.max_body_bytes, headers.get(b"content-length"))
+                if not checked:
+                    limit = config.max_body_bytes
+                    body = buffered_body(body, limit, headers.get(b"content-length"))
+                    if memo is not None:
+                        memo[_POST_CHECKED] = True
+                # (else the body is as long as the Content-Length checked before)
             else:
                 body = await read_body(
                     receive,
