@@ -117,6 +117,20 @@ class FastReceive(_Fair):
             except OSError as exc:
                 raise _stream_error(exc) from exc
 
+    async def wait_readable(self) -> bool:
+        """Wait until the kernel has input for this stream (or its end, or an error),
+        reading nothing: True. False at once, without waiting or a checkpoint, when the
+        stream is not read directly or was closed here (use :meth:`receive_some`).
+        Cancellation: safe, nothing is read."""
+        owner = self._owner
+        if owner is None:
+            return False
+        fd = owner.fileno()
+        if fd < 0:
+            return False
+        await trio.lowlevel.wait_readable(fd)
+        return True
+
     def receive_nowait(self, max_bytes: int) -> bytes | None:
         """Up to ``max_bytes`` bytes if the kernel has some now (b"" at the end of
         input); None when a read would wait, or when this stream is not read directly.

@@ -122,6 +122,25 @@ async def test_a_blocked_read_waits_for_the_kernel_first() -> None:
     await reader.aclose()
 
 
+async def test_wait_readable_waits_for_input_and_reads_nothing() -> None:
+    reader, writer = pipe()
+    fast_in = FastReceive(reader)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(FastSend(writer).send_all, b"late")
+        assert await fast_in.wait_readable() is True
+    assert fast_in.receive_nowait(100) == b"late"  # still there to read
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        with pytest.raises(trio.Cancelled):
+            await fast_in.wait_readable()  # a cancel point
+    await writer.aclose()
+    assert await fast_in.wait_readable() is True  # the end of input is readable too
+    await reader.aclose()
+    assert await fast_in.wait_readable() is False  # closed here: nothing to wait for
+    _, receive = trio.testing.memory_stream_pair()
+    assert await FastReceive(receive).wait_readable() is False  # not read directly
+
+
 async def test_closed_here_raises_closed_and_gone_there_raises_broken() -> None:
     reader, writer = pipe()
     fast_in, fast_out = FastReceive(reader), FastSend(writer)

@@ -321,6 +321,19 @@ class _Connection:
             wait = timer.start(scope)
             state.idle.add(scope)
             try:
+                if (
+                    self._blocked
+                    and self.limits.read_timeout is None
+                    and await self._in.wait_readable()
+                ):
+                    # The usual wait (nothing buffered, and the kernel had nothing): for
+                    # the socket here, then the head is read and parsed without waiting
+                    # (no coroutines of read() and _read_request() per wait). Anything
+                    # else (a head in parts, the end of input) goes on below as before.
+                    self._blocked = False
+                    head = self._request_now()
+                    if head is not None:
+                        return head
                 return await self._read_request()
             finally:
                 wait.stop()
