@@ -667,7 +667,7 @@ class McpHttpApp:
 
             watching = self.slow.add(watch)
             try:
-                await stream.done.wait()
+                await stream.wait_done()
             finally:
                 if not watching.end_now():
                     await watching.end()

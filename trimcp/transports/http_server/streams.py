@@ -134,6 +134,10 @@ class Sink:
             await self._wakeup.wait()
 
 
+#: What :attr:`OutStream._waiter` holds once its waiter was released.
+_RELEASED = object()
+
+
 class OutStream:
     """A logical stream of one session: a POST's answers, or the standalone stream.
 
@@ -149,6 +153,7 @@ class OutStream:
         "_pending",
         "_stored",
         "_storing",
+        "_waiter",
         "auth",
         "in_store",
         "json_body",
@@ -182,6 +187,8 @@ class OutStream:
         self.in_store = False
         self._storing = 0  # events of it being stored now
         self._stored: trio.Event | None = None  # set when none is (made when waited for)
+        #: The task in :meth:`wait_done`, or :data:`_RELEASED` after :meth:`release_waiter`.
+        self._waiter: trio.lowlevel.Task | object | None = None
 
     @property
     def finished(self) -> bool:
@@ -212,14 +219,39 @@ class OutStream:
         done = self._done
         if done is None:
             done = self._done = trio.Event()
-            if self._finished:
+            if self._finished or self._waiter is _RELEASED:
                 done.set()
         return done
 
+    async def wait_done(self) -> None:
+        """``await self.done.wait()`` without an Event, for one task at a time (the POST
+        waiting for its JSON answer: once per call). Cancellation: safe."""
+        if self._finished or self._waiter is _RELEASED:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._waiter is not None:
+            raise trio.BusyResourceError("another task waits for this stream already")
+        self._waiter = trio.lowlevel.current_task()
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            self._waiter = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+
+    def _wake(self, then: object | None) -> None:
+        waiter = self._waiter
+        self._waiter = then
+        if type(waiter) is trio.lowlevel.Task:
+            trio.lowlevel.reschedule(waiter)
+
     def release_waiter(self) -> None:
-        """Wake whoever waits for :attr:`done` now: the POST waiting for its answer has
-        lost its client. The stream itself goes on (its answers are still taken)."""
-        self.done.set()
+        """Wake whoever waits for :attr:`done` (or in :meth:`wait_done`) now: the POST
+        waiting for its answer has lost its client. The stream itself goes on (its
+        answers are still taken)."""
+        self._wake(_RELEASED)
+        if self._done is not None:
+            self._done.set()
 
     def storing(self) -> None:
         """An event of this stream is being stored (until :meth:`stored`)."""
@@ -274,6 +306,10 @@ class OutStream:
         self._finished = True
         if self._done is not None:
             self._done.set()
+        waiter = self._waiter
+        if type(waiter) is trio.lowlevel.Task:  # (_wake, inline: once per JSON answer)
+            self._waiter = None
+            trio.lowlevel.reschedule(waiter)
         if self.sink is not None:
             self.sink.finish()
 
