@@ -135,7 +135,7 @@ def _fields(head: Head) -> tuple[object, ...]:
 @given(requests())
 def test_a_kept_head_reads_as_it_did_the_first_time(raw: bytes) -> None:
     own: dict[bytes, object] = {}
-    kept: dict[bytes, object] = {}
+    kept = fasthead.KeptHeads()
     first = parse(bytearray(raw), MAX_HEAD, own, kept)
     buffer = bytearray(raw)
     again = parse(buffer, MAX_HEAD, own, kept)
@@ -152,7 +152,7 @@ def test_a_kept_head_reads_as_it_did_the_first_time(raw: bytes) -> None:
 
 def test_kept_heads_are_bounded_per_connection() -> None:
     own: dict[bytes, object] = {}
-    kept: dict[bytes, object] = {}
+    kept = fasthead.KeptHeads()
     memos = []
     for length in range(1, fasthead.MAX_OWN_HEADS + 2):
         raw = b"POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: %d\r\n\r\n" % length
@@ -412,3 +412,25 @@ async def test_a_body_the_engine_hands_over_is_refused_as_a_read_one(
     except HttpRejection as exc:
         got = (exc.status, exc.message)
     assert got == expected
+
+
+def test_the_last_kept_head_is_matched_whole_and_only_whole() -> None:
+    # The last head is compared in the buffer, not looked up: a head that begins with the
+    # last one's bytes, or is as long with other bytes, is its own head (fails with the
+    # comparison's length check taken out: the longer head reads as the shorter one).
+    short = b"GET /a HTTP/1.1\r\nHost: h"
+    longer = short + b"\r\nX-More: 1"
+    same_size = b"GET /b HTTP/1.1\r\nHost: h"
+    own: dict[bytes, object] = {}
+    kept = fasthead.KeptHeads()
+    memos: dict[bytes, object] = {}
+    for raw in (short, short, longer, longer, short, same_size, short, same_size):
+        head = parse(bytearray(raw + b"\r\n\r\n"), MAX_HEAD, own, kept)
+        fresh = parse(bytearray(raw + b"\r\n\r\n"), MAX_HEAD)
+        assert isinstance(head, Head)
+        assert isinstance(fresh, Head)
+        assert _fields(head) == _fields(fresh)
+        assert memos.setdefault(raw, head.memo) is head.memo  # one memo per head
+    assert len({id(memo) for memo in memos.values()}) == 3
+    kept.clear()
+    assert kept.last is None  # (cleared with the heads it names)

@@ -31,7 +31,7 @@ from typing import Any, Final
 
 from trimcp.transports.http_server.heads import tokens
 
-__all__ = ["DECLINE", "NEED_MORE", "Head", "parse"]
+__all__ = ["DECLINE", "NEED_MORE", "Head", "KeptHeads", "parse"]
 
 _REQUEST_LINE = re.compile(rb"([A-Z]{1,32}) ([\x21-\x7e]+) HTTP/1\.([01])")
 _FIELD = re.compile(
@@ -140,11 +140,27 @@ NEED_MORE: Final = _Marker("NEED_MORE")
 DECLINE: Final = _Marker("DECLINE")
 
 
+class KeptHeads(dict[bytes, Any]):
+    """The whole heads one connection keeps, read, by their bytes (see :func:`parse`), and
+    the last one read or kept (``(bytes, entry)``): a client repeats one head, which is
+    then compared where it lies in the buffer, not copied out and hashed."""
+
+    __slots__ = ("last",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last: tuple[bytes, Any] | None = None
+
+    def clear(self) -> None:
+        super().clear()
+        self.last = None
+
+
 def parse(
     buffer: bytearray,
     max_head: int,
     own: dict[bytes, Any] | None = None,
-    heads: dict[bytes, Any] | None = None,
+    heads: KeptHeads | None = None,
 ) -> Head | _Marker:
     """Read one request from the front of ``buffer`` and remove it from there.
 
@@ -172,11 +188,21 @@ def parse(
         return NEED_MORE
     if end + 4 > max_head:
         return DECLINE  # h11 (and the guard) decide about oversized heads
-    raw = bytes(buffer[:end])
-    known = None if heads is None else heads.get(raw)
+    known = None
+    if heads is not None:
+        last = heads.last
+        # (the last head again, nearly always: compared in place, not copied and hashed)
+        if last is not None and len(last[0]) == end and buffer.startswith(last[0]):
+            known = last[1]
+        else:
+            raw = bytes(buffer[:end])
+            known = heads.get(raw)
+            if known is not None:
+                heads.last = (raw, known)
     if known is not None:
         method, target, http11, headers, length, close, memo = known
     else:
+        raw = bytes(buffer[:end])
         parsed = _parse_head(raw, own)
         if parsed is None:
             return DECLINE
@@ -186,7 +212,8 @@ def parse(
             if len(heads) >= MAX_OWN_HEADS:
                 heads.clear()
             memo = {}
-            heads[raw] = (*parsed, memo)
+            heads[raw] = kept = (*parsed, memo)
+            heads.last = (raw, kept)
     start = end + 4
     stop = min(start + length, len(buffer))
     body = bytes(buffer[start:stop])

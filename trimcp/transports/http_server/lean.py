@@ -149,7 +149,7 @@ class _Connection:
         #: Request lines of this connection's own, read by the fast path (see its parse).
         self.fields: dict[bytes, Any] = {}
         #: Whole request heads of this connection's, read by the fast path (ditto).
-        self.heads: dict[bytes, Any] = {}
+        self.heads = fasthead.KeptHeads()
         #: Response heads of this connection's own, up to their header lines, by status
         #: and headers (see Exchange.respond).
         self.prefixes: dict[tuple[int, tuple[tuple[bytes, bytes], ...]], bytes] = {}
