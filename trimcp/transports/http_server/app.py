@@ -262,7 +262,13 @@ class McpHttpApp:
                 headers = self._gate(scope)
                 # (an open server: no coroutine to learn that nobody is authenticated)
                 principal = None if self._open else await self._authenticate(scope)
-                await self._endpoint(scope, receive, send, headers, principal)
+                version = headers.get(b"mcp-protocol-version")
+                if scope["method"] == "POST" and (version is None or version in SUPPORTED_VERSIONS):
+                    # (what _endpoint decides for a session-era POST, decided here: one
+                    # coroutine fewer per call)
+                    await self._post(scope, receive, send, headers, principal)
+                else:
+                    await self._endpoint(scope, receive, send, headers, principal)
             elif config.legacy_sse and path in (
                 config.legacy_sse_path,
                 config.legacy_messages_path,
@@ -505,17 +511,31 @@ class McpHttpApp:
                 if self.sharing is not None:
                     send = self.sharing.saving_first(send, entry)
             try:
-                await self._post_in_session(
-                    send,
-                    receive,
-                    entry,
-                    inbound,
-                    messages,
-                    requests,
-                    batch,
-                    principal,
-                    scope.get(RESPOND),
-                )
+                # (the session's checks, then its answer or its notifications: no
+                # coroutine between this one and _answer's)
+                session, ids = self._in_session(entry, requests, batch)
+                if requests:
+                    # (only an SSE answer asks: whether to prime its stream)
+                    version = (
+                        None
+                        if config.json_response
+                        else session.protocol_version or _requested_version(requests)
+                    )
+                    await self._answer(
+                        send,
+                        receive,
+                        session,
+                        entry.transport,
+                        inbound,
+                        messages,
+                        ids,
+                        version,
+                        [entry.id_header],
+                        principal,
+                        scope.get(RESPOND),
+                    )
+                else:
+                    await self._notified(send, entry, inbound, messages)
                 if self.sharing is not None:
                     await self.sharing.persist(entry)
             finally:
@@ -569,18 +589,12 @@ class McpHttpApp:
             principal, make_transport, session_id=session_id, prepare=prepare
         )
 
-    async def _post_in_session(
-        self,
-        send: Send,
-        receive: Receive,
-        entry: SessionEntry,
-        body: Decoded,
-        messages: list[Message],
-        requests: list[Request],
-        batch: bool,
-        principal: Hashable | None = None,
-        responder: Respond | None = None,
-    ) -> None:
+    def _in_session(
+        self, entry: SessionEntry, requests: list[Request], batch: bool
+    ) -> tuple[Session, list[RequestId]]:
+        """What a POST to a session checks first: the session wakes (503 once the manager
+        stopped), batches are allowed in its version, no request id is in use (400). The
+        session and the ids to answer."""
         transport: HttpSessionTransport = entry.transport
         session = entry.session
         assert session is not None
@@ -597,34 +611,20 @@ class McpHttpApp:
                 raise HttpRejection(
                     400, f"Request id {request_id!r} is already in use", request_id=request_id
                 )
+        return session, ids
+
+    async def _notified(
+        self, send: Send, entry: SessionEntry, body: Decoded, messages: list[Message]
+    ) -> None:
+        """A POST to a session with no request in it: fed (or relayed), answered 202."""
+        transport: HttpSessionTransport = entry.transport
         extra = [entry.id_header]
-        if not requests:
-            if self.relay is not None and await self.relay.relay(entry, body.value, messages):
-                await respond(send, 202, headers=extra)  # sent to the replica it is for
-                return
-            await transport.feed(body, self.config.enqueue_timeout)
-            _apply_cancels(transport, messages)
-            await respond(send, 202, headers=extra)
+        if self.relay is not None and await self.relay.relay(entry, body.value, messages):
+            await respond(send, 202, headers=extra)  # sent to the replica it is for
             return
-        # (only an SSE answer asks: whether to prime its stream)
-        version = (
-            None
-            if self.config.json_response
-            else session.protocol_version or _requested_version(requests)
-        )
-        await self._answer(
-            send,
-            receive,
-            session,
-            transport,
-            body,
-            messages,
-            ids,
-            version,
-            extra,
-            principal,
-            responder,
-        )
+        await transport.feed(body, self.config.enqueue_timeout)
+        _apply_cancels(transport, messages)
+        await respond(send, 202, headers=extra)
 
     async def _answer(
         self,
