@@ -20,7 +20,7 @@ from trimcp.protocol.connection import DEFAULT_MAX_BATCH, Connection
 from trimcp.protocol.lifecycle import Role
 from trimcp.session import open_session
 from trimcp.session.options import SessionOptions
-from trimcp.session.transport import Decoded
+from trimcp.session.transport import Decoded, Outgoing
 from trimcp.transports.http_server import HttpServerConfig
 from trimcp.transports.http_server import asgi as asgi_module
 from trimcp.transports.http_server.transport import HttpSessionTransport
@@ -280,3 +280,22 @@ async def test_a_tool_raising_system_exit_answers_that_call_and_the_server_goes_
         assert (await client.call(session_id, 2, "echo", {"text": "a"}))["result"]
         assert (await client.call(other, 1, "echo", {"text": "b"}))["result"]
         assert len(app.manager) == 2
+
+
+async def test_send_now_takes_a_json_answer_and_nothing_else() -> None:
+    # The engine hands a JSON-mode POST's answer over without a coroutine (send_now); any
+    # other message (an SSE stream's answer, a message answering nothing, an answer whose
+    # POST is gone) is declined untouched and goes through send as before.
+    transport = HttpSessionTransport(store=None, inbound_queue=4, backlog_size=4, retry_ms=1)
+    json_stream = transport.open_stream([1, 2], json_mode=True)
+    sse_stream = transport.open_stream([3], json_mode=False)
+    assert not transport.send_now(Outgoing(b'{"method":"notifications/x"}'))
+    assert not transport.send_now(Outgoing(b"{}", 3, (3,)))
+    assert not transport.send_now(Outgoing(b"{}", 9, (9,)))
+    assert transport.in_flight(3)
+    assert not sse_stream.finished
+    assert transport.send_now(Outgoing(b"[1,2]", None, (1, 2)))
+    assert json_stream.json_body == b"[1,2]"
+    assert json_stream.finished
+    assert not transport.in_flight(1)
+    assert not transport.in_flight(2)

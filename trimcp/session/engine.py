@@ -895,6 +895,16 @@ class Session:
                 reply = connection.send_error(request_id, McpError(INTERNAL_ERROR))
         batch = self._batch_of.pop(request_id, None) if self._batch_of else None
         if reply is not None:
+            if batch is None and not closing:
+                # A transport that takes the reply at once (an HTTP JSON answer, a pipe
+                # with room) takes it here: no coroutine of _reply, reply_directly and
+                # the transport's send per reply. Else as _reply does. (``closing`` is
+                # still what _reply would find: nothing was awaited since.)
+                message = Outgoing(reply, request_id, (request_id,))
+                outbox = self._run.outbox
+                if not outbox.write_now(message) and not await outbox.reply_directly(message):
+                    await outbox.queue(message)
+                return
             await self._reply(request_id, reply, batch)
         elif batch is not None:
             batch.pending.discard(request_id)

@@ -214,25 +214,31 @@ class HttpSessionTransport:
         if not self._backlog:
             self._backlog = None
 
+    def send_now(self, message: Outgoing) -> bool:
+        """Deliver the answer to a JSON-mode POST now (True); anything else: False, and
+        :meth:`send` takes it (see ``ImmediateTransport``). Such an answer is stored
+        nowhere and written by the POST itself, so it takes neither the lock (which keeps
+        stored events and resumes in order) nor a wait; the engine hands it over without
+        a coroutine (nearly every call in JSON mode)."""
+        answers = message.answers
+        if not answers:
+            return False
+        routes = self._routes
+        stream = routes.get(answers[0])
+        if stream is None or not stream.json_mode:
+            return False
+        stream.json_body = message.data
+        for request_id in answers:
+            if stream.settle(request_id) and routes.get(request_id) is stream:
+                del routes[request_id]
+        if not stream.waiting:
+            stream.finish()  # (a JSON-mode stream is never live)
+        return True
+
     async def send(self, messages: Sequence[Outgoing]) -> None:
         """Route each message to its stream. Never waits for a client (see module doc)."""
-        if len(messages) == 1:
-            # The answer to a JSON-mode POST (nearly every call in JSON mode), delivered
-            # now: stored nowhere and written by the POST itself, so it takes neither the
-            # lock (which keeps stored events and resumes in order) nor a wait.
-            message = messages[0]
-            answers = message.answers
-            if answers:
-                routes = self._routes
-                stream = routes.get(answers[0])
-                if stream is not None and stream.json_mode:
-                    stream.json_body = message.data
-                    for request_id in answers:
-                        if stream.settle(request_id) and routes.get(request_id) is stream:
-                            del routes[request_id]
-                    if not stream.waiting:
-                        stream.finish()  # (a JSON-mode stream is never live)
-                    return
+        if len(messages) == 1 and self.send_now(messages[0]):
+            return
         lock = self._lock
         try:
             lock.acquire_nowait()
