@@ -336,3 +336,53 @@ def test_prepare_types_and_refuses_2026_params_as_admit_request_does(params: Any
             prepare(server, Request(request_id, "tools/call", sent))
         got = refused.value.error
         assert (got.code, got.message, got.data) == (refusal.code, refusal.message, refusal.data)
+
+
+def _server_past_handshake(server_caps: dict[str, Any]) -> Any:
+    # A sans-IO server core through a 2025-03-26 handshake declaring ``server_caps``.
+    from trimcp.protocol.connection import Connection
+    from trimcp.protocol.lifecycle import Role
+
+    conn = Connection(Role.SERVER)
+    init = {
+        "protocolVersion": "2025-03-26",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    }
+    conn.receive(
+        json.dumps({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": init})
+    )
+    answer = {
+        "protocolVersion": "2025-03-26",
+        "capabilities": server_caps,
+        "serverInfo": {"name": "s", "version": "0"},
+    }
+    conn.send_result("init", answer)
+    conn.receive('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    return conn
+
+
+def _request(request_id: int, method: str, params: dict[str, Any]) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+
+
+def test_a_repeated_method_is_admitted_against_the_agreement_in_force() -> None:
+    # A session admits a method the peer repeats once (Connection._admitted): its params
+    # are still checked per request, another method is checked on its own, and an agreement
+    # restored with other capabilities is checked again.
+    conn = _server_past_handshake({"tools": {}, "prompts": {}})
+    call = {"name": "echo", "arguments": {"x": 1}}
+    for request_id in (1, 2):
+        event = conn.receive(_request(request_id, "tools/call", call))
+        assert type(event).__name__ == "RequestReceived"
+        assert event.params == CallToolRequestParams(name="echo", arguments={"x": 1})
+    bad = conn.receive(_request(3, "tools/call", {"arguments": {}}))
+    assert type(bad).__name__ == "MessageRejected"
+    assert bad.error.code == INVALID_PARAMS
+    listed = conn.receive(_request(4, "prompts/list", {}))
+    assert type(listed).__name__ == "RequestReceived"
+    conn.restore(_server_past_handshake({"tools": {}}).resting_state())
+    refused = conn.receive(_request(5, "prompts/list", {}))
+    assert type(refused).__name__ == "MessageRejected"
+    assert refused.error.code == METHOD_NOT_FOUND
+    assert type(conn.receive(_request(6, "tools/call", call))).__name__ == "RequestReceived"

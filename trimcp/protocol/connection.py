@@ -31,7 +31,13 @@ from trimcp.errors import (
     RemoteProtocolError,
 )
 from trimcp.protocol import tasks_ext
-from trimcp.protocol.admission import Peer, admit_request, has_capability
+from trimcp.protocol.admission import (
+    Peer,
+    admit_request,
+    admitted_method,
+    admitted_params,
+    has_capability,
+)
 from trimcp.protocol.events import (
     BatchReceived,
     CancelReceived,
@@ -74,7 +80,12 @@ from trimcp.protocol.lifecycle import (
 from trimcp.protocol.methods import Method, lookup, task_capability
 from trimcp.protocol.modern import recent_client
 from trimcp.protocol.negotiated import Negotiated
-from trimcp.protocol.versions import SUPPORTED_VERSIONS, allows_batches, is_stateless
+from trimcp.protocol.versions import (
+    STATELESS_VERSIONS,
+    SUPPORTED_VERSIONS,
+    allows_batches,
+    is_stateless,
+)
 from trimcp.types import (
     TERMINAL_TASK_STATUSES,
     CreateTaskResult,
@@ -126,6 +137,7 @@ class Connection:
     """
 
     __slots__ = (
+        "_admitted",
         "_allowed_in",
         "_allowed_state",
         "_followed",
@@ -160,6 +172,12 @@ class Connection:
         #: up again when the state is another: a tuple of two enums hashes in Python, twice).
         self._allowed_state: State | None = None
         self._allowed_in: frozenset[str] | None = None
+        #: The last method admitted after the handshake and what its admission found,
+        #: for as long as the agreement and our capabilities it was checked against are
+        #: the same objects: (method, its row, its params type, whether stateless, the
+        #: agreement, our capabilities). A peer repeats one method (tools/call): its row,
+        #: revision and capability checks are not done again per request.
+        self._admitted: tuple[Any, ...] | None = None
         self.supported_versions = supported_versions
         self.max_batch = max_batch
         #: What the handshake agreed on; None until it completes.
@@ -364,17 +382,46 @@ class Connection:
             return rejected
         pass_through = self.pass_through
         negotiated = self.negotiated
+        structure = pass_through is None or method == "initialize" or not pass_through(method)
         try:
-            params = admit_request(
-                method,
-                request.params,
-                peer=self._peer,
-                version=negotiated.protocol_version if negotiated is not None else None,
-                capabilities=self._own_caps if negotiated is not None else None,
-                structure=pass_through is None
-                or method == "initialize"
-                or not pass_through(method),
-            )
+            if negotiated is None:
+                params = admit_request(
+                    method,
+                    request.params,
+                    peer=self._peer,
+                    version=None,
+                    capabilities=None,
+                    structure=structure,
+                )
+            else:
+                # (admit_request in its two halves: the first, which depends on the method
+                # alone, done once for a method the peer repeats; see _admitted)
+                own_caps = self._own_caps
+                admitted = self._admitted
+                if (
+                    admitted is None
+                    or admitted[0] != method
+                    or admitted[4] is not negotiated
+                    or admitted[5] is not own_caps
+                ):
+                    version = negotiated.protocol_version
+                    spec = admitted_method(
+                        method, peer=self._peer, version=version, capabilities=own_caps
+                    )
+                    if spec is None:  # (unknown to the table: its params pass as they are)
+                        admitted = (method, None, None, False, None, None)
+                    else:
+                        admitted = self._admitted = (
+                            method,
+                            spec,
+                            spec.params_type,
+                            version in STATELESS_VERSIONS,
+                            negotiated,
+                            own_caps,
+                        )
+                params = admitted_params(
+                    admitted[1], request.params, admitted[3], structure, admitted[2]
+                )
         except RemoteProtocolError as exc:
             return self._reject_request(request_id, exc.code, exc.message, exc.data)
         if method == "initialize":
@@ -387,8 +434,10 @@ class Connection:
             self._init_params = params
             self._transition(Transition.RECEIVED_INITIALIZE)
         self._inbound[request_id] = method
-        # (_progress_token's first test inlined: a request without params has none)
-        token = _progress_token(request) if request.params else None
+        # (_progress_token's first tests inlined: a request without params, or without
+        # _meta in them, has none: nearly every request)
+        raw = request.params
+        token = _progress_token(request) if raw and "_meta" in raw else None
         return RequestReceived(id=request_id, method=method, params=params, progress_token=token)
 
     def _state_refusal(self, method: str) -> str:
