@@ -274,3 +274,55 @@ def test_every_shell_runs_with_any_serve_setting(make: Callable[[], ServerShell]
     assert [(call.server, call.arguments) for call in calls] == [
         (shell, {"transport": "http", "port": 0, "reuse_port": True})
     ]
+
+
+class OwnSessionAnswers(LowLevelServer):
+    """A server of its own that answers session-era requests its own way."""
+
+    async def answer_in_session(self, ctx: RequestContext) -> Any:
+        if ctx.method == "tools/call":
+            return {"content": [{"type": "text", "text": "own"}]}
+        return await super().answer_in_session(ctx)
+
+
+class OwnLookup(LowLevelServer):
+    """A server of its own that finds its handlers its own way."""
+
+    def handler_for(self, method: str) -> Any:
+        if method == "tools/call":
+
+            async def looked_up(ctx: RequestContext) -> Any:
+                return {"content": [{"type": "text", "text": "looked up"}]}
+
+            return looked_up
+        return super().handler_for(method)
+
+
+@pytest.mark.parametrize(
+    ("make", "text"),
+    [(lowlevel, "table"), (OwnSessionAnswers, "own"), (OwnLookup, "looked up")],
+    ids=["plain", "answer_in_session", "handler_for"],
+)
+async def test_a_session_request_is_answered_from_the_table_unless_the_class_says_otherwise(
+    autojump_clock: trio.testing.MockClock, make: Callable[..., LowLevelServer], text: str
+) -> None:
+    # The shell answers a session-era request from its method table inline unless its
+    # class overrides answer_in_session or handler_for: either override is still asked.
+    if make is lowlevel:
+        shell = lowlevel()
+    else:
+        shell = make(
+            Implementation(name="shell", version="1"),
+            capabilities=ServerCapabilities(tools=ToolsCapability()),
+        )
+
+    @shell.request_handler("tools/call")
+    async def call(ctx: RequestContext) -> Any:
+        return {"content": [{"type": "text", "text": "table"}]}
+
+    async with stream(shell) as peer:
+        await peer.ask(0, "initialize", INITIALIZE)
+        answered = (await peer.ask(1, "tools/call", {"name": "x"}))["result"]
+        assert answered["content"][0]["text"] == text
+        missed = await peer.ask(2, "no/such", {})
+        assert missed["error"] == {"code": -32601, "message": "Method not found: no/such"}

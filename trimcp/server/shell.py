@@ -140,9 +140,16 @@ class ServerShell:
     #: Whether it also keeps the shell's :meth:`handle_request`, which then only forwards
     #: such a request to its table handler (see :meth:`stateless_table`).
     _forwards_stateless: bool = True
+    #: Whether it answers other session-era requests straight from its method table (it
+    #: keeps the shell's :meth:`answer_in_session` and :meth:`handler_for`).
+    _answers_in_session_by_table: bool = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        cls._answers_in_session_by_table = (
+            cls.answer_in_session is ServerShell.answer_in_session
+            and cls.handler_for is ServerShell.handler_for
+        )
         cls._answers_stateless_by_table = cls.answer_stateless is ServerShell.answer_stateless
         cls._forwards_stateless = (
             cls._answers_stateless_by_table and cls.handle_request is ServerShell.handle_request
@@ -256,6 +263,12 @@ class ServerShell:
                 "on a session opened with initialize; send it without the session (no "
                 "Mcp-Session-Id), or without the 2026 _meta envelope",
             )
+        if self._answers_in_session_by_table:
+            # answer_in_session() as the shell has it, inline: two frames per request.
+            handler = self.methods.get(ctx.method)
+            if handler is None:
+                raise method_not_found(ctx.method)
+            return await handler(ctx)
         return await self.answer_in_session(ctx)
 
     def stateless_table(self) -> Callable[[str], RequestHandlerFn | None] | None:
