@@ -877,7 +877,10 @@ class Session:
             outcome = await run_handler(self._handler.handle_request, ctx)
         finally:
             del self._inbound[request_id]
-            self._handler_ended()
+            run = self._run
+            # (no frame when nobody waits for a handler to end: once per request)
+            if run.idle_waiter is not None or run.reader_wakeup is not None:
+                self._handler_ended()
         reply: bytes | None = None
         connection = self._connection
         closer = self._closer  # self.closing, inlined (and asked before the scope)
